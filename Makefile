@@ -1,0 +1,48 @@
+# rehearse — build, test and measure.
+#
+#   make rehearse   run the default weekly drill on the embedded defaults
+#   make test       the full test suite (what CI runs)
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+BIN      := bin/rehearse
+PKGS     := ./...
+FUZZTIME ?= 5s
+
+.PHONY: all build test bench lint cross fuzz-smoke clean
+
+all: lint test build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rehearse
+
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./...
+	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./...
+	GOOS=linux GOARCH=amd64 $(GO) build -o /dev/null ./...
+	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./...
+
+# Each fuzz target for $(FUZZTIME); go test -fuzz takes one target at a time.
+fuzz-smoke:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+clean:
+	rm -rf bin

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/halfopen/rehearse"
+)
+
+const rootLong = `rehearse rehearses how an API or agent gateway's circuit breakers behave when
+its upstreams get sick. It replays HTTP requests from a pcap/pcapng capture into
+the gateway at a fixed rate (10 requests per second for five minutes by default),
+while fake or proxied upstreams return 503s, 429s with Retry-After, slow reads
+and mid-stream resets on a schedule. It records everything in one journal and
+writes a timeline report (HTML, Markdown, JSON, JUnit) of when each breaker
+opened, how it probed and when it closed — measured from outside, so it works
+on any gateway. Run it weekly from a LaunchAgent, in CI from scenario files,
+and attach the report to postmortems.`
+
+const rootExamples = `  # Inspect what a capture holds before replaying it
+  rehearse inspect capture.pcapng
+
+  # Run a rehearsal from a scenario file; exit code says pass or fail
+  rehearse run weekly.yaml --out runs/today --junit junit.xml
+
+  # Compare the same drill on macOS and Linux
+  rehearse report compare runs/mac runs/linux --label macOS --label linux
+
+  # Schedule it weekly on a Mac
+  rehearse launchd install --scenario weekly.yaml --weekly "Mon 03:00"`
+
+// globalFlags are the flags every command shares.
+type globalFlags struct {
+	logLevel  string
+	logFormat string
+}
+
+// newRootCmd builds the command tree. Output goes to stdout and stderr as
+// given, so tests can run commands in-process.
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	var g globalFlags
+	root := &cobra.Command{
+		Use:           "rehearse",
+		Short:         "Chaos rehearsals and traffic replay for API and agent gateways",
+		Long:          rootLong,
+		Example:       rootExamples,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			logger, err := newLogger(stderr, g.logLevel, g.logFormat)
+			if err != nil {
+				return err
+			}
+			slog.SetDefault(logger)
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
+	// Flag and argument errors are usage errors: exit code 2.
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
+	})
+
+	root.AddCommand(
+		newVersionCmd(),
+	)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs makes positional-argument errors usage errors (exit 2), for a
+// command and all of its subcommands.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		args := c.Args
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", rehearse.ErrInvalid, level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("%w: --log-format %q: want text or json", rehearse.ErrInvalid, format)
+	}
+}

@@ -1,0 +1,384 @@
+package journal
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind names an event type. It is the "kind" field of every journal line.
+type Kind string
+
+// The event kinds. Each has one payload type below; see Payload.
+const (
+	KindRunStart          Kind = "run.start"
+	KindPhase             Kind = "phase"
+	KindFaultStart        Kind = "fault.start"
+	KindFaultEnd          Kind = "fault.end"
+	KindClientRequest     Kind = "client.request"
+	KindUpstreamRequest   Kind = "upstream.request"
+	KindMetricsSample     Kind = "metrics.sample"
+	KindHealthSample      Kind = "health.sample"
+	KindBreakerTransition Kind = "breaker.transition"
+	KindLog               Kind = "log"
+	KindRunEnd            Kind = "run.end"
+)
+
+// Payload is the kind-specific part of an event. The payload's fields are
+// written flat beside "t" and "kind".
+type Payload interface {
+	Kind() Kind
+}
+
+// Event is one journal line: a run time and a payload.
+type Event struct {
+	// T is the time of the event since the run's start (monotonic).
+	T time.Duration
+	// Payload holds the typed fields; its Kind is the event's kind.
+	Payload Payload
+}
+
+// Kind returns the event's kind, or "" when it has no payload.
+func (e Event) Kind() Kind {
+	if e.Payload == nil {
+		return ""
+	}
+	return e.Payload.Kind()
+}
+
+// factories maps each known kind to a constructor of its payload, for the
+// reader. It is the one list of kinds: adding a kind means adding it here.
+var factories = map[Kind]func() Payload{
+	KindRunStart:          func() Payload { return new(RunStart) },
+	KindPhase:             func() Payload { return new(Phase) },
+	KindFaultStart:        func() Payload { return new(FaultStart) },
+	KindFaultEnd:          func() Payload { return new(FaultEnd) },
+	KindClientRequest:     func() Payload { return new(ClientRequest) },
+	KindUpstreamRequest:   func() Payload { return new(UpstreamRequest) },
+	KindMetricsSample:     func() Payload { return new(MetricsSample) },
+	KindHealthSample:      func() Payload { return new(HealthSample) },
+	KindBreakerTransition: func() Payload { return new(BreakerTransition) },
+	KindLog:               func() Payload { return new(Log) },
+	KindRunEnd:            func() Payload { return new(RunEnd) },
+}
+
+// Kinds returns every known kind.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(factories))
+	for k := range factories {
+		out = append(out, k)
+	}
+	return out
+}
+
+// RunStart opens every journal: what was run, where, and with which seed.
+type RunStart struct {
+	RunID    string `json:"run_id"`
+	Scenario string `json:"scenario"`
+	// ScenarioFile is the path the scenario was read from; empty for a
+	// built-in drill.
+	ScenarioFile string `json:"scenario_file,omitempty"`
+	Seed         int64  `json:"seed"`
+	// WallStart is the wall-clock instant of t = 0.
+	WallStart time.Time `json:"wall_start"`
+	// Version is the harness version.
+	Version string `json:"version,omitempty"`
+	// Target is the gateway under test (base URL).
+	Target string `json:"target,omitempty"`
+	// Rate is the replay rate in requests per second; 0 for original timing.
+	Rate float64 `json:"rate,omitempty"`
+	// Duration is the planned replay duration.
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	// Upstreams lists the names of the upstreams the harness serves.
+	Upstreams []string `json:"upstreams,omitempty"`
+	// Platform holds the facts about the machine the run is on.
+	Platform *Platform `json:"platform,omitempty"`
+	// Config is the compiled scenario, for the record; nil when unknown.
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// Kind implements Payload.
+func (*RunStart) Kind() Kind { return KindRunStart }
+
+// Platform describes the machine, for comparing runs across operating systems.
+type Platform struct {
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	Kernel    string `json:"kernel,omitempty"`
+	CPU       string `json:"cpu,omitempty"`
+	NumCPU    int    `json:"num_cpu,omitempty"`
+	GoVersion string `json:"go_version,omitempty"`
+	Hostname  string `json:"hostname,omitempty"`
+	// TimerGranularity summarises how late a short sleep wakes up.
+	TimerGranularity *TimerStats `json:"timer_granularity,omitempty"`
+	// TCPKeepalive holds the OS keepalive settings by their sysctl name,
+	// e.g. "net.ipv4.tcp_keepalive_time" or "net.inet.tcp.keepidle".
+	TCPKeepalive map[string]string `json:"tcp_keepalive,omitempty"`
+}
+
+// TimerStats summarises measured sleep lateness (how much later than asked
+// a 1 ms sleep returns).
+type TimerStats struct {
+	Samples int           `json:"samples"`
+	P50     time.Duration `json:"p50_ns"`
+	P99     time.Duration `json:"p99_ns"`
+	Max     time.Duration `json:"max_ns"`
+}
+
+// Phase marks the start of a named phase of the run ("warmup", "replay",
+// "drain", ...).
+type Phase struct {
+	Name   string `json:"name"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Kind implements Payload.
+func (*Phase) Kind() Kind { return KindPhase }
+
+// FaultStart marks the moment a scheduled fault becomes active on an upstream.
+type FaultStart struct {
+	// Name identifies the fault entry in the scenario (unique in the run).
+	Name string `json:"name"`
+	// Type is the fault type from the catalogue ("status", "retry_after", ...).
+	Type     string `json:"type"`
+	Upstream string `json:"upstream"`
+	// For is the planned length of the window; 0 means until the run ends.
+	For time.Duration `json:"for_ns,omitempty"`
+	// Params are the fault's parameters as written in the scenario.
+	Params json.RawMessage `json:"params,omitempty"`
+	// Probability is the per-request probability (1 when unset).
+	Probability float64 `json:"probability,omitempty"`
+	// HealthChecks reports whether the gateway's health checks are faulted too.
+	HealthChecks bool `json:"health_checks,omitempty"`
+}
+
+// Kind implements Payload.
+func (*FaultStart) Kind() Kind { return KindFaultStart }
+
+// FaultEnd marks the end of a fault window.
+type FaultEnd struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	// Applied counts the requests the fault was applied to.
+	Applied int64 `json:"applied"`
+}
+
+// Kind implements Payload.
+func (*FaultEnd) Kind() Kind { return KindFaultEnd }
+
+// Outcome classifies how a request ended, from the side that recorded it.
+// Outcomes are data, not errors: a reset caused by a fault is a result.
+type Outcome string
+
+// Client-side outcome classes (ClientRequest.Outcome).
+const (
+	OutcomeOK               Outcome = "ok"                   // 1xx-3xx status, body complete
+	OutcomeHTTP4xx          Outcome = "http_4xx"             // 4xx other than a recognised fast-fail
+	OutcomeHTTP5xx          Outcome = "http_5xx"             // 5xx other than a recognised fast-fail
+	OutcomeFastFail         Outcome = "fast_fail"            // the gateway's breaker rejected the call
+	OutcomeConnectRefused   Outcome = "connect_refused"      // ECONNREFUSED
+	OutcomeConnectTimeout   Outcome = "connect_timeout"      // no connection within the deadline
+	OutcomeResetBeforeHdrs  Outcome = "reset_before_headers" // connection reset or closed, no status line
+	OutcomeHeadersTimeout   Outcome = "headers_timeout"      // deadline fired before any header byte
+	OutcomeCutMidBody       Outcome = "cut_mid_body"         // reset/EOF after headers, body incomplete
+	OutcomeDeadlineMidBody  Outcome = "deadline_mid_body"    // deadline fired while reading the body
+	OutcomeTruncated        Outcome = "truncated"            // clean EOF short of Content-Length
+	OutcomeMalformed        Outcome = "malformed"            // unparseable response
+	OutcomeDropped          Outcome = "dropped"              // never sent: the in-flight cap was reached
+	OutcomeError            Outcome = "error"                // any other transport error
+	OutcomeUpstreamComplete Outcome = "completed"            // upstream side: response fully written
+	OutcomeUpstreamReset    Outcome = "reset"                // upstream side: connection reset by the fault
+	OutcomeUpstreamCut      Outcome = "cut"                  // upstream side: body cut by the fault (FIN)
+	OutcomeUpstreamStalled  Outcome = "stalled"              // upstream side: held until the client gave up
+	OutcomeUpstreamGone     Outcome = "client_gone"          // upstream side: the gateway hung up first
+)
+
+// ClientRequest is one request sent (or due and not sent) by the replayer,
+// and how it ended as the client saw it.
+type ClientRequest struct {
+	Seq    uint64 `json:"seq"`
+	Method string `json:"method"`
+	// Route is the request path (query removed), or the route template when
+	// the scenario maps routes.
+	Route string `json:"route"`
+	// Upstream is the upstream the route maps to, when the scenario says.
+	Upstream string `json:"upstream,omitempty"`
+	// Scheduled is when the request was due; Sent when its first byte went
+	// out; HeadersAt when the response headers arrived; Done when the
+	// exchange ended. Zero means it did not happen.
+	Scheduled time.Duration `json:"scheduled"`
+	Sent      time.Duration `json:"sent,omitempty"`
+	HeadersAt time.Duration `json:"headers_at,omitempty"`
+	Done      time.Duration `json:"done,omitempty"`
+	// Latency is Done - Scheduled: what a user would have waited, immune to
+	// coordinated omission. Service is Done - Sent.
+	Latency time.Duration `json:"latency_ns,omitempty"`
+	Service time.Duration `json:"service_ns,omitempty"`
+	Status  int           `json:"status,omitempty"`
+	// Bytes is the number of response body bytes received.
+	Bytes int64 `json:"bytes,omitempty"`
+	// Expected is the announced body length (Content-Length); -1 when unknown.
+	Expected int64 `json:"expected,omitempty"`
+	// Fraction is Bytes/Expected for a cut body when Expected is known.
+	Fraction float64 `json:"fraction,omitempty"`
+	// SSEEvents counts the server-sent events received on a stream.
+	SSEEvents int     `json:"sse_events,omitempty"`
+	Outcome   Outcome `json:"outcome"`
+	// FastFail reports that the response matched the gateway's fast-fail rule.
+	FastFail bool `json:"fast_fail,omitempty"`
+	// FastFailCode is the gateway's error code when it gave one.
+	FastFailCode string `json:"fast_fail_code,omitempty"`
+	// Late reports that the send started later than the lateness threshold.
+	Late bool `json:"late,omitempty"`
+	// Error is the transport error text, for outcomes other than ok/http.
+	Error string `json:"error,omitempty"`
+}
+
+// Kind implements Payload.
+func (*ClientRequest) Kind() Kind { return KindClientRequest }
+
+// UpstreamRequest is one request the gateway made to an upstream served by
+// the harness, as the upstream saw it. The event's T is the arrival time.
+type UpstreamRequest struct {
+	Upstream string `json:"upstream"`
+	Method   string `json:"method"`
+	Path     string `json:"path"`
+	// Seq is the client sequence stamp if the gateway forwarded it.
+	Seq *uint64 `json:"seq,omitempty"`
+	// Remote is the gateway's address for this connection (ip:port): it
+	// tells workers and connections apart.
+	Remote    string `json:"remote,omitempty"`
+	UserAgent string `json:"user_agent,omitempty"`
+	// ProbeTag is the value of the probe tag header (or the matched
+	// User-Agent) when the gateway marked the request as a probe.
+	ProbeTag string `json:"probe_tag,omitempty"`
+	// HealthCheck reports that the request matched the health-check rule.
+	HealthCheck bool `json:"health_check,omitempty"`
+	// Fault is the name of the fault applied, empty when served healthy.
+	Fault     string `json:"fault,omitempty"`
+	FaultType string `json:"fault_type,omitempty"`
+	// InFlight is the number of requests in flight on this upstream at
+	// arrival, this one included.
+	InFlight int `json:"in_flight"`
+	Status   int `json:"status,omitempty"`
+	// RetryAfter is the Retry-After advertised in the response, if any.
+	RetryAfter time.Duration `json:"retry_after_ns,omitempty"`
+	// Bytes counts response body bytes written.
+	Bytes int64 `json:"bytes,omitempty"`
+	// Done is when the exchange ended.
+	Done    time.Duration `json:"done,omitempty"`
+	Outcome Outcome       `json:"outcome"`
+}
+
+// Kind implements Payload.
+func (*UpstreamRequest) Kind() Kind { return KindUpstreamRequest }
+
+// MetricsSample is one scrape of the gateway's metrics, reduced to the
+// selected series and, where a preset applies, breaker states.
+type MetricsSample struct {
+	Source string `json:"source"`
+	// Series are the selected raw series.
+	Series []Series `json:"series,omitempty"`
+	// States are breaker states derived by the preset, one per dependency.
+	States []BreakerState `json:"states,omitempty"`
+	// Took is the scrape duration.
+	Took  time.Duration `json:"took_ns,omitempty"`
+	Error string        `json:"error,omitempty"`
+}
+
+// Kind implements Payload.
+func (*MetricsSample) Kind() Kind { return KindMetricsSample }
+
+// Series is one metric sample.
+type Series struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Value  float64           `json:"value"`
+}
+
+// Breaker states, as reported by metrics or transitions.
+const (
+	StateClosed   = "closed"
+	StateHalfOpen = "half_open"
+	StateOpen     = "open"
+)
+
+// BreakerState is a breaker's state for one dependency, as a metrics preset
+// reads it.
+type BreakerState struct {
+	// Dependency is the upstream name as the gateway labels it.
+	Dependency string `json:"dependency"`
+	// Upstream is the harness upstream it maps to, when known.
+	Upstream string `json:"upstream,omitempty"`
+	State    string `json:"state"`
+}
+
+// HealthSample is one probe of the gateway's health URL.
+type HealthSample struct {
+	URL     string        `json:"url"`
+	Status  int           `json:"status,omitempty"`
+	Healthy bool          `json:"healthy"`
+	Latency time.Duration `json:"latency_ns,omitempty"`
+	Error   string        `json:"error,omitempty"`
+	// Detail is a short excerpt of the body (e.g. which checks failed).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Kind implements Payload.
+func (*HealthSample) Kind() Kind { return KindHealthSample }
+
+// BreakerTransition is a state change reported from inside a gateway that
+// the harness runs in-process (the built-in reference gateway). It is
+// white-box ground truth, used to check the black-box analysis; reports
+// never depend on it.
+type BreakerTransition struct {
+	Gateway    string `json:"gateway,omitempty"`
+	Dependency string `json:"dependency"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Kind implements Payload.
+func (*BreakerTransition) Kind() Kind { return KindBreakerTransition }
+
+// Log is a message from the harness worth keeping with the run.
+type Log struct {
+	Level  string `json:"level"`
+	Source string `json:"source,omitempty"`
+	Msg    string `json:"msg"`
+}
+
+// Kind implements Payload.
+func (*Log) Kind() Kind { return KindLog }
+
+// RunEnd closes a journal. A journal without one is from a run that died.
+type RunEnd struct {
+	// Reason is "completed", "interrupted" or "failed".
+	Reason string `json:"reason"`
+	// Partial reports that the run stopped before its planned end.
+	Partial bool   `json:"partial,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Kind implements Payload.
+func (*RunEnd) Kind() Kind { return KindRunEnd }
+
+// Run end reasons.
+const (
+	EndCompleted   = "completed"
+	EndInterrupted = "interrupted"
+	EndFailed      = "failed"
+)
+
+// Unknown holds an event of a kind this version does not know, so that a
+// newer journal still reads.
+type Unknown struct {
+	KindName Kind
+	Raw      json.RawMessage
+}
+
+// Kind implements Payload.
+func (u *Unknown) Kind() Kind { return u.KindName }
+
+// MarshalJSON writes the raw fields back.
+func (u *Unknown) MarshalJSON() ([]byte, error) { return u.Raw, nil }
