@@ -1,0 +1,276 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+)
+
+// Defaults used when an Options field is zero; the command's flags use them
+// as their default values.
+const (
+	DefaultRate           = 10.0
+	DefaultDuration       = 5 * time.Minute
+	DefaultMaxInFlight    = 1024
+	DefaultDeadline       = 10 * time.Second
+	DefaultConnectTimeout = 3 * time.Second
+	DefaultLateThreshold  = 5 * time.Millisecond
+	DefaultDrainTimeout   = 5 * time.Second
+	DefaultSeqHeader      = "X-Rehearse-Seq"
+	DefaultRunHeader      = "X-Rehearse-Run"
+	DefaultSpeed          = 1.0
+)
+
+// Timing modes (Options.Timing).
+const (
+	// TimingRate sends request i at start + i/Rate.
+	TimingRate = "rate"
+	// TimingOriginal keeps the capture's own spacing, divided by Speed.
+	TimingOriginal = "original"
+)
+
+// DefaultFastFail is the fast-fail rule of the shared conventions: a
+// response of status 400 or above carrying the X-Breaker-State header, or
+// whose JSON body has error.code == "dependency_unavailable".
+var DefaultFastFail = FastFailRule{
+	Header:    "X-Breaker-State",
+	JSONField: "error.code",
+	JSONValue: "dependency_unavailable",
+}
+
+// Options configures a Replayer. The scenario's replay section compiles to
+// it; every zero value means the documented default.
+type Options struct {
+	// Target is the base URL of the gateway under test (scheme and host;
+	// a path, if any, is prefixed to every request path). Required.
+	Target *url.URL
+	// Rate is the number of requests per second in TimingRate mode;
+	// fractional rates such as 0.5 are allowed. Zero means DefaultRate.
+	Rate float64
+	// Duration is how long to send; requests due at or after it are not
+	// sent. Zero means DefaultDuration, or no limit when Once is set.
+	Duration time.Duration
+	// Once stops after every request of the corpus was scheduled once,
+	// instead of looping the corpus until Duration ends.
+	Once bool
+	// Timing is TimingRate (default when empty) or TimingOriginal.
+	Timing string
+	// Speed divides the capture's spacing in TimingOriginal mode (2 is
+	// twice as fast). Zero means DefaultSpeed.
+	Speed float64
+	// MaxInFlight caps the requests in flight; a request due while the cap
+	// is reached is dropped and recorded. Zero means DefaultMaxInFlight.
+	MaxInFlight int
+	// Deadline bounds each exchange, from the send to the last body byte.
+	// Zero means DefaultDeadline.
+	Deadline time.Duration
+	// ConnectTimeout bounds connection establishment (only with the
+	// replayer's own transport). Zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// DrainTimeout is how long Run waits for requests in flight after its
+	// context is cancelled before aborting them. Zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// SeqHeader names the sequence stamp header. Empty means
+	// DefaultSeqHeader.
+	SeqHeader string
+	// RunID is sent in the RunHeader header on every request; empty sends
+	// no run header.
+	RunID string
+	// RunHeader names the run id header. Empty means DefaultRunHeader.
+	RunHeader string
+	// PreserveHost keeps the captured Host header instead of the target's
+	// host (for gateways that route on Host).
+	PreserveHost bool
+	// AllowWrites permits replaying POST, PUT, PATCH and DELETE requests;
+	// without it New refuses a corpus holding any.
+	AllowWrites bool
+	// Routes map request paths to upstream names and route templates, in
+	// order; the first match wins. Nil maps nothing: the route label is
+	// the request path.
+	Routes []RouteMap
+	// FastFail recognises the gateway's breaker fast-fail responses. The
+	// zero value means DefaultFastFail.
+	FastFail FastFailRule
+	// LateThreshold is the send lateness beyond which a request counts as
+	// late. Zero means DefaultLateThreshold.
+	LateThreshold time.Duration
+	// Transport sends the requests. Nil means the replayer's own transport
+	// (keep-alive, no compression, no HTTP/2, idle pool sized to
+	// MaxInFlight), which also tells connect errors apart precisely.
+	Transport http.RoundTripper
+}
+
+// RouteMap maps the requests whose path matches to an upstream and a route
+// template. Exactly one of Prefix and Pattern is set.
+type RouteMap struct {
+	// Prefix matches paths starting with it.
+	Prefix string `json:"prefix,omitempty"`
+	// Pattern is a regular expression (RE2) matched against the path.
+	Pattern string `json:"pattern,omitempty"`
+	// Upstream is the upstream name the route reaches ("search", ...).
+	Upstream string `json:"upstream,omitempty"`
+	// Route is the route template used as label ("/tools/{name}"); empty
+	// means the Prefix or Pattern itself.
+	Route string `json:"route,omitempty"`
+
+	re *regexp.Regexp
+}
+
+func (m *RouteMap) match(path string) bool {
+	if m.re != nil {
+		return m.re.MatchString(path)
+	}
+	return strings.HasPrefix(path, m.Prefix)
+}
+
+func (m *RouteMap) label() string {
+	switch {
+	case m.Route != "":
+		return m.Route
+	case m.Pattern != "":
+		return m.Pattern
+	default:
+		return m.Prefix
+	}
+}
+
+// FastFailRule recognises a gateway's fast-fail response (its breaker
+// rejecting the call without an upstream call). A response matches when
+// its status is in Statuses (or, with Statuses empty, is 400 or above) and
+// either the Header or the JSON field matches; with neither Header nor
+// JSONField set, the status alone decides.
+type FastFailRule struct {
+	// Disabled turns fast-fail recognition off.
+	Disabled bool `json:"disabled,omitempty"`
+	// Statuses lists the status codes a fast-fail may have; empty means
+	// any status of 400 or above.
+	Statuses []int `json:"statuses,omitempty"`
+	// Header is "Name" (present with any value) or "Name=value"
+	// (case-insensitive value).
+	Header string `json:"header,omitempty"`
+	// JSONField is a dotted path into a JSON object body ("error.code");
+	// JSONValue is the value it must have (empty: any value). The field's
+	// value is reported as the fast-fail code.
+	JSONField string `json:"json_field,omitempty"`
+	JSONValue string `json:"json_value,omitempty"`
+}
+
+func (f FastFailRule) isZero() bool {
+	return !f.Disabled && len(f.Statuses) == 0 && f.Header == "" && f.JSONField == "" && f.JSONValue == ""
+}
+
+// withDefaults returns o with every zero field set to its default, and
+// checks the result.
+func (o Options) withDefaults() (Options, error) {
+	if o.Target == nil || o.Target.Host == "" {
+		return o, fmt.Errorf("%w: replay: a target URL with a host is required (e.g. http://127.0.0.1:8080)", rehearse.ErrInvalid)
+	}
+	if o.Target.Scheme != "http" && o.Target.Scheme != "https" {
+		return o, fmt.Errorf("%w: replay: target %q: scheme must be http or https", rehearse.ErrInvalid, o.Target.String())
+	}
+	if o.Timing == "" {
+		o.Timing = TimingRate
+	}
+	if o.Timing != TimingRate && o.Timing != TimingOriginal {
+		return o, fmt.Errorf("%w: replay: timing %q: want %q or %q", rehearse.ErrInvalid, o.Timing, TimingRate, TimingOriginal)
+	}
+	if o.Rate < 0 || o.Speed < 0 || o.Duration < 0 || o.MaxInFlight < 0 || o.Deadline < 0 ||
+		o.ConnectTimeout < 0 || o.DrainTimeout < 0 || o.LateThreshold < 0 {
+		return o, fmt.Errorf("%w: replay: rate, speed, duration, max in flight, deadline and thresholds must not be negative", rehearse.ErrInvalid)
+	}
+	if o.Rate == 0 {
+		o.Rate = DefaultRate
+	}
+	if o.Rate > 1e6 {
+		return o, fmt.Errorf("%w: replay: rate %g/s is above the supported 1000000/s", rehearse.ErrInvalid, o.Rate)
+	}
+	if o.Speed == 0 {
+		o.Speed = DefaultSpeed
+	}
+	if o.Duration == 0 && !o.Once {
+		o.Duration = DefaultDuration
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.Deadline == 0 {
+		o.Deadline = DefaultDeadline
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.LateThreshold == 0 {
+		o.LateThreshold = DefaultLateThreshold
+	}
+	if o.SeqHeader == "" {
+		o.SeqHeader = DefaultSeqHeader
+	}
+	if o.RunHeader == "" {
+		o.RunHeader = DefaultRunHeader
+	}
+	if o.FastFail.isZero() {
+		o.FastFail = DefaultFastFail
+	}
+	routes := make([]RouteMap, len(o.Routes))
+	for i, m := range o.Routes {
+		if (m.Prefix == "") == (m.Pattern == "") {
+			return o, fmt.Errorf("%w: replay: routes[%d]: set exactly one of prefix and pattern", rehearse.ErrInvalid, i)
+		}
+		if m.Pattern != "" {
+			re, err := regexp.Compile(m.Pattern)
+			if err != nil {
+				return o, fmt.Errorf("%w: replay: routes[%d]: pattern: %w", rehearse.ErrInvalid, i, err)
+			}
+			m.re = re
+		}
+		routes[i] = m
+	}
+	o.Routes = routes
+	return o, nil
+}
+
+// Option configures a Replayer beyond its Options: the things it is
+// connected to rather than what it does.
+type Option func(*config)
+
+type config struct {
+	rec      journal.Recorder
+	clock    *journal.Clock
+	pacer    Pacer
+	reg      prometheus.Registerer
+	progress io.Writer
+	waiter   waiter
+}
+
+// WithRecorder sets where the client.request events go. The default
+// discards them (the Summary is still computed).
+func WithRecorder(rec journal.Recorder) Option { return func(c *config) { c.rec = rec } }
+
+// WithClock sets the run's clock, so that event times share the run's time
+// base. The default starts a clock when Run starts.
+func WithClock(clock *journal.Clock) Option { return func(c *config) { c.clock = clock } }
+
+// WithPacer replaces the pacer built from Options.Timing, Rate and Speed.
+func WithPacer(p Pacer) Option { return func(c *config) { c.pacer = p } }
+
+// WithRegisterer registers the replayer's Prometheus collectors on reg.
+// Without it no metrics are registered.
+func WithRegisterer(reg prometheus.Registerer) Option { return func(c *config) { c.reg = reg } }
+
+// WithProgress draws a one-line progress display on w, refreshed four
+// times a second. The caller decides whether w is a terminal; without this
+// option nothing is drawn.
+func WithProgress(w io.Writer) Option { return func(c *config) { c.progress = w } }

@@ -1,0 +1,417 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/replay/capture"
+)
+
+// ErrWritesRefused is the sentinel of WritesRefusedError, for branching.
+var ErrWritesRefused = errors.New("write requests refused")
+
+// WritesRefusedError reports a corpus holding state-changing requests
+// while writes are not allowed. It is an invalid-input error.
+type WritesRefusedError struct {
+	// Count is the number of write requests; ByMethod splits it.
+	Count    int
+	ByMethod map[string]int
+}
+
+func (e *WritesRefusedError) Error() string {
+	methods := make([]string, 0, len(e.ByMethod))
+	for m := range e.ByMethod {
+		methods = append(methods, m)
+	}
+	sort.Strings(methods)
+	var parts []string
+	for _, m := range methods {
+		parts = append(parts, fmt.Sprintf("%d %s", e.ByMethod[m], m))
+	}
+	return fmt.Sprintf("replay: the capture holds %d write request(s) (%s) that could change real data behind the gateway; "+
+		"pass --allow-writes (replay.allow_writes in a scenario) to replay them, or filter them out", e.Count, strings.Join(parts, ", "))
+}
+
+// Is makes the error match ErrWritesRefused and rehearse.ErrInvalid.
+func (e *WritesRefusedError) Is(target error) bool {
+	return target == ErrWritesRefused || target == rehearse.ErrInvalid
+}
+
+// Replayer sends a corpus of captured requests to a target on a fixed
+// schedule. Build one with New; Run it once.
+type Replayer struct {
+	opt       Options
+	cfg       config
+	templates []template
+	skipped   int
+	rt        http.RoundTripper
+	ownRT     *http.Transport
+	met       *metrics
+	started   atomic.Bool
+}
+
+// New prepares a replay of corpus. It refuses a corpus with write requests
+// unless opt.AllowWrites (a *WritesRefusedError), and skips incomplete
+// requests (counted in the Summary). Every returned error wraps
+// rehearse.ErrInvalid except a metrics registration failure.
+func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, error) {
+	o, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &Replayer{opt: o}
+	for _, f := range opts {
+		f(&r.cfg)
+	}
+	if r.cfg.rec == nil {
+		r.cfg.rec = journal.Discard
+	}
+	usable := make([]*capture.Request, 0, len(corpus))
+	writes := &WritesRefusedError{ByMethod: map[string]int{}}
+	for _, q := range corpus {
+		if q == nil {
+			continue
+		}
+		if q.Incomplete {
+			r.skipped++
+			continue
+		}
+		if isWrite(q.Method) {
+			writes.Count++
+			writes.ByMethod[strings.ToUpper(q.Method)]++
+		}
+		usable = append(usable, q)
+	}
+	if len(usable) == 0 {
+		return nil, fmt.Errorf("%w: replay: no complete requests to replay (%d in the corpus, %d incomplete)", rehearse.ErrInvalid, len(corpus), r.skipped)
+	}
+	if writes.Count > 0 && !o.AllowWrites {
+		return nil, writes
+	}
+	r.templates = make([]template, len(usable))
+	for i, q := range usable {
+		r.templates[i] = prepare(q, &r.opt)
+	}
+	if r.cfg.pacer == nil {
+		if o.Timing == TimingOriginal {
+			p, err := NewOriginalPacer(usable, o.Speed)
+			if err != nil {
+				return nil, err
+			}
+			r.cfg.pacer = p
+		} else {
+			r.cfg.pacer = ConstantPacer{Rate: o.Rate}
+		}
+	}
+	if o.Transport != nil {
+		r.rt = o.Transport
+	} else {
+		r.ownRT = newTransport(&r.opt)
+		r.rt = r.ownRT
+	}
+	if r.met, err = newMetrics(r.cfg.reg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// newTransport is the replayer's tuned transport: connections kept alive
+// and pooled up to the in-flight cap (so high rates do not churn ports),
+// no transparent compression (byte counts are what the gateway sent), no
+// HTTP/2 (the captures are HTTP/1.x), and dial errors marked so that
+// connect failures are classified as such.
+func newTransport(o *Options) *http.Transport {
+	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, &dialError{err}
+			}
+			return c, nil
+		},
+		MaxIdleConns:        o.MaxInFlight,
+		MaxIdleConnsPerHost: o.MaxInFlight,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		TLSHandshakeTimeout: o.ConnectTimeout,
+	}
+}
+
+// Corpus returns the number of requests one pass of the corpus holds.
+func (r *Replayer) Corpus() int { return len(r.templates) }
+
+// run is the state of one Run.
+type run struct {
+	r         *Replayer
+	rec       journal.Recorder
+	clock     waiter
+	base      time.Duration // run time of the start of sending
+	st        *stats
+	inFlight  atomic.Int64
+	wg        sync.WaitGroup
+	abortCtx  context.Context
+	abort     context.CancelFunc
+	threshold time.Duration
+}
+
+// Run replays until the schedule ends (Duration, or one pass with Once)
+// and every request in flight has ended, and returns the summary. When ctx
+// is cancelled it stops sending, waits up to DrainTimeout for the requests
+// in flight (then aborts them), and returns the partial summary with an
+// error wrapping ctx's error. Outcomes of requests are data in the
+// summary and the journal, never errors.
+func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
+	if !r.started.CompareAndSwap(false, true) {
+		return nil, errors.New("replay: a Replayer runs once; build a new one")
+	}
+	start := time.Now()
+	clock := r.cfg.clock
+	if clock == nil {
+		clock = journal.NewClock(start)
+	}
+	ru := &run{
+		r:         r,
+		rec:       r.cfg.rec,
+		base:      clock.At(start),
+		st:        newStats(),
+		threshold: r.opt.LateThreshold,
+	}
+	if r.cfg.waiter != nil {
+		ru.clock = r.cfg.waiter
+	} else {
+		ru.clock = newRealWaiter(start)
+	}
+	ru.abortCtx, ru.abort = context.WithCancel(context.WithoutCancel(ctx))
+	defer ru.abort()
+	if r.ownRT != nil {
+		defer r.ownRT.CloseIdleConnections()
+	}
+
+	var count uint64
+	if r.opt.Once {
+		count = uint64(len(r.templates))
+	}
+	s := &scheduler{
+		pacer:       r.cfg.pacer,
+		clock:       ru.clock,
+		limit:       r.opt.Duration,
+		count:       count,
+		threshold:   r.opt.LateThreshold,
+		maxInFlight: int64(r.opt.MaxInFlight),
+		inFlight:    &ru.inFlight,
+		dispatch: func(i uint64, due time.Duration) {
+			ru.wg.Add(1)
+			go ru.send(i, due)
+		},
+		drop: ru.drop,
+	}
+
+	stopProgress := func() {}
+	if r.cfg.progress != nil {
+		stopProgress = ru.showProgress(r.cfg.progress)
+	}
+	slog.Debug("replay starting", "target", r.opt.Target.String(), "timing", r.opt.Timing, "rate", r.opt.Rate,
+		"duration", r.opt.Duration, "corpus", len(r.templates))
+
+	_, err := s.run(ctx)
+	done := make(chan struct{})
+	go func() { ru.wg.Wait(); close(done) }()
+	if err == nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		// Interrupted: give the requests in flight a bounded grace, then
+		// abort them; they are recorded as aborted errors.
+		t := time.NewTimer(r.opt.DrainTimeout)
+		select {
+		case <-done:
+		case <-t.C:
+			ru.abort()
+			<-done
+		}
+		t.Stop()
+	}
+	stopProgress()
+
+	sum := ru.st.snapshot()
+	sum.Target = r.opt.Target.String()
+	sum.Timing = r.opt.Timing
+	if r.opt.Timing == TimingOriginal {
+		sum.Speed = r.opt.Speed
+	} else {
+		sum.Rate = r.opt.Rate
+	}
+	sum.Duration = r.opt.Duration
+	sum.DurationS = r.opt.Duration.Seconds()
+	sum.Elapsed = ru.clock.Now()
+	sum.ElapsedS = sum.Elapsed.Seconds()
+	sum.LateThresholdMS = float64(r.opt.LateThreshold) / float64(time.Millisecond)
+	sum.SkippedIncomplete = r.skipped
+	if err != nil {
+		sum.Partial = true
+		return &sum, fmt.Errorf("replay stopped after %d requests: %w", sum.Scheduled, err)
+	}
+	return &sum, nil
+}
+
+func (ru *run) drop(i uint64, due, now time.Duration, reason string) {
+	t := &ru.r.templates[i%uint64(len(ru.r.templates))]
+	ru.st.dropped(reason)
+	label := "in_flight_cap"
+	if reason != dropInFlight {
+		label = "missed"
+	}
+	ru.r.met.dropped.WithLabelValues(label).Inc()
+	ru.r.met.requests.WithLabelValues(string(journal.OutcomeDropped), t.upstream).Inc()
+	ru.rec.RecordAt(ru.base+due, &journal.ClientRequest{
+		Seq:       i,
+		Method:    t.method,
+		Route:     t.route,
+		Upstream:  t.upstream,
+		Scheduled: ru.base + due,
+		Outcome:   journal.OutcomeDropped,
+		Late:      now-due > ru.threshold,
+		Error:     reason,
+	})
+}
+
+// send performs request i, due at due, and records how it ended.
+func (ru *run) send(i uint64, due time.Duration) {
+	defer ru.wg.Done()
+	defer ru.inFlight.Add(-1)
+	r := ru.r
+	t := &r.templates[i%uint64(len(r.templates))]
+	ev := &journal.ClientRequest{
+		Seq:       i,
+		Method:    t.method,
+		Route:     t.route,
+		Upstream:  t.upstream,
+		Scheduled: ru.base + due,
+		Expected:  -1,
+	}
+	ctx, cancel := context.WithTimeout(ru.abortCtx, r.opt.Deadline)
+	defer cancel()
+	var conns atomic.Int32
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conns.Add(1) }}
+	req := t.build(&r.opt, i).WithContext(httptrace.WithClientTrace(ctx, trace))
+
+	sentAt := ru.clock.Now()
+	ev.Sent = ru.base + sentAt
+	ev.Late = sentAt-due > ru.threshold
+	ru.st.sent(due, sentAt, ev.Late)
+	r.met.inFlight.Inc()
+	defer r.met.inFlight.Dec()
+	r.met.lateness.Observe((sentAt - due).Seconds())
+	if ev.Late {
+		r.met.late.Inc()
+	}
+
+	resp, err := r.rt.RoundTrip(req)
+	if err != nil {
+		ev.Outcome = classifyNoResponse(err, conns.Load() > 0)
+		ev.Error = err.Error()
+		ru.finish(ev, conns.Load() > 1)
+		return
+	}
+	ev.HeadersAt = ru.base + ru.clock.Now()
+	ev.Status = resp.StatusCode
+	ev.Expected = resp.ContentLength
+	if req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		ev.Expected = 0
+	}
+
+	var keep *limitedBuffer
+	var sse *sseCounter
+	var sinks []io.Writer
+	if !r.opt.FastFail.Disabled && resp.StatusCode >= 400 {
+		keep = &limitedBuffer{limit: maxJSONBody}
+		sinks = append(sinks, keep)
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+		sse = &sseCounter{}
+		sinks = append(sinks, sse)
+	}
+	var w io.Writer = io.Discard
+	if len(sinks) > 0 {
+		w = io.MultiWriter(sinks...)
+	}
+	n, rerr := io.Copy(w, resp.Body)
+	resp.Body.Close()
+	ev.Bytes = n
+	if sse != nil {
+		ev.SSEEvents = sse.events
+	}
+	if rerr != nil {
+		ev.Outcome = classifyBodyError(rerr, ev.Expected >= 0)
+		ev.Error = rerr.Error()
+		if ev.Expected > 0 {
+			ev.Fraction = float64(n) / float64(ev.Expected)
+		}
+	} else {
+		var body []byte
+		if keep != nil {
+			body = keep.b
+		}
+		if ff, code := r.opt.FastFail.match(resp.StatusCode, resp.Header, body); ff {
+			ev.Outcome = journal.OutcomeFastFail
+			ev.FastFail = true
+			ev.FastFailCode = code
+		} else {
+			ev.Outcome = statusOutcome(resp.StatusCode)
+		}
+	}
+	ru.finish(ev, conns.Load() > 1)
+}
+
+// finish stamps the end of an exchange and records it.
+func (ru *run) finish(ev *journal.ClientRequest, retried bool) {
+	ev.Done = ru.base + ru.clock.Now()
+	ev.Latency = ev.Done - ev.Scheduled
+	ev.Service = ev.Done - ev.Sent
+	if ru.abortCtx.Err() != nil && isErrorOutcome(ev.Outcome) {
+		// Aborted by the harness after an interruption, not by the
+		// gateway: say so rather than blame a deadline or a reset.
+		ev.Outcome = journal.OutcomeError
+		ev.Error = "aborted: replay interrupted and the drain timeout passed: " + ev.Error
+		ru.st.aborted(ev)
+	} else {
+		ru.st.done(ev, retried)
+		ru.r.met.latency.WithLabelValues(ev.Upstream).Observe(ev.Latency.Seconds())
+	}
+	ru.r.met.requests.WithLabelValues(string(ev.Outcome), ev.Upstream).Inc()
+	ru.rec.RecordAt(ev.Scheduled, ev)
+}
+
+// limitedBuffer keeps the first limit bytes written to it.
+type limitedBuffer struct {
+	b     []byte
+	limit int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.limit - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}

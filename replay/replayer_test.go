@@ -1,0 +1,167 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/replay/capture"
+)
+
+// serve starts h on a loopback listener and returns its URL.
+func serve(t *testing.T, h http.Handler) *url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+func getReq(target string) *capture.Request {
+	return &capture.Request{Method: "GET", Target: target, Proto: "HTTP/1.1", Host: "prod.example.com",
+		Header: []capture.HeaderField{{Name: "Host", Value: "prod.example.com"}, {Name: "Accept", Value: "application/json"}}}
+}
+
+func TestRunRealSocketsExactRate(t *testing.T) {
+	var mu sync.Mutex
+	var seqs []uint64
+	runs := map[string]int{}
+	u := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.ParseUint(r.Header.Get("X-Rehearse-Seq"), 10, 64)
+		if err != nil {
+			t.Errorf("bad seq header %q", r.Header.Get("X-Rehearse-Seq"))
+		}
+		mu.Lock()
+		seqs = append(seqs, n)
+		runs[r.Header.Get("X-Rehearse-Run")]++
+		mu.Unlock()
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	clock := journal.NewClock(time.Now())
+	mem := journal.NewMemory(clock)
+	reg := prometheus.NewPedanticRegistry()
+	r, err := New([]*capture.Request{getReq("/tools/search?q=1"), getReq("/v1/chat/completions")},
+		Options{Target: u, Rate: 20, Duration: 2 * time.Second, RunID: "run-1",
+			Routes: []RouteMap{{Prefix: "/tools/search", Upstream: "search", Route: "/tools/{name}"}}},
+		WithRecorder(mem), WithClock(clock), WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Sent != 40 || sum.Scheduled != 40 || sum.Completed != 40 || sum.Dropped != 0 || sum.ByOutcome[journal.OutcomeOK] != 40 {
+		t.Errorf("summary %+v: want 40 sent, completed, ok", sum)
+	}
+	if !slices.Equal(sum.AchievedRate, []int{20, 20}) {
+		t.Errorf("achieved rate per second %v, want [20 20]", sum.AchievedRate)
+	}
+	slices.Sort(seqs)
+	for i, s := range seqs {
+		if s != uint64(i) {
+			t.Fatalf("upstream saw seqs %v, want 0..39", seqs)
+		}
+	}
+	if runs["run-1"] != 40 {
+		t.Errorf("run header counts %v", runs)
+	}
+	evs := mem.OfKind(journal.KindClientRequest)
+	if len(evs) != 40 {
+		t.Fatalf("%d client.request events, want 40", len(evs))
+	}
+	var search int
+	for _, p := range evs {
+		ev := p.(*journal.ClientRequest)
+		if ev.Sent < ev.Scheduled || ev.HeadersAt < ev.Sent || ev.Done < ev.HeadersAt || ev.Latency != ev.Done-ev.Scheduled {
+			t.Errorf("event times out of order: %+v", ev)
+		}
+		if want := time.Duration(ev.Seq) * 50 * time.Millisecond; ev.Scheduled-clock.At(clock.Start()) < want || ev.Scheduled > want+time.Second {
+			t.Errorf("seq %d scheduled at %v, want ≈ %v", ev.Seq, ev.Scheduled, want)
+		}
+		if ev.Upstream == "search" {
+			search++
+			if ev.Route != "/tools/{name}" {
+				t.Errorf("route %q", ev.Route)
+			}
+		} else if ev.Route != "/v1/chat/completions" {
+			t.Errorf("route %q", ev.Route)
+		}
+	}
+	if search != 20 {
+		t.Errorf("%d requests mapped to search, want 20", search)
+	}
+	if got := gathered(t, reg, "rehearse_replay_requests_total", map[string]string{"outcome": "ok", "upstream": "search"}); got != 20 {
+		t.Errorf("metric requests{ok,search} = %v", got)
+	}
+	if sum.Lateness.Count != 40 {
+		t.Errorf("lateness histogram has %d values", sum.Lateness.Count)
+	}
+	t.Logf("lateness p50 %.3fms p99 %.3fms max %.3fms", sum.Lateness.P50, sum.Lateness.P99, sum.Lateness.Max)
+}
+
+func TestNewRefusesWrites(t *testing.T) {
+	u := &url.URL{Scheme: "http", Host: "127.0.0.1:1"}
+	corpus := []*capture.Request{getReq("/a"), {Method: "POST", Target: "/b"}, {Method: "delete", Target: "/c"}, {Method: "POST", Target: "/d"}}
+	_, err := New(corpus, Options{Target: u})
+	var we *WritesRefusedError
+	if !errors.As(err, &we) || we.Count != 3 || !errors.Is(err, rehearse.ErrInvalid) || !errors.Is(err, ErrWritesRefused) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"3 write request", "2 POST", "1 DELETE", "--allow-writes"} {
+		if !contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := New(corpus, Options{Target: u, AllowWrites: true}); err != nil {
+		t.Errorf("with AllowWrites: %v", err)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// gathered returns the value of the series name{labels} from reg.
+func gathered(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue metric
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
