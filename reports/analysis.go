@@ -1,0 +1,346 @@
+package reports
+
+import (
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// SchemaVersion names the run.json format; it changes only incompatibly.
+const SchemaVersion = "rehearse.run/v1"
+
+// Analysis is everything the reports say about one run. Marshalled as JSON
+// it is run.json (the contract of DESIGN.md section 6): snake_case keys,
+// units in the names, null for "not applicable / not observed".
+type Analysis struct {
+	Schema   string        `json:"schema"`
+	Run      RunInfo       `json:"run"`
+	Platform *PlatformInfo `json:"platform"`
+	Replay   ReplayStats   `json:"replay"`
+	// Phases are the client-side figures before, during and after the
+	// fault windows (see docs/analysis.md); keys "before", "during",
+	// "after".
+	Phases map[string]*PhaseStats `json:"phases"`
+	// Amplification is upstream calls per client request, overall and
+	// per phase; null when no client request was sent.
+	Amplification AmplificationStats `json:"amplification"`
+	// Upstreams holds the per-upstream analysis by upstream name.
+	Upstreams map[string]*UpstreamAnalysis `json:"upstreams"`
+	// Health summarises the gateway's own health URL samples.
+	Health HealthStats `json:"health"`
+	// Notes are plain statements about limits of this analysis (no
+	// forwarded sequence header, interrupted run, ...).
+	Notes []string `json:"notes"`
+	// Expectations are the scenario's expectations as read from
+	// run.start's config (nil when none) ...
+	Expected *Expectations `json:"expected,omitempty"`
+	// ... and their verdicts; filled by RenderDir / Evaluate callers.
+	Expectations []ExpectationResult `json:"expectations"`
+
+	// Timeline is the per-second data the timeline renders; it is not
+	// part of run.json (rebuild it from the journal).
+	Timeline *Timeline `json:"-"`
+}
+
+// RunInfo is the run's metadata.
+type RunInfo struct {
+	RunID         string    `json:"run_id"`
+	Scenario      string    `json:"scenario"`
+	ScenarioFile  string    `json:"scenario_file,omitempty"`
+	Seed          int64     `json:"seed"`
+	WallStart     time.Time `json:"wall_start"`
+	Version       string    `json:"version,omitempty"`
+	Target        string    `json:"target,omitempty"`
+	RatePerS      float64   `json:"rate_per_s"`
+	PlannedS      float64   `json:"planned_duration_s"`
+	DurationS     float64   `json:"duration_s"`
+	Partial       bool      `json:"partial"`
+	EndReason     string    `json:"end_reason"`
+	EndError      string    `json:"end_error,omitempty"`
+	TornTail      bool      `json:"torn_tail,omitempty"`
+	Events        int64     `json:"events"`
+	UnknownEvents int64     `json:"unknown_events,omitempty"`
+}
+
+// PlatformInfo is journal.Platform with units in the names.
+type PlatformInfo struct {
+	OS           string            `json:"os"`
+	Arch         string            `json:"arch"`
+	Kernel       string            `json:"kernel,omitempty"`
+	CPU          string            `json:"cpu,omitempty"`
+	NumCPU       int               `json:"num_cpu,omitempty"`
+	GoVersion    string            `json:"go_version,omitempty"`
+	Hostname     string            `json:"hostname,omitempty"`
+	TimerSamples int               `json:"timer_samples,omitempty"`
+	TimerP50Ms   *float64          `json:"timer_lateness_p50_ms"`
+	TimerP99Ms   *float64          `json:"timer_lateness_p99_ms"`
+	TimerMaxMs   *float64          `json:"timer_lateness_max_ms"`
+	TCPKeepalive map[string]string `json:"tcp_keepalive,omitempty"`
+}
+
+// Percentiles are summary figures of a distribution; nil when empty.
+type Percentiles struct {
+	P50 *float64 `json:"p50"`
+	P90 *float64 `json:"p90,omitempty"`
+	P99 *float64 `json:"p99"`
+	Max *float64 `json:"max"`
+}
+
+// MinP50Max summarises a small set of intervals.
+type MinP50Max struct {
+	Min *float64 `json:"min"`
+	P50 *float64 `json:"p50"`
+	Max *float64 `json:"max"`
+}
+
+// ReplayStats is how well the replayer kept its schedule.
+type ReplayStats struct {
+	Due     int64 `json:"due"`
+	Sent    int64 `json:"sent"`
+	Dropped int64 `json:"dropped"`
+	Late    int64 `json:"late"`
+	// LatenessMs is Sent - Scheduled over sent requests, in ms.
+	LatenessMs Percentiles `json:"lateness_ms"`
+	// ObservedRatePerS is sent requests over the replay span.
+	ObservedRatePerS float64 `json:"observed_rate_per_s"`
+	// SeqForwarded reports whether the gateway forwarded the sequence
+	// header to at least one upstream.
+	SeqForwarded bool `json:"seq_forwarded"`
+}
+
+// PhaseStats are client figures over one phase of the run.
+type PhaseStats struct {
+	StartS   float64          `json:"start_s"`
+	EndS     float64          `json:"end_s"`
+	Requests int64            `json:"requests"`
+	Outcomes map[string]int64 `json:"outcomes"`
+	// SuccessRatio is ok outcomes over requests; null when empty.
+	SuccessRatio *float64 `json:"success_ratio"`
+	// LatencyMs is Done - Scheduled (what a user waited), in ms.
+	LatencyMs     Percentiles `json:"latency_ms"`
+	UpstreamCalls int64       `json:"upstream_calls"`
+	Amplification *float64    `json:"amplification"`
+}
+
+// AmplificationStats is upstream calls (health checks excluded) per client
+// request.
+type AmplificationStats struct {
+	Overall *float64 `json:"overall"`
+	Before  *float64 `json:"before"`
+	During  *float64 `json:"during"`
+	After   *float64 `json:"after"`
+}
+
+// HealthStats summarises health.sample events (the gateway's health URL).
+type HealthStats struct {
+	Samples   int64           `json:"samples"`
+	Unhealthy int64           `json:"unhealthy"`
+	Intervals []StateInterval `json:"unhealthy_intervals"`
+}
+
+// StateInterval is a span of time in one state.
+type StateInterval struct {
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	State  string  `json:"state"`
+}
+
+// UpstreamAnalysis is the black-box analysis of one upstream.
+type UpstreamAnalysis struct {
+	Name string `json:"name"`
+	// Faulted reports whether any fault window targeted the upstream.
+	Faulted bool `json:"faulted"`
+	// Routing says how client requests were attributed to the upstream:
+	// "seq" (forwarded sequence header), "route_map" (client.request
+	// upstream field), "time_match" (arrivals matched in time), or
+	// "gaps_only" (no client attribution: arrival gaps alone).
+	Routing string `json:"routing"`
+	// ClientRequests counts client requests routed to the upstream.
+	ClientRequests int64 `json:"client_requests"`
+	// Calls counts non-health calls the upstream received; Failed those
+	// that failed; Probes those tagged as probes; HealthChecks the rest.
+	Calls        int64 `json:"calls"`
+	Failed       int64 `json:"failed"`
+	TaggedProbes int64 `json:"tagged_probes"`
+	HealthChecks int64 `json:"health_checks"`
+	// ExpectedIntervalS is the expected time between live calls at the
+	// replay rate; GapThresholdS the gap that counts as "stopped".
+	ExpectedIntervalS *float64 `json:"expected_interval_s"`
+	// Amplification is Calls / ClientRequests; null without requests.
+	Amplification *float64 `json:"amplification"`
+	// SuccessRatio is the fraction of its client requests that ended ok,
+	// before and during faults (for healthy_unaffected).
+	SuccessBefore *float64 `json:"client_success_before"`
+	SuccessDuring *float64 `json:"client_success_during"`
+	// Episodes are the fault windows on this upstream, in time order.
+	Episodes []*Episode `json:"episodes"`
+	// UnprovokedOpens are open cycles outside any fault episode.
+	UnprovokedOpens []*Cycle `json:"unprovoked_opens"`
+	// MetricsTransitions are the state changes the gateway's metrics
+	// reported for this upstream.
+	MetricsTransitions []MetricsTransition `json:"metrics_transitions"`
+	// HealthDisagreements are intervals where the upstream's health
+	// checks and its breaker state disagree.
+	HealthDisagreements    []Disagreement `json:"health_disagreements"`
+	HealthDisagreementMaxS *float64       `json:"health_disagreement_max_s"`
+}
+
+// MetricsTransition is a state change seen between two metrics samples.
+type MetricsTransition struct {
+	AtS  float64 `json:"at_s"`
+	From string  `json:"from"`
+	To   string  `json:"to"`
+}
+
+// Disagreement is an interval where health checks and breaker disagree.
+type Disagreement struct {
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	// Health is what the health checks said ("up"/"down"); Breaker what
+	// the breaker state was ("closed"/"open") and Source where that state
+	// came from ("metrics" or "black_box").
+	Health  string `json:"health"`
+	Breaker string `json:"breaker"`
+	Source  string `json:"source"`
+}
+
+// Episode is one fault window on an upstream (overlapping windows merged)
+// and what the breaker did during it and until the next episode. The flat
+// fields summarise the first open (opened_*) and the last close (closed_*);
+// Cycles has every open/close cycle (flapping).
+type Episode struct {
+	Fault      string   `json:"fault"`
+	FaultTypes []string `json:"fault_types"`
+	StartS     float64  `json:"start_s"`
+	EndS       float64  `json:"end_s"`
+	// EndedByRun reports that the fault was still active when the run
+	// ended.
+	EndedByRun bool `json:"ended_by_run,omitempty"`
+
+	Opened             bool     `json:"opened"`
+	OpenedAtS          *float64 `json:"opened_at_s"`
+	OpenedAfterS       *float64 `json:"opened_after_s"`
+	FailuresBeforeOpen *int64   `json:"failures_before_open"`
+	// FastFails counts client fast-fails for the upstream's routes while
+	// open (confirmation of the black-box open).
+	FastFails int64 `json:"fast_fails"`
+
+	Leaked              int64     `json:"leaked"`
+	Probes              int64     `json:"probes"`
+	ProbeSource         string    `json:"probe_source,omitempty"`
+	ProbeOutcomes       ProbeMix  `json:"probe_outcomes"`
+	ProbeIntervalS      MinP50Max `json:"probe_interval_s"`
+	MaxProbesInFlight   *int      `json:"max_probes_in_flight"`
+	FirstProbeAfterOpen *float64  `json:"first_probe_after_open_s"`
+	// CooldownsS is the cooldown progression: for each probe after a
+	// failed one (or the open), the wait before it.
+	CooldownsS []float64 `json:"cooldowns_s"`
+
+	Closed               bool     `json:"closed"`
+	ClosedAtS            *float64 `json:"closed_at_s"`
+	ClosedAfterRecoveryS *float64 `json:"closed_after_recovery_s"`
+	SuccessesToClose     *int     `json:"successes_to_close"`
+
+	RetryAfterHonoured   *bool        `json:"retry_after_honoured"`
+	RetryAfter           []RetryAfter `json:"retry_after"`
+	RetryAfterViolations int64        `json:"retry_after_violations"`
+
+	UpstreamCalls  int64    `json:"upstream_calls"`
+	ClientRequests int64    `json:"client_requests"`
+	Amplification  *float64 `json:"amplification"`
+
+	MetricsOpenLagS  *float64 `json:"metrics_open_lag_s"`
+	MetricsCloseLagS *float64 `json:"metrics_close_lag_s"`
+
+	Cycles []*Cycle `json:"cycles"`
+	// Statement is the episode in one plain sentence.
+	Statement string `json:"statement"`
+}
+
+// ProbeMix counts probe outcomes.
+type ProbeMix struct {
+	OK     int64 `json:"ok"`
+	Failed int64 `json:"failed"`
+}
+
+// Cycle is one black-box open interval: live traffic stopped at OpenedAtS
+// and resumed at ClosedAtS (null if it never resumed).
+type Cycle struct {
+	OpenedAtS          float64   `json:"opened_at_s"`
+	ClosedAtS          *float64  `json:"closed_at_s"`
+	FailuresBeforeOpen int64     `json:"failures_before_open"`
+	Blocked            int64     `json:"blocked_requests"`
+	FastFails          int64     `json:"fast_fails"`
+	ProbeCount         int64     `json:"probe_count"`
+	Probes             []Probe   `json:"probes"`
+	Leaked             int64     `json:"leaked"`
+	SuccessesToClose   *int      `json:"successes_to_close"`
+	ProbeSource        string    `json:"probe_source,omitempty"`
+	MaxProbesInFlight  int       `json:"max_probes_in_flight"`
+	CooldownsS         []float64 `json:"cooldowns_s"`
+
+	intervals []float64 // probe spacing, all of it (Probes may be capped)
+}
+
+// Probe is one call through an open breaker.
+type Probe struct {
+	AtS   float64 `json:"at_s"`
+	DoneS float64 `json:"done_s,omitempty"`
+	// Kind is "tagged", "health_check" or "live".
+	Kind string `json:"kind"`
+	Tag  string `json:"tag,omitempty"`
+	OK   bool   `json:"ok"`
+}
+
+// RetryAfter is one 429 with Retry-After served by an upstream and what
+// the gateway did next.
+type RetryAfter struct {
+	AtS         float64  `json:"at_s"`
+	RetryAfterS float64  `json:"retry_after_s"`
+	NextCallS   *float64 `json:"next_call_after_s"`
+	Honoured    bool     `json:"honoured"`
+}
+
+// Timeline is per-second data for the timeline renderer.
+type Timeline struct {
+	// Seconds is the number of one-second bins.
+	Seconds int
+	// Client counts client requests per second by outcome group.
+	Client map[string][]int32
+	// Upstreams per upstream: live ok/failed calls per second, probe and
+	// health marks, black-box open intervals, metrics states.
+	Upstreams map[string]*UpstreamTimeline
+	// Faults are the fault windows, per upstream.
+	Faults []FaultWindow
+	// Health are the gateway health intervals (healthy/unhealthy).
+	Health []StateInterval
+}
+
+// UpstreamTimeline is one upstream's lanes.
+type UpstreamTimeline struct {
+	OK, Failed []int32
+	Probes     []Probe
+	// Health holds health-check counts per second (ok, failed).
+	HealthOK, HealthFailed []int32
+	Open                   []StateInterval
+	Metrics                []StateInterval
+}
+
+// FaultWindow is one fault as scheduled.
+type FaultWindow struct {
+	Name     string
+	Type     string
+	Upstream string
+	StartS   float64
+	EndS     float64
+}
+
+// seconds converts a run time to float seconds rounded to the millisecond,
+// so that figures are stable across float formatting.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var _ = journal.KindRunStart

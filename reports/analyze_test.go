@@ -1,0 +1,363 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// base is the reference drill: two upstreams at 10 req/s (5/s each), a
+// 20 s 503 storm on search, a tagged-probe breaker.
+func base() *sim {
+	return &sim{rate: 10, dur: 70 * time.Second, upstreams: []string{"search", "weather"},
+		faults:    []simFault{{name: "storm", upstream: "search", typ: "status", at: 10 * time.Second, for_: 20 * time.Second}},
+		threshold: 5, cooldown: 5 * time.Second, backoff: 2, spacing: 300 * time.Millisecond, need: 2,
+		style: "tagged", fwdSeq: true, clientUp: true, metricsInt: time.Second}
+}
+
+func analyse(t *testing.T, s *sim) (*Analysis, []journal.Event) {
+	t.Helper()
+	evs := s.build()
+	a, err := AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, evs
+}
+
+// tol is how far a black-box moment may trail the white-box one: one
+// client interval for the upstream plus the call's service time.
+const tol = 0.25
+
+func near(t *testing.T, what string, got *float64, want, tolerance float64) {
+	t.Helper()
+	if got == nil {
+		t.Errorf("%s: got null, want %.3f", what, want)
+		return
+	}
+	if math.Abs(*got-want) > tolerance {
+		t.Errorf("%s: got %.3f, want %.3f ± %.3f", what, *got, want, tolerance)
+	}
+}
+
+// checkTruth compares every black-box cycle of the upstream with the
+// white-box transitions: opens with → open (from closed), closes with
+// → closed.
+func checkTruth(t *testing.T, a *Analysis, evs []journal.Event, u string) {
+	t.Helper()
+	var opens, closes []float64
+	for _, e := range truth(evs, u) {
+		bt := e.Payload.(*journal.BreakerTransition)
+		if bt.From == journal.StateClosed && bt.To == journal.StateOpen {
+			opens = append(opens, seconds(e.T))
+		}
+		if bt.To == journal.StateClosed {
+			closes = append(closes, seconds(e.T))
+		}
+	}
+	var cycles []*Cycle
+	for _, ep := range a.Upstreams[u].Episodes {
+		cycles = append(cycles, ep.Cycles...)
+	}
+	cycles = append(cycles, a.Upstreams[u].UnprovokedOpens...)
+	if len(cycles) != len(opens) {
+		t.Fatalf("%s: %d black-box cycles, white-box opens at %v", u, len(cycles), opens)
+	}
+	for i, c := range cycles {
+		near(t, u+" open", &c.OpenedAtS, opens[i], tol)
+		if i < len(closes) {
+			near(t, u+" close", c.ClosedAtS, closes[i], tol)
+		} else if c.ClosedAtS != nil {
+			t.Errorf("%s cycle %d: closed at %v, white-box never closed", u, i, *c.ClosedAtS)
+		}
+	}
+}
+
+func TestCleanOpenProbeClose(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mod     func(*sim)
+		routing string
+	}{
+		{"seq forwarded", func(*sim) {}, "seq"},
+		{"no seq, route map", func(s *sim) { s.fwdSeq = false }, "time_match"},
+		{"seq, routes learned", func(s *sim) { s.clientUp = false }, "seq"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.mod(s)
+			a, evs := analyse(t, s)
+			ua := a.Upstreams["search"]
+			if ua.Routing != tc.routing {
+				t.Errorf("routing %q, want %q", ua.Routing, tc.routing)
+			}
+			checkTruth(t, a, evs, "search")
+			checkTruth(t, a, evs, "weather")
+			if len(ua.Episodes) != 1 {
+				t.Fatalf("episodes: %d", len(ua.Episodes))
+			}
+			ep := ua.Episodes[0]
+			if !ep.Opened || !ep.Closed {
+				t.Fatalf("opened %v closed %v: %s", ep.Opened, ep.Closed, ep.Statement)
+			}
+			if *ep.FailuresBeforeOpen != 5 {
+				t.Errorf("failures before open %d, want 5", *ep.FailuresBeforeOpen)
+			}
+			// Probes at open+5 s (fail), +10 s (fail), +20 s (ok), +0.3 s (ok).
+			if ep.Probes != 4 || ep.ProbeSource != "tagged" || ep.ProbeOutcomes.OK != 2 || ep.ProbeOutcomes.Failed != 2 {
+				t.Errorf("probes %d source %q outcomes %+v", ep.Probes, ep.ProbeSource, ep.ProbeOutcomes)
+			}
+			near(t, "first probe after open", ep.FirstProbeAfterOpen, 5, tol)
+			if len(ep.CooldownsS) != 3 || math.Abs(ep.CooldownsS[1]-10) > 0.01 || math.Abs(ep.CooldownsS[2]-20) > 0.01 {
+				t.Errorf("cooldowns %v, want [5 10 20]", ep.CooldownsS)
+			}
+			near(t, "probe spacing min", ep.ProbeIntervalS.Min, 0.3, 0.001)
+			if *ep.SuccessesToClose != 2 || *ep.MaxProbesInFlight != 1 || ep.Leaked != 0 {
+				t.Errorf("successes %d in flight %d leaked %d", *ep.SuccessesToClose, *ep.MaxProbesInFlight, ep.Leaked)
+			}
+			if ep.RetryAfterHonoured != nil {
+				t.Errorf("retry_after_honoured %v without a 429", *ep.RetryAfterHonoured)
+			}
+			if ep.MetricsOpenLagS == nil || *ep.MetricsOpenLagS < -tol || *ep.MetricsOpenLagS > 1+tol {
+				t.Errorf("metrics open lag %v, want within one 1 s scrape", ep.MetricsOpenLagS)
+			}
+			if ep.Amplification == nil || *ep.Amplification >= 1 {
+				t.Errorf("episode amplification %v: fast-fails should keep it under 1", ep.Amplification)
+			}
+			if got := len(a.Upstreams["weather"].Episodes); got != 0 {
+				t.Errorf("weather episodes %d", got)
+			}
+			if a.Replay.Sent != 700 || a.Replay.Due != 700 {
+				t.Errorf("replay %+v", a.Replay)
+			}
+			if a.Phases["during"].Outcomes["fast_fail"] == 0 || a.Phases["before"].Outcomes["ok"] != 100 {
+				t.Errorf("phases %+v %+v", a.Phases["before"].Outcomes, a.Phases["during"].Outcomes)
+			}
+		})
+	}
+}
+
+func TestGapsOnly(t *testing.T) {
+	s := base()
+	s.fwdSeq, s.clientUp = false, false
+	a, evs := analyse(t, s)
+	ua := a.Upstreams["search"]
+	if ua.Routing != "gaps_only" {
+		t.Fatalf("routing %q", ua.Routing)
+	}
+	ep := ua.Episodes[0]
+	if !ep.Opened || !ep.Closed {
+		t.Fatalf("%s", ep.Statement)
+	}
+	var openT, closeT float64
+	for _, e := range truth(evs, "search") {
+		bt := e.Payload.(*journal.BreakerTransition)
+		if bt.From == journal.StateClosed && openT == 0 {
+			openT = seconds(e.T)
+		}
+		if bt.To == journal.StateClosed {
+			closeT = seconds(e.T)
+		}
+	}
+	near(t, "open", ep.OpenedAtS, openT, tol)
+	near(t, "close", ep.ClosedAtS, closeT, tol)
+	if !strings.Contains(strings.Join(a.Notes, " "), "gaps") {
+		t.Errorf("notes do not say the inference is gaps-only: %q", a.Notes)
+	}
+}
+
+func TestFlapping(t *testing.T) {
+	s := base()
+	s.cooldown, s.backoff = time.Second, 1
+	s.faults = []simFault{{name: "flap", upstream: "search", typ: "status", at: 10 * time.Second, for_: 30 * time.Second,
+		period: 10 * time.Second, duty: 4 * time.Second}}
+	a, evs := analyse(t, s)
+	checkTruth(t, a, evs, "search")
+	ep := a.Upstreams["search"].Episodes[0]
+	if len(ep.Cycles) < 3 {
+		t.Fatalf("cycles %d, want one per flap: %s", len(ep.Cycles), ep.Statement)
+	}
+	if !strings.Contains(ep.Statement, "Flapped") {
+		t.Errorf("statement %q", ep.Statement)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ignore   bool
+		honoured bool
+	}{{"honoured", false, true}, {"violated", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			s.ignoreRA = tc.ignore
+			s.cooldown = time.Second
+			s.faults = []simFault{{name: "quota", upstream: "search", typ: "retry_after", at: 10 * time.Second, for_: 10 * time.Second, retryAfter: 3 * time.Second}}
+			a, _ := analyse(t, s)
+			ep := a.Upstreams["search"].Episodes[0]
+			if ep.RetryAfterHonoured == nil || *ep.RetryAfterHonoured != tc.honoured {
+				t.Fatalf("honoured %v, want %v: %+v", ep.RetryAfterHonoured, tc.honoured, ep.RetryAfter)
+			}
+			if len(ep.RetryAfter) == 0 || ep.RetryAfter[0].RetryAfterS != 3 {
+				t.Fatalf("retry_after list %+v", ep.RetryAfter)
+			}
+			if tc.honoured && ep.RetryAfterViolations != 0 || !tc.honoured && ep.RetryAfterViolations == 0 {
+				t.Errorf("violations %d", ep.RetryAfterViolations)
+			}
+			if tc.honoured {
+				near(t, "next call after 429", ep.RetryAfter[0].NextCallS, 3, 0.01)
+			}
+		})
+	}
+}
+
+func TestConcurrentProbesAndLeaks(t *testing.T) {
+	s := base()
+	s.concProbe = true
+	s.leakEvery = 9
+	a, _ := analyse(t, s)
+	ep := a.Upstreams["search"].Episodes[0]
+	if ep.MaxProbesInFlight == nil || *ep.MaxProbesInFlight != 2 {
+		t.Errorf("max probes in flight %v, want 2", ep.MaxProbesInFlight)
+	}
+	if ep.Leaked == 0 || ep.Leaked > int64(s.leaks) {
+		t.Errorf("leaked %d, sim leaked %d while not closed", ep.Leaked, s.leaks)
+	}
+	res := Evaluate(a, Expectations{LeakedMax: ptr(0), MaxProbesInFlight: ptr(1)})
+	for _, r := range res {
+		if r.Passed {
+			t.Errorf("%s passed: %+v", r.Name, r)
+		}
+	}
+}
+
+func TestHealthCheckProbes(t *testing.T) {
+	s := base()
+	s.style, s.healthInt, s.threshold = "health", 2*time.Second, 3
+	s.fwdSeq = false
+	a, evs := analyse(t, s)
+	checkTruth(t, a, evs, "search")
+	ep := a.Upstreams["search"].Episodes[0]
+	if ep.ProbeSource != "health_check" || ep.SuccessesToClose == nil || *ep.SuccessesToClose != 2 {
+		t.Errorf("source %q successes %v: %s", ep.ProbeSource, ep.SuccessesToClose, ep.Statement)
+	}
+	near(t, "probe spacing", ep.ProbeIntervalS.P50, 2, 0.01)
+	if ep.FastFails != 0 {
+		t.Errorf("fast fails %d: HAProxy-style 503s are not recognised fast-fails", ep.FastFails)
+	}
+}
+
+func TestLiveTrafficProbes(t *testing.T) {
+	s := base()
+	s.style, s.need = "live", 1
+	s.fwdSeq = false
+	a, evs := analyse(t, s)
+	checkTruth(t, a, evs, "search")
+	ep := a.Upstreams["search"].Episodes[0]
+	if ep.ProbeSource != "live" || ep.Leaked != 0 || ep.SuccessesToClose == nil || *ep.SuccessesToClose != 1 {
+		t.Errorf("source %q leaked %d successes %v: %s", ep.ProbeSource, ep.Leaked, ep.SuccessesToClose, ep.Statement)
+	}
+	if ep.ProbeOutcomes.Failed != 2 || ep.ProbeOutcomes.OK != 1 {
+		t.Errorf("probe outcomes %+v", ep.ProbeOutcomes)
+	}
+}
+
+func TestInterruptedRun(t *testing.T) {
+	s := base()
+	s.noEnd = true
+	var cut []journal.Event
+	for _, e := range s.build() {
+		if e.T <= 20*time.Second {
+			cut = append(cut, e)
+		}
+	}
+	a, err := AnalyzeEvents(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Run.Partial || a.Run.EndReason != "missing" {
+		t.Errorf("partial %v reason %q", a.Run.Partial, a.Run.EndReason)
+	}
+	ep := a.Upstreams["search"].Episodes[0]
+	if !ep.Opened || ep.Closed || ep.ClosedAfterRecoveryS != nil || !ep.EndedByRun {
+		t.Errorf("episode: %+v", ep)
+	}
+	if !strings.Contains(ep.Statement, "Did not close") {
+		t.Errorf("statement %q", ep.Statement)
+	}
+}
+
+func TestNeverOpens(t *testing.T) {
+	s := base()
+	s.threshold = 1 << 30
+	a, _ := analyse(t, s)
+	ep := a.Upstreams["search"].Episodes[0]
+	if ep.Opened || ep.OpenedAfterS != nil || ep.FailuresBeforeOpen != nil || ep.ClosedAfterRecoveryS != nil || ep.MaxProbesInFlight != nil {
+		t.Errorf("never-open episode has figures: %+v", ep)
+	}
+	if !strings.HasPrefix(ep.Statement, "Did not open") {
+		t.Errorf("statement %q", ep.Statement)
+	}
+	b, _ := json.Marshal(ep)
+	for _, k := range []string{`"opened_after_s":null`, `"closed_after_recovery_s":null`, `"retry_after_honoured":null`} {
+		if !bytes.Contains(b, []byte(k)) {
+			t.Errorf("run.json episode lacks %s: %s", k, b)
+		}
+	}
+	res := Evaluate(a, Expectations{OpensWithin: ptr(dur(10 * time.Second))})
+	if len(res) != 1 || res[0].Passed || !strings.Contains(res[0].Message, "did not open") {
+		t.Errorf("opens_within on a gateway that never opens: %+v", res)
+	}
+}
+
+func TestNoFaults(t *testing.T) {
+	s := base()
+	s.faults = nil
+	a, _ := analyse(t, s)
+	if len(a.Phases) != 1 || a.Phases["before"] == nil {
+		t.Errorf("phases %v", a.Phases)
+	}
+	for n, ua := range a.Upstreams {
+		if len(ua.Episodes) != 0 || len(ua.UnprovokedOpens) != 0 {
+			t.Errorf("%s: %d episodes %d opens", n, len(ua.Episodes), len(ua.UnprovokedOpens))
+		}
+		near(t, n+" amplification", ua.Amplification, 1, 0)
+	}
+}
+
+func TestStreamingMatchesInMemory(t *testing.T) {
+	evs := base().build()
+	var buf bytes.Buffer
+	w := journal.NewWriter(&buf, journal.NewClock(time.Now()))
+	for _, e := range evs {
+		w.RecordAt(e.T, e.Payload)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a1, err := Analyze(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := AnalyzeEvents(evs)
+	j1, _ := RunJSON(a1)
+	j2, _ := RunJSON(a2)
+	if !bytes.Equal(j1, j2) {
+		t.Errorf("streamed and in-memory analyses differ")
+	}
+}
+
+func TestCorruptJournal(t *testing.T) {
+	_, err := Analyze(strings.NewReader("{\"t\":0,\"kind\":\"run.start\"}\nnot json\n{\"t\":1,\"kind\":\"log\"}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("err %v, want line 2", err)
+	}
+	if _, err := Analyze(strings.NewReader("")); err == nil {
+		t.Fatal("empty journal: no error")
+	}
+}

@@ -1,0 +1,189 @@
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/halfopen/rehearse"
+)
+
+// Expectations are what a scenario asserts about the gateway's behaviour.
+// Every field is optional: nil (or an empty UpstreamSet) means "not
+// asserted", and each set field becomes one JUnit test case. The breaker
+// expectations (opens_within … successes_to_close) apply to every fault
+// episode of the upstreams in Upstreams (all faulted upstreams when empty).
+//
+// The type decodes from YAML with strict decoding (KnownFields) and from
+// JSON; durations are rehearse.Duration strings such as "10s".
+type Expectations struct {
+	// Upstreams restricts the breaker expectations to these upstreams;
+	// empty means every upstream that had a fault episode.
+	Upstreams []string `yaml:"upstreams,omitempty" json:"upstreams,omitempty"`
+
+	// OpensWithin: the breaker opens within this time of the fault's start
+	// in every episode (an episode that never opens fails).
+	OpensWithin *rehearse.Duration `yaml:"opens_within,omitempty" json:"opens_within,omitempty"`
+	// FailuresBeforeOpenMax caps the failed upstream calls before opening.
+	FailuresBeforeOpenMax *int `yaml:"failures_before_open_max,omitempty" json:"failures_before_open_max,omitempty"`
+	// CooldownMin is the least time from opening to the first probe.
+	CooldownMin *rehearse.Duration `yaml:"cooldown_min,omitempty" json:"cooldown_min,omitempty"`
+	// ProbeSpacingMin is the least time between two probes while open.
+	ProbeSpacingMin *rehearse.Duration `yaml:"probe_spacing_min,omitempty" json:"probe_spacing_min,omitempty"`
+	// MaxProbesInFlight caps concurrent probes while open.
+	MaxProbesInFlight *int `yaml:"max_probes_in_flight,omitempty" json:"max_probes_in_flight,omitempty"`
+	// HonoursRetryAfter: true asserts no non-health call reached an upstream
+	// before a served 429's Retry-After elapsed; false asserts the opposite
+	// (for documenting a known non-compliant gateway). Episodes without a
+	// 429 are not counted.
+	HonoursRetryAfter *bool `yaml:"honours_retry_after,omitempty" json:"honours_retry_after,omitempty"`
+	// HealthyUnaffected: upstreams without faults (true: all of them, or a
+	// list) see no breaker opening and keep their client success ratio
+	// while other upstreams are faulted.
+	HealthyUnaffected *UpstreamSet `yaml:"healthy_unaffected,omitempty" json:"healthy_unaffected,omitempty"`
+	// ClosesWithin: the breaker closes (live traffic resumes) within this
+	// time of the fault's end.
+	ClosesWithin *rehearse.Duration `yaml:"closes_within,omitempty" json:"closes_within,omitempty"`
+	// SuccessesToCloseMin is the least number of consecutive successful
+	// probes seen before the breaker closed.
+	SuccessesToCloseMin *int `yaml:"successes_to_close_min,omitempty" json:"successes_to_close_min,omitempty"`
+	// AmplificationMax caps upstream calls per client request, per
+	// upstream over the whole run.
+	AmplificationMax *float64 `yaml:"amplification_max,omitempty" json:"amplification_max,omitempty"`
+	// MetricsLagMax caps how late the gateway's metrics show a black-box
+	// open or close.
+	MetricsLagMax *rehearse.Duration `yaml:"metrics_lag_max,omitempty" json:"metrics_lag_max,omitempty"`
+	// HealthDisagreementMax caps the longest interval in which an
+	// upstream's health checks and its breaker state disagree.
+	HealthDisagreementMax *rehearse.Duration `yaml:"health_disagreement_max,omitempty" json:"health_disagreement_max,omitempty"`
+	// LeakedMax caps the live calls that reached an upstream while its
+	// breaker was open, beyond the probes.
+	LeakedMax *int `yaml:"leaked_max,omitempty" json:"leaked_max,omitempty"`
+	// ClientSuccessMin is the least fraction (0..1) of client requests over
+	// the whole run that ended ok.
+	ClientSuccessMin *float64 `yaml:"client_success_min,omitempty" json:"client_success_min,omitempty"`
+	// ReplayLatenessMax caps the replayer's p99 send lateness, so a run on
+	// an overloaded machine is not trusted silently.
+	ReplayLatenessMax *rehearse.Duration `yaml:"replay_lateness_max,omitempty" json:"replay_lateness_max,omitempty"`
+}
+
+// IsZero reports whether no expectation is set.
+func (e Expectations) IsZero() bool {
+	return e.OpensWithin == nil && e.FailuresBeforeOpenMax == nil && e.CooldownMin == nil &&
+		e.ProbeSpacingMin == nil && e.MaxProbesInFlight == nil && e.HonoursRetryAfter == nil &&
+		e.HealthyUnaffected == nil && e.ClosesWithin == nil && e.SuccessesToCloseMin == nil &&
+		e.AmplificationMax == nil && e.MetricsLagMax == nil && e.HealthDisagreementMax == nil &&
+		e.LeakedMax == nil && e.ClientSuccessMin == nil && e.ReplayLatenessMax == nil
+}
+
+// Validate reports values that can never be met (negative counts, ratios
+// outside 0..1), wrapping rehearse.ErrInvalid.
+func (e Expectations) Validate() error {
+	var errs []error
+	neg := func(name string, v *int) {
+		if v != nil && *v < 0 {
+			errs = append(errs, fmt.Errorf("%s: must not be negative, got %d", name, *v))
+		}
+	}
+	neg("failures_before_open_max", e.FailuresBeforeOpenMax)
+	neg("max_probes_in_flight", e.MaxProbesInFlight)
+	neg("successes_to_close_min", e.SuccessesToCloseMin)
+	neg("leaked_max", e.LeakedMax)
+	if e.AmplificationMax != nil && *e.AmplificationMax < 1 {
+		errs = append(errs, fmt.Errorf("amplification_max: must be at least 1 (one upstream call per request), got %g", *e.AmplificationMax))
+	}
+	if e.ClientSuccessMin != nil && (*e.ClientSuccessMin < 0 || *e.ClientSuccessMin > 1) {
+		errs = append(errs, fmt.Errorf("client_success_min: must be a fraction between 0 and 1, got %g", *e.ClientSuccessMin))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: expectations: %w", rehearse.ErrInvalid, err)
+	}
+	return nil
+}
+
+// UpstreamSet is "all" (true), "none" (false) or a list of upstream names;
+// in YAML and JSON it is written as a bool or a list.
+type UpstreamSet struct {
+	// All selects every upstream (written as true).
+	All bool
+	// Names selects these upstreams (written as a list) when All is false.
+	Names []string
+}
+
+// Has reports whether the set selects name.
+func (s UpstreamSet) Has(name string) bool { return s.All || slices.Contains(s.Names, name) }
+
+// Enabled reports whether the set selects anything.
+func (s UpstreamSet) Enabled() bool { return s.All || len(s.Names) > 0 }
+
+// MarshalJSON writes a bool for All or none, else the list.
+func (s UpstreamSet) MarshalJSON() ([]byte, error) {
+	if s.All || len(s.Names) == 0 {
+		return json.Marshal(s.All)
+	}
+	return json.Marshal(s.Names)
+}
+
+// UnmarshalJSON reads a bool or a list of names.
+func (s *UpstreamSet) UnmarshalJSON(b []byte) error {
+	var all bool
+	if err := json.Unmarshal(b, &all); err == nil {
+		*s = UpstreamSet{All: all}
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return fmt.Errorf("want true, false or a list of upstream names, got %s", b)
+	}
+	*s = UpstreamSet{Names: names}
+	return nil
+}
+
+// MarshalYAML writes a bool for All or none, else the list.
+func (s UpstreamSet) MarshalYAML() (any, error) {
+	if s.All || len(s.Names) == 0 {
+		return s.All, nil
+	}
+	return s.Names, nil
+}
+
+// UnmarshalYAML reads a bool or a list of names.
+func (s *UpstreamSet) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var all bool
+		if err := n.Decode(&all); err != nil {
+			return fmt.Errorf("line %d: want true, false or a list of upstream names, got %q", n.Line, n.Value)
+		}
+		*s = UpstreamSet{All: all}
+		return nil
+	case yaml.SequenceNode:
+		var names []string
+		if err := n.Decode(&names); err != nil {
+			return fmt.Errorf("line %d: want a list of upstream names: %w", n.Line, err)
+		}
+		*s = UpstreamSet{Names: names}
+		return nil
+	default:
+		return fmt.Errorf("line %d: want true, false or a list of upstream names", n.Line)
+	}
+}
+
+// ExpectationResult is the verdict on one expectation: one JUnit test case
+// and one row of the report.
+type ExpectationResult struct {
+	// Name is the expectation's YAML key, e.g. "opens_within".
+	Name string `json:"name"`
+	// Passed is the verdict. An expectation that cannot be checked (no
+	// data) fails, and Message says why.
+	Passed bool `json:"passed"`
+	// Observed is the worst observed value, human-readable ("7.2s").
+	Observed string `json:"observed"`
+	// Want is the requirement ("<= 10s").
+	Want string `json:"want"`
+	// Message explains the verdict, naming the episodes that failed.
+	Message string `json:"message"`
+}

@@ -1,0 +1,517 @@
+package reports
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+)
+
+// Tuning of the black-box inference; docs/analysis.md explains each.
+const (
+	// OpenRunMin consecutive client requests for an upstream that were
+	// not forwarded to it mean its breaker is open.
+	OpenRunMin = 2
+	// CloseRunMin consecutive forwarded requests mean it closed again.
+	CloseRunMin = 3
+	// GapFactor: without client attribution, a gap in live arrivals longer
+	// than GapFactor × the expected interval (and at least MinGap) means
+	// the upstream stopped receiving live traffic.
+	GapFactor = 4
+	// MinGap is the least gap that counts as "stopped", in gaps-only mode.
+	MinGap = time.Second
+	// RetryAfterSlack forgives a call this much earlier than a 429's
+	// Retry-After allowed (clock and rounding noise between processes).
+	RetryAfterSlack = 50 * time.Millisecond
+	// maxListed caps the per-item lists in run.json (probes, 429s).
+	maxListed = 200
+)
+
+// request classes.
+const (
+	clsBlocked uint8 = iota
+	clsPassed
+	clsProbe
+)
+
+type window struct {
+	start, end int64
+	names      []string
+	types      []string
+	endedByRun bool
+}
+
+type cyc struct {
+	openAt, closeAt int64 // closeAt < 0: never closed
+	blocked, ff     int64
+	liveProbes      map[int32]bool // call indexes
+}
+
+func (c *collector) finish() (*Analysis, error) {
+	if c.events == 0 {
+		return nil, fmt.Errorf("%w: %w", rehearse.ErrInvalid, ErrNoJournal)
+	}
+	a := &Analysis{
+		Schema:       SchemaVersion,
+		Phases:       map[string]*PhaseStats{},
+		Upstreams:    map[string]*UpstreamAnalysis{},
+		Notes:        []string{},
+		Expectations: []ExpectationResult{},
+	}
+	runEnd := c.lastT
+	c.runInfo(a, runEnd)
+
+	slices.SortStableFunc(c.calls, func(x, y call) int { return cmp64(x.t, y.t) })
+	slices.SortStableFunc(c.reqs, func(x, y creq) int { return cmp64(x.sched, y.sched) })
+
+	wins := c.windows(runEnd)
+	var durStart, durEnd int64 = -1, -1
+	for _, ws := range wins {
+		for _, w := range ws {
+			if durStart < 0 || w.start < durStart {
+				durStart = w.start
+			}
+			durEnd = max(durEnd, w.end)
+		}
+	}
+	c.replayStats(a)
+	c.phases(a, durStart, durEnd, runEnd)
+	reqUp := c.routeUpstreams(a)
+
+	tl := &Timeline{Seconds: int(runEnd/int64(time.Second)) + 1, Client: map[string][]int32{}, Upstreams: map[string]*UpstreamTimeline{}}
+	a.Timeline = tl
+	c.clientTimeline(tl)
+	for _, ws := range wins {
+		for _, w := range ws {
+			_ = w
+		}
+	}
+	for _, f := range c.faults {
+		end := f.end
+		if end < 0 {
+			end = runEnd
+			if f.planned > 0 && f.start+int64(f.planned) < runEnd {
+				end = f.start + int64(f.planned)
+			}
+		}
+		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: seconds(time.Duration(f.start)), EndS: seconds(time.Duration(end))})
+	}
+
+	// Per upstream.
+	callsBy := map[uint16][]int32{}
+	for i := range c.calls {
+		callsBy[c.calls[i].up] = append(callsBy[c.calls[i].up], int32(i))
+	}
+	reqsBy := map[uint16][]int32{}
+	for i := range c.reqs {
+		if u := reqUp[i]; u != 0 {
+			reqsBy[u] = append(reqsBy[u], int32(i))
+		}
+	}
+	for id := 1; id < len(c.ups.names); id++ {
+		name := c.ups.names[id]
+		u := uint16(id)
+		if len(callsBy[u]) == 0 && len(reqsBy[u]) == 0 && len(wins[name]) == 0 && !c.upNames[name] {
+			continue
+		}
+		ua := c.upstream(a, name, u, callsBy[u], reqsBy[u], wins[name], runEnd, durStart, durEnd)
+		a.Upstreams[name] = ua
+	}
+	for _, h := range healthIntervals(c.health, runEnd) {
+		tl.Health = append(tl.Health, h)
+		if h.State == "unhealthy" {
+			a.Health.Intervals = append(a.Health.Intervals, h)
+		}
+	}
+	if a.Health.Intervals == nil {
+		a.Health.Intervals = []StateInterval{}
+	}
+	a.Health.Samples, a.Health.Unhealthy = c.healthN, c.healthBad
+
+	if c.start != nil {
+		exp, err := configExpectations(c.start.Config)
+		if err != nil {
+			a.Notes = append(a.Notes, "the expectations in run.start's config cannot be read: "+err.Error())
+			a.Expectations = append(a.Expectations, ExpectationResult{Name: "expectations", Passed: false,
+				Observed: "unreadable", Want: "valid expectations", Message: err.Error()})
+		}
+		a.Expected = exp
+	}
+	return a, nil
+}
+
+func cmp64(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+func (c *collector) runInfo(a *Analysis, runEnd int64) {
+	ri := &a.Run
+	ri.Events, ri.UnknownEvents, ri.TornTail = c.events, c.unknown, c.torn
+	ri.DurationS = seconds(time.Duration(runEnd))
+	if s := c.start; s != nil {
+		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
+		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, s.Target, s.Rate
+		ri.PlannedS = seconds(s.Duration)
+		if p := s.Platform; p != nil {
+			pi := &PlatformInfo{OS: p.OS, Arch: p.Arch, Kernel: p.Kernel, CPU: p.CPU, NumCPU: p.NumCPU,
+				GoVersion: p.GoVersion, Hostname: p.Hostname, TCPKeepalive: p.TCPKeepalive}
+			if tg := p.TimerGranularity; tg != nil {
+				pi.TimerSamples = tg.Samples
+				pi.TimerP50Ms, pi.TimerP99Ms, pi.TimerMaxMs = ptr(ms(tg.P50)), ptr(ms(tg.P99)), ptr(ms(tg.Max))
+			}
+			a.Platform = pi
+		}
+	} else {
+		a.Notes = append(a.Notes, "the journal has no run.start event: run metadata and expectations are unknown")
+	}
+	switch e := c.end; {
+	case e == nil:
+		ri.Partial, ri.EndReason = true, "missing"
+		a.Notes = append(a.Notes, "the journal has no run.end event: the run died or is still running; figures cover what was recorded")
+	default:
+		ri.EndReason, ri.EndError = e.Reason, e.Error
+		ri.Partial = e.Partial || e.Reason != journal.EndCompleted
+		if ri.Partial {
+			a.Notes = append(a.Notes, fmt.Sprintf("the run ended early (%s): figures cover what was recorded", e.Reason))
+		}
+	}
+	if c.torn {
+		a.Notes = append(a.Notes, "the journal's last line was torn (written when the run was killed) and was skipped")
+	}
+}
+
+// ms converts to float milliseconds rounded to the microsecond.
+func ms(d time.Duration) float64 {
+	return float64(d.Round(time.Microsecond)) / float64(time.Millisecond)
+}
+
+// windows merges each upstream's fault windows; a fault without fault.end
+// lasts its planned length or to the run's end.
+func (c *collector) windows(runEnd int64) map[string][]window {
+	by := map[string][]faultRec{}
+	for _, f := range c.faults {
+		by[f.upstream] = append(by[f.upstream], f)
+	}
+	out := map[string][]window{}
+	for u, fs := range by {
+		slices.SortStableFunc(fs, func(x, y faultRec) int { return cmp64(x.start, y.start) })
+		var ws []window
+		for _, f := range fs {
+			end, byRun := f.end, false
+			if end < 0 {
+				end, byRun = runEnd, true
+				if f.planned > 0 && f.start+int64(f.planned) < runEnd {
+					end, byRun = f.start+int64(f.planned), false
+				}
+			}
+			end = max(end, f.start)
+			if n := len(ws); n > 0 && f.start <= ws[n-1].end {
+				w := &ws[n-1]
+				w.end = max(w.end, end)
+				w.endedByRun = w.endedByRun || byRun
+				w.names = append(w.names, f.name)
+				if !slices.Contains(w.types, f.typ) {
+					w.types = append(w.types, f.typ)
+				}
+				continue
+			}
+			ws = append(ws, window{start: f.start, end: end, names: []string{f.name}, types: []string{f.typ}, endedByRun: byRun})
+		}
+		out[u] = ws
+	}
+	return out
+}
+
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(24*time.Hour/time.Microsecond), 3)
+}
+
+func record(h *hdrhistogram.Histogram, d int64) {
+	us := max(d/int64(time.Microsecond), 0)
+	_ = h.RecordValue(min(us, h.HighestTrackableValue()))
+}
+
+// percentiles reads a µs histogram as milliseconds.
+func percentiles(h *hdrhistogram.Histogram, p90 bool) Percentiles {
+	if h.TotalCount() == 0 {
+		return Percentiles{}
+	}
+	f := func(q float64) *float64 { return ptr(round3(float64(h.ValueAtQuantile(q)) / 1000)) }
+	p := Percentiles{P50: f(50), P99: f(99), Max: ptr(round3(float64(h.Max()) / 1000))}
+	if p90 {
+		p.P90 = f(90)
+	}
+	return p
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func ratio(n, d int64) *float64 {
+	if d == 0 {
+		return nil
+	}
+	return ptr(round3(float64(n) / float64(d)))
+}
+
+func (c *collector) replayStats(a *Analysis) {
+	rs := &a.Replay
+	h := newHist()
+	var first, last int64 = -1, 0
+	dropped := c.outcomes.ids[string(journal.OutcomeDropped)]
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		rs.Due++
+		if r.late {
+			rs.Late++
+		}
+		if (dropped != 0 && r.outcome == dropped) || r.sent == 0 {
+			rs.Dropped++
+			continue
+		}
+		rs.Sent++
+		record(h, r.sent-r.sched)
+		if first < 0 {
+			first = r.sched
+		}
+		last = max(last, r.sched)
+	}
+	rs.LatenessMs = percentiles(h, false)
+	if last > first && first >= 0 {
+		rs.ObservedRatePerS = round3(float64(rs.Sent-1) / seconds(time.Duration(last-first)))
+	}
+	for i := range c.calls {
+		if c.calls[i].hasSeq() {
+			rs.SeqForwarded = true
+			break
+		}
+	}
+}
+
+// phases computes client figures before, during and after the faults.
+func (c *collector) phases(a *Analysis, durStart, durEnd, runEnd int64) {
+	type span struct {
+		name       string
+		start, end int64
+	}
+	spans := []span{{"before", 0, runEnd + 1}}
+	if durStart >= 0 {
+		spans = []span{{"before", 0, durStart}, {"during", durStart, durEnd}, {"after", durEnd, runEnd + 1}}
+	}
+	okID := c.outcomes.ids[string(journal.OutcomeOK)]
+	var totalCalls, totalReqs int64
+	for _, sp := range spans {
+		ps := &PhaseStats{StartS: seconds(time.Duration(sp.start)), EndS: seconds(time.Duration(min(sp.end, runEnd))), Outcomes: map[string]int64{}}
+		h := newHist()
+		var ok, sent int64
+		lo := sort.Search(len(c.reqs), func(i int) bool { return c.reqs[i].sched >= sp.start })
+		for i := lo; i < len(c.reqs) && c.reqs[i].sched < sp.end; i++ {
+			r := &c.reqs[i]
+			ps.Requests++
+			ps.Outcomes[c.outcomes.names[r.outcome]]++
+			if okID != 0 && r.outcome == okID {
+				ok++
+			}
+			if r.sent > 0 {
+				sent++
+			}
+			if r.done > 0 {
+				record(h, r.lat)
+			}
+		}
+		lo = sort.Search(len(c.calls), func(i int) bool { return c.calls[i].t >= sp.start })
+		for i := lo; i < len(c.calls) && c.calls[i].t < sp.end; i++ {
+			if !c.calls[i].health() {
+				ps.UpstreamCalls++
+			}
+		}
+		ps.SuccessRatio = ratio(ok, ps.Requests)
+		ps.LatencyMs = percentiles(h, true)
+		ps.Amplification = ratio(ps.UpstreamCalls, sent)
+		a.Phases[sp.name] = ps
+		totalCalls += ps.UpstreamCalls
+		totalReqs += sent
+		switch sp.name {
+		case "before":
+			a.Amplification.Before = ps.Amplification
+		case "during":
+			a.Amplification.During = ps.Amplification
+		case "after":
+			a.Amplification.After = ps.Amplification
+		}
+	}
+	a.Amplification.Overall = ratio(totalCalls, totalReqs)
+}
+
+// routeUpstreams attributes each client request to an upstream: the
+// request's own upstream field, else the upstream its route reaches most
+// often by forwarded sequence numbers. It returns one interned upstream per
+// request (0 = unknown).
+func (c *collector) routeUpstreams(a *Analysis) []uint16 {
+	out := make([]uint16, len(c.reqs))
+	routeUp := map[uint16]uint16{}
+	direct := false
+	for i := range c.reqs {
+		if c.reqs[i].up != 0 {
+			direct = true
+			routeUp[c.reqs[i].route] = c.reqs[i].up
+		}
+	}
+	if a.Replay.SeqForwarded {
+		bySeq := c.seqIndex()
+		votes := map[[2]uint16]int{}
+		seen := map[uint64]bool{}
+		for i := range c.calls {
+			k := &c.calls[i]
+			if !k.hasSeq() || k.health() || seen[k.seq] {
+				continue
+			}
+			seen[k.seq] = true
+			if ri, ok := bySeq(k.seq); ok {
+				votes[[2]uint16{c.reqs[ri].route, k.up}]++
+			}
+		}
+		best := map[uint16]int{}
+		for k, n := range votes {
+			if _, ok := routeUp[k[0]]; ok && direct {
+				continue
+			}
+			if n > best[k[0]] || (n == best[k[0]] && k[1] < routeUp[k[0]]) {
+				best[k[0]] = n
+				routeUp[k[0]] = k[1]
+			}
+		}
+	}
+	known := 0
+	for i := range c.reqs {
+		u := c.reqs[i].up
+		if u == 0 {
+			u = routeUp[c.reqs[i].route]
+		}
+		out[i] = u
+		if u != 0 {
+			known++
+		}
+	}
+	if len(c.reqs) > 0 && known == 0 {
+		a.Notes = append(a.Notes, "client requests could not be attributed to upstreams (no upstream in client.request, no forwarded sequence header): breakers are inferred from gaps in upstream arrivals alone, which is less certain")
+	}
+	if len(c.reqs) > 0 && !a.Replay.SeqForwarded {
+		a.Notes = append(a.Notes, "the gateway did not forward the sequence header: upstream calls were matched to client requests by time")
+	}
+	return out
+}
+
+// seqIndex returns a lookup from sequence number to request index.
+func (c *collector) seqIndex() func(uint64) (int, bool) {
+	m := make(map[uint64]int32, len(c.reqs))
+	for i := range c.reqs {
+		if _, dup := m[c.reqs[i].seq]; !dup {
+			m[c.reqs[i].seq] = int32(i)
+		}
+	}
+	return func(s uint64) (int, bool) {
+		i, ok := m[s]
+		return int(i), ok
+	}
+}
+
+// clientGroup maps an outcome to a timeline lane group.
+func clientGroup(o string) string {
+	switch journal.Outcome(o) {
+	case journal.OutcomeOK:
+		return "ok"
+	case journal.OutcomeFastFail:
+		return "fast_fail"
+	case journal.OutcomeHTTP5xx:
+		return "http_5xx"
+	case journal.OutcomeHTTP4xx:
+		return "http_4xx"
+	case journal.OutcomeDropped:
+		return "dropped"
+	default:
+		return "transport"
+	}
+}
+
+// ClientGroups are the client outcome groups of the timeline, bottom up.
+var ClientGroups = []string{"ok", "fast_fail", "http_4xx", "http_5xx", "transport", "dropped"}
+
+func (c *collector) clientTimeline(tl *Timeline) {
+	for _, g := range ClientGroups {
+		tl.Client[g] = make([]int32, tl.Seconds)
+	}
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		s := int(r.sched / int64(time.Second))
+		if s < 0 || s >= tl.Seconds {
+			continue
+		}
+		g := clientGroup(c.outcomes.names[r.outcome])
+		if r.fastFail {
+			g = "fast_fail"
+		}
+		tl.Client[g][s]++
+	}
+}
+
+func healthIntervals(pts []statePoint, runEnd int64) []StateInterval {
+	var out []StateInterval
+	for i, p := range pts {
+		end := runEnd
+		if i+1 < len(pts) {
+			end = pts[i+1].t
+		}
+		out = append(out, StateInterval{StartS: seconds(time.Duration(p.t)), EndS: seconds(time.Duration(end)), State: p.state})
+	}
+	return out
+}
+
+// int64Heap is a min-heap of end times, for probe concurrency.
+type int64Heap []int64
+
+func (h int64Heap) Len() int           { return len(h) }
+func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
+func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *int64Heap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
+
+// maxInFlight is the most probes whose [arrival, end) intervals overlap;
+// a probe with an unknown end counts at its arrival only.
+func maxInFlight(ps []Probe) int {
+	h := &int64Heap{}
+	best := 0
+	for _, p := range ps {
+		t := int64(p.AtS * 1e9)
+		for h.Len() > 0 && (*h)[0] <= t {
+			heap.Pop(h)
+		}
+		end := int64(p.DoneS * 1e9)
+		if end <= t {
+			end = t + 1
+		}
+		heap.Push(h, end)
+		best = max(best, h.Len())
+	}
+	return best
+}
+
+func joinNames(ns []string) string { return strings.Join(ns, "+") }

@@ -1,0 +1,533 @@
+package reports
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// okProbeLike reports whether call k is a successful tagged probe or
+// health check: live traffic right after one is the breaker closing, not a
+// live-traffic probe.
+func (c *collector) okProbeLike(k int32) bool {
+	if k < 0 {
+		return false
+	}
+	x := &c.calls[k]
+	return (x.tagged() || x.health()) && !x.failed()
+}
+
+// machine runs the open/close state machine over the upstream's sent
+// client requests, each classified blocked, passed or probe (match holds
+// the call a request reached).
+func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32) []*cyc {
+	var out []*cyc
+	var cur *cyc
+	br, brFirst := 0, 0
+	var run []int
+	prev := clsPassed
+	for j := range sent {
+		r := &c.reqs[sent[j]]
+		k := cls[j]
+		if cur == nil {
+			if k == clsBlocked {
+				if br == 0 {
+					brFirst = j
+				}
+				br++
+				if br >= OpenRunMin {
+					cur = &cyc{openAt: c.reqs[sent[brFirst]].sent, closeAt: -1, liveProbes: map[int32]bool{}}
+					for q := brFirst; q <= j; q++ {
+						cur.blocked++
+						if c.reqs[sent[q]].fastFail {
+							cur.ff++
+						}
+					}
+					out = append(out, cur)
+					run = run[:0]
+				}
+			} else {
+				br = 0
+			}
+			prev = k
+			continue
+		}
+		switch k {
+		case clsBlocked:
+			cur.blocked++
+			if r.fastFail {
+				cur.ff++
+			}
+			run = run[:0]
+		case clsProbe:
+			// A tagged probe carrying a client request: neither normal
+			// traffic nor a block.
+		case clsPassed:
+			kc := match[j]
+			if prev == clsBlocked && !c.okProbeLike(c.lastCallBefore(ci, c.calls[kc].t)) {
+				cur.liveProbes[kc] = true
+			}
+			run = append(run, j)
+			if len(run) >= CloseRunMin {
+				closeCall := match[run[0]]
+				if cur.liveProbes[closeCall] {
+					closeCall = match[run[1]]
+				}
+				cur.closeAt = c.calls[closeCall].t
+				cur, br, run = nil, 0, run[:0]
+			}
+		}
+		prev = k
+	}
+	return out
+}
+
+// gapMachine infers open intervals from gaps in untagged live arrivals
+// alone, when no client request can be attributed to the upstream. It
+// returns the expected interval it used.
+func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) {
+	var arr []int32
+	for _, i := range live {
+		if !c.calls[i].tagged() {
+			arr = append(arr, i)
+		}
+	}
+	if len(arr) < 3 {
+		return 0, nil
+	}
+	firstFault := int64(1<<63 - 1)
+	if len(wins) > 0 {
+		firstFault = wins[0].start
+	}
+	var before, all []int64
+	for i := 1; i < len(arr); i++ {
+		d := c.calls[arr[i]].t - c.calls[arr[i-1]].t
+		all = append(all, d)
+		if c.calls[arr[i]].t < firstFault {
+			before = append(before, d)
+		}
+	}
+	base := all
+	if len(before) >= 5 {
+		base = before
+	}
+	slices.Sort(base)
+	exp := base[len(base)/2]
+	gap := max(GapFactor*exp, int64(MinGap))
+	var out []*cyc
+	var cur *cyc
+	var run []int32
+	for i := 1; i < len(arr); i++ {
+		prevT, t := c.calls[arr[i-1]].t, c.calls[arr[i]].t
+		big := t-prevT > gap
+		if cur == nil {
+			if !big {
+				continue
+			}
+			cur = &cyc{openAt: prevT + exp, closeAt: -1, liveProbes: map[int32]bool{}}
+			out = append(out, cur)
+			run = run[:0]
+		}
+		if big {
+			if !c.okProbeLike(c.lastCallBefore(ci, t)) {
+				cur.liveProbes[arr[i]] = true
+			}
+			run = append(run[:0], arr[i])
+			continue
+		}
+		run = append(run, arr[i])
+		if len(run) >= CloseRunMin {
+			closeCall := run[0]
+			if cur.liveProbes[closeCall] {
+				closeCall = run[1]
+			}
+			cur.closeAt = c.calls[closeCall].t
+			cur, run = nil, run[:0]
+		}
+	}
+	// Traffic that stopped for good while clients kept sending.
+	if cur == nil && len(c.reqs) > 0 {
+		last := c.calls[arr[len(arr)-1]].t
+		if c.reqs[len(c.reqs)-1].sched-last > gap {
+			out = append(out, &cyc{openAt: last + exp, closeAt: -1, liveProbes: map[int32]bool{}})
+		}
+	}
+	return exp, out
+}
+
+// cycleFigures computes one cycle's probes, leaks and counts. segStart is
+// where failures before the open are counted from.
+func (c *collector) cycleFigures(cy *cyc, segStart int64, ci []int32, runEnd int64) *Cycle {
+	out := &Cycle{OpenedAtS: seconds(time.Duration(cy.openAt)), Blocked: cy.blocked, FastFails: cy.ff,
+		Probes: []Probe{}, CooldownsS: []float64{}}
+	end := runEnd + 1
+	if cy.closeAt >= 0 {
+		out.ClosedAtS = ptr(seconds(time.Duration(cy.closeAt)))
+		end = cy.closeAt
+	}
+	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= segStart })
+	var tagged, health, liveP []int32
+	var leaks int64
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= end {
+			break
+		}
+		if k.t < cy.openAt {
+			if !k.health() && k.failed() {
+				out.FailuresBeforeOpen++
+			}
+			continue
+		}
+		switch {
+		case k.health():
+			health = append(health, i)
+		case k.tagged():
+			tagged = append(tagged, i)
+		case cy.liveProbes[i]:
+			liveP = append(liveP, i)
+		default:
+			leaks++
+		}
+	}
+	var probes []int32
+	switch {
+	case len(tagged) > 0:
+		out.ProbeSource, probes = "tagged", tagged
+		leaks += int64(len(liveP)) // a gateway that tags its probes has no untagged ones
+	case len(liveP) > 0:
+		out.ProbeSource, probes = "live", liveP
+	case len(health) > 0:
+		out.ProbeSource, probes = "health_check", health
+	}
+	out.Leaked = leaks
+	all := make([]Probe, 0, len(probes))
+	for _, i := range probes {
+		k := &c.calls[i]
+		p := Probe{AtS: seconds(time.Duration(k.t)), OK: !k.failed(), Kind: out.ProbeSource}
+		if k.end() > k.t {
+			p.DoneS = seconds(time.Duration(k.end()))
+		}
+		if k.tagged() {
+			p.Tag = c.tags.names[k.tag]
+		}
+		all = append(all, p)
+	}
+	out.ProbeCount = int64(len(all))
+	out.MaxProbesInFlight = maxInFlight(all)
+	for i := 1; i < len(probes); i++ {
+		out.intervals = append(out.intervals, seconds(time.Duration(c.calls[probes[i]].t-c.calls[probes[i-1]].t)))
+	}
+	if len(probes) > 0 {
+		out.CooldownsS = append(out.CooldownsS, round3(seconds(time.Duration(c.calls[probes[0]].t-cy.openAt))))
+		for i := 0; i+1 < len(probes); i++ {
+			k := &c.calls[probes[i]]
+			if k.failed() {
+				out.CooldownsS = append(out.CooldownsS, round3(seconds(time.Duration(c.calls[probes[i+1]].t-k.end()))))
+			}
+		}
+	}
+	if cy.closeAt >= 0 {
+		n := 0
+		for i := len(all) - 1; i >= 0 && all[i].OK; i-- {
+			n++
+		}
+		out.SuccessesToClose = ptr(n)
+	}
+	if len(all) > maxListed {
+		all = all[:maxListed]
+	}
+	out.Probes = all
+	return out
+}
+
+// episode fills the figures of one fault episode from its cycles.
+func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []int32, mpts []statePoint, runEnd int64) {
+	ep.Fault, ep.FaultTypes = joinNames(w.names), w.types
+	ep.StartS, ep.EndS, ep.EndedByRun = seconds(time.Duration(w.start)), seconds(time.Duration(w.end)), w.endedByRun
+	ep.CooldownsS, ep.RetryAfter = []float64{}, []RetryAfter{}
+	if ep.Cycles == nil {
+		ep.Cycles = []*Cycle{}
+	}
+	ampEnd := w.end
+	if n := len(ep.Cycles); n > 0 {
+		first, last := ep.Cycles[0], ep.Cycles[n-1]
+		ep.Opened = true
+		ep.OpenedAtS = ptr(first.OpenedAtS)
+		ep.OpenedAfterS = ptr(round3(first.OpenedAtS - ep.StartS))
+		ep.FailuresBeforeOpen = ptr(first.FailuresBeforeOpen)
+		var ivs []float64
+		mif := 0
+		srcs := []string{}
+		for _, cy := range ep.Cycles {
+			ep.Leaked += cy.Leaked
+			ep.Probes += cy.ProbeCount
+			ep.FastFails += cy.FastFails
+			ivs = append(ivs, cy.intervals...)
+			mif = max(mif, cy.MaxProbesInFlight)
+			ep.CooldownsS = append(ep.CooldownsS, cy.CooldownsS...)
+			if cy.ProbeSource != "" && !slices.Contains(srcs, cy.ProbeSource) {
+				srcs = append(srcs, cy.ProbeSource)
+			}
+			for _, p := range cy.Probes {
+				if p.OK {
+					ep.ProbeOutcomes.OK++
+				} else {
+					ep.ProbeOutcomes.Failed++
+				}
+			}
+		}
+		ep.ProbeSource = strings.Join(srcs, "+")
+		ep.ProbeIntervalS = minP50Max(ivs)
+		if ep.Probes > 0 {
+			ep.MaxProbesInFlight = ptr(mif)
+			if len(first.Probes) > 0 {
+				ep.FirstProbeAfterOpen = ptr(round3(first.Probes[0].AtS - first.OpenedAtS))
+			}
+		}
+		if last.ClosedAtS != nil {
+			ep.Closed = true
+			ep.ClosedAtS = last.ClosedAtS
+			ep.ClosedAfterRecoveryS = ptr(round3(*last.ClosedAtS - ep.EndS))
+			ep.SuccessesToClose = last.SuccessesToClose
+			ampEnd = max(ampEnd, int64(*last.ClosedAtS*1e9))
+		} else {
+			ampEnd = spanEnd
+		}
+	}
+	ampEnd = min(ampEnd, spanEnd)
+
+	// Retry-After compliance and amplification over the episode's span.
+	type pause struct{ from, until int64 }
+	var pauses []pause
+	for _, i := range live {
+		k := &c.calls[i]
+		if k.t < w.start || k.t >= spanEnd {
+			continue
+		}
+		if k.t < ampEnd {
+			ep.UpstreamCalls++
+		}
+		if k.status == 429 && k.retryAfter > 0 {
+			pauses = append(pauses, pause{k.end(), k.end() + k.retryAfter})
+		}
+	}
+	for _, i := range sent {
+		if s := c.reqs[i].sent; s >= w.start && s < ampEnd {
+			ep.ClientRequests++
+		}
+	}
+	ep.Amplification = ratio(ep.UpstreamCalls, ep.ClientRequests)
+	if len(pauses) > 0 {
+		slices.SortFunc(pauses, func(x, y pause) int { return cmp64(x.from, y.from) })
+		lo := sort.Search(len(live), func(j int) bool { return c.calls[live[j]].t >= w.start })
+		// Per 429: the next non-health call after its response.
+		for _, p := range pauses {
+			if len(ep.RetryAfter) >= maxListed {
+				break
+			}
+			ra := RetryAfter{AtS: seconds(time.Duration(p.from)), RetryAfterS: seconds(time.Duration(p.until - p.from)), Honoured: true}
+			j := sort.Search(len(live), func(j int) bool { return c.calls[live[j]].t > p.from })
+			if j < len(live) {
+				nt := c.calls[live[j]].t
+				ra.NextCallS = ptr(round3(seconds(time.Duration(nt - p.from))))
+				ra.Honoured = nt >= p.until-int64(RetryAfterSlack)
+			}
+			ep.RetryAfter = append(ep.RetryAfter, ra)
+		}
+		// Violations: calls inside any pause that began before them.
+		pi := 0
+		var until int64 = -1
+		for _, i := range live[lo:] {
+			k := &c.calls[i]
+			if k.t >= spanEnd {
+				break
+			}
+			for pi < len(pauses) && pauses[pi].from < k.t {
+				until = max(until, pauses[pi].until)
+				pi++
+			}
+			if k.t < until-int64(RetryAfterSlack) {
+				ep.RetryAfterViolations++
+			}
+		}
+		ep.RetryAfterHonoured = ptr(ep.RetryAfterViolations == 0)
+	}
+
+	// Metrics lag behind the black-box open and close.
+	if ep.Opened {
+		openAt := int64(*ep.OpenedAtS * 1e9)
+		from := sort.Search(len(mpts), func(i int) bool { return mpts[i].t >= w.start })
+		already := from > 0 && mpts[from-1].state != journal.StateClosed
+		if !already {
+			for i := from; i < len(mpts); i++ {
+				if mpts[i].state == journal.StateClosed {
+					continue
+				}
+				ep.MetricsOpenLagS = ptr(round3(seconds(time.Duration(mpts[i].t - openAt))))
+				if ep.Closed {
+					closeAt := int64(*ep.ClosedAtS * 1e9)
+					lastOpen := i
+					for j := i + 1; j < len(mpts); j++ {
+						if mpts[j].state != journal.StateClosed {
+							lastOpen = j
+							continue
+						}
+						if mpts[j].t >= closeAt-int64(30*time.Second) && j > lastOpen {
+							ep.MetricsCloseLagS = ptr(round3(seconds(time.Duration(mpts[j].t - closeAt))))
+							break
+						}
+					}
+				}
+				break
+			}
+		}
+	}
+	ep.Statement = statement(ep)
+}
+
+func minP50Max(v []float64) MinP50Max {
+	if len(v) == 0 {
+		return MinP50Max{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return MinP50Max{Min: ptr(round3(s[0])), P50: ptr(round3(s[len(s)/2])), Max: ptr(round3(s[len(s)-1]))}
+}
+
+// statement says what happened in one plain sentence.
+func statement(ep *Episode) string {
+	if !ep.Opened {
+		s := fmt.Sprintf("Did not open: %d upstream calls during the fault, for %d client requests.", ep.UpstreamCalls, ep.ClientRequests)
+		if ep.RetryAfterHonoured != nil && !*ep.RetryAfterHonoured {
+			s += fmt.Sprintf(" %d calls ignored a 429's Retry-After.", ep.RetryAfterViolations)
+		}
+		return s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Opened %s after the fault started (%d failed calls before).", fmtS(*ep.OpenedAfterS), *ep.FailuresBeforeOpen)
+	if ep.Probes > 0 {
+		fmt.Fprintf(&b, " Probed %d times (%s), first %s after opening.", ep.Probes, ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
+	} else {
+		b.WriteString(" No probes seen.")
+	}
+	if ep.Leaked > 0 {
+		fmt.Fprintf(&b, " %d calls leaked through while open.", ep.Leaked)
+	}
+	if n := len(ep.Cycles); n > 1 {
+		fmt.Fprintf(&b, " Flapped: %d open/close cycles.", n)
+	}
+	if ep.RetryAfterHonoured != nil {
+		if *ep.RetryAfterHonoured {
+			b.WriteString(" Retry-After honoured.")
+		} else {
+			fmt.Fprintf(&b, " Retry-After violated by %d calls.", ep.RetryAfterViolations)
+		}
+	}
+	if ep.Closed {
+		rel := "after"
+		d := *ep.ClosedAfterRecoveryS
+		if d < 0 {
+			rel, d = "before", -d
+		}
+		fmt.Fprintf(&b, " Closed %s %s the fault ended", fmtS(d), rel)
+		if ep.SuccessesToClose != nil {
+			fmt.Fprintf(&b, ", after %d successful probes", *ep.SuccessesToClose)
+		}
+		b.WriteString(".")
+	} else {
+		b.WriteString(" Did not close before the run ended.")
+	}
+	return b.String()
+}
+
+// fmtS formats seconds for people: "4.2 s", "350 ms".
+func fmtS(s float64) string {
+	if s < 1 && s > -1 {
+		return fmt.Sprintf("%.0f ms", s*1000)
+	}
+	return fmt.Sprintf("%.1f s", s)
+}
+
+// healthDisagreement finds intervals where the upstream's health checks
+// and its breaker (metrics when the gateway reports them, else black-box)
+// disagree.
+func (c *collector) healthDisagreement(ua *UpstreamAnalysis, ci []int32, mpts []statePoint, open []StateInterval, runEnd int64) {
+	type ev struct {
+		t      int64
+		canary string // "" = no change
+		brk    string
+	}
+	var evs []ev
+	last := ""
+	for _, i := range ci {
+		k := &c.calls[i]
+		if !k.health() {
+			continue
+		}
+		s := "up"
+		if k.failed() {
+			s = "down"
+		}
+		if s != last {
+			evs = append(evs, ev{t: k.t, canary: s})
+			last = s
+		}
+	}
+	if len(evs) == 0 {
+		return
+	}
+	src := "metrics"
+	if len(mpts) > 0 {
+		for _, p := range mpts {
+			s := "closed"
+			if p.state != journal.StateClosed {
+				s = "open"
+			}
+			evs = append(evs, ev{t: p.t, brk: s})
+		}
+	} else {
+		src = "black_box"
+		evs = append(evs, ev{t: 0, brk: "closed"})
+		for _, o := range open {
+			evs = append(evs, ev{t: int64(o.StartS * 1e9), brk: "open"}, ev{t: int64(o.EndS * 1e9), brk: "closed"})
+		}
+	}
+	slices.SortStableFunc(evs, func(x, y ev) int { return cmp64(x.t, y.t) })
+	canary, brk := "", ""
+	var cur *Disagreement
+	var maxD float64
+	flush := func(t int64) {
+		if cur != nil {
+			cur.EndS = seconds(time.Duration(t))
+			maxD = max(maxD, round3(cur.EndS-cur.StartS))
+			if len(ua.HealthDisagreements) < maxListed {
+				ua.HealthDisagreements = append(ua.HealthDisagreements, *cur)
+			}
+			cur = nil
+		}
+	}
+	for _, e := range evs {
+		if e.canary != "" {
+			canary = e.canary
+		}
+		if e.brk != "" {
+			brk = e.brk
+		}
+		dis := (canary == "up" && brk == "open") || (canary == "down" && brk == "closed")
+		switch {
+		case dis && cur != nil && cur.Health == canary && cur.Breaker == brk:
+		case dis:
+			flush(e.t)
+			cur = &Disagreement{StartS: seconds(time.Duration(e.t)), Health: canary, Breaker: brk, Source: src}
+		default:
+			flush(e.t)
+		}
+	}
+	flush(runEnd)
+	ua.HealthDisagreementMaxS = ptr(maxD)
+}

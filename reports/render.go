@@ -1,0 +1,226 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/halfopen/rehearse"
+)
+
+// The files of a run directory (DESIGN.md section 6).
+const (
+	JournalFile  = "journal.jsonl"
+	RunFile      = "run.json"
+	HTMLFile     = "report.html"
+	MarkdownFile = "report.md"
+	TimelineFile = "timeline.svg"
+	JUnitFile    = "junit.xml"
+)
+
+// RenderDir reads DIR/journal.jsonl, analyses it, evaluates the
+// expectations the journal's run.start config holds, and writes run.json,
+// report.html, report.md, timeline.svg and junit.xml into DIR, each
+// atomically (temp file, sync, rename). It returns the analysis and the
+// expectation results; use Failed to turn those into an exit code. A
+// missing or corrupt journal wraps rehearse.ErrInvalid; a file that cannot
+// be written wraps rehearse.ErrEnvironment.
+func RenderDir(dir string) (*Analysis, []ExpectationResult, error) {
+	path := filepath.Join(dir, JournalFile)
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("%w: %s: no journal (is %s a run directory?)", rehearse.ErrInvalid, path, dir)
+		}
+		return nil, nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	defer f.Close()
+	a, err := Analyze(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if a.Expected != nil {
+		a.Expectations = append(a.Expectations, Evaluate(a, *a.Expected)...)
+	}
+	if err := WriteReports(dir, a); err != nil {
+		return a, a.Expectations, err
+	}
+	return a, a.Expectations, nil
+}
+
+// WriteReports writes every report of an analysis into dir (which must
+// exist), atomically, file by file.
+func WriteReports(dir string, a *Analysis) error {
+	files := []struct {
+		name   string
+		render func(*Analysis) ([]byte, error)
+	}{
+		{RunFile, RunJSON},
+		{JUnitFile, JUnit},
+	}
+	for _, f := range files {
+		b, err := f.render(a)
+		if err != nil {
+			return fmt.Errorf("render %s: %w", f.name, err)
+		}
+		if err := WriteFileAtomic(filepath.Join(dir, f.name), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Failed returns nil when every result passed, else an error wrapping
+// rehearse.ErrExpectations that names the failed expectations.
+func Failed(results []ExpectationResult) error {
+	var names []string
+	for _, r := range results {
+		if !r.Passed {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", rehearse.ErrExpectations, strings.Join(names, ", "))
+}
+
+// WriteFileAtomic writes b to path through a temporary file in the same
+// directory, synced and renamed over path, so a reader never sees a half
+// written report and a crash leaves the old one.
+func WriteFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(b)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		if err := os.Chmod(name, 0o644); err != nil {
+			werr = err
+		}
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		os.Remove(name)
+		return fmt.Errorf("%w: write %s: %w", rehearse.ErrEnvironment, path, werr)
+	}
+	return nil
+}
+
+// RunJSON renders run.json.
+func RunJSON(a *Analysis) ([]byte, error) {
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// ReadRunJSON reads a run.json written by RunJSON.
+func ReadRunJSON(path string) (*Analysis, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
+	}
+	var a Analysis
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", rehearse.ErrInvalid, path, err)
+	}
+	if a.Schema != SchemaVersion {
+		return nil, fmt.Errorf("%w: %s: schema %q, want %q", rehearse.ErrInvalid, path, a.Schema, SchemaVersion)
+	}
+	return &a, nil
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnit renders junit.xml: one test case per expectation, observed vs
+// wanted in the failure message.
+func JUnit(a *Analysis) ([]byte, error) {
+	scen := a.Run.Scenario
+	if scen == "" {
+		scen = "unnamed"
+	}
+	s := junitSuite{Name: "rehearse." + scen, Time: fmt.Sprintf("%.3f", a.Run.DurationS)}
+	if !a.Run.WallStart.IsZero() {
+		s.Timestamp = a.Run.WallStart.UTC().Format("2006-01-02T15:04:05")
+	}
+	s.Properties = []junitProperty{{"run_id", a.Run.RunID}, {"partial", fmt.Sprint(a.Run.Partial)}, {"end_reason", a.Run.EndReason}}
+	if p := a.Platform; p != nil {
+		s.Properties = append(s.Properties, junitProperty{"os", p.OS}, junitProperty{"arch", p.Arch})
+	}
+	for _, r := range a.Expectations {
+		c := junitCase{Name: r.Name, Classname: "rehearse." + scen + ".expectations"}
+		if !r.Passed {
+			s.Failures++
+			c.Failure = &junitFailure{Type: "expectation",
+				Message: fmt.Sprintf("%s: observed %s, want %s", r.Name, r.Observed, r.Want), Text: r.Message}
+		} else {
+			c.SystemOut = fmt.Sprintf("observed %s, want %s: %s", r.Observed, r.Want, r.Message)
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	s.Tests = len(s.Cases)
+	s.SystemOut = strings.Join(a.Notes, "\n")
+	doc := junitSuites{Name: "rehearse", Tests: s.Tests, Failures: s.Failures, Suites: []junitSuite{s}}
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
