@@ -1,0 +1,126 @@
+package inject
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/halfopen/rehearse"
+)
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
+seed: 42
+upstreams:
+  - name: search
+    healthy:
+      body_bytes: 2048
+      latency: {uniform: {min: 5ms, max: 20ms}}
+  - name: redis
+    mode: tcp
+    target: 127.0.0.1:6379
+faults:
+  - name: search-503
+    type: status
+    upstream: search
+    at: 30s
+    for: 1m
+    probability: 0.5
+    params: {code: 503, headers: {X-Why: injected}}
+  - type: retry_after
+    upstream: search
+    params: {after: 120s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Seed != 42 || len(cfg.Upstreams) != 2 || len(cfg.Faults) != 2 {
+		t.Fatalf("decoded %+v", cfg)
+	}
+	sp, ok := cfg.Faults[0].Params.(*StatusParams)
+	if !ok || sp.Code != 503 || sp.Headers["X-Why"] != "injected" {
+		t.Fatalf("params = %#v", cfg.Faults[0].Params)
+	}
+	if cfg.Faults[0].At.D().String() != "30s" {
+		t.Fatalf("at = %v", cfg.Faults[0].At)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown envelope field", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    colour: red\n",
+			`5:5: colour: unknown field "colour"; allowed: at, every_nth, first_n, for, health_checks, match, name, params, probability, type, upstream`},
+		{"unknown param field", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    params:\n      cod: 503\n",
+			`6:7: params.cod: unknown field "cod"; allowed: body, code, headers`},
+		{"unknown type", "upstreams: [{name: a}]\nfaults:\n  - type: explode\n    upstream: a\n",
+			`3:11: type: unknown fault type "explode"; allowed: abort, bandwidth, blackhole, headers_never, latency, malformed, refuse, reset, retry_after, slow_body, status, stream_cut, truncate`},
+		{"bad param value", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    params: {code: 42}\n",
+			`5:13: params: status: code: want 200-599, got 42`},
+		{"bare number duration", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    at: 30\n",
+			`5:9: at: duration must be a string with a unit`},
+		{"wrong kind", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    probability: lots\n",
+			`5:18: probability: want a number, got "lots"`},
+		{"probability range", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    probability: 1.5\n",
+			`5:18: probability: want a number between 0 and 1, got 1.5`},
+		{"unknown upstream field", "upstreams:\n  - name: a\n    port: 80\n",
+			`3:5: upstreams[0].port: unknown field "port"`},
+		{"no upstreams", "faults: []\n", "no upstreams"},
+		{"cut needs one trigger", "upstreams: [{name: a}]\nfaults:\n  - type: stream_cut\n    upstream: a\n    params: {after_bytes: 10, after_percent: 40}\n",
+			"set exactly one of after_bytes, after_percent, after_events"},
+		{"retry after not whole", "upstreams: [{name: a}]\nfaults:\n  - type: retry_after\n    upstream: a\n    params: {after: 1500ms}\n",
+			"the seconds form sends whole seconds, got 1.5s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tt.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q\nwant it to contain %q", err, tt.want)
+			}
+			if !errors.Is(err, rehearse.ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name   string
+		ups    []UpstreamConfig
+		faults []FaultSpec
+		want   string
+	}{
+		{"unknown upstream", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "status", Upstream: "b"}}, `faults[0].upstream: unknown upstream "b"`},
+		{"tcp fault on http", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "bandwidth", Upstream: "a", Params: BandwidthParams{BytesPerSecond: 10}}}, ""},
+		{"http fault on tcp", []UpstreamConfig{{Name: "r", Mode: ModeTCP, Target: "127.0.0.1:1"}}, []FaultSpec{{Type: "status", Upstream: "r"}}, "does not apply to tcp upstream"},
+		{"refuse with probability", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "refuse", Upstream: "a", Probability: 0.5}}, "acts on the listener"},
+		{"duplicate names", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Name: "x", Type: "status", Upstream: "a"}, {Name: "x", Type: "reset", Upstream: "a"}}, `duplicate fault name "x"`},
+		{"bad mode", []UpstreamConfig{{Name: "a", Mode: "udp"}}, nil, `unknown mode "udp"; allowed: fake, proxy, tcp`},
+		{"proxy without target", []UpstreamConfig{{Name: "a", Mode: ModeProxy}}, nil, "proxy mode wants an http:// or https:// URL"},
+		{"wrong params type", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "status", Upstream: "a", Params: RetryAfterParams{}}}, "params must be *inject.StatusParams"},
+		{"typed params ok", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "status", Upstream: "a", Params: &StatusParams{Code: 500}}}, ""},
+		{"map params strict", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "status", Upstream: "a", Params: map[string]any{"kode": 500}}}, `unknown field "kode"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.ups, tt.faults)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tt.want)
+			}
+			if !errors.Is(err, rehearse.ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+		})
+	}
+}

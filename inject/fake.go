@@ -1,0 +1,152 @@
+package inject
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// fakeHandler is a fake upstream's healthy behaviour.
+type fakeHandler struct {
+	cfg  HealthyConfig
+	name string
+}
+
+func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqBody, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	drain(r)
+	x := ExchangeFrom(r.Context())
+	ctx := r.Context()
+	if x != nil {
+		if !sleep(ctx, h.cfg.Latency.sample(x.Rand())) {
+			return
+		}
+	}
+	for k, v := range h.cfg.Headers {
+		w.Header().Set(k, v)
+	}
+	if wantsStream(r, reqBody) {
+		h.serveSSE(w, r, x)
+		return
+	}
+	body := h.jsonBody(r)
+	w.Header().Set("Content-Type", "application/json")
+	if !h.cfg.Chunked {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(h.cfg.Status)
+		w.Write(body)
+		return
+	}
+	if x != nil {
+		x.SetBodyLength(int64(len(body)))
+	}
+	w.WriteHeader(h.cfg.Status)
+	flush(w)
+	for i := 0; i < len(body); i += h.cfg.ChunkBytes {
+		if i > 0 && !sleep(ctx, h.cfg.ChunkInterval.D()) {
+			return
+		}
+		if _, err := w.Write(body[i:min(i+h.cfg.ChunkBytes, len(body))]); err != nil {
+			return
+		}
+		flush(w)
+	}
+}
+
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// wantsStream reports whether the request asks for server-sent events: an
+// OpenAI-style JSON body with "stream": true, or Accept: text/event-stream.
+func wantsStream(r *http.Request, body []byte) bool {
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return true
+	}
+	if len(body) == 0 || !bytes.Contains(body, []byte(`"stream"`)) {
+		return false
+	}
+	var req struct {
+		Stream bool `json:"stream"`
+	}
+	return json.Unmarshal(body, &req) == nil && req.Stream
+}
+
+// isChat reports whether the request is an OpenAI-style chat completion.
+func isChat(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/chat/completions") }
+
+// jsonBody builds the healthy JSON body, padded to BodyBytes (a body's
+// fixed fields make it at least about 100 bytes).
+func (h *fakeHandler) jsonBody(r *http.Request) []byte {
+	var prefix, suffix string
+	if isChat(r) {
+		prefix = fmt.Sprintf(`{"id":"chatcmpl-rehearse","object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"`, time.Now().Unix(), h.cfg.SSE.Model)
+		suffix = `"},"finish_reason":"stop"}]}` + "\n"
+	} else {
+		prefix = fmt.Sprintf(`{"upstream":%q,"path":%q,"ok":true,"data":"`, h.name, r.URL.Path)
+		suffix = `"}` + "\n"
+	}
+	pad := max(0, h.cfg.BodyBytes-len(prefix)-len(suffix))
+	var b bytes.Buffer
+	b.Grow(len(prefix) + pad + len(suffix))
+	b.WriteString(prefix)
+	b.WriteString(filler(pad))
+	b.WriteString(suffix)
+	return b.Bytes()
+}
+
+const fillerText = "the quick brown fox jumps over the lazy dog "
+
+// filler returns n bytes of plain text, safe inside a JSON string.
+func filler(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat(fillerText, n/len(fillerText)+1)[:n]
+}
+
+// serveSSE streams a chat-completions response: Events content chunks,
+// a finish chunk, then "data: [DONE]", Interval apart.
+func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchange) {
+	sse := h.cfg.SSE
+	created := time.Now().Unix()
+	var events [][]byte
+	chunk := func(delta, finish string) []byte {
+		return fmt.Appendf(nil, `data: {"id":"chatcmpl-rehearse","object":"chat.completion.chunk","created":%d,"model":%q,"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n", created, sse.Model, delta, finish)
+	}
+	for i := 0; i < sse.Events; i++ {
+		delta := fmt.Sprintf(`{"content":"token%d "}`, i)
+		if i == 0 {
+			delta = fmt.Sprintf(`{"role":"assistant","content":"token%d "}`, i)
+		}
+		events = append(events, chunk(delta, "null"))
+	}
+	events = append(events, chunk(`{}`, `"stop"`), []byte("data: [DONE]\n\n"))
+	total := 0
+	for _, e := range events {
+		total += len(e)
+	}
+	if x != nil {
+		x.SetBodyLength(int64(total))
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(h.cfg.Status)
+	flush(w)
+	for i, e := range events {
+		if i > 0 && !sleep(r.Context(), sse.Interval.D()) {
+			return
+		}
+		if _, err := w.Write(e); err != nil {
+			return
+		}
+		flush(w)
+	}
+}

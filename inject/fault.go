@@ -1,0 +1,198 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// Fault is one compiled entry of the fault catalogue. Describe says in a few
+// words what it does, for listings and logs. Where a fault acts is said by
+// the interfaces it implements, at least one of: HTTPFault (answers or
+// alters an HTTP exchange), ConnFault (takes over the raw connection of an
+// HTTP exchange), TCPFault (alters a tcp-mode connection) and ListenerFault
+// (acts on the listener for its whole window). The server asks for these
+// interfaces; it never switches on concrete fault types.
+type Fault interface {
+	Describe() string
+}
+
+// HTTPFault alters one HTTP exchange. next serves the healthy response (the
+// fake answer, or the real upstream's in proxy mode): a fault that replaces
+// the response ignores it, a fault that alters the response wraps x.W and
+// calls next.ServeHTTP(wrapped, x.R).
+type HTTPFault interface {
+	Fault
+	ServeHTTP(x *Exchange, next http.Handler)
+}
+
+// ConnFault takes over the raw connection of an HTTP exchange before any
+// response byte is written: the server has read the request headers,
+// hijacked the connection and passes it; the fault must close it.
+type ConnFault interface {
+	Fault
+	ServeConn(x *Exchange, conn net.Conn)
+}
+
+// TCPFault alters one tcp-mode connection. It may relay it (l.Pipe with
+// wrapped writers), or not.
+type TCPFault interface {
+	Fault
+	ServeTCP(l *Link)
+}
+
+// ListenerFault acts on an upstream's listener for the whole fault window
+// rather than on requests (refuse closes it). Begin is called when the
+// window opens, End when it closes.
+type ListenerFault interface {
+	Fault
+	Begin(l ListenerControl) error
+	End(l ListenerControl) error
+}
+
+// ListenerControl is what a ListenerFault may do to an upstream's listener.
+type ListenerControl interface {
+	// Pause closes the listener and every open connection: new connections
+	// are refused by the kernel (ECONNREFUSED). Pauses nest.
+	Pause() error
+	// Resume reopens the listener on the same address when the last pause
+	// ends.
+	Resume() error
+}
+
+// Exchange is one HTTP request to an upstream and the means to answer it.
+type Exchange struct {
+	// R is the request as the upstream received it.
+	R *http.Request
+	// W writes the response; it records the status, the headers and the
+	// body bytes for the journal, and supports http.Flusher and
+	// http.Hijacker.
+	W http.ResponseWriter
+	// Upstream is the upstream's name; Fault the name of the fault
+	// applied, "" when healthy.
+	Upstream, Fault string
+
+	rw       *respWriter
+	rng      *rand.Rand
+	mu       sync.Mutex
+	outcome  journal.Outcome
+	bodyLen  int64
+	clientGo bool
+}
+
+// Context returns the request's context: it is cancelled when the client
+// hangs up or the server closes.
+func (x *Exchange) Context() context.Context { return x.R.Context() }
+
+// Rand returns the exchange's random source, seeded from the server seed,
+// the upstream and the request, so that sampled delays repeat across runs.
+func (x *Exchange) Rand() *rand.Rand { return x.rng }
+
+// SetOutcome records how the exchange ended, for faults that end it in a way
+// the server cannot see (a reset, a cut, a stall).
+func (x *Exchange) SetOutcome(o journal.Outcome) {
+	x.mu.Lock()
+	x.outcome = o
+	x.mu.Unlock()
+}
+
+func (x *Exchange) getOutcome() journal.Outcome {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.outcome
+}
+
+// SetBodyLength tells faults the full length of the healthy body when the
+// response does not carry a Content-Length (a chunked or streamed body);
+// healthy handlers call it before writing the body.
+func (x *Exchange) SetBodyLength(n int64) {
+	x.mu.Lock()
+	x.bodyLen = n
+	x.mu.Unlock()
+}
+
+// BodyLength returns the full length of the healthy body: the one given to
+// SetBodyLength, else the response's Content-Length header, else -1.
+func (x *Exchange) BodyLength() int64 {
+	x.mu.Lock()
+	n := x.bodyLen
+	x.mu.Unlock()
+	if n >= 0 {
+		return n
+	}
+	return contentLength(x.rw.Header())
+}
+
+// Hijack takes the raw connection away from the HTTP server, flushing what
+// was written so far. The caller owns the connection and must close it.
+func (x *Exchange) Hijack() (net.Conn, error) {
+	c, err := x.rw.hijack()
+	return c, err
+}
+
+type exchangeKey struct{}
+
+// ExchangeFrom returns the exchange a request belongs to, for healthy
+// handlers that announce their body length; nil outside the server.
+func ExchangeFrom(ctx context.Context) *Exchange {
+	x, _ := ctx.Value(exchangeKey{}).(*Exchange)
+	return x
+}
+
+// resetConn closes c with an RST instead of a FIN: SO_LINGER with a zero
+// timeout makes close(2) abort the connection, so the peer's next read or
+// write fails with ECONNRESET.
+func resetConn(c net.Conn) error {
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetLinger(0); err != nil {
+			c.Close()
+			return err
+		}
+	}
+	return c.Close()
+}
+
+// sleep waits d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// drain reads and discards the request body (bounded), so that net/http
+// starts watching the connection and cancels the request's context when the
+// client hangs up.
+func drain(r *http.Request) {
+	if r.Body != nil {
+		io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
+	}
+}
+
+// holdUntilGone blocks until the client hangs up, the server closes, or max
+// elapses (0: no limit). It reports whether the client (or server) ended it.
+func holdUntilGone(ctx context.Context, max time.Duration) bool {
+	if max <= 0 {
+		<-ctx.Done()
+		return true
+	}
+	return !sleep(ctx, max)
+}
+
+// errCut is returned to the healthy handler once a fault has ended the
+// response, so that it stops writing.
+var errCut = errors.New("inject: response ended by fault")

@@ -1,0 +1,61 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+)
+
+// newProxyHandler returns a reverse proxy to target (the healthy behaviour
+// of a proxy-mode upstream), built on net/http/httputil.ReverseProxy:
+// bodies stream through (SSE and bodies of unknown length are flushed at
+// once), and faults wrap its ResponseWriter like a fake's.
+func newProxyHandler(target string) (http.Handler, func(), error) {
+	t, err := url.Parse(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // never an environment proxy: the target is what the scenario says
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 0, // the gateway's deadline governs, through the request context
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(t)
+			pr.SetXForwarded()
+		},
+		Transport: tr,
+		ModifyResponse: func(resp *http.Response) error {
+			if x := ExchangeFrom(resp.Request.Context()); x != nil && resp.ContentLength >= 0 {
+				x.SetBodyLength(resp.ContentLength)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the gateway hung up; recorded as client_gone
+			}
+			msg := fmt.Sprintf("rehearse proxy: upstream %s unreachable: %v", t.Host, err)
+			var ne net.Error
+			code := http.StatusBadGateway
+			if errors.As(err, &ne) && ne.Timeout() {
+				code = http.StatusGatewayTimeout
+			}
+			body := fmt.Appendf(nil, `{"error":{"code":"proxy_error","message":%q}}`+"\n", msg)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			w.Write(body)
+		},
+		ErrorLog: log.New(discardWriter{}, "", 0),
+	}
+	return rp, tr.CloseIdleConnections, nil
+}

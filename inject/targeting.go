@@ -1,0 +1,265 @@
+package inject
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// Fault states, as FaultStatus reports them.
+const (
+	StatePending = "pending"
+	StateActive  = "active"
+	StateEnded   = "ended"
+)
+
+// faultState is a fault in a running server: its window, its counters and
+// the state of its per-request decisions.
+type faultState struct {
+	spec  FaultSpec
+	fault Fault
+	match *compiledMatch
+	up    *upstream
+
+	// The interfaces the fault implements, asked once.
+	http     HTTPFault
+	conn     ConnFault
+	tcp      TCPFault
+	listener ListenerFault
+
+	active  atomic.Bool
+	applied atomic.Int64
+
+	mu       sync.Mutex
+	state    string
+	seen     int64
+	attempts map[uint64]uint32
+
+	stopOnce  sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+	scheduled bool
+}
+
+func newFaultState(spec FaultSpec, f Fault, m *compiledMatch, u *upstream) *faultState {
+	fs := &faultState{spec: spec, fault: f, match: m, up: u, state: StatePending,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	fs.http, _ = f.(HTTPFault)
+	fs.conn, _ = f.(ConnFault)
+	fs.tcp, _ = f.(TCPFault)
+	fs.listener, _ = f.(ListenerFault)
+	return fs
+}
+
+func (f *faultState) status() FaultStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return FaultStatus{Spec: f.spec, Description: f.fault.Describe(), State: f.state, Seen: f.seen, Applied: f.applied.Load()}
+}
+
+// reqInfo is what targeting looks at in a request.
+type reqInfo struct {
+	method string
+	path   string
+	header http.Header
+	seq    *uint64
+	health bool
+}
+
+func (m *compiledMatch) matches(r reqInfo) bool {
+	if m == nil {
+		return true
+	}
+	if m.method != "" && m.method != r.method {
+		return false
+	}
+	if m.path != nil && !m.path.MatchString(r.path) {
+		return false
+	}
+	for name, re := range m.header {
+		vals := r.header.Values(name)
+		if len(vals) == 0 {
+			return false
+		}
+		if re == nil {
+			continue
+		}
+		ok := false
+		for _, v := range vals {
+			if re.MatchString(v) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// decide reports whether the fault applies to the request, following the
+// rule documented on Server, and counts it.
+func (f *faultState) decide(r reqInfo, seed int64) bool {
+	if !f.active.Load() {
+		return false
+	}
+	if r.health && !f.spec.HealthChecks {
+		return false
+	}
+	if !f.match.matches(r) {
+		return false
+	}
+	p := f.spec.Probability
+	f.mu.Lock()
+	if f.state != StateActive {
+		f.mu.Unlock()
+		return false
+	}
+	f.seen++
+	n := f.seen
+	var key string
+	if p > 0 && p < 1 {
+		if r.seq != nil {
+			if f.attempts == nil {
+				f.attempts = map[uint64]uint32{}
+			}
+			a := f.attempts[*r.seq]
+			f.attempts[*r.seq] = a + 1
+			key = "seq:" + strconv.FormatUint(*r.seq, 10) + ":" + strconv.FormatUint(uint64(a), 10)
+		} else {
+			key = "n:" + strconv.FormatInt(n, 10)
+		}
+	}
+	f.mu.Unlock()
+	if f.spec.FirstN > 0 && n > int64(f.spec.FirstN) {
+		return false
+	}
+	if f.spec.EveryNth > 0 && n%int64(f.spec.EveryNth) != 0 {
+		return false
+	}
+	if key != "" && !Decide(seed, f.spec.Name, key, p) {
+		return false
+	}
+	f.applied.Add(1)
+	return true
+}
+
+// Decide is the per-request probability draw, exported so that tools can
+// predict a run's decisions: it reports whether
+// rand.New(rand.NewPCG(uint64(seed), fnv1a64(fault+"\x00"+key))).Float64() < p.
+func Decide(seed int64, fault, key string, p float64) bool {
+	return rand.New(rand.NewPCG(uint64(seed), hashKey(fault, key))).Float64() < p
+}
+
+func hashKey(a, b string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(a))
+	h.Write([]byte{0})
+	h.Write([]byte(b))
+	return h.Sum64()
+}
+
+// schedule starts the fault's window goroutine. The caller holds s.mu.
+func (s *Server) schedule(f *faultState) {
+	f.scheduled = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(f.done)
+		s.runWindow(f)
+	}()
+}
+
+// runWindow opens the fault's window at At and closes it at At+For, or
+// when the fault is removed or the server closes.
+func (s *Server) runWindow(f *faultState) {
+	wait := func(at time.Duration) bool {
+		t := time.NewTimer(at - s.now())
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-f.stop:
+			return false
+		case <-s.ctx.Done():
+			return false
+		}
+	}
+	if !wait(f.spec.At.D()) {
+		f.setState(StateEnded)
+		return
+	}
+	s.activate(f)
+	if f.spec.For > 0 {
+		wait(f.spec.At.D() + f.spec.For.D())
+	} else {
+		select {
+		case <-f.stop:
+		case <-s.ctx.Done():
+		}
+	}
+	s.deactivate(f)
+}
+
+func (f *faultState) setState(st string) {
+	f.mu.Lock()
+	f.state = st
+	f.mu.Unlock()
+}
+
+func (s *Server) activate(f *faultState) {
+	params, _ := json.Marshal(f.spec.Params)
+	p := f.spec.Probability
+	if p == 0 {
+		p = 1
+	}
+	s.rec.Record(&journal.FaultStart{
+		Name: f.spec.Name, Type: f.spec.Type, Upstream: f.spec.Upstream, For: f.spec.For.D(),
+		Params: params, Probability: p, HealthChecks: f.spec.HealthChecks,
+	})
+	f.setState(StateActive)
+	f.active.Store(true)
+	s.m.active.WithLabelValues(f.spec.Upstream, f.spec.Name).Set(1)
+	s.log.Info("fault start", "fault", f.spec.Name, "type", f.spec.Type, "upstream", f.spec.Upstream, "what", f.fault.Describe())
+	if f.listener != nil {
+		if err := f.listener.Begin(f.up); err != nil {
+			s.logError(f, "begin", err)
+		}
+	}
+}
+
+func (s *Server) deactivate(f *faultState) {
+	f.active.Store(false)
+	f.setState(StateEnded)
+	if f.listener != nil {
+		if err := f.listener.End(f.up); err != nil {
+			s.logError(f, "end", err)
+		}
+	}
+	s.m.active.WithLabelValues(f.spec.Upstream, f.spec.Name).Set(0)
+	s.rec.Record(&journal.FaultEnd{Name: f.spec.Name, Upstream: f.spec.Upstream, Applied: f.applied.Load()})
+	s.log.Info("fault end", "fault", f.spec.Name, "upstream", f.spec.Upstream, "applied", f.applied.Load())
+}
+
+func (s *Server) logError(f *faultState, phase string, err error) {
+	msg := "fault " + f.spec.Name + " " + phase + ": " + err.Error()
+	s.log.Error(msg)
+	s.rec.Record(&journal.Log{Level: "error", Source: "inject", Msg: msg})
+}
+
+// remove stops the fault's window (recording fault.end if it was open) and
+// waits until that is done.
+func (f *faultState) remove() {
+	f.stopOnce.Do(func() { close(f.stop) })
+	if f.scheduled {
+		<-f.done
+	}
+}

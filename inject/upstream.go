@@ -1,0 +1,437 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// upstream is one served dependency: a listener, how it answers when
+// healthy, and its faults.
+type upstream struct {
+	s       *Server
+	cfg     UpstreamConfig
+	healthy http.Handler
+	closeFn func() // releases the healthy handler's resources (proxy pools)
+	probeUA *regexp.Regexp
+	nameKey uint64
+
+	faults   atomic.Pointer[[]*faultState]
+	inFlight atomic.Int64
+	ordinal  atomic.Uint64
+	handlers tracker
+
+	mu      sync.Mutex
+	addr    string
+	ln      net.Listener
+	srv     *http.Server
+	conns   map[net.Conn]struct{}
+	pauses  int
+	stopped bool
+	serving sync.WaitGroup
+}
+
+func newUpstream(s *Server, cfg UpstreamConfig) (*upstream, error) {
+	u := &upstream{s: s, cfg: cfg, conns: map[net.Conn]struct{}{}, nameKey: hashKey("upstream", cfg.Name)}
+	if pt := cfg.ProbeTag.UserAgent; pt != "-" {
+		u.probeUA = regexp.MustCompile(pt) // validated by withDefaults
+	}
+	switch cfg.Mode {
+	case ModeFake:
+		u.healthy = &fakeHandler{cfg: *cfg.Healthy, name: cfg.Name}
+	case ModeProxy:
+		h, closeFn, err := newProxyHandler(cfg.Target)
+		if err != nil {
+			return nil, &ConfigError{Path: fmt.Sprintf("upstreams[%s].target", cfg.Name), Err: err}
+		}
+		u.healthy, u.closeFn = h, closeFn
+	}
+	empty := []*faultState{}
+	u.faults.Store(&empty)
+	return u, nil
+}
+
+// accepts checks that fault can act on this upstream's mode.
+func (u *upstream) accepts(spec FaultSpec, f Fault) error {
+	_, isHTTP := f.(HTTPFault)
+	_, isConn := f.(ConnFault)
+	_, isTCP := f.(TCPFault)
+	lf, isListener := f.(ListenerFault)
+	if isListener && lf != nil && (spec.Probability > 0 || spec.FirstN > 0 || spec.EveryNth > 0 || spec.Match != nil || spec.HealthChecks) {
+		return fmt.Errorf("%s acts on the listener for the whole window: probability, first_n, every_nth, match and health_checks do not apply", spec.Type)
+	}
+	if u.cfg.Mode == ModeTCP {
+		if !isTCP && !isListener {
+			return fmt.Errorf("fault type %s does not apply to tcp upstream %q; tcp faults: %s", spec.Type, u.cfg.Name, faultTypesWhere(func(f Fault) bool {
+				_, t := f.(TCPFault)
+				_, l := f.(ListenerFault)
+				return t || l
+			}))
+		}
+		if spec.Match != nil || spec.HealthChecks {
+			return fmt.Errorf("match and health_checks need HTTP; upstream %q is tcp", u.cfg.Name)
+		}
+		return nil
+	}
+	if !isHTTP && !isConn && !isListener {
+		return fmt.Errorf("fault type %s applies to tcp upstreams only; %q is %s", spec.Type, u.cfg.Name, u.cfg.Mode)
+	}
+	return nil
+}
+
+// faultTypesWhere lists the fault types whose default instance satisfies
+// pred.
+func faultTypesWhere(pred func(Fault) bool) []string {
+	var out []string
+	for _, name := range FaultTypes() {
+		fac := registry[name]
+		if f, err := fac.build(defaultParamsFor(name)); err == nil && pred(f) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// defaultParamsFor returns params good enough to build a fault of the type
+// for inspecting its interfaces.
+func defaultParamsFor(name string) any {
+	p := registry[name].newParams()
+	switch v := p.(type) {
+	case *LatencyParams:
+		v.Fixed = 1
+	case *StreamCutParams:
+		v.AfterBytes = 1
+	case *BandwidthParams:
+		v.BytesPerSecond = 1
+	}
+	return p
+}
+
+// Addr returns the bound address, "" before start.
+func (u *upstream) Addr() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.addr
+}
+
+func (u *upstream) start() error {
+	ln, err := net.Listen("tcp", u.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.addr = ln.Addr().String()
+	u.ln = ln
+	if u.cfg.Mode != ModeTCP {
+		u.srv = &http.Server{
+			Handler:     u,
+			BaseContext: func(net.Listener) context.Context { return u.s.ctx },
+			ConnState:   u.connState,
+			ErrorLog:    log.New(discardWriter{}, "", 0),
+			// Slowloris protection is not our job here: the gateway is the
+			// client and holding requests open is what faults do.
+		}
+	}
+	u.serveLocked(ln)
+	return nil
+}
+
+// serveLocked starts serving ln. The caller holds u.mu.
+func (u *upstream) serveLocked(ln net.Listener) {
+	u.serving.Add(1)
+	go func() {
+		defer u.serving.Done()
+		if u.srv != nil {
+			u.srv.Serve(ln)
+			return
+		}
+		u.acceptTCP(ln)
+	}()
+}
+
+func (u *upstream) connState(c net.Conn, st http.ConnState) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		if u.pauses > 0 || u.stopped {
+			// Accepted just before the listener closed: refuse it too.
+			c.Close()
+			return
+		}
+		u.conns[c] = struct{}{}
+	case http.StateHijacked, http.StateClosed:
+		delete(u.conns, c)
+	}
+}
+
+// Pause implements ListenerControl.
+func (u *upstream) Pause() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pauses++
+	if u.pauses > 1 || u.stopped {
+		return nil
+	}
+	err := u.ln.Close()
+	for c := range u.conns {
+		c.Close()
+		delete(u.conns, c)
+	}
+	return err
+}
+
+// Resume implements ListenerControl: it rebinds the same address. If the
+// port was taken meanwhile it keeps trying until the server closes.
+func (u *upstream) Resume() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.pauses == 0 {
+		return errors.New("resume without pause")
+	}
+	u.pauses--
+	if u.pauses > 0 || u.stopped {
+		return nil
+	}
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		ln, err := net.Listen("tcp", u.addr)
+		if err == nil {
+			u.ln = ln
+			u.serveLocked(ln)
+			return nil
+		}
+		lastErr = err
+		if attempt == 0 {
+			u.s.log.Warn("cannot reopen listener yet", "upstream", u.cfg.Name, "addr", u.addr, "err", err)
+		}
+		u.mu.Unlock()
+		ok := sleep(u.s.ctx, 50*time.Millisecond)
+		u.mu.Lock()
+		if !ok || u.stopped {
+			return fmt.Errorf("reopening %s: %w", u.addr, lastErr)
+		}
+	}
+}
+
+// stop closes the listener and every connection and waits for the serving
+// goroutines and handlers.
+func (u *upstream) stop() error {
+	u.mu.Lock()
+	u.stopped = true
+	var err error
+	if u.srv != nil {
+		err = u.srv.Close()
+	} else if u.ln != nil && u.pauses == 0 {
+		err = u.ln.Close()
+	}
+	for c := range u.conns {
+		c.Close()
+		delete(u.conns, c)
+	}
+	u.mu.Unlock()
+	u.serving.Wait()
+	u.handlers.closeAndWait()
+	if u.closeFn != nil {
+		u.closeFn()
+	}
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// classify reads what targeting and the journal need from a request.
+func (u *upstream) classify(r *http.Request) (reqInfo, string) {
+	info := reqInfo{method: r.Method, path: r.URL.Path, header: r.Header}
+	if v := r.Header.Get(u.cfg.SeqHeader); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			info.seq = &n
+		}
+	}
+	hc := u.cfg.HealthCheck
+	if slices.Contains(hc.Paths, r.URL.Path) {
+		info.health = true
+	}
+	for _, h := range hc.Headers {
+		if r.Header.Get(h) != "" {
+			info.health = true
+		}
+	}
+	probe := ""
+	if h := u.cfg.ProbeTag.Header; h != "-" {
+		if vals := r.Header.Values(h); len(vals) > 0 {
+			probe = vals[0]
+			if probe == "" {
+				probe = h
+			}
+		}
+	}
+	if probe == "" && u.probeUA != nil && u.probeUA.MatchString(r.UserAgent()) {
+		probe = r.UserAgent()
+	}
+	return info, probe
+}
+
+// rand returns the random source of one request: seeded from the server
+// seed, the upstream and the request's sequence stamp (or its arrival
+// ordinal), so sampled delays repeat across runs.
+func (u *upstream) rand(seq *uint64, ordinal uint64) *rand.Rand {
+	key := ordinal<<1 | 1
+	if seq != nil {
+		key = *seq << 1
+	}
+	return rand.New(rand.NewPCG(uint64(u.s.seed), u.nameKey^key*0x9E3779B97F4A7C15))
+}
+
+// pick returns the first active fault that decides to act on the request,
+// among those that can (usable tells).
+func (u *upstream) pick(info reqInfo, usable func(*faultState) bool) *faultState {
+	for _, f := range *u.faults.Load() {
+		if usable(f) && f.decide(info, u.s.seed) {
+			return f
+		}
+	}
+	return nil
+}
+
+func httpUsable(f *faultState) bool { return f.http != nil || f.conn != nil }
+
+// ServeHTTP serves one request: classify, decide, answer, record.
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := u.s
+	arrival := s.now()
+	if !u.handlers.enter() {
+		return
+	}
+	defer u.handlers.leave()
+	inFlight := u.inFlight.Add(1)
+	gauge := s.m.inFlight.WithLabelValues(u.cfg.Name)
+	gauge.Inc()
+	defer func() {
+		u.inFlight.Add(-1)
+		gauge.Dec()
+	}()
+
+	info, probe := u.classify(r)
+	ord := u.ordinal.Add(1)
+	rw := &respWriter{w: w}
+	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1, rng: u.rand(info.seq, ord)}
+	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
+	x.R = r
+	f := u.pick(info, httpUsable)
+	ev := &journal.UpstreamRequest{
+		Upstream: u.cfg.Name, Method: r.Method, Path: r.URL.Path, Seq: info.seq,
+		Remote: r.RemoteAddr, UserAgent: r.UserAgent(), ProbeTag: probe,
+		HealthCheck: info.health, InFlight: int(inFlight),
+	}
+	if f != nil {
+		x.Fault = f.spec.Name
+		ev.Fault, ev.FaultType = f.spec.Name, f.spec.Type
+		s.m.applied.WithLabelValues(u.cfg.Name, f.spec.Name).Inc()
+	}
+	// Deferred so that a fault aborting the handler (panic) is recorded too.
+	defer u.record(arrival, ev, x)
+
+	switch {
+	case f == nil:
+		u.healthy.ServeHTTP(rw, r)
+	case f.conn != nil:
+		drain(r)
+		conn, err := x.Hijack()
+		if err != nil {
+			s.log.Error("hijack failed", "upstream", u.cfg.Name, "err", err)
+			x.SetOutcome(journal.OutcomeError)
+			return
+		}
+		f.conn.ServeConn(x, conn)
+	default:
+		f.http.ServeHTTP(x, u.healthy)
+	}
+	if x.getOutcome() == "" {
+		_, _, _, werr := rw.snapshot()
+		if werr != nil || r.Context().Err() != nil {
+			x.SetOutcome(journal.OutcomeUpstreamGone)
+		} else {
+			x.SetOutcome(journal.OutcomeUpstreamComplete)
+		}
+	}
+}
+
+func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x *Exchange) {
+	status, hdr, n, _ := x.rw.snapshot()
+	ev.Status = status
+	ev.Bytes = n
+	if hdr != nil {
+		if d, ok := parseRetryAfter(hdr.Get("Retry-After"), x.rw.sentAt()); ok {
+			ev.RetryAfter = d
+		}
+	}
+	ev.Outcome = x.getOutcome()
+	if ev.Outcome == "" {
+		// The handler panicked before deciding (an abort from the proxy).
+		ev.Outcome = journal.OutcomeUpstreamCut
+	}
+	ev.Done = u.s.now()
+	u.s.rec.RecordAt(arrival, ev)
+	u.s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
+}
+
+// tracker counts running handlers and lets stop wait for them; once closed,
+// no handler enters.
+type tracker struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	zero   chan struct{}
+}
+
+func (t *tracker) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tracker) leave() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 && t.zero != nil {
+		close(t.zero)
+		t.zero = nil
+	}
+}
+
+func (t *tracker) closeAndWait() {
+	t.mu.Lock()
+	t.closed = true
+	if t.n == 0 {
+		t.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	t.zero = ch
+	t.mu.Unlock()
+	<-ch
+}
+
+type discardWriter struct{}
+
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
