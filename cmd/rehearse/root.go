@@ -70,6 +70,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 
 	root.AddCommand(
 		newVersionCmd(),
+		newInspectCmd(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -38,6 +38,10 @@ type Request struct {
 	// says why. Incomplete requests are reported, never replayed silently.
 	Incomplete bool
 	Problem    string
+
+	// pkt is the number of the packet carrying the first byte, for
+	// ordering.
+	pkt int64
 }
 
 // HeaderField is one header line, name as written.

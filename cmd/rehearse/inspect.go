@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/spf13/cobra"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/replay/capture"
+)
+
+func newInspectCmd() *cobra.Command {
+	var (
+		opt         capture.InspectOptions
+		path        string
+		showSecrets bool
+	)
+	cmd := &cobra.Command{
+		Use:   "inspect CAPTURE",
+		Short: "Show the HTTP requests a pcap/pcapng capture holds",
+		Long: `inspect reads a pcap or pcapng capture (any of the link types tcpdump, dumpcap
+and Wireshark write on Linux and macOS; "-" reads standard input), reassembles its
+TCP streams and lists the HTTP/1.x requests it holds, in capture order: the ones
+'rehearse run' would replay. Secrets (Authorization, Cookie, API-key headers,
+credential query parameters) are redacted unless --show-secrets is given.
+
+A summary line with the count at each stage (packets → TCP segments → streams →
+requests → incomplete) goes to stderr, with a hint when the capture holds TLS or
+HTTP/2 streams that cannot be replayed.`,
+		Example: `  rehearse inspect capture.pcapng
+  rehearse inspect capture.pcap --format jsonl --method POST --path '^/tools/'
+  tcpdump -i any -w - port 8080 | rehearse inspect - --stats`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if path != "" {
+				re, err := regexp.Compile(path)
+				if err != nil {
+					return fmt.Errorf("%w: --path: %w", rehearse.ErrInvalid, err)
+				}
+				opt.Filter.Path = re
+			}
+			opt.KeepSecrets = showSecrets
+			opt.Stdout, opt.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			_, err := capture.Inspect(cmd.Context(), args[0], opt)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opt.Format, "format", capture.DefaultInspectFormat, "output format: table or jsonl (one JSON object per request)")
+	f.BoolVar(&opt.Stats, "stats", false, "add counts per stage, link type, method and route, and the warnings")
+	f.BoolVar(&showSecrets, "show-secrets", false, "do not redact Authorization, Cookie and API-key headers")
+	f.StringSliceVar(&opt.Filter.Methods, "method", nil, "keep only these methods (repeatable or comma-separated)")
+	f.StringVar(&path, "path", "", "keep only requests whose path matches this regular expression")
+	f.StringVar(&opt.Filter.Host, "host", "", "keep only requests to this host (Host header, with or without port)")
+	f.Uint16Var(&opt.Filter.Port, "port", 0, "keep only requests to this server port")
+	f.BoolVar(&opt.SkipIncomplete, "skip-incomplete", false, "leave out requests that could not be recovered whole")
+	return cmd
+}

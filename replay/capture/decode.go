@@ -1,0 +1,270 @@
+package capture
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+)
+
+// Link-layer header types (LINKTYPE_* values of the pcap and pcapng
+// formats; www.tcpdump.org/linktypes.html). 12 and 14 are the DLT_RAW
+// values some BSDs write instead of 101.
+const (
+	linkNull     = 0
+	linkEthernet = 1
+	linkRaw12    = 12
+	linkRaw14    = 14
+	linkRaw      = 101
+	linkLoop     = 108
+	linkSLL      = 113
+	linkIPv4     = 228
+	linkIPv6     = 229
+	linkSLL2     = 276
+)
+
+// LinkTypeName returns the libpcap name of a link type (as tcpdump -L
+// prints it), or "LINKTYPE_<n>" for types the reader does not decode.
+func LinkTypeName(lt int) string {
+	switch lt {
+	case linkNull:
+		return "NULL"
+	case linkEthernet:
+		return "EN10MB"
+	case linkRaw, linkRaw12, linkRaw14:
+		return "RAW"
+	case linkLoop:
+		return "LOOP"
+	case linkSLL:
+		return "LINUX_SLL"
+	case linkIPv4:
+		return "IPV4"
+	case linkIPv6:
+		return "IPV6"
+	case linkSLL2:
+		return "LINUX_SLL2"
+	}
+	return fmt.Sprintf("LINKTYPE_%d", lt)
+}
+
+// supportedLink reports whether the reader decodes the link type.
+func supportedLink(lt int) bool {
+	switch lt {
+	case linkNull, linkEthernet, linkRaw, linkRaw12, linkRaw14, linkLoop, linkSLL, linkIPv4, linkIPv6, linkSLL2:
+		return true
+	}
+	return false
+}
+
+// Ethertypes that matter here.
+const (
+	etherIPv4  = 0x0800
+	etherIPv6  = 0x86DD
+	etherVLAN  = 0x8100 // 802.1Q
+	etherQinQ  = 0x88A8 // 802.1ad service tag
+	etherQinQ2 = 0x9100 // pre-standard QinQ
+)
+
+// segment is one decoded TCP segment. Payload aliases the packet buffer,
+// which the reader reuses: whoever keeps bytes copies them.
+type segment struct {
+	src, dst netip.AddrPort
+	seq, ack uint32
+	flags    uint8
+	payload  []byte
+	// missing is how many payload bytes the capture lacks at the end of
+	// this segment (cut by the snap length).
+	missing int
+}
+
+// TCP flags.
+const (
+	tcpFIN = 0x01
+	tcpSYN = 0x02
+	tcpRST = 0x04
+	tcpACK = 0x10
+)
+
+// decodeResult says what a packet turned out to be, for the stage counts.
+type decodeResult int
+
+const (
+	decTCP decodeResult = iota
+	decNotIP
+	decNotTCP
+	decFragment
+	decMalformed
+)
+
+// decodeLink strips the link-layer header of a packet and returns the
+// network-layer bytes and their ethertype (0 when the version nibble must
+// decide).
+func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
+	switch lt {
+	case linkEthernet:
+		if len(data) < 14 {
+			return nil, 0, false
+		}
+		et := binary.BigEndian.Uint16(data[12:14])
+		data = data[14:]
+		// 802.1Q and QinQ: any depth of stacked tags.
+		for et == etherVLAN || et == etherQinQ || et == etherQinQ2 {
+			if len(data) < 4 {
+				return nil, 0, false
+			}
+			et = binary.BigEndian.Uint16(data[2:4])
+			data = data[4:]
+		}
+		return data, et, true
+	case linkSLL:
+		// 16 bytes: packet type, ARPHRD, address length, 8 address bytes,
+		// protocol (ethertype).
+		if len(data) < 16 {
+			return nil, 0, false
+		}
+		return data[16:], binary.BigEndian.Uint16(data[14:16]), true
+	case linkSLL2:
+		// 20 bytes, protocol first.
+		if len(data) < 20 {
+			return nil, 0, false
+		}
+		return data[20:], binary.BigEndian.Uint16(data[0:2]), true
+	case linkNull, linkLoop:
+		// 4-byte address family: host byte order of the capturing machine
+		// for NULL, network order for LOOP — but writers disagree, so take
+		// either order. AF_INET is 2 everywhere; AF_INET6 is 10 (Linux),
+		// 24 (NetBSD, OpenBSD), 28 (FreeBSD, DragonFly), 30 (macOS).
+		if len(data) < 4 {
+			return nil, 0, false
+		}
+		af := binary.LittleEndian.Uint32(data[:4])
+		if af > 0xFFFF {
+			af = binary.BigEndian.Uint32(data[:4])
+		}
+		switch af {
+		case 2:
+			return data[4:], etherIPv4, true
+		case 10, 24, 28, 30:
+			return data[4:], etherIPv6, true
+		}
+		return data[4:], 0xFFFF, true
+	case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
+		return data, 0, true
+	}
+	return nil, 0, false
+}
+
+// decodePacket decodes a whole captured packet down to TCP. origLen is the
+// packet's length on the wire, to tell snap-length cuts from short packets.
+func decodePacket(lt int, data []byte, origLen int, s *segment) decodeResult {
+	caplen := len(data)
+	net, et, ok := decodeLink(lt, data)
+	if !ok {
+		return decMalformed
+	}
+	if et == 0 && len(net) > 0 {
+		switch net[0] >> 4 {
+		case 4:
+			et = etherIPv4
+		case 6:
+			et = etherIPv6
+		}
+	}
+	cut := origLen - caplen // bytes the capture lacks at the end
+	if cut < 0 {
+		cut = 0
+	}
+	var tcp []byte
+	switch et {
+	case etherIPv4:
+		if len(net) < 20 || net[0]>>4 != 4 {
+			return decMalformed
+		}
+		ihl := int(net[0]&0x0F) * 4
+		if ihl < 20 || len(net) < ihl {
+			return decMalformed
+		}
+		if net[9] != 6 {
+			return decNotTCP
+		}
+		frag := binary.BigEndian.Uint16(net[6:8])
+		if frag&0x3FFF != 0 { // MF set or non-zero offset
+			return decFragment
+		}
+		total := int(binary.BigEndian.Uint16(net[2:4]))
+		// Total length 0 comes from TSO/GSO captures: trust the capture.
+		if total != 0 {
+			if total < ihl {
+				return decMalformed
+			}
+			if total <= len(net) {
+				net = net[:total] // strip link-layer padding
+				cut = 0
+			} else {
+				cut = total - len(net)
+			}
+		}
+		s.src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(net[12:16])), 0)
+		s.dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(net[16:20])), 0)
+		tcp = net[ihl:]
+	case etherIPv6:
+		if len(net) < 40 || net[0]>>4 != 6 {
+			return decMalformed
+		}
+		plen := int(binary.BigEndian.Uint16(net[4:6]))
+		next := net[6]
+		s.src = netip.AddrPortFrom(netip.AddrFrom16([16]byte(net[8:24])), 0)
+		s.dst = netip.AddrPortFrom(netip.AddrFrom16([16]byte(net[24:40])), 0)
+		p := net[40:]
+		if plen != 0 { // 0: jumbogram or TSO capture; trust the capture
+			if plen <= len(p) {
+				p = p[:plen]
+				cut = 0
+			} else {
+				cut = plen - len(p)
+			}
+		}
+		// Walk extension headers to TCP.
+		for next != 6 {
+			switch next {
+			case 0, 43, 60: // hop-by-hop, routing, destination options
+				if len(p) < 8 {
+					return decMalformed
+				}
+				n := (int(p[1]) + 1) * 8
+				if len(p) < n {
+					return decMalformed
+				}
+				next, p = p[0], p[n:]
+			case 44: // fragment
+				if len(p) < 8 {
+					return decMalformed
+				}
+				off := binary.BigEndian.Uint16(p[2:4])
+				if off&0xFFF9 != 0 { // offset or M flag
+					return decFragment
+				}
+				next, p = p[0], p[8:] // atomic fragment
+			default:
+				return decNotTCP
+			}
+		}
+		tcp = p
+	default:
+		return decNotIP
+	}
+	if len(tcp) < 20 {
+		return decMalformed
+	}
+	off := int(tcp[12]>>4) * 4
+	if off < 20 || len(tcp) < off {
+		return decMalformed
+	}
+	s.src = netip.AddrPortFrom(s.src.Addr(), binary.BigEndian.Uint16(tcp[0:2]))
+	s.dst = netip.AddrPortFrom(s.dst.Addr(), binary.BigEndian.Uint16(tcp[2:4]))
+	s.seq = binary.BigEndian.Uint32(tcp[4:8])
+	s.ack = binary.BigEndian.Uint32(tcp[8:12])
+	s.flags = tcp[13]
+	s.payload = tcp[off:]
+	s.missing = cut
+	return decTCP
+}

@@ -1,0 +1,328 @@
+package capture
+
+import (
+	"bufio"
+	"compress/gzip"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/halfopen/rehearse"
+)
+
+// ReadFile reads the capture at path ("-" reads standard input) and
+// returns its requests in capture order. On a fault in the file it returns
+// the requests read before it together with the error.
+func ReadFile(ctx context.Context, path string, opt Options) ([]*Request, *Stats, error) {
+	var out []*Request
+	st, err := ExtractFile(ctx, path, opt, func(req *Request) error {
+		out = append(out, req)
+		return nil
+	})
+	return out, st, err
+}
+
+// ExtractFile is Extract on the capture at path ("-" reads standard
+// input).
+func ExtractFile(ctx context.Context, path string, opt Options, fn func(*Request) error) (*Stats, error) {
+	if path == "-" {
+		return Extract(ctx, os.Stdin, opt, fn)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return newStats(), fmt.Errorf("capture: %w: %w", rehearse.ErrInvalid, err)
+	}
+	defer f.Close()
+	return Extract(ctx, f, opt, fn)
+}
+
+// ReadAll reads a capture from r and returns its requests in capture
+// order. On a fault in the capture it returns the requests read before it
+// together with the error.
+func ReadAll(ctx context.Context, r io.Reader, opt Options) ([]*Request, *Stats, error) {
+	var out []*Request
+	st, err := Extract(ctx, r, opt, func(req *Request) error {
+		out = append(out, req)
+		return nil
+	})
+	return out, st, err
+}
+
+// Extract streams the requests of a capture to fn, in capture order (by
+// the packet carrying each request's first byte), in memory bounded by the
+// open flows and the requests in progress. An error from fn stops the
+// read and is returned as is. On a fault in the capture, the requests
+// recovered before it (including incomplete ones in progress) are still
+// passed to fn, and the error, an *Error wrapping rehearse.ErrInvalid, is
+// returned with the stats.
+func Extract(ctx context.Context, r io.Reader, opt Options, fn func(*Request) error) (*Stats, error) {
+	x := &extractor{
+		ctx:   ctx,
+		opt:   opt.withDefaults(),
+		st:    newStats(),
+		fn:    fn,
+		flows: map[flowKey]*conn{},
+	}
+	err := x.run(r)
+	// Whatever happened, flush what the flows hold.
+	if x.err == nil {
+		for _, c := range x.flows {
+			x.closeConn(c, "capture ended mid-request")
+		}
+		x.release(math.MaxInt64)
+	}
+	if x.err != nil {
+		return x.st, x.err
+	}
+	return x.st, err
+}
+
+// extractor is the state of one read.
+type extractor struct {
+	ctx   context.Context
+	opt   Options
+	st    *Stats
+	fn    func(*Request) error
+	err   error // from fn or ctx: stop
+	flows map[flowKey]*conn
+	pkt   int64     // number of the current packet, from 1
+	now   time.Time // its timestamp
+	done  reqHeap   // complete requests waiting for earlier ones
+	seq   int64     // completion order, to keep the heap stable
+	index int
+	sweep time.Time
+}
+
+func (x *extractor) run(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic, err := br.Peek(4)
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(magic) == 0 {
+			return &Error{Err: fmt.Errorf("%w: the input is empty", ErrFormat)}
+		}
+		return &Error{Err: fmt.Errorf("%w: %d bytes is too short for a file header", ErrTruncated, len(magic))}
+	}
+	if magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return &Error{Err: fmt.Errorf("%w: gzip: %w", ErrFormat, err)}
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 1<<20)
+		if magic, err = br.Peek(4); err != nil {
+			return &Error{Err: fmt.Errorf("%w: gzip-compressed input of %d bytes", ErrTruncated, len(magic))}
+		}
+		x.st.Format = "+gzip"
+	}
+	le := binary.LittleEndian.Uint32(magic)
+	switch le {
+	case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1:
+		x.st.Format = "pcap" + x.st.Format
+		pr, err := pcapgo.NewReader(br)
+		if err != nil {
+			return &Error{Err: headerErr(err)}
+		}
+		lt := int(pr.LinkType())
+		if !supportedLink(lt) {
+			return &Error{Err: fmt.Errorf("%w: %s (%d); supported: EN10MB (with VLAN), LINUX_SLL, LINUX_SLL2, NULL, LOOP, RAW, IPV4, IPV6", ErrLinkType, LinkTypeName(lt), lt)}
+		}
+		return x.loop(func() ([]byte, int, int, time.Time, error) {
+			data, ci, err := pr.ZeroCopyReadPacketData()
+			return data, lt, ci.Length, ci.Timestamp, err
+		})
+	case 0x0a0d0d0a:
+		x.st.Format = "pcapng" + x.st.Format
+		nr, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
+		if err != nil {
+			return &Error{Err: headerErr(err)}
+		}
+		return x.loop(func() ([]byte, int, int, time.Time, error) {
+			data, ci, err := nr.ZeroCopyReadPacketData()
+			lt := -1
+			if err == nil && len(ci.AncillaryData) > 0 {
+				if l, ok := ci.AncillaryData[0].(layers.LinkType); ok {
+					lt = int(l)
+				}
+			}
+			return data, lt, ci.Length, ci.Timestamp, err
+		})
+	case 0xa1b2cd34, 0x34cdb2a1:
+		return &Error{Err: fmt.Errorf("%w: the modified (Kuznetzov) pcap format is not supported; convert it with `editcap -F pcap IN OUT`", ErrFormat)}
+	}
+	return &Error{Err: fmt.Errorf("%w: unknown magic number %#08x", ErrFormat, binary.BigEndian.Uint32(magic))}
+}
+
+// headerErr classifies an error from reading a file header.
+func headerErr(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: the file header is cut short", ErrTruncated)
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
+}
+
+// loop reads packets until the end of the input.
+func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error {
+	var s segment
+	for {
+		data, lt, origLen, ts, err := next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return &Error{Packet: x.pkt + 1, Err: fmt.Errorf("%w: the record is cut short (the capture was probably copied while being written)", ErrTruncated)}
+			}
+			return &Error{Packet: x.pkt + 1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		}
+		x.pkt++
+		if x.pkt&4095 == 0 {
+			if err := x.ctx.Err(); err != nil {
+				x.err = err
+				return err
+			}
+			x.housekeeping()
+		}
+		if x.err != nil {
+			return x.err
+		}
+		x.now = ts
+		x.st.Packets++
+		x.st.Bytes += int64(len(data))
+		if !supportedLink(lt) {
+			x.st.UnknownLink++
+			x.st.LinkTypes[LinkTypeName(lt)]++
+			continue
+		}
+		x.st.LinkTypes[LinkTypeName(lt)]++
+		switch decodePacket(lt, data, origLen, &s) {
+		case decTCP:
+			x.st.Segments++
+			x.segment(&s)
+		case decNotIP:
+			x.st.NotIP++
+		case decNotTCP:
+			x.st.NotTCP++
+		case decFragment:
+			x.st.Fragments++
+			if x.st.Fragments == 1 {
+				x.warn(Flow{}, "IP fragments are not reassembled; requests in fragmented packets are lost")
+			}
+		case decMalformed:
+			x.st.Malformed++
+		}
+	}
+}
+
+// housekeeping flushes idle flows and releases requests no longer waiting
+// for earlier ones.
+func (x *extractor) housekeeping() {
+	if x.now.Sub(x.sweep) > x.opt.IdleTimeout/4 {
+		x.sweep = x.now
+		x.sweepIdle()
+	}
+	w := int64(math.MaxInt64)
+	for _, c := range x.flows {
+		for d := range c.h {
+			if p := c.h[d].parser; p != nil {
+				w = min(w, p.pending())
+			}
+		}
+	}
+	x.release(w)
+}
+
+// maxHeld bounds the requests held back for ordering; beyond it they are
+// released even if an earlier request is still in progress.
+const maxHeld = 1 << 16
+
+// complete queues a finished (or incomplete) request for delivery.
+func (x *extractor) complete(r *Request) {
+	x.seq++
+	heap.Push(&x.done, held{r, x.seq})
+	if len(x.done) > maxHeld {
+		x.release(x.done[0].r.pkt + 1)
+	}
+}
+
+// release delivers the held requests that started before packet w.
+func (x *extractor) release(w int64) {
+	for len(x.done) > 0 && x.done[0].r.pkt < w && x.err == nil {
+		r := heap.Pop(&x.done).(held).r
+		x.deliverRequest(r)
+	}
+}
+
+// deliverRequest counts, filters, rewrites, redacts and hands over.
+func (x *extractor) deliverRequest(r *Request) {
+	st := x.st
+	st.Requests++
+	if r.Incomplete {
+		st.Incomplete++
+		x.warnAt(r.pkt, r.Flow, fmt.Sprintf("incomplete request %s %s: %s", r.Method, r.Target, r.Problem))
+		if x.opt.SkipIncomplete {
+			return
+		}
+	}
+	if !x.opt.Filter.Match(r) {
+		st.Filtered++
+		return
+	}
+	if !x.opt.Rewrite.IsZero() {
+		r = x.opt.Rewrite.Apply(r)
+	}
+	if !x.opt.KeepSecrets {
+		r = Redact(r, x.opt.RedactHeaders...)
+	}
+	r.Index = x.index
+	x.index++
+	st.Delivered++
+	st.Methods[r.Method]++
+	if err := x.fn(r); err != nil {
+		x.err = err
+	}
+}
+
+func (x *extractor) warn(f Flow, msg string) { x.warnAt(x.pkt, f, msg) }
+
+func (x *extractor) warnAt(pkt int64, f Flow, msg string) {
+	w := Warning{Packet: pkt, Msg: msg}
+	if f.Src.IsValid() {
+		w.Flow = f.String()
+	}
+	x.st.warn(x.opt.MaxWarnings, w)
+}
+
+// held is a complete request waiting for delivery.
+type held struct {
+	r   *Request
+	seq int64
+}
+
+// reqHeap orders held requests by first packet, then completion.
+type reqHeap []held
+
+func (h reqHeap) Len() int { return len(h) }
+func (h reqHeap) Less(i, j int) bool {
+	if h[i].r.pkt != h[j].r.pkt {
+		return h[i].r.pkt < h[j].r.pkt
+	}
+	return h[i].seq < h[j].seq
+}
+func (h reqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *reqHeap) Push(v any)   { *h = append(*h, v.(held)) }
+func (h *reqHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	old[len(old)-1] = held{}
+	*h = old[:len(old)-1]
+	return v
+}

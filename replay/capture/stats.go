@@ -1,0 +1,222 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/halfopen/rehearse"
+)
+
+// Sentinel errors, for branching with errors.Is. Every error the reader
+// returns also matches rehearse.ErrInvalid (exit code 2): the capture is
+// bad input.
+var (
+	// ErrFormat: the input is not a pcap or pcapng file, or uses a
+	// variant of the format the reader does not take.
+	ErrFormat = errors.New("not a pcap or pcapng file")
+	// ErrTruncated: the file ends in the middle of a block or record.
+	ErrTruncated = errors.New("file truncated")
+	// ErrCorrupt: a block or record header is inconsistent.
+	ErrCorrupt = errors.New("corrupt record")
+	// ErrLinkType: no interface of the capture has a link type the reader
+	// decodes.
+	ErrLinkType = errors.New("unsupported link type")
+)
+
+// Error is an unreadable capture: which packet (1-based, as Wireshark
+// numbers frames; 0 for the file header) and why. Requests recovered
+// before the fault are still delivered.
+type Error struct {
+	// Packet is the number of the packet whose record could not be read;
+	// 0 means the file header.
+	Packet int64
+	// Err is the cause: one of the sentinels above, wrapping the
+	// reader's own error where there is one.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Packet == 0 {
+		return "capture: file header: " + e.Err.Error()
+	}
+	return fmt.Sprintf("capture: packet %d: %v", e.Packet, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports that a capture error is invalid input (exit code 2).
+func (e *Error) Is(target error) bool { return target == rehearse.ErrInvalid }
+
+// Warning is something the reader recovered from: a packet cut by the snap
+// length, a gap in a TCP stream, an incomplete request.
+type Warning struct {
+	// Packet is the 1-based packet number the warning is about.
+	Packet int64
+	// Flow is the connection concerned, when there is one.
+	Flow string
+	Msg  string
+}
+
+func (w Warning) String() string {
+	if w.Flow != "" {
+		return fmt.Sprintf("packet %d: %s: %s", w.Packet, w.Flow, w.Msg)
+	}
+	return fmt.Sprintf("packet %d: %s", w.Packet, w.Msg)
+}
+
+// Stats counts what each stage of the reader saw. The stages narrow:
+// packets → TCP segments → streams → requests → incomplete.
+type Stats struct {
+	// Format is "pcap" or "pcapng", with "+gzip" when compressed.
+	Format string
+	// Packets is the number of packet records read; Bytes their captured
+	// length in total.
+	Packets int64
+	Bytes   int64
+	// LinkTypes counts packets per link type name (LinkTypeName).
+	LinkTypes map[string]int64
+	// NotIP, NotTCP, Fragments and Malformed count packets that did not
+	// reach TCP: other protocols, IP fragments (not reassembled), and
+	// packets too short or inconsistent to decode. UnknownLink counts
+	// packets on interfaces of a link type the reader does not decode.
+	NotIP, NotTCP, Fragments, Malformed, UnknownLink int64
+	// Cut counts packets shortened by the capture's snap length.
+	Cut int64
+	// Segments is the number of TCP segments; PayloadBytes the TCP payload
+	// they carried.
+	Segments     int64
+	PayloadBytes int64
+	// Retransmitted counts segments whose bytes had all been seen;
+	// Overlapping those that partly repeated seen bytes; OutOfOrder those
+	// that arrived ahead of a hole and waited for it.
+	Retransmitted, Overlapping, OutOfOrder int64
+	// Gaps counts holes in streams that the capture never filled;
+	// GapBytes the bytes missing.
+	Gaps     int64
+	GapBytes int64
+	// Streams is the number of TCP connections seen; MidStream those whose
+	// start (SYN) was not captured; HTTPStreams those that carried at
+	// least one request.
+	Streams, MidStream, HTTPStreams int64
+	// TLSStreams, HTTP2Streams and OtherStreams count client streams that
+	// began with a TLS handshake, the HTTP/2 preface, or anything else that
+	// is not HTTP/1.x.
+	TLSStreams, HTTP2Streams, OtherStreams int64
+	// SkippedBytes counts client bytes that were not part of any request
+	// (before resynchronising on a request line after a gap or a
+	// mid-stream start).
+	SkippedBytes int64
+	// FlushedIdle counts flows closed because they were idle longer than
+	// Options.IdleTimeout; FlushedLimit those closed to stay under
+	// Options.MaxFlows.
+	FlushedIdle, FlushedLimit int64
+	// Requests is the number of requests extracted (including
+	// incomplete ones); Filtered those the filter dropped; Delivered those
+	// passed on. Incomplete counts requests that could not be recovered
+	// whole.
+	Requests, Filtered, Delivered, Incomplete int64
+	// Methods counts delivered requests per method.
+	Methods map[string]int64
+	// Warnings holds the first MaxWarnings warnings; WarningsDropped counts
+	// the rest.
+	Warnings        []Warning
+	WarningsDropped int64
+}
+
+func newStats() *Stats {
+	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}}
+}
+
+func (s *Stats) warn(max int, w Warning) {
+	if len(s.Warnings) < max {
+		s.Warnings = append(s.Warnings, w)
+		return
+	}
+	s.WarningsDropped++
+}
+
+// String is the one-line summary: the count at each stage, and a hint when
+// the capture holds no plaintext HTTP.
+func (s *Stats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d packets → %d TCP segments → %d streams → %d requests (%d incomplete)",
+		s.Packets, s.Segments, s.Streams, s.Requests, s.Incomplete)
+	if s.Filtered > 0 {
+		fmt.Fprintf(&b, ", %d filtered out", s.Filtered)
+	}
+	if s.Gaps > 0 {
+		fmt.Fprintf(&b, "; %d gaps (%d bytes missing)", s.Gaps, s.GapBytes)
+	}
+	if s.Cut > 0 {
+		fmt.Fprintf(&b, "; %d packets cut by the snap length", s.Cut)
+	}
+	if h := s.Hint(); h != "" {
+		b.WriteString("; ")
+		b.WriteString(h)
+	}
+	return b.String()
+}
+
+// Hint explains an empty or thin result: encrypted streams, HTTP/2, no TCP
+// at all. It is empty when requests were found and nothing else stands out.
+func (s *Stats) Hint() string {
+	var parts []string
+	if s.TLSStreams > 0 {
+		parts = append(parts, fmt.Sprintf("%d TCP %s like TLS — capture in front of TLS termination or use plaintext upstream traffic",
+			s.TLSStreams, plural(s.TLSStreams, "stream looks", "streams look")))
+	}
+	if s.HTTP2Streams > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s HTTP/2, which is not replayed — capture HTTP/1.1 traffic",
+			s.HTTP2Streams, plural(s.HTTP2Streams, "stream is", "streams are")))
+	}
+	if s.Requests == 0 {
+		switch {
+		case s.Packets == 0:
+			parts = append(parts, "the capture holds no packets")
+		case s.UnknownLink == s.Packets:
+			parts = append(parts, "no packet has a link type the reader decodes")
+		case s.Segments == 0:
+			parts = append(parts, "no TCP segments — check the capture filter")
+		case s.OtherStreams > 0 && len(parts) == 0:
+			parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x", s.OtherStreams, plural(s.OtherStreams, "stream is", "streams are")))
+		}
+		if len(parts) > 0 {
+			return "0 HTTP requests; " + strings.Join(parts, "; ")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// sortedCounts returns map entries by descending count, then name.
+func sortedCounts(m map[string]int64) []struct {
+	Name  string
+	Count int64
+} {
+	out := make([]struct {
+		Name  string
+		Count int64
+	}, 0, len(m))
+	for k, v := range m {
+		out = append(out, struct {
+			Name  string
+			Count int64
+		}{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
