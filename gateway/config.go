@@ -1,0 +1,494 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/halfopen/rehearse"
+)
+
+// Upstream kinds.
+const (
+	KindTool  = "tool"
+	KindModel = "model"
+)
+
+// Default values of the configuration. The command's flags use them as
+// their defaults, and DefaultConfig returns them.
+const (
+	DefaultListen                = "127.0.0.1:0"
+	DefaultEnv                   = "rehearsal"
+	DefaultRegion                = "local"
+	DefaultUpstreamTimeout       = 30 * time.Second
+	DefaultModelTimeout          = 2 * time.Minute
+	DefaultWindow                = 30 * time.Second
+	DefaultMinSamples            = 20
+	DefaultFailureRatio          = 0.6
+	DefaultConsecutiveFailures   = 5
+	DefaultCooldown              = 5 * time.Second
+	DefaultCooldownMax           = 60 * time.Second
+	DefaultProbeInterval         = 250 * time.Millisecond
+	DefaultProbeJitter           = 50 * time.Millisecond
+	DefaultSuccessesToClose      = 2
+	DefaultProbeDeadlineFactor   = 1.4
+	DefaultProbeDeadlineMin      = 100 * time.Millisecond
+	DefaultProbeDeadlineMax      = 5 * time.Second
+	DefaultRetryAfterMax         = 10 * time.Minute
+	DefaultRetryMaxAttempts      = 3
+	DefaultRetryBaseDelay        = 50 * time.Millisecond
+	DefaultRetryMaxDelay         = time.Second
+	DefaultMaxBody               = 4 << 20
+	DefaultCanaryInterval        = 5 * time.Second
+	DefaultCanaryTimeout         = 2 * time.Second
+	DefaultCoordFallbackInterval = time.Second
+	DefaultCoordTimeout          = 200 * time.Millisecond
+)
+
+// Config is the reference gateway's configuration: the YAML file of
+// `rehearse gateway --config`, and the `gateway.builtin:` section of a
+// scenario. Keys are snake_case; durations are strings ("250ms").
+type Config struct {
+	// Listen is the address Serve's caller should listen on (the command
+	// uses it; Serve takes a listener). Default 127.0.0.1:0.
+	Listen string `yaml:"listen" json:"listen"`
+	// Upstreams maps an upstream's name to where and how to reach it.
+	Upstreams map[string]UpstreamConfig `yaml:"upstreams" json:"upstreams"`
+	// Primary and Fallback name the model providers (upstreams of kind
+	// model) of POST /v1/chat/completions. Empty Primary disables the
+	// route; empty Fallback means no fallback.
+	Primary  string `yaml:"primary" json:"primary,omitempty"`
+	Fallback string `yaml:"fallback" json:"fallback,omitempty"`
+	// FallbackOnError sends a chat request to the fallback provider when
+	// the primary failed before any byte reached the client (5xx, reset,
+	// timeout), not only when the primary's breaker is open. Default true.
+	FallbackOnError bool `yaml:"fallback_on_error" json:"fallback_on_error"`
+	// Breaker holds the circuit breaker parameters, shared by every
+	// dependency.
+	Breaker BreakerConfig `yaml:"breaker" json:"breaker"`
+	// Retry bounds the retries of idempotent calls.
+	Retry RetryConfig `yaml:"retry" json:"retry"`
+	// Canary is the synthetic health check behind /healthz.
+	Canary CanaryConfig `yaml:"canary" json:"canary"`
+	// Coord is "" (no fleet coordination) or redis://host:port/db: the
+	// Redis that serialises half-open probes across a fleet.
+	Coord string `yaml:"coord" json:"coord,omitempty"`
+	// CoordFallbackInterval is the per-process probe spacing used while
+	// Redis is unreachable (fail-safe). Default 1s.
+	CoordFallbackInterval rehearse.Duration `yaml:"coord_fallback_interval" json:"coord_fallback_interval"`
+	// CoordTimeout bounds each Redis call, so that a partitioned Redis
+	// delays a probe by at most this much. Default 200ms.
+	CoordTimeout rehearse.Duration `yaml:"coord_timeout" json:"coord_timeout"`
+	// Env and Region label the metrics; an upstream's own region wins.
+	Env    string `yaml:"env" json:"env"`
+	Region string `yaml:"region" json:"region"`
+}
+
+// UpstreamConfig says where an upstream is and how to call it.
+type UpstreamConfig struct {
+	// URL is the upstream's base URL (http or https); request paths are
+	// appended to its path.
+	URL string `yaml:"url" json:"url"`
+	// Region labels the dependency; empty means Config.Region.
+	Region string `yaml:"region" json:"region,omitempty"`
+	// Credential is sent as "Authorization: Bearer <credential>" instead of
+	// the client's Authorization header. Only its fingerprint is ever
+	// written or logged; it is part of the breaker key.
+	Credential string `yaml:"credential" json:"credential,omitempty"`
+	// CredentialEnv names an environment variable holding the credential,
+	// so that config files need not hold secrets.
+	CredentialEnv string `yaml:"credential_env" json:"credential_env,omitempty"`
+	// Kind is "tool" (default) or "model".
+	Kind string `yaml:"kind" json:"kind,omitempty"`
+	// Timeout bounds a whole client request to this upstream, retries
+	// included. Zero means 30s for tools, 2m for models (streams).
+	Timeout rehearse.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// HeaderTimeout bounds the wait for response headers of one attempt
+	// ("headers never arrived"). Zero means Timeout.
+	HeaderTimeout rehearse.Duration `yaml:"header_timeout" json:"header_timeout,omitempty"`
+}
+
+// BreakerConfig holds the parameters of every dependency's breaker. The
+// defaults are the reference values of DESIGN.md section 2.
+type BreakerConfig struct {
+	// Window is the sliding window over which outcomes are counted (30s),
+	// in 30 buckets of Window/30.
+	Window rehearse.Duration `yaml:"window" json:"window"`
+	// MinSamples is the least number of outcomes in the window before the
+	// failure ratio can open the breaker (20).
+	MinSamples int `yaml:"min_samples" json:"min_samples"`
+	// FailureRatio opens the breaker when the share of failures (5xx and
+	// transport failures) in the window exceeds it (0.6).
+	FailureRatio float64 `yaml:"failure_ratio" json:"failure_ratio"`
+	// ConsecutiveFailures opens the breaker after this many transport
+	// failures in a row (5); any HTTP response resets the count.
+	ConsecutiveFailures int `yaml:"consecutive_failures" json:"consecutive_failures"`
+	// Cooldown is the first open period (5s); it doubles after each failed
+	// probe up to CooldownMax (60s), and resets when the breaker closes.
+	Cooldown    rehearse.Duration `yaml:"cooldown" json:"cooldown"`
+	CooldownMax rehearse.Duration `yaml:"cooldown_max" json:"cooldown_max"`
+	// ProbeInterval is the least spacing between half-open probe starts
+	// (250ms); ProbeJitter (50ms) adds a uniform random [0, jitter] to each
+	// spacing so that a fleet does not probe in lockstep.
+	ProbeInterval rehearse.Duration `yaml:"probe_interval" json:"probe_interval"`
+	ProbeJitter   rehearse.Duration `yaml:"probe_jitter" json:"probe_jitter"`
+	// SuccessesToClose consecutive successful probes close the breaker (2).
+	SuccessesToClose int `yaml:"successes_to_close" json:"successes_to_close"`
+	// DistinctWorkers requires those successes to come from at least two
+	// different workers (default true). A worker is one upstream TCP
+	// connection of one gateway instance; see docs/gateway.md.
+	DistinctWorkers bool `yaml:"distinct_workers" json:"distinct_workers"`
+	// ProbeDeadlineFactor × the observed P99 time to response headers is a
+	// probe's header deadline (1.4, i.e. P99 + 40 %), clamped to
+	// [ProbeDeadlineMin, ProbeDeadlineMax] (100ms, 5s); with fewer than 20
+	// observations the maximum applies.
+	ProbeDeadlineFactor float64           `yaml:"probe_deadline_factor" json:"probe_deadline_factor"`
+	ProbeDeadlineMin    rehearse.Duration `yaml:"probe_deadline_min" json:"probe_deadline_min"`
+	ProbeDeadlineMax    rehearse.Duration `yaml:"probe_deadline_max" json:"probe_deadline_max"`
+	// RetryAfterOpens makes a 429 with Retry-After open the
+	// breaker, or extend its open period, to at least Retry-After: the
+	// upstream's cooldown wins (default true).
+	RetryAfterOpens bool `yaml:"retry_after_opens" json:"retry_after_opens"`
+	// RetryAfterMax caps an honoured Retry-After (10m), against a
+	// misconfigured upstream pausing a dependency for days.
+	RetryAfterMax rehearse.Duration `yaml:"retry_after_max" json:"retry_after_max"`
+	// CountStreamCuts counts a body cut after bytes were sent (a stream cut
+	// mid-way) as a breaker failure. Default false: it is counted in
+	// openclaw_breaker_upstream_failures_total{class="cut_mid_body"} only,
+	// since a reset after tokens were sent is more often a billing or
+	// client issue than a sick upstream.
+	CountStreamCuts bool `yaml:"count_stream_cuts" json:"count_stream_cuts"`
+}
+
+// RetryConfig bounds retries: full-jitter exponential backoff inside the
+// request's remaining deadline, only for idempotent methods (GET, HEAD,
+// OPTIONS, TRACE) or requests carrying an Idempotency-Key header, and
+// never for half-open probes.
+type RetryConfig struct {
+	// MaxAttempts is the total number of attempts, the first included (3).
+	// 1 disables retries.
+	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
+	// BaseDelay and MaxDelay shape the backoff: attempt n waits a uniform
+	// random time in [0, min(MaxDelay, BaseDelay×2^(n-1))).
+	BaseDelay rehearse.Duration `yaml:"base_delay" json:"base_delay"`
+	MaxDelay  rehearse.Duration `yaml:"max_delay" json:"max_delay"`
+	// MaxBody is the largest request body buffered for retries and
+	// failover (4 MiB); larger bodies are refused with 413.
+	MaxBody int64 `yaml:"max_body" json:"max_body"`
+}
+
+// CanaryConfig is the synthetic health check: GET <upstream>/healthz with
+// X-Health-Check: canary at an interval.
+type CanaryConfig struct {
+	// Interval between checks (5s); zero disables the canary.
+	Interval rehearse.Duration `yaml:"interval" json:"interval"`
+	// Timeout of one check (2s).
+	Timeout rehearse.Duration `yaml:"timeout" json:"timeout"`
+	// Path checked on every upstream ("/healthz").
+	Path string `yaml:"path" json:"path"`
+}
+
+// DefaultConfig returns the reference configuration, with no upstreams.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          DefaultListen,
+		Upstreams:       map[string]UpstreamConfig{},
+		FallbackOnError: true,
+		Breaker:         DefaultBreakerConfig(),
+		Retry: RetryConfig{
+			MaxAttempts: DefaultRetryMaxAttempts,
+			BaseDelay:   rehearse.Duration(DefaultRetryBaseDelay),
+			MaxDelay:    rehearse.Duration(DefaultRetryMaxDelay),
+			MaxBody:     DefaultMaxBody,
+		},
+		Canary: CanaryConfig{
+			Interval: rehearse.Duration(DefaultCanaryInterval),
+			Timeout:  rehearse.Duration(DefaultCanaryTimeout),
+			Path:     "/healthz",
+		},
+		CoordFallbackInterval: rehearse.Duration(DefaultCoordFallbackInterval),
+		CoordTimeout:          rehearse.Duration(DefaultCoordTimeout),
+		Env:                   DefaultEnv,
+		Region:                DefaultRegion,
+	}
+}
+
+// DefaultBreakerConfig returns the reference breaker parameters.
+func DefaultBreakerConfig() BreakerConfig {
+	return BreakerConfig{
+		Window:              rehearse.Duration(DefaultWindow),
+		MinSamples:          DefaultMinSamples,
+		FailureRatio:        DefaultFailureRatio,
+		ConsecutiveFailures: DefaultConsecutiveFailures,
+		Cooldown:            rehearse.Duration(DefaultCooldown),
+		CooldownMax:         rehearse.Duration(DefaultCooldownMax),
+		ProbeInterval:       rehearse.Duration(DefaultProbeInterval),
+		ProbeJitter:         rehearse.Duration(DefaultProbeJitter),
+		SuccessesToClose:    DefaultSuccessesToClose,
+		DistinctWorkers:     true,
+		ProbeDeadlineFactor: DefaultProbeDeadlineFactor,
+		ProbeDeadlineMin:    rehearse.Duration(DefaultProbeDeadlineMin),
+		ProbeDeadlineMax:    rehearse.Duration(DefaultProbeDeadlineMax),
+		RetryAfterOpens:     true,
+		RetryAfterMax:       rehearse.Duration(DefaultRetryAfterMax),
+	}
+}
+
+// credential returns the upstream's credential, from CredentialEnv when set.
+func (u UpstreamConfig) credential() string {
+	if u.CredentialEnv != "" {
+		return os.Getenv(u.CredentialEnv)
+	}
+	return u.Credential
+}
+
+// Fingerprint returns a short, non-reversible fingerprint of the
+// upstream's credential ("" when it has none): the part of the breaker key
+// that tells two keys of one provider apart without revealing either.
+func (u UpstreamConfig) Fingerprint() string {
+	c := u.credential()
+	if c == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(c))
+	return hex.EncodeToString(sum[:6])
+}
+
+// MarshalJSON writes the upstream with its credential replaced by its
+// fingerprint, so that a config recorded in a journal holds no secret.
+func (u UpstreamConfig) MarshalJSON() ([]byte, error) {
+	type plain UpstreamConfig
+	p := plain(u)
+	if p.Credential != "" {
+		p.Credential = "redacted:sha256:" + u.Fingerprint()
+	}
+	return json.Marshal(p)
+}
+
+// ValidationError is a configuration error with its position in the file.
+// It matches rehearse.ErrInvalid with errors.Is.
+type ValidationError struct {
+	File      string // file name; "" when unknown
+	Line, Col int    // 1-based; 0 when unknown
+	Field     string // dotted path of the field, e.g. "breaker.cooldown"
+	Err       error
+}
+
+// Error formats the error as file:line:col: field: message.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(":")
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "%d:%d:", e.Line, e.Col)
+	}
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *ValidationError) Unwrap() error { return e.Err }
+
+// Is reports that a ValidationError is invalid input.
+func (e *ValidationError) Is(target error) bool { return target == rehearse.ErrInvalid }
+
+// LoadConfig reads a YAML configuration file over DefaultConfig, strictly
+// (unknown keys are errors), and validates it. Errors carry
+// file:line:col and wrap rehearse.ErrInvalid; an unreadable file wraps
+// rehearse.ErrEnvironment... unless it does not exist, which is bad input.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Config{}, fmt.Errorf("%w: gateway config: %w", rehearse.ErrInvalid, err)
+		}
+		return Config{}, fmt.Errorf("%w: gateway config: %w", rehearse.ErrEnvironment, err)
+	}
+	return ParseConfig(data, path)
+}
+
+// ParseConfig decodes a YAML configuration over DefaultConfig, strictly,
+// and validates it; file names the source in errors.
+func ParseConfig(data []byte, file string) (Config, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, errEOF) || strings.Contains(err.Error(), "EOF") {
+			return Config{}, &ValidationError{File: file, Err: errors.New("empty gateway config")}
+		}
+		return Config{}, yamlError(file, err)
+	}
+	return DecodeConfig(&doc, file)
+}
+
+var errEOF = errors.New("EOF")
+
+// DecodeConfig decodes a YAML node (a document or a mapping, e.g. a
+// scenario's gateway.builtin section) over DefaultConfig, strictly, and
+// validates the result. Errors carry file:line:col.
+func DecodeConfig(n *yaml.Node, file string) (Config, error) {
+	cfg := DefaultConfig()
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return Config{}, &ValidationError{File: file, Err: errors.New("empty gateway config")}
+		}
+		n = n.Content[0]
+	}
+	d := decoder{file: file, pos: map[string][2]int{}}
+	if err := d.config(n, &cfg); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.validate(func(field string) (int, int) {
+		p := d.pos[field]
+		return p[0], p[1]
+	}); err != nil {
+		if ve, ok := errors.AsType[*ValidationError](err); ok {
+			ve.File = file
+		}
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate checks a configuration built in code (not from a file).
+func (c Config) Validate() error {
+	return c.validate(func(string) (int, int) { return 0, 0 })
+}
+
+func (c Config) validate(at func(field string) (int, int)) error {
+	bad := func(field, format string, args ...any) error {
+		l, col := at(field)
+		return &ValidationError{Line: l, Col: col, Field: field, Err: fmt.Errorf(format, args...)}
+	}
+	names := make([]string, 0, len(c.Upstreams))
+	for name := range c.Upstreams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		u := c.Upstreams[name]
+		f := "upstreams." + name
+		if name == "" || strings.ContainsAny(name, "/ ?#") {
+			return bad(f, "upstream name %q must be non-empty, without '/', space, '?' or '#'", name)
+		}
+		if u.URL == "" {
+			return bad(f, "url is required")
+		}
+		pu, err := url.Parse(u.URL)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return bad(f+".url", "want an absolute http:// or https:// URL, got %q", u.URL)
+		}
+		if u.Kind != "" && u.Kind != KindTool && u.Kind != KindModel {
+			return bad(f+".kind", "want %q or %q, got %q", KindTool, KindModel, u.Kind)
+		}
+		if u.Credential != "" && u.CredentialEnv != "" {
+			return bad(f+".credential_env", "set credential or credential_env, not both")
+		}
+		if u.HeaderTimeout > 0 && u.Timeout > 0 && u.HeaderTimeout > u.Timeout {
+			return bad(f+".header_timeout", "header_timeout %s exceeds timeout %s", u.HeaderTimeout, u.Timeout)
+		}
+	}
+	for _, p := range []struct{ field, name string }{{"primary", c.Primary}, {"fallback", c.Fallback}} {
+		if p.name == "" {
+			continue
+		}
+		if _, ok := c.Upstreams[p.name]; !ok {
+			return bad(p.field, "no upstream named %q", p.name)
+		}
+	}
+	if c.Fallback != "" && c.Primary == "" {
+		return bad("fallback", "a fallback needs a primary")
+	}
+	if c.Fallback != "" && c.Fallback == c.Primary {
+		return bad("fallback", "fallback %q is the primary", c.Fallback)
+	}
+	b := c.Breaker
+	switch {
+	case b.Window <= 0:
+		return bad("breaker.window", "must be positive")
+	case b.MinSamples < 1:
+		return bad("breaker.min_samples", "must be at least 1, got %d", b.MinSamples)
+	case b.FailureRatio <= 0 || b.FailureRatio > 1:
+		return bad("breaker.failure_ratio", "must be in (0, 1], got %g", b.FailureRatio)
+	case b.ConsecutiveFailures < 1:
+		return bad("breaker.consecutive_failures", "must be at least 1, got %d", b.ConsecutiveFailures)
+	case b.Cooldown <= 0:
+		return bad("breaker.cooldown", "must be positive")
+	case b.CooldownMax < b.Cooldown:
+		return bad("breaker.cooldown_max", "cooldown_max %s is below cooldown %s", b.CooldownMax, b.Cooldown)
+	case b.ProbeInterval <= 0:
+		return bad("breaker.probe_interval", "must be positive")
+	case b.SuccessesToClose < 1:
+		return bad("breaker.successes_to_close", "must be at least 1, got %d", b.SuccessesToClose)
+	case b.ProbeDeadlineFactor < 1:
+		return bad("breaker.probe_deadline_factor", "must be at least 1, got %g", b.ProbeDeadlineFactor)
+	case b.ProbeDeadlineMin <= 0:
+		return bad("breaker.probe_deadline_min", "must be positive")
+	case b.ProbeDeadlineMax < b.ProbeDeadlineMin:
+		return bad("breaker.probe_deadline_max", "probe_deadline_max %s is below probe_deadline_min %s", b.ProbeDeadlineMax, b.ProbeDeadlineMin)
+	}
+	r := c.Retry
+	switch {
+	case r.MaxAttempts < 1 || r.MaxAttempts > 10:
+		return bad("retry.max_attempts", "must be in [1, 10], got %d", r.MaxAttempts)
+	case r.MaxAttempts > 1 && r.BaseDelay <= 0:
+		return bad("retry.base_delay", "must be positive when retries are on")
+	case r.MaxDelay < r.BaseDelay:
+		return bad("retry.max_delay", "max_delay %s is below base_delay %s", r.MaxDelay, r.BaseDelay)
+	case r.MaxBody <= 0:
+		return bad("retry.max_body", "must be positive")
+	}
+	if c.Canary.Interval > 0 && c.Canary.Timeout <= 0 {
+		return bad("canary.timeout", "must be positive")
+	}
+	if c.Canary.Interval > 0 && !strings.HasPrefix(c.Canary.Path, "/") {
+		return bad("canary.path", "must start with '/', got %q", c.Canary.Path)
+	}
+	if c.Coord != "" {
+		pu, err := url.Parse(c.Coord)
+		if err != nil || (pu.Scheme != "redis" && pu.Scheme != "rediss") || pu.Host == "" {
+			return bad("coord", "want redis://host:port/db, got %q", c.Coord)
+		}
+		if c.CoordFallbackInterval < b.ProbeInterval {
+			return bad("coord_fallback_interval", "must be at least probe_interval (%s)", b.ProbeInterval)
+		}
+		if c.CoordTimeout <= 0 {
+			return bad("coord_timeout", "must be positive")
+		}
+	}
+	return nil
+}
+
+// yamlError turns a yaml.v3 syntax error into a ValidationError.
+func yamlError(file string, err error) error {
+	ve := &ValidationError{File: file, Err: err}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
+		ve.Line, ve.Col = line, 1
+		if i := strings.Index(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+	}
+	ve.Err = errors.New(msg)
+	return ve
+}

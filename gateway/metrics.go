@@ -1,0 +1,131 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names (DESIGN.md section 2, prefix openclaw_breaker_). Labels are
+// dependency, region and env, plus from/to on transitions, class on
+// failures and result on probes: all of small, fixed cardinality.
+const (
+	MetricState           = "openclaw_breaker_state"
+	MetricTransitions     = "openclaw_breaker_transitions_total"
+	MetricRejections      = "openclaw_breaker_rejections_total"
+	MetricProbeLatency    = "openclaw_breaker_probe_latency_ms"
+	MetricRetryAfterSkips = "openclaw_breaker_retry_after_skips_total"
+	MetricProbes          = "openclaw_breaker_probes_total"
+	MetricUpstreamCalls   = "openclaw_breaker_upstream_requests_total"
+	MetricUpstreamFails   = "openclaw_breaker_upstream_failures_total"
+	MetricRetries         = "openclaw_breaker_retries_total"
+	MetricFallbacks       = "openclaw_breaker_fallbacks_total"
+	MetricCanaryUp        = "openclaw_breaker_canary_up"
+	MetricCoordUp         = "openclaw_breaker_coord_up"
+	MetricCoordErrors     = "openclaw_breaker_coord_errors_total"
+	MetricCoordDenied     = "openclaw_breaker_coord_lease_denied_total"
+)
+
+// ProbeLatencyBuckets are the buckets of openclaw_breaker_probe_latency_ms:
+// 25 ms to 2 s.
+var ProbeLatencyBuckets = []float64{25, 50, 100, 250, 500, 1000, 2000}
+
+var depLabels = []string{"dependency", "region", "env"}
+
+type metrics struct {
+	state        *prometheus.GaugeVec
+	transitions  *prometheus.CounterVec
+	rejections   *prometheus.CounterVec
+	probeLatency *prometheus.HistogramVec
+	skips        *prometheus.CounterVec
+	probes       *prometheus.CounterVec
+	calls        *prometheus.CounterVec
+	failures     *prometheus.CounterVec
+	retries      *prometheus.CounterVec
+	fallbacks    *prometheus.CounterVec
+	canaryUp     *prometheus.GaugeVec
+	coordUp      prometheus.Gauge
+	coordErrors  prometheus.Counter
+	coordDenied  *prometheus.CounterVec
+}
+
+func newMetrics(env string) *metrics {
+	labels := func(extra ...string) []string { return append(append([]string{}, depLabels...), extra...) }
+	return &metrics{
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricState,
+			Help: "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
+		}, labels()),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricTransitions,
+			Help: "Circuit breaker state changes.",
+		}, labels("from", "to")),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRejections,
+			Help: "Calls failed fast by an open or half-open breaker, without an upstream call.",
+		}, labels()),
+		probeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricProbeLatency,
+			Help:    "Time to response headers of half-open probes, in milliseconds.",
+			Buckets: ProbeLatencyBuckets,
+		}, labels()),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRetryAfterSkips,
+			Help: "Calls not sent because the upstream's Retry-After pause was in force (a quota pause, not a failure).",
+		}, labels()),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricProbes,
+			Help: "Half-open probes sent, by result (success, failure, neutral).",
+		}, labels("result")),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricUpstreamCalls,
+			Help: "Calls sent to upstreams, retries and probes included.",
+		}, labels()),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricUpstreamFails,
+			Help: "Failed upstream calls by class (http_5xx, rate_limited, refused, reset, headers_timeout, deadline, cut_mid_body, malformed).",
+		}, labels("class")),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRetries,
+			Help: "Retries of idempotent calls.",
+		}, labels()),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricFallbacks,
+			Help: "Chat requests served by the fallback provider, labelled by the provider that was skipped or failed.",
+		}, labels()),
+		canaryUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricCanaryUp,
+			Help: "Result of the last synthetic canary per dependency: 1 up, 0 down.",
+		}, labels()),
+		coordUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        MetricCoordUp,
+			Help:        "1 while the fleet coordinator (Redis) answers, 0 while probing falls back to local spacing.",
+			ConstLabels: prometheus.Labels{"env": env},
+		}),
+		coordErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        MetricCoordErrors,
+			Help:        "Failed calls to the fleet coordinator.",
+			ConstLabels: prometheus.Labels{"env": env},
+		}),
+		coordDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricCoordDenied,
+			Help: "Probes withheld because another gateway of the fleet holds the probe lease.",
+		}, labels()),
+	}
+}
+
+func (m *metrics) collectors(coord bool) []prometheus.Collector {
+	cs := []prometheus.Collector{m.state, m.transitions, m.rejections, m.probeLatency, m.skips,
+		m.probes, m.calls, m.failures, m.retries, m.fallbacks, m.canaryUp}
+	if coord {
+		cs = append(cs, m.coordUp, m.coordErrors, m.coordDenied)
+	}
+	return cs
+}
+
+func (m *metrics) register(r prometheus.Registerer, coord bool) error {
+	for _, c := range m.collectors(coord) {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
