@@ -71,7 +71,7 @@ func (f *truncateFault) ServeHTTP(x *Exchange, next http.Handler) {
 // headers go out.
 type headerHolder struct{ w http.ResponseWriter }
 
-func (h headerHolder) Header() http.Header        { return h.w.Header() }
-func (h headerHolder) WriteHeader(int)            {}
+func (h headerHolder) Header() http.Header         { return h.w.Header() }
+func (h headerHolder) WriteHeader(int)             {}
 func (h headerHolder) Write(p []byte) (int, error) { return len(p), nil }
-func (h headerHolder) Flush()                     {}
+func (h headerHolder) Flush()                      {}

@@ -168,19 +168,26 @@ func hashKey(a, b string) uint64 {
 }
 
 // schedule starts the fault's window goroutine. The caller holds s.mu.
+// A window due already opens before schedule returns, so that a fault at 0
+// is in force as soon as Start (or AddFault) returns.
 func (s *Server) schedule(f *faultState) {
 	f.scheduled = true
+	opened := false
+	if f.spec.At.D() <= s.now() {
+		s.activate(f)
+		opened = true
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(f.done)
-		s.runWindow(f)
+		s.runWindow(f, opened)
 	}()
 }
 
 // runWindow opens the fault's window at At and closes it at At+For, or
 // when the fault is removed or the server closes.
-func (s *Server) runWindow(f *faultState) {
+func (s *Server) runWindow(f *faultState, opened bool) {
 	wait := func(at time.Duration) bool {
 		t := time.NewTimer(at - s.now())
 		defer t.Stop()
@@ -193,11 +200,13 @@ func (s *Server) runWindow(f *faultState) {
 			return false
 		}
 	}
-	if !wait(f.spec.At.D()) {
-		f.setState(StateEnded)
-		return
+	if !opened {
+		if !wait(f.spec.At.D()) {
+			f.setState(StateEnded)
+			return
+		}
+		s.activate(f)
 	}
-	s.activate(f)
 	if f.spec.For > 0 {
 		wait(f.spec.At.D() + f.spec.For.D())
 	} else {
