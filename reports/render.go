@@ -63,6 +63,9 @@ func WriteReports(dir string, a *Analysis) error {
 	}{
 		{RunFile, RunJSON},
 		{JUnitFile, JUnit},
+		{TimelineFile, func(a *Analysis) ([]byte, error) { return TimelineSVG(a, SVGOptions{}), nil }},
+		{MarkdownFile, Markdown},
+		{HTMLFile, HTML},
 	}
 	for _, f := range files {
 		b, err := f.render(a)

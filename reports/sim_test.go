@@ -12,26 +12,26 @@ import (
 // windows, and the gateway's white-box transitions (which the analysis
 // must not read, and tests compare against).
 type sim struct {
-	rate      float64  // client requests per second
-	dur       time.Duration
-	upstreams []string // routes round-robin over these
-	faults    []simFault
-	threshold int           // consecutive failures that open
-	cooldown  time.Duration // before the first probe
-	backoff   float64       // cooldown multiplier after a failed probe
-	spacing   time.Duration // between probes in half-open
-	need      int           // probe successes to close
-	style     string        // "tagged", "live" (nginx) or "health" (HAProxy)
-	healthInt time.Duration // health check interval (style health, or canary)
-	canary    bool          // health checks to each upstream, not faulted
-	fwdSeq    bool          // gateway forwards X-Rehearse-Seq
-	clientUp  bool          // client.request carries the upstream
-	ignoreRA  bool          // gateway ignores Retry-After
-	leakEvery int           // forward every Nth request while open (a bug)
-	concProbe bool          // two probes at once
+	rate       float64 // client requests per second
+	dur        time.Duration
+	upstreams  []string // routes round-robin over these
+	faults     []simFault
+	threshold  int           // consecutive failures that open
+	cooldown   time.Duration // before the first probe
+	backoff    float64       // cooldown multiplier after a failed probe
+	spacing    time.Duration // between probes in half-open
+	need       int           // probe successes to close
+	style      string        // "tagged", "live" (nginx) or "health" (HAProxy)
+	healthInt  time.Duration // health check interval (style health, or canary)
+	canary     bool          // health checks to each upstream, not faulted
+	fwdSeq     bool          // gateway forwards X-Rehearse-Seq
+	clientUp   bool          // client.request carries the upstream
+	ignoreRA   bool          // gateway ignores Retry-After
+	leakEvery  int           // forward every Nth request while open (a bug)
+	concProbe  bool          // two probes at once
 	metricsInt time.Duration
-	noEnd     bool // no run.end (killed)
-	expect    json.RawMessage
+	noEnd      bool // no run.end (killed)
+	expect     json.RawMessage
 
 	ev    []journal.Event
 	leaks int
@@ -54,7 +54,9 @@ type simBreaker struct {
 	probes    int
 }
 
-func (s *sim) add(t time.Duration, p journal.Payload) { s.ev = append(s.ev, journal.Event{T: t, Payload: p}) }
+func (s *sim) add(t time.Duration, p journal.Payload) {
+	s.ev = append(s.ev, journal.Event{T: t, Payload: p})
+}
 
 func (s *sim) fault(u string, t time.Duration) *simFault {
 	for i := range s.faults {

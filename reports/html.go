@@ -1,0 +1,66 @@
+package reports
+
+import (
+	"bytes"
+	_ "embed"
+	"html/template"
+)
+
+//go:embed assets/report.css
+var reportCSS string
+
+var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.V.Title}}</title>
+<style>{{.CSS}}</style></head>
+<body>
+<h1>{{.V.Title}}</h1>
+<div class="verdict {{if .V.Passed}}pass{{else}}fail{{end}}">{{.V.Verdict}}</div>
+{{range .V.Notes}}<div class="note">{{.}}</div>{{end}}
+<div class="meta">{{range .V.Meta}}<div><span>{{.K}}</span>{{if .V}}{{.V}}{{else}}—{{end}}</div>{{end}}</div>
+<h2>Timeline</h2>
+<div class="timeline-wrap" id="timeline">{{.SVG}}</div>
+{{if .V.Exp}}<h2>Expectations</h2>
+<table><tr><th></th><th>expectation</th><th>observed</th><th>want</th><th>detail</th></tr>
+{{range .V.Exp}}<tr><td class="{{if .Passed}}pass-cell{{else}}fail-cell{{end}}">{{if .Passed}}pass{{else}}FAIL{{end}}</td><td><code>{{.Name}}</code></td><td>{{.Observed}}</td><td>{{.Want}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}
+<h2>Breakers</h2>
+{{if not .V.Episodes}}<p>No fault episodes in this run.</p>{{end}}
+<div class="episodes">{{range .V.Episodes}}<div class="episode"><h3>{{.Title}}</h3><p>{{.Statement}}</p>
+<table>{{range .Rows}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table></div>
+{{end}}</div>
+<h2>Upstreams</h2>
+<table><tr><th>upstream</th><th>attribution</th><th>client requests</th><th>calls</th><th>failed</th><th>amplification</th><th>health checks</th><th>opens outside faults</th><th>longest health/breaker disagreement</th></tr>
+{{range .V.Upstreams}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{if .V.Disagree}}<ul>{{range .V.Disagree}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h2>Clients per phase</h2>
+<table><tr><th>phase</th><th>span</th><th>requests</th><th>ok</th><th>fast-fail</th><th>5xx</th><th>other</th><th>p50</th><th>p99</th><th>max</th><th>amplification</th></tr>
+{{range .V.Phases}}<tr><td>{{.Name}}</td><td>{{.Span}}</td><td class="num">{{.Requests}}</td><td class="num">{{.OK}}</td><td class="num">{{.FastFail}}</td><td class="num">{{.Errors}}</td><td>{{.Other}}</td><td class="num">{{.P50}}</td><td class="num">{{.P99}}</td><td class="num">{{.Max}}</td><td class="num">{{.Amp}}</td></tr>
+{{end}}</table>
+<p>Latency is measured from the intended send time (immune to coordinated omission).</p>
+<div class="side"><div><h2>Replay accuracy</h2><table>{{range .V.Replay}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table></div>
+<div><h2>Platform</h2><table>{{range .V.Platform}}<tr><td>{{.K}}</td><td>{{if .V}}{{.V}}{{else}}—{{end}}</td></tr>{{end}}</table></div></div>
+{{if .V.MetricsTrs}}<h2>Transitions reported by the gateway's metrics</h2><ul>{{range .V.MetricsTrs}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<footer>Black-box figures, measured from outside the gateway; definitions in docs/analysis.md. Rebuild with <code>rehearse report render DIR</code>.</footer>
+</body></html>
+`))
+
+// HTML renders report.html: one self-contained file (CSS embedded, the
+// timeline inline as SVG, no network), readable on a laptop and printable.
+// html/template escapes everything that came from the journal; the SVG is
+// built by TimelineSVG, which escapes its own text.
+func HTML(a *Analysis) ([]byte, error) {
+	v := buildView(a)
+	if len(v.MetricsTrs) > 100 {
+		v.MetricsTrs = v.MetricsTrs[:100]
+	}
+	var b bytes.Buffer
+	err := reportTmpl.Execute(&b, struct {
+		V   *reportView
+		CSS template.CSS
+		SVG template.HTML
+	}{v, template.CSS(reportCSS), template.HTML(TimelineSVG(a, SVGOptions{}))})
+	return b.Bytes(), err
+}

@@ -1,0 +1,201 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata journals and golden files")
+
+// fixtures are the hand-built journals the golden tests render.
+func fixtures() map[string]func() []journal.Event {
+	return map[string]func() []journal.Event{
+		"clean": func() []journal.Event {
+			s := base()
+			s.canary, s.healthInt = true, 2*time.Second
+			s.expect = []byte(`{"opens_within":"10s","probe_spacing_min":"200ms","max_probes_in_flight":1,"healthy_unaffected":true,` +
+				`"closes_within":"10s","amplification_max":1.2,"metrics_lag_max":"15s","health_disagreement_max":"3m","leaked_max":0}`)
+			return s.build()
+		},
+		"haproxy": func() []journal.Event {
+			s := base()
+			s.style, s.healthInt, s.threshold, s.fwdSeq = "health", 2*time.Second, 3, false
+			s.metricsInt = 0
+			return s.build()
+		},
+		"quota-violated": func() []journal.Event {
+			s := base()
+			s.ignoreRA, s.cooldown = true, time.Second
+			s.faults = []simFault{{name: "quota", upstream: "search", typ: "retry_after", at: 10 * time.Second, for_: 10 * time.Second, retryAfter: 3 * time.Second}}
+			s.expect = []byte(`{"honours_retry_after":true}`)
+			return s.build()
+		},
+		"interrupted": func() []journal.Event {
+			s := base()
+			s.noEnd = true
+			var cut []journal.Event
+			for _, e := range s.build() {
+				if e.T <= 20*time.Second {
+					cut = append(cut, e)
+				}
+			}
+			return cut
+		},
+		"hostile": func() []journal.Event {
+			s := base()
+			s.upstreams = []string{`s<e>arch|x`, "weather"}
+			s.faults[0].upstream = `s<e>arch|x`
+			s.faults[0].name = `"><img src=x onerror=alert(1)>`
+			evs := s.build()
+			evs[0].Payload.(*journal.RunStart).Scenario = `<script>alert(1)</script>|*x*`
+			return evs
+		},
+	}
+}
+
+func writeJournal(t *testing.T, path string, evs []journal.Event) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := journal.NewWriter(&buf, journal.NewClock(time.Now()))
+	for _, e := range evs {
+		w.RecordAt(e.T, e.Payload)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renderFixture copies testdata/NAME.jsonl into a fresh run directory and
+// renders it.
+func renderFixture(t *testing.T, name string) string {
+	t.Helper()
+	src := filepath.Join("testdata", name+".jsonl")
+	if *update {
+		writeJournal(t, src, fixtures()[name]())
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create the fixtures)", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, JournalFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := RenderDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestGolden(t *testing.T) {
+	for name := range fixtures() {
+		t.Run(name, func(t *testing.T) {
+			dir := renderFixture(t, name)
+			for _, f := range []string{RunFile, MarkdownFile, TimelineFile, HTMLFile, JUnitFile} {
+				got, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden := filepath.Join("testdata", "golden", name+"."+f)
+				if *update {
+					os.MkdirAll(filepath.Dir(golden), 0o755)
+					if err := os.WriteFile(golden, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run go test -update)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s differs from %s (run go test -update after checking the change)", f, golden)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderedFilesAreWellFormed(t *testing.T) {
+	dir := renderFixture(t, "clean")
+	for _, f := range []string{TimelineFile, JUnitFile} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		d := xml.NewDecoder(bytes.NewReader(b))
+		for {
+			_, err := d.Token()
+			if err != nil {
+				if err.Error() != "EOF" {
+					t.Errorf("%s is not well-formed XML: %v", f, err)
+				}
+				break
+			}
+		}
+	}
+	var j junitSuites
+	b, _ := os.ReadFile(filepath.Join(dir, JUnitFile))
+	if err := xml.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Tests != 9 || len(j.Suites[0].Cases) != 9 {
+		t.Errorf("junit: %d tests, want one per expectation (9)", j.Tests)
+	}
+	html, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	for _, bad := range []string{"http://", "https://"} {
+		for _, line := range strings.Split(string(html), "\n") {
+			if strings.Contains(line, bad) && !strings.Contains(line, "http://www.w3.org/2000/svg") {
+				t.Errorf("report.html refers to the network: %q", line)
+			}
+		}
+	}
+	a, err := ReadRunJSON(filepath.Join(dir, RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Upstreams["search"].Episodes[0].OpenedAfterS == nil {
+		t.Error("run.json round trip lost opened_after_s")
+	}
+}
+
+func TestHostileNamesEscaped(t *testing.T) {
+	dir := renderFixture(t, "hostile")
+	for _, f := range []string{HTMLFile, TimelineFile} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		for _, bad := range []string{"<script>alert", "<img src=x", "<e>"} {
+			if bytes.Contains(b, []byte(bad)) {
+				t.Errorf("%s contains unescaped %q", f, bad)
+			}
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	for _, bad := range []string{"<script>", "<img", "<e>", "arch|x"} {
+		for i := bytes.Index(md, []byte(bad)); i >= 0; {
+			if i == 0 || md[i-1] != '\\' {
+				t.Errorf("report.md contains unescaped %q", bad)
+				break
+			}
+			j := bytes.Index(md[i+1:], []byte(bad))
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
+}
+
+func TestRenderDirErrors(t *testing.T) {
+	_, _, err := RenderDir(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "no journal") {
+		t.Errorf("empty dir: %v", err)
+	}
+}

@@ -1,0 +1,221 @@
+package reports
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The view is the analysis as text, shared by the HTML and Markdown
+// renderers so that both always say the same numbers.
+
+type kv struct{ K, V string }
+
+type episodeView struct {
+	Upstream  string
+	Title     string
+	Statement string
+	Rows      []kv
+}
+
+type phaseView struct {
+	Name, Span, Requests, OK, FastFail, Errors, P50, P99, Max, Amp string
+	Other                                                         string
+}
+
+type reportView struct {
+	Title      string
+	Verdict    string
+	Passed     bool
+	Partial    bool
+	Meta       []kv
+	Notes      []string
+	Exp        []ExpectationResult
+	Episodes   []episodeView
+	Upstreams  [][]string // name, routing, client requests, calls, failed, amplification, health checks, unprovoked opens
+	Phases     []phaseView
+	Replay     []kv
+	Platform   []kv
+	Disagree   []string
+	MetricsTrs []string
+}
+
+func fsec(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmtS(*p)
+}
+
+func fnum(p *float64, format string) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func fint(p *int) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprint(*p)
+}
+
+func fpct(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100**p)
+}
+
+func fms(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f ms", *p)
+}
+
+func tri(p *bool, yes, no string) string {
+	if p == nil {
+		return "— (no 429 served)"
+	}
+	if *p {
+		return yes
+	}
+	return no
+}
+
+func buildView(a *Analysis) *reportView {
+	v := &reportView{Partial: a.Run.Partial, Exp: a.Expectations, Notes: a.Notes}
+	scen := a.Run.Scenario
+	if scen == "" {
+		scen = "unnamed run"
+	}
+	v.Title = "Rehearsal report — " + scen
+	failed := 0
+	for _, r := range a.Expectations {
+		if !r.Passed {
+			failed++
+		}
+	}
+	switch {
+	case len(a.Expectations) == 0:
+		v.Verdict, v.Passed = "No expectations were set: figures only.", true
+	case failed == 0:
+		v.Verdict, v.Passed = fmt.Sprintf("All %d expectations met.", len(a.Expectations)), true
+	default:
+		v.Verdict = fmt.Sprintf("%d of %d expectations failed.", failed, len(a.Expectations))
+	}
+	if a.Run.Partial {
+		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
+	}
+	wall := "—"
+	if !a.Run.WallStart.IsZero() {
+		wall = a.Run.WallStart.UTC().Format("2006-01-02 15:04:05 MST")
+	}
+	v.Meta = []kv{{"scenario", scen}, {"run id", a.Run.RunID}, {"started", wall},
+		{"duration", fmt.Sprintf("%s of %s planned", fmtS(a.Run.DurationS), fmtS(a.Run.PlannedS))},
+		{"end", a.Run.EndReason}, {"target", a.Run.Target}, {"rate", fmt.Sprintf("%g req/s", a.Run.RatePerS)},
+		{"seed", fmt.Sprint(a.Run.Seed)}, {"version", a.Run.Version}, {"events", fmt.Sprint(a.Run.Events)}}
+	if a.Run.EndError != "" {
+		v.Meta = append(v.Meta, kv{"error", a.Run.EndError})
+	}
+
+	for _, name := range sortedKeys(a.Upstreams) {
+		ua := a.Upstreams[name]
+		v.Upstreams = append(v.Upstreams, []string{name, ua.Routing, fmt.Sprint(ua.ClientRequests), fmt.Sprint(ua.Calls),
+			fmt.Sprint(ua.Failed), fnum(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
+			fsec(ua.HealthDisagreementMaxS)})
+		for i, ep := range ua.Episodes {
+			ev := episodeView{Upstream: name, Statement: ep.Statement,
+				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s–%s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), fmtS(ep.StartS), fmtS(ep.EndS))}
+			cool := "—"
+			if len(ep.CooldownsS) > 0 {
+				parts := make([]string, len(ep.CooldownsS))
+				for j, c := range ep.CooldownsS {
+					parts[j] = fmtS(c)
+				}
+				cool = strings.Join(parts, " → ")
+			}
+			ra := tri(ep.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", ep.RetryAfterViolations))
+			ev.Rows = []kv{
+				{"opened after fault start", fsec(ep.OpenedAfterS)},
+				{"failed calls before open", fint64(ep.FailuresBeforeOpen)},
+				{"client fast-fails while open", fmt.Sprint(ep.FastFails)},
+				{"probes", fmt.Sprintf("%d (%s; %d ok, %d failed)", ep.Probes, orDash(ep.ProbeSource), ep.ProbeOutcomes.OK, ep.ProbeOutcomes.Failed)},
+				{"first probe after open", fsec(ep.FirstProbeAfterOpen)},
+				{"cooldown progression", cool},
+				{"probe interval min / p50 / max", fmt.Sprintf("%s / %s / %s", fsec(ep.ProbeIntervalS.Min), fsec(ep.ProbeIntervalS.P50), fsec(ep.ProbeIntervalS.Max))},
+				{"max probes in flight", fint(ep.MaxProbesInFlight)},
+				{"calls leaked while open", fmt.Sprint(ep.Leaked)},
+				{"closed after fault end", fsec(ep.ClosedAfterRecoveryS)},
+				{"successes to close", fint(ep.SuccessesToClose)},
+				{"Retry-After honoured", ra},
+				{"amplification (calls / request)", fmt.Sprintf("%s (%d / %d)", fnum(ep.Amplification, "%.2f"), ep.UpstreamCalls, ep.ClientRequests)},
+				{"metrics lag open / close", fmt.Sprintf("%s / %s", fsec(ep.MetricsOpenLagS), fsec(ep.MetricsCloseLagS))},
+				{"open/close cycles", fmt.Sprint(len(ep.Cycles))},
+			}
+			v.Episodes = append(v.Episodes, ev)
+		}
+		for _, d := range ua.HealthDisagreements {
+			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s–%s (%s)", name, d.Health, d.Breaker, d.Source,
+				fmtS(d.StartS), fmtS(d.EndS), fmtS(d.EndS-d.StartS)))
+		}
+		for _, m := range ua.MetricsTransitions {
+			v.MetricsTrs = append(v.MetricsTrs, fmt.Sprintf("%s: %s → %s at %s", name, m.From, m.To, fmtS(m.AtS)))
+		}
+	}
+	for _, name := range []string{"before", "during", "after"} {
+		ps := a.Phases[name]
+		if ps == nil {
+			continue
+		}
+		other := []string{}
+		for _, k := range sortedKeys(ps.Outcomes) {
+			if k != "ok" && k != "fast_fail" && k != "http_5xx" {
+				other = append(other, fmt.Sprintf("%s %d", k, ps.Outcomes[k]))
+			}
+		}
+		sort.Strings(other)
+		v.Phases = append(v.Phases, phaseView{Name: name, Span: fmt.Sprintf("%s–%s", fmtS(ps.StartS), fmtS(ps.EndS)),
+			Requests: fmt.Sprint(ps.Requests), OK: fpct(ps.SuccessRatio), FastFail: fmt.Sprint(ps.Outcomes["fast_fail"]),
+			Errors: fmt.Sprint(ps.Outcomes["http_5xx"]), Other: orDash(strings.Join(other, ", ")),
+			P50: fms(ps.LatencyMs.P50), P99: fms(ps.LatencyMs.P99), Max: fms(ps.LatencyMs.Max), Amp: fnum(ps.Amplification, "%.2f")})
+	}
+	r := a.Replay
+	v.Replay = []kv{{"due / sent / dropped / late", fmt.Sprintf("%d / %d / %d / %d", r.Due, r.Sent, r.Dropped, r.Late)},
+		{"send lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fms(r.LatenessMs.P50), fms(r.LatenessMs.P99), fms(r.LatenessMs.Max))},
+		{"observed rate", fmt.Sprintf("%.2f req/s", r.ObservedRatePerS)},
+		{"sequence header forwarded", fmt.Sprint(r.SeqForwarded)},
+		{"amplification overall / before / during / after", fmt.Sprintf("%s / %s / %s / %s", fnum(a.Amplification.Overall, "%.2f"),
+			fnum(a.Amplification.Before, "%.2f"), fnum(a.Amplification.During, "%.2f"), fnum(a.Amplification.After, "%.2f"))},
+		{"gateway health samples (unhealthy)", fmt.Sprintf("%d (%d)", a.Health.Samples, a.Health.Unhealthy)}}
+	v.Platform = platformRows(a.Platform)
+	return v
+}
+
+func platformRows(p *PlatformInfo) []kv {
+	if p == nil {
+		return []kv{{"platform", "not recorded"}}
+	}
+	rows := []kv{{"OS / arch", p.OS + " / " + p.Arch}, {"kernel", p.Kernel}, {"CPU", fmt.Sprintf("%s (%d cores)", p.CPU, p.NumCPU)},
+		{"Go", p.GoVersion}, {"timer lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fms(p.TimerP50Ms), fms(p.TimerP99Ms), fms(p.TimerMaxMs))}}
+	for _, k := range sortedKeys(p.TCPKeepalive) {
+		rows = append(rows, kv{k, p.TCPKeepalive[k]})
+	}
+	return rows
+}
+
+func fint64(p *int64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprint(*p)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
