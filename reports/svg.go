@@ -35,11 +35,11 @@ var stateColour = map[string]string{"closed": "#c8e6c9", "half_open": "#ffcc80",
 var faultColour = []string{"#e57373", "#ba68c8", "#64b5f6", "#ffb74d", "#4db6ac", "#a1887f"}
 
 type svgW struct {
-	b            bytes.Buffer
-	left, plotW  float64
-	from, to     float64
-	y            float64
-	width        int
+	b           bytes.Buffer
+	left, plotW float64
+	from, to    float64
+	y           float64
+	width       int
 }
 
 func (w *svgW) x(t float64) float64 {

@@ -20,7 +20,7 @@ type episodeView struct {
 
 type phaseView struct {
 	Name, Span, Requests, OK, FastFail, Errors, P50, P99, Max, Amp string
-	Other                                                         string
+	Other                                                          string
 }
 
 type reportView struct {
