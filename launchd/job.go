@@ -226,6 +226,11 @@ func (j Job) Resolve(home string) (Job, error) {
 	if j.WorkingDirectory, err = absPath(j.WorkingDirectory, home); err != nil {
 		return j, err
 	}
+	for _, p := range append([]string{j.Label, j.Binary, j.Scenario, j.Archive, j.WorkingDirectory}, j.RunArgs...) {
+		if strings.ContainsAny(p, "\x00\n\r") {
+			return j, fmt.Errorf("%w: %q: paths and arguments must not contain newlines or NUL", rehearse.ErrInvalid, p)
+		}
+	}
 	if j.Keep < 0 {
 		return j, fmt.Errorf("%w: keep %d: want 0 (no count limit) or more", rehearse.ErrInvalid, j.Keep)
 	}

@@ -201,6 +201,7 @@ func TestResolveErrors(t *testing.T) {
 		{"secret env", func(j *Job) { j.Env = map[string]string{"OPENAI_API_KEY": "sk-1"} }, "OPENAI_API_KEY would be stored in plain text"},
 		{"token env", func(j *Job) { j.Env = map[string]string{"GITHUB_TOKEN": "x"} }, "GITHUB_TOKEN"},
 		{"bad env name", func(j *Job) { j.Env = map[string]string{"1X": "x"} }, `name "1X"`},
+		{"newline", func(j *Job) { j.Scenario = "/a/b\nc.yaml" }, "must not contain newlines"},
 		{"range", func(j *Job) { j.Schedule = []When{{Hour: 24}} }, "out of range"},
 	}
 	for _, tt := range tests {

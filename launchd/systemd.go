@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -220,7 +221,7 @@ func (d *Systemd) UnitPaths(label string) (service, timer string) {
 func (d *Systemd) systemctl(ctx context.Context, args ...string) ([]byte, error) {
 	out, err := d.s.run(ctx, systemctlName, append([]string{"--user"}, args...)...)
 	var ce *CommandError
-	if errors.As(err, &ce) && ce.ExitCode == -1 && errors.Is(err, fs.ErrNotExist) {
+	if errors.As(err, &ce) && ce.ExitCode == -1 && (errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)) {
 		return out, fmt.Errorf("%w (systemd user timers need a Linux host with systemd; on macOS use \"rehearse launchd\")", err)
 	}
 	return out, err
