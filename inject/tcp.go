@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/halfopen/rehearse/journal"
@@ -80,7 +81,9 @@ func (l *Link) Pipe(wrapDown, wrapUp func(io.Writer) io.Writer) {
 		}
 		_, err := io.Copy(w, l.Client)
 		if err != nil {
-			failed.Store(true)
+			if peerGone(err) {
+				failed.Store(true)
+			}
 			up.Close()
 			l.Client.Close()
 			return
@@ -94,7 +97,9 @@ func (l *Link) Pipe(wrapDown, wrapUp func(io.Writer) io.Writer) {
 	n, err := io.Copy(w, up)
 	l.down.Add(n)
 	if err != nil {
-		failed.Store(true)
+		if peerGone(err) {
+			failed.Store(true)
+		}
 		up.Close()
 		l.Client.Close()
 	} else {
@@ -103,12 +108,19 @@ func (l *Link) Pipe(wrapDown, wrapUp func(io.Writer) io.Writer) {
 	wg.Wait()
 	up.Close()
 	l.Client.Close()
-	switch {
-	case l.ctx.Err() != nil, failed.Load():
+	// A connection the harness closed itself (shutdown, refuse) counts as
+	// completed; one the gateway reset is client_gone.
+	if failed.Load() {
 		l.SetOutcome(journal.OutcomeUpstreamGone)
-	default:
+	} else {
 		l.SetOutcome(journal.OutcomeUpstreamComplete)
 	}
+}
+
+// peerGone reports whether a relay error means a peer reset or vanished,
+// as opposed to the harness closing the connection itself.
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func closeWrite(c net.Conn) {
