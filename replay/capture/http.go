@@ -73,8 +73,9 @@ type httpParser struct {
 func newParser(x *extractor, flow Flow, midStream bool) *httpParser {
 	p := &httpParser{x: x, flow: flow, state: psStart, atLineStart: true}
 	if midStream {
+		// The first captured segment of a connection seen mid-way
+		// usually starts a message: let it be a request line.
 		p.state = psResync
-		p.atLineStart = false
 	}
 	return p
 }

@@ -32,10 +32,25 @@ type half struct {
 	syn      bool
 	isn      uint32
 	next     uint32 // next expected sequence number
+	first    uint32 // sequence number of the first byte seen
 	pending  []pend // sorted by seq
 	pendLen  int
 	fin      bool
+	finSeq   uint32 // sequence number of the FIN
 	parser   *httpParser
+}
+
+// done reports that a direction has ended and every byte before its FIN
+// has been seen (a direction whose bytes are not tracked only needs the
+// FIN).
+func (h *half) done() bool {
+	if !h.fin {
+		return false
+	}
+	if h.parser == nil || h.parser.state == psDead || h.parser.state == psServer {
+		return true
+	}
+	return len(h.pending) == 0 && h.next == h.finSeq
 }
 
 // conn is one TCP connection.
@@ -100,6 +115,15 @@ func (x *extractor) segment(s *segment) {
 	}
 	h := &c.h[d]
 	if s.flags&tcpSYN != 0 {
+		if h.started && !h.syn && seqDiff(s.seq+1, h.first) >= 0 && seqDiff(s.seq+1, h.first) < 1<<20 {
+			// The SYN was captured after the first data (multi-queue
+			// capture timestamps, or editing): same connection.
+			h.syn, h.isn = true, s.seq
+			if c.mid && !c.h[1-d].started {
+				c.mid = false
+				x.st.MidStream--
+			}
+		}
 		if h.started && (!h.syn || h.isn != s.seq) {
 			// The ports were reused for a new connection.
 			x.closeConn(c, "connection replaced mid-request")
@@ -127,14 +151,14 @@ func (x *extractor) segment(s *segment) {
 	if len(s.payload) > 0 || s.missing > 0 {
 		x.data(c, d, s)
 	}
-	if s.flags&tcpFIN != 0 {
-		h.fin = true
+	if s.flags&tcpFIN != 0 && !h.fin {
+		h.fin, h.finSeq = true, s.seq+uint32(len(s.payload))
 	}
 	if s.flags&tcpRST != 0 {
 		x.closeConn(c, "connection reset mid-request")
 		return
 	}
-	if c.h[0].fin && c.h[1].fin && len(c.h[0].pending) == 0 && len(c.h[1].pending) == 0 {
+	if c.h[0].done() && c.h[1].done() {
 		x.closeConn(c, "connection closed mid-request")
 	}
 }
@@ -164,7 +188,7 @@ func (x *extractor) data(c *conn, d int, s *segment) {
 		return // responses and non-HTTP bytes are not kept
 	}
 	if !h.started {
-		h.started, h.next = true, s.seq
+		h.started, h.next, h.first = true, s.seq, s.seq
 	}
 	seq, data := s.seq, s.payload
 	diff := seqDiff(h.next, seq)
