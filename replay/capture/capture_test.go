@@ -53,9 +53,9 @@ type captureCase struct {
 	// comparison; tsharkLoses says why tshark is known to miss requests.
 	dropIncomplete bool
 	// anyOrder: the edit changes which request starts first.
-	anyOrder bool
-	tsharkLoses    tsharkLoses
-	noTshark       string
+	anyOrder    bool
+	tsharkLoses tsharkLoses
+	noTshark    string
 }
 
 func testdata(name string) func(*testing.T, string) string {
