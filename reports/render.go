@@ -32,26 +32,36 @@ const (
 // missing or corrupt journal wraps rehearse.ErrInvalid; a file that cannot
 // be written wraps rehearse.ErrEnvironment.
 func RenderDir(dir string) (*Analysis, []ExpectationResult, error) {
-	path := filepath.Join(dir, JournalFile)
-	f, err := os.Open(path)
+	a, err := AnalyzeDir(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("%w: %s: no journal (is %s a run directory?)", rehearse.ErrInvalid, path, dir)
-		}
-		return nil, nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
-	}
-	defer f.Close()
-	a, err := Analyze(f)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if a.Expected != nil {
-		a.Expectations = append(a.Expectations, Evaluate(a, *a.Expected)...)
+		return nil, nil, err
 	}
 	if err := WriteReports(dir, a); err != nil {
 		return a, a.Expectations, err
 	}
 	return a, a.Expectations, nil
+}
+
+// AnalyzeDir analyses DIR/journal.jsonl and evaluates the expectations its
+// run.start config holds (into Analysis.Expectations), writing nothing.
+func AnalyzeDir(dir string) (*Analysis, error) {
+	path := filepath.Join(dir, JournalFile)
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: no journal (is %s a run directory?)", rehearse.ErrInvalid, path, dir)
+		}
+		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	defer f.Close()
+	a, err := Analyze(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if a.Expected != nil {
+		a.Expectations = append(a.Expectations, Evaluate(a, *a.Expected)...)
+	}
+	return a, nil
 }
 
 // WriteReports writes every report of an analysis into dir (which must
