@@ -1,0 +1,449 @@
+package observe
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+)
+
+// Defaults used when a config leaves a field zero. Command-line flags use
+// them as their defaults.
+const (
+	// DefaultScrapeInterval is the scrape interval: the reference gateway's
+	// SLO signals are scraped every 5 s in production (DESIGN.md 2).
+	DefaultScrapeInterval = 5 * time.Second
+	// DefaultMaxScrapeTimeout caps the default scrape timeout (the interval)
+	// like Prometheus' own default scrape_timeout.
+	DefaultMaxScrapeTimeout = 10 * time.Second
+	// DefaultHealthInterval is the health canary's interval.
+	DefaultHealthInterval = time.Second
+	// DefaultHealthTimeout caps the default health-check timeout (the
+	// interval).
+	DefaultHealthTimeout = 2 * time.Second
+	// DefaultPreset is the preset used when none is named: the built-in
+	// reference gateway's metrics.
+	DefaultPreset = "reference"
+	// DefaultPromQueryMode is the Prometheus API endpoint used by default.
+	DefaultPromQueryMode = PromModeQuery
+)
+
+// DefaultHealthyStatus is the status classes a health check counts as
+// healthy when HealthConfig.HealthyStatus is empty.
+var DefaultHealthyStatus = []string{"2xx"}
+
+// Modes of PromQueryConfig.Mode.
+const (
+	// PromModeQuery runs an instant query (/api/v1/query) every interval:
+	// each sample is the value Prometheus holds at that moment.
+	PromModeQuery = "query"
+	// PromModeQueryRange runs a range query (/api/v1/query_range) every
+	// interval over the time since the previous one: each sample is stamped
+	// with the time Prometheus scraped it.
+	PromModeQueryRange = "query_range"
+)
+
+// Exposition formats of ScrapeConfig.Format.
+const (
+	FormatAuto        = "auto"
+	FormatText        = "text"
+	FormatOpenMetrics = "openmetrics"
+)
+
+// ScrapeConfig says where and how to read the gateway's metrics: it is the
+// scenario's gateway.metrics section. Exactly one of URL and PromQuery is
+// set.
+type ScrapeConfig struct {
+	// URL is the gateway's metrics endpoint, e.g.
+	// "http://127.0.0.1:8080/metrics".
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+	// Interval between scrapes; zero means DefaultScrapeInterval.
+	Interval rehearse.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	// Timeout of one scrape; zero means the interval, at most
+	// DefaultMaxScrapeTimeout.
+	Timeout rehearse.Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Format is the exposition format to ask for: FormatAuto (empty,
+	// negotiate, OpenMetrics preferred), FormatText or FormatOpenMetrics.
+	// Ask for text when a gateway's OpenMetrics output uses a type the
+	// parser does not support (stateset, info).
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	// Preset names the breaker-state mapping (see Presets); empty means
+	// DefaultPreset, or "custom" when Custom is set.
+	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
+	// Custom is the mapping of the "custom" preset.
+	Custom *CustomPreset `yaml:"custom,omitempty" json:"custom,omitempty"`
+	// Keep lists extra series to keep in each sample, by metric name or by
+	// a regular expression matched against the whole name. Histograms and
+	// summaries are matched by their series names (…_bucket, …_sum,
+	// …_count).
+	Keep []string `yaml:"keep,omitempty" json:"keep,omitempty"`
+	// DependencyMap maps the gateway's name for a dependency (the preset's
+	// dependency label, or one part of it, e.g. HAProxy's backend) to the
+	// harness upstream name, when they differ.
+	DependencyMap map[string]string `yaml:"dependency_map,omitempty" json:"dependency_map,omitempty"`
+	// PromQuery reads the series from a Prometheus server instead of
+	// scraping the gateway.
+	PromQuery *PromQueryConfig `yaml:"prom_query,omitempty" json:"prom_query,omitempty"`
+}
+
+// PromQueryConfig reads the gateway's series from a Prometheus server's HTTP
+// API, for fleets that are already scraped.
+type PromQueryConfig struct {
+	// URL is the Prometheus server's base URL, e.g. "http://prom:9090".
+	URL string `yaml:"url" json:"url"`
+	// Query is the PromQL expression; empty means a selector of the
+	// preset's metrics and Keep, narrowed by Selector.
+	Query string `yaml:"query,omitempty" json:"query,omitempty"`
+	// Selector adds label matchers to the default query, e.g.
+	// `job="gateway", env="staging"`. Ignored when Query is set.
+	Selector string `yaml:"selector,omitempty" json:"selector,omitempty"`
+	// Mode is PromModeQuery or PromModeQueryRange; empty means
+	// DefaultPromQueryMode.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Step is the resolution of range queries; zero means the interval.
+	Step rehearse.Duration `yaml:"step,omitempty" json:"step,omitempty"`
+}
+
+// CustomPreset maps a gateway's own metric to breaker states. Either the
+// metric's value encodes the state (Values), or one series per state
+// carries a state label and the value 1 marks the current one (StateLabel
+// and States, "one-hot").
+type CustomPreset struct {
+	// Metric is the series name, e.g. "mygw_breaker_state".
+	Metric string `yaml:"metric" json:"metric"`
+	// DependencyLabels are the labels naming the dependency; several are
+	// joined with "/". Empty means ["dependency"].
+	DependencyLabels []string `yaml:"dependency_labels,omitempty" json:"dependency_labels,omitempty"`
+	// Values maps a value ("0", "1", "2") to a state (closed, half_open,
+	// open). Value mode.
+	Values map[string]string `yaml:"values,omitempty" json:"values,omitempty"`
+	// StateLabel is the label holding the state name. One-hot mode.
+	StateLabel string `yaml:"state_label,omitempty" json:"state_label,omitempty"`
+	// States maps a StateLabel value to a state. One-hot mode; matched
+	// without regard to case.
+	States map[string]string `yaml:"states,omitempty" json:"states,omitempty"`
+	// Otherwise is the state of a value (or state label value) not listed;
+	// empty means such series say nothing.
+	Otherwise string `yaml:"otherwise,omitempty" json:"otherwise,omitempty"`
+}
+
+// HealthConfig says how to check the gateway's health URL.
+type HealthConfig struct {
+	// URL is the gateway's health endpoint, e.g. "http://127.0.0.1:8080/healthz".
+	URL string `yaml:"url" json:"url"`
+	// Interval between checks; zero means DefaultHealthInterval.
+	Interval rehearse.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	// Timeout of one check; zero means the interval, at most
+	// DefaultHealthTimeout.
+	Timeout rehearse.Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// HealthyStatus lists the statuses counted as healthy: a code ("204")
+	// or a class ("2xx"). Empty means DefaultHealthyStatus. Redirects are
+	// not followed, so a 3xx is unhealthy unless listed.
+	HealthyStatus []string `yaml:"healthy_status,omitempty" json:"healthy_status,omitempty"`
+	// Headers are added to every check (e.g. a token the endpoint needs).
+	// Their values are never recorded.
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+}
+
+// ErrConfig is wrapped by every configuration error of this package, beside
+// rehearse.ErrInvalid.
+var ErrConfig = errors.New("invalid observe config")
+
+// ConfigError is an invalid field of a ScrapeConfig or HealthConfig. Field
+// is the YAML path below the section, e.g. "custom.values".
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Is reports the error classes: rehearse.ErrInvalid (exit 2) and ErrConfig.
+func (e *ConfigError) Is(target error) bool {
+	return target == rehearse.ErrInvalid || target == ErrConfig
+}
+
+func cfgErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks c without changing it. Errors name the field (YAML path
+// below gateway.metrics) and wrap rehearse.ErrInvalid.
+func (c ScrapeConfig) Validate() error {
+	_, err := c.compile()
+	return err
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c ScrapeConfig) withDefaults() ScrapeConfig {
+	if c.Interval == 0 {
+		c.Interval = rehearse.Duration(DefaultScrapeInterval)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = min(c.Interval, rehearse.Duration(DefaultMaxScrapeTimeout))
+	}
+	if c.Preset == "" {
+		c.Preset = DefaultPreset
+		if c.Custom != nil {
+			c.Preset = PresetCustom
+		}
+	}
+	if c.PromQuery != nil {
+		pq := *c.PromQuery
+		if pq.Mode == "" {
+			pq.Mode = DefaultPromQueryMode
+		}
+		if pq.Step == 0 {
+			pq.Step = c.Interval
+		}
+		c.PromQuery = &pq
+	}
+	return c
+}
+
+// compiled is a validated ScrapeConfig, ready to use.
+type compiled struct {
+	cfg     ScrapeConfig // with defaults
+	mapping *mapping
+	keep    []*regexp.Regexp
+	keepSrc []string // every kept name or pattern, for PromQL
+}
+
+func (c ScrapeConfig) compile() (*compiled, error) {
+	c = c.withDefaults()
+	switch {
+	case c.URL == "" && c.PromQuery == nil:
+		return nil, cfgErr("url", "required (or prom_query)")
+	case c.URL != "" && c.PromQuery != nil:
+		return nil, cfgErr("url", "set either url or prom_query, not both")
+	case c.URL != "":
+		if err := checkHTTPURL(c.URL); err != nil {
+			return nil, &ConfigError{Field: "url", Err: err}
+		}
+	}
+	if c.Timeout > c.Interval {
+		return nil, cfgErr("timeout", "%s is longer than the interval %s", c.Timeout, c.Interval)
+	}
+	switch c.Format {
+	case "", FormatAuto, FormatText, FormatOpenMetrics:
+	default:
+		return nil, cfgErr("format", "unknown format %q (want %s, %s or %s)", c.Format, FormatAuto, FormatText, FormatOpenMetrics)
+	}
+	out := &compiled{cfg: c}
+	if c.Preset == PresetCustom {
+		if c.Custom == nil {
+			return nil, cfgErr("custom", "required by preset \"custom\"")
+		}
+		m, err := c.Custom.compile()
+		if err != nil {
+			return nil, err
+		}
+		out.mapping = m
+	} else {
+		if c.Custom != nil {
+			return nil, cfgErr("custom", "only allowed with preset \"custom\" (preset is %q)", c.Preset)
+		}
+		p, ok := presets[c.Preset]
+		if !ok {
+			return nil, cfgErr("preset", "unknown preset %q (want one of: %s)", c.Preset, strings.Join(Presets(), ", "))
+		}
+		out.mapping = p.mapping
+		for _, name := range p.extra {
+			out.keep = append(out.keep, regexp.MustCompile("^"+regexp.QuoteMeta(name)+"$"))
+			out.keepSrc = append(out.keepSrc, regexp.QuoteMeta(name))
+		}
+	}
+	out.keep = append(out.keep, regexp.MustCompile("^"+regexp.QuoteMeta(out.mapping.metric)+"$"))
+	out.keepSrc = append(out.keepSrc, regexp.QuoteMeta(out.mapping.metric))
+	for i, k := range c.Keep {
+		re, err := regexp.Compile("^(?:" + k + ")$")
+		if err != nil {
+			return nil, cfgErr(fmt.Sprintf("keep[%d]", i), "invalid regular expression %q: %w", k, err)
+		}
+		out.keep = append(out.keep, re)
+		out.keepSrc = append(out.keepSrc, k)
+	}
+	for k, v := range c.DependencyMap {
+		if k == "" || v == "" {
+			return nil, cfgErr("dependency_map", "empty name in %q: %q", k, v)
+		}
+	}
+	if pq := c.PromQuery; pq != nil {
+		if pq.URL == "" {
+			return nil, cfgErr("prom_query.url", "required")
+		}
+		if err := checkHTTPURL(pq.URL); err != nil {
+			return nil, &ConfigError{Field: "prom_query.url", Err: err}
+		}
+		if pq.Mode != PromModeQuery && pq.Mode != PromModeQueryRange {
+			return nil, cfgErr("prom_query.mode", "unknown mode %q (want %s or %s)", pq.Mode, PromModeQuery, PromModeQueryRange)
+		}
+		if pq.Query != "" && pq.Selector != "" {
+			return nil, cfgErr("prom_query.selector", "not used when query is set; put the matchers in the query")
+		}
+		if strings.ContainsAny(pq.Selector, "{}") {
+			return nil, cfgErr("prom_query.selector", "write the matchers without braces, e.g. job=\"gateway\"")
+		}
+	}
+	return out, nil
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("invalid URL %q: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("invalid URL %q: want an http:// or https:// URL", s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("invalid URL %q: no host", s)
+	}
+	return nil
+}
+
+var metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
+func validState(s string) bool {
+	return s == journal.StateClosed || s == journal.StateHalfOpen || s == journal.StateOpen
+}
+
+const stateList = "closed, half_open or open"
+
+func (p *CustomPreset) compile() (*mapping, error) {
+	if p.Metric == "" {
+		return nil, cfgErr("custom.metric", "required")
+	}
+	if !metricNameRE.MatchString(p.Metric) {
+		return nil, cfgErr("custom.metric", "invalid metric name %q", p.Metric)
+	}
+	m := &mapping{metric: p.Metric, depLabels: p.DependencyLabels, otherwise: p.Otherwise}
+	if len(m.depLabels) == 0 {
+		m.depLabels = []string{"dependency"}
+	}
+	for i, l := range m.depLabels {
+		if l == "" {
+			return nil, cfgErr(fmt.Sprintf("custom.dependency_labels[%d]", i), "empty label name")
+		}
+	}
+	if p.Otherwise != "" && !validState(p.Otherwise) {
+		return nil, cfgErr("custom.otherwise", "unknown state %q (want %s)", p.Otherwise, stateList)
+	}
+	oneHot := p.StateLabel != "" || len(p.States) > 0
+	switch {
+	case oneHot && len(p.Values) > 0:
+		return nil, cfgErr("custom.values", "set either values (value mode) or state_label and states (one-hot mode), not both")
+	case oneHot:
+		if p.StateLabel == "" {
+			return nil, cfgErr("custom.state_label", "required with states")
+		}
+		if len(p.States) == 0 && p.Otherwise == "" {
+			return nil, cfgErr("custom.states", "required with state_label")
+		}
+		m.stateLabel = p.StateLabel
+		m.states = make(map[string]string, len(p.States))
+		for _, k := range sortedKeys(p.States) {
+			v := p.States[k]
+			if !validState(v) {
+				return nil, cfgErr("custom.states."+k, "unknown state %q (want %s)", v, stateList)
+			}
+			m.states[strings.ToLower(k)] = v
+		}
+	default:
+		if len(p.Values) == 0 && p.Otherwise == "" {
+			return nil, cfgErr("custom.values", "required: map each value to a state, e.g. {0: closed, 1: half_open, 2: open}")
+		}
+		m.values = make(map[float64]string, len(p.Values))
+		for _, k := range sortedKeys(p.Values) {
+			v := p.Values[k]
+			f, err := strconv.ParseFloat(strings.TrimSpace(k), 64)
+			if err != nil {
+				return nil, cfgErr("custom.values", "key %q is not a number", k)
+			}
+			if !validState(v) {
+				return nil, cfgErr("custom.values."+k, "unknown state %q (want %s)", v, stateList)
+			}
+			m.values[f] = v
+		}
+	}
+	return m, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// healthyRule is a compiled HealthConfig.HealthyStatus.
+type healthyRule struct {
+	codes   map[int]bool
+	classes map[int]bool
+}
+
+func (r healthyRule) healthy(code int) bool { return r.codes[code] || r.classes[code/100] }
+
+// Validate checks c without changing it.
+func (c HealthConfig) Validate() error {
+	_, _, err := c.compile()
+	return err
+}
+
+func (c HealthConfig) withDefaults() HealthConfig {
+	if c.Interval == 0 {
+		c.Interval = rehearse.Duration(DefaultHealthInterval)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = min(c.Interval, rehearse.Duration(DefaultHealthTimeout))
+	}
+	if len(c.HealthyStatus) == 0 {
+		c.HealthyStatus = DefaultHealthyStatus
+	}
+	return c
+}
+
+func (c HealthConfig) compile() (HealthConfig, healthyRule, error) {
+	c = c.withDefaults()
+	r := healthyRule{codes: map[int]bool{}, classes: map[int]bool{}}
+	if c.URL == "" {
+		return c, r, cfgErr("url", "required")
+	}
+	if err := checkHTTPURL(c.URL); err != nil {
+		return c, r, &ConfigError{Field: "url", Err: err}
+	}
+	if c.Timeout > c.Interval {
+		return c, r, cfgErr("timeout", "%s is longer than the interval %s", c.Timeout, c.Interval)
+	}
+	for i, s := range c.HealthyStatus {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if len(s) == 3 && strings.HasSuffix(s, "xx") && s[0] >= '1' && s[0] <= '5' {
+			r.classes[int(s[0]-'0')] = true
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 100 || n > 599 {
+			return c, r, cfgErr(fmt.Sprintf("healthy_status[%d]", i), "%q is not a status code (100-599) or class (2xx)", c.HealthyStatus[i])
+		}
+		r.codes[n] = true
+	}
+	for k := range c.Headers {
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			return c, r, cfgErr("headers", "invalid header name %q", k)
+		}
+	}
+	return c, r, nil
+}

@@ -1,0 +1,39 @@
+//go:build darwin
+
+package observe
+
+import (
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// cpuModel reads machdep.cpu.brand_string ("Apple M2", "Intel(R) Core…").
+func cpuModel() string {
+	s, err := unix.Sysctl("machdep.cpu.brand_string")
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// tcpKeepalive reads the BSD TCP keepalive sysctls, keyed by name.
+// keepidle and keepintvl are in milliseconds, keepcnt a count, and
+// always_keepalive a 0/1 switch. Go's net.Dialer and net.Listener set their
+// own per-socket idle time (15 s) unless KeepAlive is negative.
+func tcpKeepalive() map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{
+		"net.inet.tcp.keepidle",
+		"net.inet.tcp.keepintvl",
+		"net.inet.tcp.keepcnt",
+		"net.inet.tcp.always_keepalive",
+	} {
+		v, err := unix.SysctlUint32(name)
+		if err != nil {
+			continue
+		}
+		out[name] = strconv.FormatUint(uint64(v), 10)
+	}
+	return out
+}

@@ -1,0 +1,9 @@
+//go:build !linux && !darwin
+
+package observe
+
+// On other systems only the portable facts are collected.
+
+func kernel() string                  { return "" }
+func cpuModel() string                { return "" }
+func tcpKeepalive() map[string]string { return nil }

@@ -1,0 +1,82 @@
+package observe
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// Option configures a Scraper or a Canary.
+type Option func(*options)
+
+type options struct {
+	recorder  journal.Recorder
+	clock     *journal.Clock
+	client    *http.Client
+	logger    *slog.Logger
+	upstreams map[string]bool
+	// newTicker makes the interval ticker; tests replace it to drive
+	// intervals without sleeping.
+	newTicker func(d time.Duration) (<-chan time.Time, func())
+	// now reads the wall clock (for Prometheus query times).
+	now func() time.Time
+}
+
+// WithRecorder sets where samples are recorded. Default: journal.Discard.
+func WithRecorder(r journal.Recorder) Option { return func(o *options) { o.recorder = r } }
+
+// WithClock sets the run clock that stamps samples and converts
+// Prometheus timestamps to run time. Default: a clock started at
+// construction.
+func WithClock(c *journal.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithHTTPClient sets the HTTP client. Default: a client of its own with
+// keep-alive (one connection reused across scrapes, as Prometheus does) and
+// no redirects followed. Timeouts come from the config, per request.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
+
+// WithLogger sets the logger. Default: slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithUpstreams names the harness's upstreams, so that a gateway
+// dependency of the same name maps to its upstream without a
+// DependencyMap entry.
+func WithUpstreams(names ...string) Option {
+	return func(o *options) {
+		o.upstreams = make(map[string]bool, len(names))
+		for _, n := range names {
+			o.upstreams[n] = true
+		}
+	}
+}
+
+func buildOptions(opts []Option) options {
+	o := options{
+		recorder: journal.Discard,
+		logger:   slog.Default(),
+		newTicker: func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		},
+		now: time.Now,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		o.clock = journal.NewClock(time.Now())
+	}
+	if o.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 2
+		o.client = &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	}
+	return o
+}
