@@ -165,3 +165,11 @@ func gathered(t *testing.T, reg prometheus.Gatherer, name string, labels map[str
 	}
 	return -1
 }
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
