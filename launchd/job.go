@@ -288,7 +288,9 @@ func (j Job) Args() []string {
 		args = append(args, "--keep", strconv.Itoa(j.Keep))
 	}
 	if j.KeepFor > 0 {
-		args = append(args, "--keep-for", FormatAge(j.KeepFor))
+		// A Go duration string, which `rehearse run --keep-for` (a
+		// duration flag) and ParseAge both read.
+		args = append(args, "--keep-for", j.KeepFor.String())
 	}
 	return append(args, j.RunArgs...)
 }

@@ -158,7 +158,7 @@ func TestPlistContents(t *testing.T) {
 	j := resolve(t, fullJob())
 	p := j.Plist()
 	wantArgs := []string{"/usr/bin/caffeinate", "-i", "/opt/rehearse 1.0/bin/rehearse", "run", "/srv/drills/CI 503 storm.yml",
-		"--archive", "/home/ci/archive", "--keep", "4", "--keep-for", "8w", "--log-format", "json"}
+		"--archive", "/home/ci/archive", "--keep", "4", "--keep-for", "1344h0m0s", "--log-format", "json"}
 	if !reflect.DeepEqual(p.ProgramArguments, wantArgs) {
 		t.Errorf("ProgramArguments = %q\nwant %q", p.ProgramArguments, wantArgs)
 	}

@@ -71,7 +71,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newInspectCmd(),
-		newReportCmd(),
+		newLaunchdCmd(),
+		newSystemdCmd(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

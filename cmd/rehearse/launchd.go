@@ -1,0 +1,276 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/launchd"
+)
+
+// jobFlags are the flags that describe a scheduled job, shared by
+// `launchd print|install` and `systemd print|install`.
+type jobFlags struct {
+	scenario, label, binary, archive, keepFor, workdir, processType string
+	weekly, daily, env, runArgs                                      []string
+	keep                                                             int
+	allowSecretEnv, caffeinate                                       bool
+}
+
+func (f *jobFlags) bind(cmd *cobra.Command, forLaunchd bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.scenario, "scenario", "", "scenario file to rehearse (required)")
+	fs.StringArrayVar(&f.weekly, "weekly", nil, `weekly run, day and 24-hour local time, e.g. "Mon 03:00" (repeatable)`)
+	fs.StringArrayVar(&f.daily, "daily", nil, "daily run at a 24-hour local time, e.g. 03:00 (repeatable)")
+	fs.StringVar(&f.label, "label", "", "job label (default dev.rehearse.<scenario name>)")
+	fs.StringVar(&f.binary, "binary", "", "absolute path of the rehearse binary (default: this executable, symlinks resolved)")
+	fs.StringVar(&f.archive, "archive", launchd.DefaultArchive, "directory the runs are archived in, one <date>-<scenario> directory per run")
+	fs.IntVar(&f.keep, "keep", launchd.DefaultKeep, "keep the last N runs of the scenario (0: no count limit)")
+	fs.StringVar(&f.keepFor, "keep-for", "", `also keep runs younger than this, e.g. "8w", "30d" (default: no age limit)`)
+	fs.StringVar(&f.workdir, "workdir", "", "working directory of the run (default: the scenario's directory)")
+	fs.StringArrayVar(&f.env, "env", nil, "environment variable NAME=VALUE for the run (repeatable)")
+	fs.BoolVar(&f.allowSecretEnv, "allow-secret-env", false, "allow --env names that look like secrets (stored in plain text)")
+	fs.StringArrayVar(&f.runArgs, "run-arg", nil, `extra argument for "rehearse run" (repeatable), e.g. --run-arg=--gateway --run-arg=http://127.0.0.1:8080`)
+	if forLaunchd {
+		fs.StringVar(&f.processType, "process-type", launchd.DefaultProcessType, "launchd ProcessType: Background, Standard, Adaptive or Interactive")
+		fs.BoolVar(&f.caffeinate, "caffeinate", true, "run under caffeinate -i so the Mac does not idle-sleep mid-run")
+	}
+}
+
+func (f *jobFlags) job() (launchd.Job, error) {
+	sched, err := launchd.ParseSchedule(f.weekly, f.daily)
+	if err != nil {
+		return launchd.Job{}, err
+	}
+	env, err := launchd.ParseEnv(f.env)
+	if err != nil {
+		return launchd.Job{}, err
+	}
+	keepFor, err := launchd.ParseAge(f.keepFor)
+	if err != nil {
+		return launchd.Job{}, err
+	}
+	if f.scenario == "" {
+		return launchd.Job{}, fmt.Errorf("%w: --scenario is required", rehearse.ErrInvalid)
+	}
+	return launchd.Job{
+		Label: f.label, Binary: f.binary, Scenario: f.scenario, Archive: f.archive,
+		Keep: f.keep, KeepFor: keepFor, Schedule: sched, WorkingDirectory: f.workdir,
+		Env: env, AllowSecretEnv: f.allowSecretEnv, ProcessType: f.processType,
+		Caffeinate: f.caffeinate, RunArgs: f.runArgs,
+	}, nil
+}
+
+// labelFlags pick an installed job by --label or by --scenario.
+type labelFlags struct{ label, scenario string }
+
+func (f *labelFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.label, "label", "", "job label")
+	cmd.Flags().StringVar(&f.scenario, "scenario", "", "scenario file; the label is derived from its name")
+}
+
+func (f *labelFlags) resolve() (string, error) {
+	switch {
+	case f.label != "" && f.scenario != "":
+		return "", fmt.Errorf("%w: give --label or --scenario, not both", rehearse.ErrInvalid)
+	case f.label != "":
+		return f.label, nil
+	case f.scenario != "":
+		return launchd.LabelFor(f.scenario), nil
+	}
+	return "", fmt.Errorf("%w: give --label LABEL or --scenario FILE", rehearse.ErrInvalid)
+}
+
+// printInstalled tells the user where things are after an install.
+func printInstalled(w io.Writer, res launchd.InstallResult, logs string) {
+	j := res.Job
+	switch {
+	case !res.Changed:
+		fmt.Fprintf(w, "%s is already installed, unchanged\n", j.Label)
+	case res.Replaced:
+		fmt.Fprintf(w, "replaced %s\n", j.Label)
+	default:
+		fmt.Fprintf(w, "installed %s\n", j.Label)
+	}
+	for _, f := range res.Files {
+		fmt.Fprintf(w, "  file:     %s\n", f)
+	}
+	parts := make([]string, len(j.Schedule))
+	for i, s := range j.Schedule {
+		parts[i] = s.String()
+	}
+	fmt.Fprintf(w, "  schedule: %s (local time); next run %s\n", strings.Join(parts, ", "),
+		launchd.NextRun(j.Schedule, time.Now()).Format("Mon 2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "  runs:     %s/<date>-%s (latest: %s)\n", j.Archive, launchd.Slug(j.Scenario), filepath.Join(j.Archive, launchd.LatestName))
+	fmt.Fprintf(w, "  logs:     %s\n", logs)
+}
+
+func newLaunchdCmd(opts ...launchd.Option) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "launchd",
+		Short: "Schedule rehearsals on macOS with a LaunchAgent",
+		Long: `Schedule a scenario as a macOS LaunchAgent that runs "rehearse run SCENARIO
+--archive DIR" on a calendar schedule (local time). Each run is archived in
+DIR/<date>-<scenario>/, DIR/latest points to the newest, and old runs are pruned
+(--keep, --keep-for). "print" works on any OS; install, uninstall, status and
+kickstart call launchctl and need macOS (on Linux see "rehearse systemd").`,
+		Example: `  rehearse launchd print --scenario weekly.yaml --weekly "Mon 03:00"
+  rehearse launchd install --scenario weekly.yaml --weekly "Mon 03:00" --weekly "Thu 03:00"
+  rehearse launchd status --scenario weekly.yaml
+  rehearse launchd kickstart --scenario weekly.yaml
+  rehearse launchd uninstall --label dev.rehearse.weekly`,
+	}
+	manager := func(extra ...launchd.Option) (*launchd.Manager, error) {
+		return launchd.New(append(append([]launchd.Option(nil), opts...), extra...)...)
+	}
+
+	var pf jobFlags
+	printCmd := &cobra.Command{
+		Use:   "print",
+		Short: "Print the LaunchAgent plist (any OS; nothing is installed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			job, err := pf.job()
+			if err != nil {
+				return err
+			}
+			m, err := manager()
+			if err != nil {
+				return err
+			}
+			j, err := job.Resolve(m.Home())
+			if err != nil {
+				return err
+			}
+			data, err := j.Plist().Render()
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(data)
+			return err
+		},
+	}
+	pf.bind(printCmd, true)
+
+	var inf jobFlags
+	var force bool
+	var domain string
+	installCmd := &cobra.Command{
+		Use:   "install",
+		Short: "Install and load the LaunchAgent (macOS)",
+		Long: `Write ~/Library/LaunchAgents/<label>.plist atomically and load it with
+launchctl bootstrap. Installing the same job again changes nothing; a different
+job under the same label is refused unless --force.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			job, err := inf.job()
+			if err != nil {
+				return err
+			}
+			m, err := manager(launchd.WithDomain(domain))
+			if err != nil {
+				return err
+			}
+			res, err := m.Install(cmd.Context(), job, launchd.InstallOptions{Force: force})
+			if err != nil {
+				return err
+			}
+			p := res.Job.Plist()
+			printInstalled(cmd.OutOrStdout(), res, p.StandardErrorPath)
+			return nil
+		},
+	}
+	inf.bind(installCmd, true)
+	installCmd.Flags().BoolVar(&force, "force", false, "replace a different agent installed under the same label")
+	installCmd.Flags().StringVar(&domain, "domain", launchd.DefaultDomain, `launchd domain: "gui" (needs a logged-in GUI session) or "user" (works over SSH)`)
+
+	var uf labelFlags
+	var udomain string
+	uninstallCmd := &cobra.Command{
+		Use:   "uninstall",
+		Short: "Unload the LaunchAgent and remove its plist (macOS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			label, err := uf.resolve()
+			if err != nil {
+				return err
+			}
+			m, err := manager(launchd.WithDomain(udomain))
+			if err != nil {
+				return err
+			}
+			done, err := m.Uninstall(cmd.Context(), label)
+			if err != nil {
+				return err
+			}
+			if done {
+				fmt.Fprintf(cmd.OutOrStdout(), "uninstalled %s (archived runs are kept)\n", label)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is not installed; nothing to do\n", label)
+			}
+			return nil
+		},
+	}
+	uf.bind(uninstallCmd)
+	uninstallCmd.Flags().StringVar(&udomain, "domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
+
+	var sf labelFlags
+	var sdomain string
+	statusCmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the agent's state, last exit status, next run and latest run (macOS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			label, err := sf.resolve()
+			if err != nil {
+				return err
+			}
+			m, err := manager(launchd.WithDomain(sdomain))
+			if err != nil {
+				return err
+			}
+			st, err := m.Status(cmd.Context(), label)
+			if err != nil {
+				return err
+			}
+			return st.Format(cmd.OutOrStdout())
+		},
+	}
+	sf.bind(statusCmd)
+	statusCmd.Flags().StringVar(&sdomain, "domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
+
+	var kf labelFlags
+	var restart bool
+	var kdomain string
+	kickstartCmd := &cobra.Command{
+		Use:   "kickstart",
+		Short: "Start a scheduled rehearsal now (macOS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			label, err := kf.resolve()
+			if err != nil {
+				return err
+			}
+			m, err := manager(launchd.WithDomain(kdomain))
+			if err != nil {
+				return err
+			}
+			if err := m.Kickstart(cmd.Context(), label, restart); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "started %s; see \"rehearse launchd status --label %s\"\n", label, label)
+			return nil
+		},
+	}
+	kf.bind(kickstartCmd)
+	kickstartCmd.Flags().BoolVar(&restart, "restart", false, "kill a rehearsal in progress and start again")
+	kickstartCmd.Flags().StringVar(&kdomain, "domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
+
+	cmd.AddCommand(printCmd, installCmd, uninstallCmd, statusCmd, kickstartCmd)
+	return cmd
+}
