@@ -71,6 +71,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newInspectCmd(),
+		newReportCmd(),
 		newLaunchdCmd(),
 		newSystemdCmd(),
 	)
