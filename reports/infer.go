@@ -33,6 +33,8 @@ const (
 	RetryAfterSlack = 50 * time.Millisecond
 	// maxListed caps the per-item lists in run.json (probes, 429s).
 	maxListed = 200
+	// maxTimelineSeconds bounds the timeline's per-second bins (48 h).
+	maxTimelineSeconds = 48 * 3600
 )
 
 // request classes.
@@ -86,14 +88,14 @@ func (c *collector) finish() (*Analysis, error) {
 	c.phases(a, durStart, durEnd, runEnd)
 	reqUp := c.routeUpstreams(a)
 
-	tl := &Timeline{Seconds: int(runEnd/int64(time.Second)) + 1, Client: map[string][]int32{}, Upstreams: map[string]*UpstreamTimeline{}}
+	secs := runEnd/int64(time.Second) + 1
+	if secs > maxTimelineSeconds {
+		secs = maxTimelineSeconds
+		a.Notes = append(a.Notes, fmt.Sprintf("the run is longer than %d hours: the timeline shows its first %d hours", maxTimelineSeconds/3600, maxTimelineSeconds/3600))
+	}
+	tl := &Timeline{Seconds: int(secs), Client: map[string][]int32{}, Upstreams: map[string]*UpstreamTimeline{}}
 	a.Timeline = tl
 	c.clientTimeline(tl)
-	for _, ws := range wins {
-		for _, w := range ws {
-			_ = w
-		}
-	}
 	for _, f := range c.faults {
 		end := f.end
 		if end < 0 {

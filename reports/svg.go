@@ -122,11 +122,8 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 	w.y += 4
 
 	// Bins: one per second, or several seconds per bin when narrow.
-	bins := int(math.Ceil(w.to - w.from))
-	per := 1
-	for bins/per > int(w.plotW/2) {
-		per++
-	}
+	bins := int(math.Min(math.Ceil(w.to-w.from), maxTimelineSeconds))
+	per := max(1, int(math.Ceil(float64(bins)/(w.plotW/2))))
 	nb := (bins + per - 1) / per
 	binX := func(i int) (float64, float64) {
 		t0 := w.from + float64(i*per)
@@ -136,10 +133,8 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 	sum := func(s []int32, i int) int32 {
 		var n int32
 		s0 := int(w.from) + i*per
-		for k := s0; k < s0+per; k++ {
-			if k >= 0 && k < len(s) {
-				n += s[k]
-			}
+		for k := max(s0, 0); k < min(s0+per, len(s)); k++ {
+			n += s[k]
 		}
 		return n
 	}
