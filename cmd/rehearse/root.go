@@ -70,8 +70,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 
 	root.AddCommand(
 		newVersionCmd(),
+		newRunCmd(),
+		newValidateCmd(),
+		newScenariosCmd(),
 		newInspectCmd(),
+		newReplayCmd(),
 		newReportCmd(),
+		newInjectCmd(),
 		newLaunchdCmd(),
 		newSystemdCmd(),
 	)

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/launchd"
+	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/scenarios"
+)
+
+const runLong = `Run a rehearsal: replay the scenario's capture into the gateway under test at
+a fixed rate while the upstreams misbehave on the scenario's schedule, then
+write the run directory: journal.jsonl (every event), run.json, report.html,
+report.md with timeline.svg, and junit.xml.
+
+SCENARIO is a scenario file or the name of a built-in drill (rehearse
+scenarios list). Flags given on the command line win over the file.
+
+Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
+3 harness or environment failure (gateway unreachable, port taken);
+130 interrupted (the journal is intact and a partial report is written).`
+
+const runExamples = `  rehearse run weekly                              # built-in weekly drill, built-in gateway
+  rehearse run ci-503.yaml --junit out/junit.xml   # in CI
+  rehearse run my.yaml --gateway http://127.0.0.1:8080 --duration 1m`
+
+func newRunCmd() *cobra.Command {
+	var (
+		ov      scenarios.Overrides
+		seed    int64
+		out     string
+		junit   string
+		quiet   bool
+		archive string
+		keep    int
+		keepFor time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:     "run SCENARIO",
+		Short:   "Run a rehearsal from a scenario file or built-in drill",
+		Long:    runLong,
+		Example: runExamples,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("seed") {
+				ov.Seed = &seed
+			}
+			if out != "" && archive != "" {
+				return fmt.Errorf("%w: --out and --archive are exclusive", rehearse.ErrInvalid)
+			}
+			sc, err := scenarios.Resolve(args[0])
+			if err != nil {
+				return err
+			}
+			if err := sc.Override(ov); err != nil {
+				return err
+			}
+			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion()}
+			if !quiet && isTerminal(cmd.ErrOrStderr()) {
+				opt.Progress = cmd.ErrOrStderr()
+			}
+			if archive != "" {
+				a := launchd.Archive{Dir: archive, Keep: keep, KeepFor: keepFor}
+				dir, err := a.NewRunDir(sc.Name, time.Now())
+				if err != nil {
+					return err
+				}
+				opt.OutDir = dir
+				res, err := rehearsal.Run(cmd.Context(), sc, opt)
+				if res != nil {
+					printRunResult(cmd.OutOrStdout(), res)
+				}
+				// A failed or interrupted rehearsal is archived like a
+				// passing one: those are the runs people come to read.
+				if _, ferr := a.Finish(dir, time.Now(), nil); ferr != nil {
+					slog.Warn("archive bookkeeping", "err", ferr)
+				}
+				return err
+			}
+			res, err := rehearsal.Run(cmd.Context(), sc, opt)
+			if res != nil {
+				printRunResult(cmd.OutOrStdout(), res)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "out", "o", "", "run directory (default runs/<date>-<scenario>)")
+	f.StringVar(&archive, "archive", "", "archive directory: write the run to <archive>/<date>-<scenario>, update latest, apply retention")
+	f.StringVar(&ov.GatewayURL, "gateway", "", "base URL of the gateway under test (replaces the scenario's gateway)")
+	f.DurationVar(&ov.Duration, "duration", 0, "replay duration (e.g. 30s, 5m)")
+	f.Float64Var(&ov.Rate, "rate", 0, "requests per second")
+	f.Int64Var(&seed, "seed", scenarios.DefaultSeed, "seed of every random decision")
+	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N runs of this scenario (0: no count limit)")
+	f.DurationVar(&keepFor, "keep-for", 0, "with --archive: keep runs younger than this, e.g. 2160h (0: no age limit)")
+	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
+	return cmd
+}
+
+func printRunResult(w io.Writer, res *rehearsal.Result) {
+	state := "complete"
+	if res.Partial {
+		state = "partial"
+	}
+	fmt.Fprintf(w, "run %s: %s\n", state, res.Dir)
+	if r := res.Replay; r != nil {
+		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %.2f ms\n", r.Sent, r.Dropped, r.Lateness.P99)
+	}
+	passed := 0
+	for _, e := range res.Expectations {
+		mark := "ok  "
+		if e.Passed {
+			passed++
+		} else {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "  %s %-26s observed %-12s want %s\n", mark, e.Name, e.Observed, e.Want)
+	}
+	if len(res.Expectations) > 0 {
+		fmt.Fprintf(w, "  expectations: %d of %d met\n", passed, len(res.Expectations))
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, "report.html")); err == nil {
+		abs, _ := filepath.Abs(filepath.Join(res.Dir, "report.html"))
+		fmt.Fprintf(w, "  report: %s\n", abs)
+	}
+}
+
+// isTerminal reports whether w is a terminal, for the progress display.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/halfopen/rehearse/scenarios"
+)
+
+func newValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Check scenario files without running them",
+		Long: `Check scenario files strictly, as rehearse run would: unknown fields, wrong
+types, bad durations, references to upstreams that do not exist, invalid fault
+parameters. Every problem is reported as file:line:col. Exit code 2 when any
+file is invalid.`,
+		Example: "  rehearse validate scenarios/*.yaml",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var errs []error
+			for _, path := range args {
+				sc, err := scenarios.Resolve(path)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s: %d upstreams, %d faults, %g req/s for %s)\n",
+					path, sc.Name, len(sc.Upstreams), len(sc.Faults), sc.Replay.Rate, sc.Replay.Duration)
+			}
+			return errors.Join(errs...)
+		},
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package rehearsal
+
+import "os/exec"
+
+func setProcessGroup(cmd *exec.Cmd) {}

@@ -1,0 +1,642 @@
+package rehearsal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/gateway"
+	"github.com/halfopen/rehearse/inject"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/observe"
+	"github.com/halfopen/rehearse/replay"
+	"github.com/halfopen/rehearse/replay/capture"
+	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/scenarios"
+)
+
+// DefaultRunsDir is where runs go when no --out is given:
+// runs/<date>-<scenario>.
+const DefaultRunsDir = "runs"
+
+// DefaultStopTimeout bounds how long stopping each component may take
+// after the replay ends or is interrupted.
+const DefaultStopTimeout = 5 * time.Second
+
+// Options are the conductor's settings beyond the scenario. Zero values
+// mean the documented defaults.
+type Options struct {
+	// OutDir is the run directory; "" means runs/<date>-<scenario>. It is
+	// created; a directory that already holds a journal is refused, so
+	// that no run is ever overwritten.
+	OutDir string
+	// JUnitPath, if set, receives a copy of junit.xml.
+	JUnitPath string
+	// Version is the harness version recorded in run.start.
+	Version string
+	// Progress receives the replay's progress display (a terminal); nil
+	// means none.
+	Progress io.Writer
+	// Logger logs the run's steps; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the harness's own metrics; nil means a private
+	// registry.
+	Registerer prometheus.Registerer
+	// Now is the wall clock for naming the run directory; nil means time.Now.
+	Now func() time.Time
+}
+
+// Result is what a run produced.
+type Result struct {
+	// Dir is the run directory.
+	Dir string
+	// Partial reports that the run stopped before its planned end.
+	Partial bool
+	// Replay is the replayer's summary; nil when the replay never started.
+	Replay *replay.Summary
+	// Analysis and Expectations come from the reports; nil when the
+	// reports could not be written.
+	Analysis     *reports.Analysis
+	Expectations []reports.ExpectationResult
+}
+
+// Failed returns the expectations that did not pass.
+func (r *Result) Failed() []reports.ExpectationResult {
+	var out []reports.ExpectationResult
+	for _, e := range r.Expectations {
+		if !e.Passed {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Run runs the scenario end to end and writes the run directory. The error
+// says how it ended: nil when every expectation was met; wrapping
+// rehearse.ErrExpectations when one failed; rehearse.ErrInterrupted when
+// ctx was cancelled (the journal is complete up to that moment, the run is
+// marked partial and the reports are still written); rehearse.ErrInvalid
+// or rehearse.ErrEnvironment when it could not run. The Result is non-nil
+// whenever a run directory was created.
+func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Result, error) {
+	c := &conductor{sc: sc, opt: opt, log: opt.Logger}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.opt.Now == nil {
+		c.opt.Now = time.Now
+	}
+	c.reg = opt.Registerer
+	if c.reg == nil {
+		c.reg = prometheus.NewRegistry()
+	}
+	return c.run(ctx)
+}
+
+// conductor holds one run's moving parts, so that stop can undo exactly
+// what start did, in reverse order.
+type conductor struct {
+	sc  *scenarios.Scenario
+	opt Options
+	log *slog.Logger
+	reg prometheus.Registerer
+
+	dir         string
+	clock       *journal.Clock
+	journal     *journal.Writer
+	inject      *inject.Server
+	redis       *redisServer
+	gateways    []*gateway.Gateway
+	front       *http.Server
+	gwURLs      []string
+	gwListeners []net.Listener
+	target      string
+	runID       string
+	obsStop     context.CancelFunc
+	obsWG       sync.WaitGroup
+}
+
+func (c *conductor) run(ctx context.Context) (res *Result, err error) {
+	dir, err := c.makeDir()
+	if err != nil {
+		return nil, err
+	}
+	c.dir = dir
+	res = &Result{Dir: dir}
+
+	corpus, err := c.loadCorpus(ctx)
+	if err != nil {
+		return res, err
+	}
+	// Platform facts take a few hundred milliseconds (timer granularity);
+	// measure them before the clock starts so they cost the run nothing.
+	platform := observe.Facts(ctx)
+	// Redis and the gateway's listeners come first, so that run.start,
+	// the journal's first event, can name the target.
+	if err := c.prepare(ctx); err != nil {
+		c.stop()
+		return res, err
+	}
+
+	c.clock = journal.NewClock(time.Now())
+	c.journal, err = journal.Create(filepath.Join(dir, "journal.jsonl"), c.clock)
+	if err != nil {
+		c.stop()
+		return res, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	c.recordStart(&platform)
+	// From here on, whatever happens, the journal gets a run.end and the
+	// reports are written from it.
+	var (
+		summary *replay.Summary
+		runErr  error
+	)
+	defer func() {
+		res.Replay = summary
+		res.Partial = runErr != nil
+		err = c.finish(res, runErr)
+	}()
+
+	runErr = c.start(ctx)
+	if runErr != nil {
+		return res, nil
+	}
+	summary, runErr = c.replay(ctx, corpus)
+	return res, nil
+}
+
+// makeDir creates the run directory, refusing one that holds a run.
+func (c *conductor) makeDir() (string, error) {
+	dir := c.opt.OutDir
+	if dir == "" {
+		dir = filepath.Join(DefaultRunsDir, c.opt.Now().Format("2006-01-02T150405")+"-"+slug(c.sc.Name))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "journal.jsonl")); err == nil {
+		return "", fmt.Errorf("%w: %s already holds a run (journal.jsonl); choose another --out", rehearse.ErrInvalid, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("%w: run directory: %w", rehearse.ErrEnvironment, err)
+	}
+	return dir, nil
+}
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+func slug(s string) string {
+	s = strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if s == "" {
+		return "scenario"
+	}
+	return s
+}
+
+// loadCorpus reads the capture into the requests to replay. Secrets are
+// redacted: production credentials are never replayed; a scenario that
+// needs a token sets it with replay.rewrite.set.
+func (c *conductor) loadCorpus(ctx context.Context) ([]*capture.Request, error) {
+	rc, name, err := c.sc.OpenCapture()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	opt := capture.Options{SkipIncomplete: true}
+	r := c.sc.Replay
+	if f := r.Filter; f != nil {
+		opt.Filter.Methods = f.Methods
+		opt.Filter.Host = f.Host
+		opt.Filter.Port = uint16(f.Port)
+		if f.Path != "" {
+			opt.Filter.Path = regexp.MustCompile(f.Path) // validated by the scenario
+		}
+	}
+	if rw := r.Rewrite; rw != nil {
+		for k, v := range rw.Set {
+			opt.Rewrite.Set = append(opt.Rewrite.Set, capture.HeaderField{Name: k, Value: v})
+		}
+		opt.Rewrite.Drop = rw.Drop
+	}
+	corpus, stats, err := capture.ReadAll(ctx, rc, opt)
+	if err != nil {
+		return nil, fmt.Errorf("capture %s: %w", name, err)
+	}
+	if len(corpus) == 0 {
+		return nil, fmt.Errorf("%w: capture %s holds no replayable HTTP request (%s)", rehearse.ErrInvalid, name, stats)
+	}
+	c.log.Info("capture loaded", "capture", name, "requests", len(corpus), "stats", stats.String())
+	return corpus, nil
+}
+
+// prepare starts Redis for a fleet and binds the built-in gateways'
+// listeners (and the fleet's front), so the target is known before the
+// journal opens.
+func (c *conductor) prepare(ctx context.Context) error {
+	b := c.sc.Gateway.Builtin
+	if b == nil {
+		c.target = strings.TrimRight(c.sc.Gateway.URL, "/")
+		return nil
+	}
+	if b.Redis == "auto" {
+		rs, err := startRedis(ctx)
+		if err != nil {
+			return err
+		}
+		c.redis = rs
+	}
+	listen := b.Config.Listen
+	if listen == "" || b.Instances > 1 {
+		listen = "127.0.0.1:0"
+	}
+	for i := 0; i < b.Instances; i++ {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			return fmt.Errorf("%w: built-in gateway: listen %s: %w", rehearse.ErrEnvironment, listen, err)
+		}
+		c.gwListeners = append(c.gwListeners, ln)
+		c.gwURLs = append(c.gwURLs, "http://"+ln.Addr().String())
+	}
+	c.target = c.gwURLs[0]
+	if b.Instances > 1 {
+		front, url, err := startFront(c.gwURLs)
+		if err != nil {
+			return err
+		}
+		c.front, c.target = front, url
+	}
+	return nil
+}
+
+// recordStart writes run.start, the journal's first event.
+func (c *conductor) recordStart(platform *journal.Platform) {
+	sc := c.sc
+	cfgJSON, _ := json.Marshal(sc)
+	names := make([]string, len(sc.Upstreams))
+	for i, u := range sc.Upstreams {
+		names[i] = u.Name
+	}
+	c.runID = runID(c.clock.Start())
+	c.journal.Record(&journal.RunStart{
+		RunID:        c.runID,
+		Scenario:     sc.Name,
+		ScenarioFile: scenarioFile(sc),
+		Seed:         *sc.Seed,
+		WallStart:    c.clock.Start().UTC(),
+		Version:      c.opt.Version,
+		Target:       c.target,
+		Rate:         c.rate(),
+		Duration:     sc.Replay.Duration.D(),
+		Upstreams:    names,
+		Platform:     platform,
+		Config:       cfgJSON,
+	})
+}
+
+// start brings up the upstreams, the gateway and the observers, and waits
+// for the gateway to answer.
+func (c *conductor) start(ctx context.Context) error {
+	sc := c.sc
+	ups := append([]inject.UpstreamConfig(nil), sc.Upstreams...)
+	b := sc.Gateway.Builtin
+	coord := ""
+	if b != nil && b.Redis != "" {
+		redisURL := b.Redis
+		if c.redis != nil {
+			redisURL = c.redis.URL()
+		}
+		coord = redisURL
+		if b.RedisUpstream != "" {
+			u, err := url.Parse(redisURL)
+			if err != nil {
+				return fmt.Errorf("%w: redis URL %q: %w", rehearse.ErrInvalid, redisURL, err)
+			}
+			for i := range ups {
+				if ups[i].Name == b.RedisUpstream {
+					ups[i].Target = u.Host
+				}
+			}
+		}
+	}
+
+	// Faults are added when the replay starts, so that "at: 30s" means 30
+	// seconds into the replay whatever the setup took.
+	inj, err := inject.New(ups, nil,
+		inject.WithRecorder(c.journal), inject.WithClock(c.clock), inject.WithSeed(*sc.Seed),
+		inject.WithRegisterer(c.reg), inject.WithLogger(c.log))
+	if err != nil {
+		return err
+	}
+	if err := inj.Start(ctx); err != nil {
+		return err
+	}
+	c.inject = inj
+
+	if b != nil {
+		if b.RedisUpstream != "" {
+			coord = "redis://" + inj.Addr(b.RedisUpstream) + "/0"
+		}
+		if err := c.startGateways(b, coord); err != nil {
+			return err
+		}
+	}
+
+	readyURL := sc.Gateway.Ready.URL
+	health := c.healthConfig()
+	if readyURL == "" && health != nil {
+		readyURL = health.URL
+	}
+	if readyURL == "" {
+		readyURL = c.target + "/"
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	if err := waitReady(ctx, client, readyURL, sc.Gateway.Ready.Timeout.D()); err != nil {
+		return err
+	}
+	c.journal.Record(&journal.Phase{Name: "ready", Detail: "gateway answers at " + readyURL})
+	return c.startObservers(ctx, health)
+}
+
+// startGateways serves the built-in gateway instances on the listeners
+// prepare bound.
+func (c *conductor) startGateways(b *scenarios.BuiltinSpec, coord string) error {
+	for i, ln := range c.gwListeners {
+		cfg := c.gatewayConfig(b, coord)
+		g, err := gateway.New(cfg,
+			gateway.WithRecorder(c.journal), gateway.WithLogger(c.log),
+			gateway.WithInstance(fmt.Sprintf("gw%d", i)), gateway.WithSeed(uint64(*c.sc.Seed)+uint64(i)))
+		if err != nil {
+			return err
+		}
+		c.gateways = append(c.gateways, g)
+		go func() {
+			if err := g.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+				c.log.Error("built-in gateway stopped", "err", err)
+			}
+		}()
+	}
+	c.gwListeners = nil // owned by the gateways now
+	return nil
+}
+
+// gatewayConfig wires the scenario's upstreams into the built-in gateway's
+// configuration.
+func (c *conductor) gatewayConfig(b *scenarios.BuiltinSpec, coord string) gateway.Config {
+	cfg := b.Config
+	ups := make(map[string]gateway.UpstreamConfig, len(c.sc.Upstreams))
+	for _, u := range c.sc.Upstreams {
+		if u.Mode == inject.ModeTCP {
+			continue
+		}
+		gu := cfg.Upstreams[u.Name]
+		gu.URL = c.inject.URL(u.Name)
+		if u.Name == cfg.Primary || u.Name == cfg.Fallback {
+			gu.Kind = gateway.KindModel
+		}
+		ups[u.Name] = gu
+	}
+	cfg.Upstreams = ups
+	cfg.Coord = coord
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	return cfg
+}
+
+func (c *conductor) healthConfig() *observe.HealthConfig {
+	h := c.sc.Gateway.Health
+	if h == nil {
+		return nil
+	}
+	hc := *h
+	if hc.URL == "" {
+		hc.URL = c.target + "/healthz"
+	}
+	return &hc
+}
+
+func (c *conductor) scrapeConfigs() []observe.ScrapeConfig {
+	m := c.sc.Gateway.Metrics
+	if m == nil {
+		return nil
+	}
+	if m.URL != "" || m.PromQuery != nil {
+		return []observe.ScrapeConfig{*m}
+	}
+	// The built-in gateways: each instance keeps its own breakers, so
+	// each is scraped on its own (the sample's source tells them apart).
+	var out []observe.ScrapeConfig
+	for _, u := range c.gwURLs {
+		mc := *m
+		mc.URL = u + "/metrics"
+		out = append(out, mc)
+	}
+	return out
+}
+
+// startObservers starts metrics scraping and the health canary; they run
+// until stopObservers.
+func (c *conductor) startObservers(ctx context.Context, health *observe.HealthConfig) error {
+	obsCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.obsStop = cancel
+	names := c.inject.Upstreams()
+	for _, mc := range c.scrapeConfigs() {
+		s, err := observe.NewScraper(mc, observe.WithRecorder(c.journal), observe.WithClock(c.clock),
+			observe.WithLogger(c.log), observe.WithUpstreams(names...))
+		if err != nil {
+			return err
+		}
+		c.obsWG.Add(1)
+		go func() { defer c.obsWG.Done(); _ = s.Run(obsCtx) }()
+	}
+	if health != nil {
+		cn, err := observe.NewCanary(*health, observe.WithRecorder(c.journal), observe.WithClock(c.clock), observe.WithLogger(c.log))
+		if err != nil {
+			return err
+		}
+		c.obsWG.Add(1)
+		go func() { defer c.obsWG.Done(); _ = cn.Run(obsCtx) }()
+	}
+	return nil
+}
+
+func (c *conductor) rate() float64 {
+	if c.sc.Replay.Timing == replay.TimingRate {
+		return c.sc.Replay.Rate
+	}
+	return 0
+}
+
+// replay adds the fault timeline and runs the replay.
+func (c *conductor) replay(ctx context.Context, corpus []*capture.Request) (*replay.Summary, error) {
+	sc := c.sc
+	target, err := url.Parse(c.target)
+	if err != nil {
+		return nil, fmt.Errorf("%w: gateway URL %q: %w", rehearse.ErrInvalid, c.target, err)
+	}
+	opts := replay.Options{
+		Target:       target,
+		Rate:         sc.Replay.Rate,
+		Duration:     sc.Replay.Duration.D(),
+		Once:         sc.Replay.Once,
+		Timing:       sc.Replay.Timing,
+		Speed:        sc.Replay.Speed,
+		MaxInFlight:  sc.Replay.MaxInFlight,
+		Deadline:     sc.Replay.Deadline.D(),
+		RunID:        c.runID,
+		PreserveHost: sc.Replay.PreserveHost,
+		AllowWrites:  sc.Replay.AllowWrites || sc.AllFake(),
+	}
+	for _, r := range sc.Replay.Routes {
+		opts.Routes = append(opts.Routes, replay.RouteMap{Prefix: r.Prefix, Pattern: r.Path, Upstream: r.Upstream, Route: r.Route})
+	}
+	if f := sc.Gateway.FastFail; f != nil {
+		opts.FastFail = replay.FastFailRule{Disabled: f.Disabled, Statuses: f.Statuses, Header: f.Header, JSONField: f.JSONField, JSONValue: f.JSONValue}
+	}
+	var ropts []replay.Option
+	ropts = append(ropts, replay.WithRecorder(c.journal), replay.WithClock(c.clock), replay.WithRegisterer(c.reg))
+	if c.opt.Progress != nil {
+		ropts = append(ropts, replay.WithProgress(c.opt.Progress))
+	}
+	rp, err := replay.New(corpus, opts, ropts...)
+	if err != nil {
+		return nil, err
+	}
+	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", len(corpus))})
+	for _, f := range sc.Faults {
+		if _, err := c.inject.AddFault(f); err != nil {
+			return nil, err
+		}
+	}
+	return rp.Run(ctx)
+}
+
+// finish stops everything, closes the journal with run.end, writes the
+// reports and turns the outcome into the run's error.
+func (c *conductor) finish(res *Result, runErr error) error {
+	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, rehearse.ErrInterrupted))
+	c.stop()
+	end := &journal.RunEnd{Reason: journal.EndCompleted}
+	switch {
+	case interrupted:
+		end.Reason, end.Partial, end.Error = journal.EndInterrupted, true, "interrupted by signal"
+	case runErr != nil:
+		end.Reason, end.Partial, end.Error = journal.EndFailed, true, runErr.Error()
+	}
+	c.journal.Record(&journal.Log{Level: "info", Source: "rehearsal", Msg: resourceUsage()})
+	c.journal.Record(end)
+	if err := c.journal.Close(); err != nil {
+		return errors.Join(runErr, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err))
+	}
+
+	a, results, rerr := reports.RenderDir(c.dir)
+	res.Analysis, res.Expectations = a, results
+	if rerr == nil && c.opt.JUnitPath != "" {
+		rerr = copyFile(filepath.Join(c.dir, "junit.xml"), c.opt.JUnitPath)
+	}
+	switch {
+	case interrupted:
+		return errors.Join(fmt.Errorf("%w: partial run in %s", rehearse.ErrInterrupted, c.dir), rerr)
+	case runErr != nil:
+		return errors.Join(runErr, rerr)
+	case rerr != nil:
+		return fmt.Errorf("%w: reports: %w", rehearse.ErrEnvironment, rerr)
+	}
+	if failed := res.Failed(); len(failed) > 0 {
+		names := make([]string, len(failed))
+		for i, f := range failed {
+			names[i] = f.Name
+		}
+		return fmt.Errorf("%w: %d of %d failed (%s)", rehearse.ErrExpectations, len(failed), len(results), strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// stop undoes start in reverse order, each step bounded in time.
+func (c *conductor) stop() {
+	if c.obsStop != nil {
+		c.obsStop()
+		c.obsWG.Wait()
+	}
+	if c.journal != nil && c.inject != nil {
+		// Whatever was still in flight when the replay stopped is done
+		// now or abandoned; give the gateway's last calls their events.
+		c.journal.Record(&journal.Phase{Name: "stop"})
+	}
+	for _, ln := range c.gwListeners {
+		ln.Close()
+	}
+	if c.front != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultStopTimeout)
+		_ = c.front.Shutdown(ctx)
+		cancel()
+	}
+	for _, g := range c.gateways {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultStopTimeout)
+		if err := g.Shutdown(ctx); err != nil {
+			_ = g.Close()
+		}
+		cancel()
+	}
+	if c.inject != nil {
+		if err := c.inject.Close(); err != nil {
+			c.log.Warn("stopping upstreams", "err", err)
+		}
+	}
+	c.redis.Stop()
+}
+
+func runID(start time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func scenarioFile(sc *scenarios.Scenario) string {
+	if sc.Builtin != "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(sc.File); err == nil {
+		return abs
+	}
+	return sc.File
+}
+
+// copyFile copies src to dst atomically (temp file, sync, rename).
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".junit-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}

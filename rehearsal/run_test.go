@@ -1,0 +1,179 @@
+package rehearsal
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/scenarios"
+)
+
+// parse builds a scenario from YAML for a test.
+func parse(t *testing.T, src string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), "s.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+var runFiles = []string{"journal.jsonl", "run.json", "report.html", "report.md", "timeline.svg", "junit.xml"}
+
+func checkRunDir(t *testing.T, dir string) []journal.Event {
+	t.Helper()
+	for _, f := range runFiles {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	events, torn, err := journal.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil || torn {
+		t.Fatalf("journal: torn=%v err=%v", torn, err)
+	}
+	if len(events) == 0 || events[0].Kind() != journal.KindRunStart || events[len(events)-1].Kind() != journal.KindRunEnd {
+		t.Fatalf("journal does not open with run.start and close with run.end (%d events)", len(events))
+	}
+	return events
+}
+
+func count(events []journal.Event, k journal.Kind) int {
+	n := 0
+	for _, e := range events {
+		if e.Kind() == k {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunShortStorm runs a compressed 503 storm against the built-in
+// gateway: the whole pipeline on real loopback sockets.
+func TestRunShortStorm(t *testing.T) {
+	sc := parse(t, `
+name: short-storm
+gateway:
+  builtin:
+    config:
+      breaker: {cooldown: 1s, consecutive_failures: 3, min_samples: 5, window: 5s}
+  metrics: {interval: 500ms}
+  health: {interval: 500ms}
+replay:
+  rate: 20
+  duration: 6s
+faults:
+  - {name: storm, type: status, upstream: search, at: 1s, for: 2s, params: {code: 503}}
+expectations:
+  upstreams: [search]
+  max_probes_in_flight: 1
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), sc, Options{OutDir: dir})
+	if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Partial {
+		t.Error("complete run marked partial")
+	}
+	events := checkRunDir(t, dir)
+	if n := count(events, journal.KindClientRequest); n < 110 || n > 121 {
+		t.Errorf("client requests = %d, want 120 (20/s for 6s)", n)
+	}
+	if count(events, journal.KindUpstreamRequest) == 0 || count(events, journal.KindMetricsSample) == 0 || count(events, journal.KindHealthSample) == 0 {
+		t.Error("journal lacks upstream, metrics or health events")
+	}
+	if count(events, journal.KindFaultStart) != 1 || count(events, journal.KindFaultEnd) != 1 {
+		t.Error("fault window not recorded")
+	}
+	if res.Replay == nil || res.Replay.Sent < 110 {
+		t.Errorf("replay summary: %+v", res.Replay)
+	}
+	if len(res.Expectations) != 1 {
+		t.Errorf("expectations evaluated: %d", len(res.Expectations))
+	}
+}
+
+// TestRunInterrupted cancels mid-run: the journal must be complete and
+// closed, the reports written (partial), and the error ErrInterrupted.
+func TestRunInterrupted(t *testing.T) {
+	// Nothing may be left behind: no goroutine, hence no listener, server
+	// or connection of the run.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sc := parse(t, `
+name: interrupted
+replay: {rate: 20, duration: 1m}
+faults:
+  - {type: status, upstream: search, at: 500ms, params: {code: 503}}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := Run(ctx, sc, Options{OutDir: dir})
+	if !errors.Is(err, rehearse.ErrInterrupted) || rehearse.ExitCode(err) != 130 {
+		t.Fatalf("err = %v, want interrupted (exit 130)", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("stopping took %s", time.Since(start))
+	}
+	if !res.Partial {
+		t.Error("interrupted run not marked partial")
+	}
+	events := checkRunDir(t, dir)
+	end := events[len(events)-1].Payload.(*journal.RunEnd)
+	if end.Reason != journal.EndInterrupted || !end.Partial {
+		t.Errorf("run.end = %+v", end)
+	}
+	if count(events, journal.KindFaultEnd) != 1 {
+		t.Error("open fault window not closed in the journal")
+	}
+}
+
+func TestUnreachableGatewayExits3Quickly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens here now
+	sc := parse(t, `
+name: unreachable
+gateway:
+  url: http://`+addr+`
+  ready: {timeout: 1s}
+upstreams: [{name: search}]
+replay: {duration: 5s}
+`)
+	start := time.Now()
+	_, err = Run(context.Background(), sc, Options{OutDir: filepath.Join(t.TempDir(), "run")})
+	if rehearse.ExitCode(err) != 3 {
+		t.Fatalf("exit %d (%v), want 3", rehearse.ExitCode(err), err)
+	}
+	if !strings.Contains(err.Error(), "gateway unreachable at http://"+addr) {
+		t.Errorf("message: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s to give up", d)
+	}
+}
+
+func TestRunRefusesToOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := parse(t, `replay: {duration: 1s}`)
+	_, err := Run(context.Background(), sc, Options{OutDir: dir})
+	if rehearse.ExitCode(err) != 2 || !strings.Contains(err.Error(), "already holds a run") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+package scenarios
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/halfopen/rehearse"
+)
+
+// TestCorpus loads every testdata/valid-*.yaml (must load) and
+// invalid-*.yaml, whose first line "# error: …" is the exact message.
+func TestCorpus(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.yaml"))
+	if len(files) < 10 {
+		t.Fatalf("corpus has %d files", len(files))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(f)
+			switch {
+			case strings.HasPrefix(name, "valid-"):
+				if err != nil {
+					t.Fatalf("valid file: %v", err)
+				}
+			case strings.HasPrefix(name, "invalid-"):
+				want := firstLineComment(t, f, "# error: ")
+				if err == nil {
+					t.Fatal("invalid file loaded")
+				}
+				if !errors.Is(err, rehearse.ErrInvalid) {
+					t.Errorf("error is not ErrInvalid (exit 2): %v", err)
+				}
+				got := strings.ReplaceAll(err.Error(), "testdata"+string(filepath.Separator), "")
+				if got != want {
+					t.Errorf("error:\n got %s\nwant %s", got, want)
+				}
+			default:
+				t.Fatalf("corpus file %s is neither valid-* nor invalid-*", name)
+			}
+		})
+	}
+}
+
+func firstLineComment(t *testing.T, path, prefix string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan()
+	line := sc.Text()
+	if !strings.HasPrefix(line, prefix) {
+		t.Fatalf("%s: first line must be %q…", path, prefix)
+	}
+	return strings.TrimPrefix(line, prefix)
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.yaml"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, d := range Drills() {
+		b, _ := DrillSource(d.Name)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if !errors.Is(err, rehearse.ErrInvalid) {
+				t.Fatalf("error not ErrInvalid: %v", err)
+			}
+			return
+		}
+		if s.Replay.Rate <= 0 && s.Replay.Timing == "rate" {
+			t.Fatalf("accepted rate %g", s.Replay.Rate)
+		}
+	})
+}
