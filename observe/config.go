@@ -69,10 +69,10 @@ type ScrapeConfig struct {
 	// Timeout of one scrape; zero means the interval, at most
 	// DefaultMaxScrapeTimeout.
 	Timeout rehearse.Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	// Format is the exposition format to ask for: FormatAuto (empty,
-	// negotiate, OpenMetrics preferred), FormatText or FormatOpenMetrics.
-	// Ask for text when a gateway's OpenMetrics output uses a type the
-	// parser does not support (stateset, info).
+	// Format is the exposition format to ask for: FormatAuto (empty:
+	// negotiate, the text format preferred, see AcceptHeader), FormatText
+	// or FormatOpenMetrics (only OpenMetrics; slower to parse, and types
+	// such as stateset and info are not supported by the parser).
 	Format string `yaml:"format,omitempty" json:"format,omitempty"`
 	// Preset names the breaker-state mapping (see Presets); empty means
 	// DefaultPreset, or "custom" when Custom is set.

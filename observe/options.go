@@ -20,6 +20,8 @@ type options struct {
 	// newTicker makes the interval ticker; tests replace it to drive
 	// intervals without sleeping.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
+	// maxBytes bounds a metrics response (MaxScrapeBytes).
+	maxBytes int64
 	// now reads the wall clock (for Prometheus query times).
 	now func() time.Time
 }
@@ -60,7 +62,8 @@ func buildOptions(opts []Option) options {
 			t := time.NewTicker(d)
 			return t.C, t.Stop
 		},
-		now: time.Now,
+		now:      time.Now,
+		maxBytes: MaxScrapeBytes,
 	}
 	for _, opt := range opts {
 		opt(&o)

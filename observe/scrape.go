@@ -22,12 +22,18 @@ import (
 	"github.com/halfopen/rehearse/journal"
 )
 
-// AcceptHeader is sent with every scrape. It prefers OpenMetrics 1.0.0, then
-// 0.0.1, then the Prometheus text format, like Prometheus' own scraper; the
-// protobuf format is not asked for (it is decoded if a server sends it).
-const AcceptHeader = "application/openmetrics-text;version=1.0.0;q=0.9," +
-	"application/openmetrics-text;version=0.0.1;q=0.75," +
-	"text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+// AcceptHeader is sent with every scrape in FormatAuto. It offers both
+// exposition formats but prefers the Prometheus text format over
+// OpenMetrics 1.0.0 and 0.0.1: expfmt's OpenMetrics decoder (v0.73) is a
+// generic ABNF parser that takes milliseconds per line on a loaded machine,
+// where the text parser takes microseconds, and it refuses the OpenMetrics
+// that client_golang writes for its own Go collector (a gauge and a counter
+// family both named go_memstats_alloc_bytes once _total is dropped). An
+// exporter that only speaks OpenMetrics still gets it. The protobuf format
+// is not asked for (it is decoded if a server sends it anyway).
+const AcceptHeader = "text/plain;version=0.0.4;q=1," +
+	"application/openmetrics-text;version=1.0.0;q=0.5," +
+	"application/openmetrics-text;version=0.0.1;q=0.4,*/*;q=0.1"
 
 // acceptFor returns the Accept header for a ScrapeConfig.Format.
 func acceptFor(format string) string {
@@ -193,10 +199,10 @@ func (s *Scraper) scrapeHTTP(ctx context.Context) ([]journal.Series, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return nil, fail(resp.StatusCode, errors.New("want HTTP 200"))
 	}
-	body := &limitedReader{r: resp.Body, n: MaxScrapeBytes}
+	body := &limitedReader{r: resp.Body, n: s.o.maxBytes}
 	series, err := parseExposition(body, resp.Header, s.c.keep)
 	if body.exceeded {
-		return nil, fail(resp.StatusCode, fmt.Errorf("response larger than %d bytes", MaxScrapeBytes))
+		return nil, fail(resp.StatusCode, fmt.Errorf("response larger than %d bytes", s.o.maxBytes))
 	}
 	if err != nil {
 		return nil, fail(resp.StatusCode, err)
