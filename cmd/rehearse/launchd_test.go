@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -182,5 +183,35 @@ func TestSystemdPrint(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestAgentArgsMatchRunFlags checks the contract between the scheduled
+// command line and `rehearse run`: every flag the agent passes exists there
+// and reads back the value the job meant.
+func TestAgentArgsMatchRunFlags(t *testing.T) {
+	j, err := launchd.Job{
+		Binary: "/usr/local/bin/rehearse", Scenario: "/srv/weekly.yaml", Archive: "/srv/runs",
+		Keep: 3, KeepFor: 8 * 7 * 24 * time.Hour, Schedule: []launchd.When{{Hour: 3}},
+	}.Resolve("/home/ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := j.Args()
+	if args[0] != j.Binary || args[1] != "run" {
+		t.Fatalf("args %q", args)
+	}
+	run := newRunCmd()
+	if err := run.ParseFlags(args[2:]); err != nil {
+		t.Fatalf("rehearse run does not accept the agent's flags %q: %v", args[2:], err)
+	}
+	for name, want := range map[string]string{"archive": "/srv/runs", "keep": "3", "keep-for": (8 * 7 * 24 * time.Hour).String()} {
+		f := run.Flags().Lookup(name)
+		if f == nil || f.Value.String() != want {
+			t.Errorf("--%s = %v, want %q", name, f, want)
+		}
+	}
+	if got := run.Flags().Args(); !reflect.DeepEqual(got, []string{"/srv/weekly.yaml"}) {
+		t.Errorf("positional args %q", got)
 	}
 }
