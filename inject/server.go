@@ -72,6 +72,9 @@ type Server struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	names   map[string]bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New validates the upstreams and faults and returns a server ready to
@@ -242,18 +245,22 @@ func (s *Server) Upstreams() []string {
 
 // Close stops every listener and connection, ends open fault windows
 // (recording fault.end), and waits for every goroutine the server started.
-// It is safe to call more than once.
+// It is safe to call more than once and concurrently: every call returns
+// when the server is closed.
 func (s *Server) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Server) close() error {
 	s.mu.Lock()
-	if s.closed || !s.started {
-		s.closed = true
-		s.mu.Unlock()
-		return nil
-	}
+	wasStarted := s.started
 	s.closed = true
 	faults := append([]*faultState(nil), s.faults...)
 	s.mu.Unlock()
-
+	if !wasStarted {
+		return nil
+	}
 	// Stop the schedule first so that no window opens while closing.
 	for _, f := range faults {
 		f.remove()

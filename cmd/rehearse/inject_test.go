@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a poller.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestInjectTypes(t *testing.T) {
+	out, _, code := execute(t, "inject", "types")
+	if code != 0 || !strings.Contains(out, "stream_cut") || !strings.Contains(out, "retry_after") {
+		t.Fatalf("code %d:\n%s", code, out)
+	}
+}
+
+func TestInjectServeBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(path, []byte("upstreams:\n  - name: search\nfaults:\n  - type: status\n    upstream: search\n    params: {cod: 503}\n"), 0o644)
+	_, _, code := execute(t, "inject", "serve", "--config", path)
+	if code != rehearse.ExitInvalid {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	var out, errb bytes.Buffer
+	root := newRootCmd(&out, &errb)
+	root.SetArgs([]string{"inject", "serve", "--config", path})
+	err := root.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), path+":6:14: params.cod: unknown field") {
+		t.Fatalf("error %v", err)
+	}
+	if _, _, code := execute(t, "inject", "serve"); code != rehearse.ExitInvalid {
+		t.Fatalf("missing --config: exit %d", code)
+	}
+}
+
+func TestInjectServe(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "up.yaml")
+	jpath := filepath.Join(dir, "journal.jsonl")
+	os.WriteFile(cfg, []byte("seed: 3\nupstreams:\n  - name: search\n"), 0o644)
+	var out, errb syncBuffer
+	root := newRootCmd(&out, &errb)
+	root.SetArgs([]string{"inject", "serve", "--config", cfg, "--journal", jpath, "--log-level", "warn"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+
+	ctl := regexp.MustCompile(`control\s+(http://\S+)`)
+	up := regexp.MustCompile(`upstream\s+search\s+fake\s+(http://\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !ctl.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no addresses printed:\n%s\n%s", out.String(), errb.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctlURL := ctl.FindStringSubmatch(out.String())[1]
+	upURL := up.FindStringSubmatch(out.String())[1]
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Post(ctlURL+"/faults", "application/json", strings.NewReader(`{"type":"status","upstream":"search","params":{"code":502}}`))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("add fault: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(upURL + "/tools/search")
+	if err != nil || resp.StatusCode != 502 {
+		t.Fatalf("faulted request: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(ctlURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `rehearse_inject_faults_applied_total{fault="search-status",upstream="search"} 1`) {
+		t.Fatalf("metrics:\n%s", metrics)
+	}
+	c.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v", err)
+	}
+	j, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{`"kind":"run.start"`, `"kind":"fault.start"`, `"kind":"upstream.request"`, `"kind":"fault.end"`, `"kind":"run.end"`} {
+		if !strings.Contains(string(j), kind) {
+			t.Errorf("journal lacks %s:\n%s", kind, j)
+		}
+	}
+}
