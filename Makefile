@@ -10,12 +10,21 @@ BIN      := bin/rehearse
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build test bench lint cross fuzz-smoke clean
+# The drill `make rehearse` runs: a built-in drill name or a scenario file.
+SCENARIO ?= weekly
+
+.PHONY: all build rehearse test bench lint cross fuzz-smoke clean
 
 all: lint test build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rehearse
+
+# The main job: a real rehearsal on the embedded defaults (the built-in
+# reference gateway, the bundled capture, the weekly drill: 10 req/s for
+# five minutes). The run directory and its report are printed at the end.
+rehearse: build
+	$(BIN) run $(SCENARIO)
 
 test:
 	$(GO) test -race -count=1 $(PKGS)

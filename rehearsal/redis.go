@@ -59,8 +59,10 @@ func spawnRedis(ctx context.Context, bin string, port int) (*redisServer, error)
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes",
 		"--daemonize", "no", "--loglevel", "warning")
-	cmd.Stdout = os.Stderr
-	cmd.Stderr = os.Stderr
+	// Redis's own log is kept only to explain a failed start.
+	var logBuf lockedBuffer
+	cmd.Stdout = &logBuf
+	cmd.Stderr = &logBuf
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -80,7 +82,7 @@ func spawnRedis(ctx context.Context, bin string, port int) (*redisServer, error)
 		}
 		select {
 		case <-rs.done:
-			return nil, fmt.Errorf("redis-server exited: %v", rs.err)
+			return nil, fmt.Errorf("redis-server exited: %v: %s", rs.err, logBuf.tail(512))
 		case <-ctx.Done():
 			rs.Stop()
 			return nil, ctx.Err()
@@ -145,4 +147,29 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lockedBuffer keeps the last bytes a child process wrote.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 64<<10 {
+		b.buf = b.buf[len(b.buf)-32<<10:]
+	}
+	return len(p), nil
+}
+
+func (b *lockedBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.buf) > n {
+		return string(b.buf[len(b.buf)-n:])
+	}
+	return strings.TrimSpace(string(b.buf))
 }

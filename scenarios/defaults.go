@@ -169,6 +169,9 @@ func (s *Scenario) upstream(name string) (inject.UpstreamConfig, bool) {
 // which makes replaying writes safe: nothing real receives them.
 func (s *Scenario) AllFake() bool {
 	for _, u := range s.Upstreams {
+		if b := s.Gateway.Builtin; b != nil && b.Redis == "auto" && u.Name == b.RedisUpstream {
+			continue // relays to the harness's own Redis
+		}
 		if u.Mode != "" && u.Mode != inject.ModeFake {
 			return false
 		}
