@@ -1,0 +1,155 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+)
+
+// TestHAProxyRealExporter starts a real HAProxy (2.6's built-in
+// prometheus-exporter) in front of a healthy loopback upstream and a dead
+// one, scrapes it with the haproxy preset, then kills the healthy upstream
+// and watches its server turn open. HAProxy gets its stats listener as an
+// inherited socket (bind fd@3), so no port is guessed.
+func TestHAProxyRealExporter(t *testing.T) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed: install the Debian package haproxy (2.6+, with USE_PROMEX) to run this test")
+	}
+	if testing.Short() {
+		t.Skip("starts a real haproxy; skipped with -short")
+	}
+	// The healthy upstream.
+	upLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
+	go upSrv.Serve(upLn)
+	defer upSrv.Close()
+	// A dead upstream: a port nobody listens on any more.
+	deadLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := deadLn.Addr().String()
+	deadLn.Close()
+
+	statsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statsFile, err := statsLn.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsURL := "http://" + statsLn.Addr().String() + "/metrics"
+	statsLn.Close() // the duplicate in statsFile keeps the socket listening
+
+	cfg := fmt.Sprintf(`global
+    log stdout format raw local0 err
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend stats
+    bind fd@3
+    http-request use-service prometheus-exporter if { path /metrics }
+backend be_search
+    server search1 %s check inter 50ms fall 1 rise 1
+backend be_weather
+    server weather1 %s check inter 50ms fall 1 rise 1
+`, upLn.Addr(), dead)
+	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd := exec.Command(bin, "-db", "-f", cfgPath)
+	cmd.ExtraFiles = []*os.File{statsFile}
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start haproxy: %v", err)
+	}
+	statsFile.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		<-exited
+	}()
+
+	clock := journal.NewClock(time.Now())
+	rec := newSignalRecorder(clock)
+	s, err := NewScraper(ScrapeConfig{
+		URL: metricsURL, Preset: PresetHAProxy,
+		Interval:      rehearse.Duration(50 * time.Millisecond),
+		DependencyMap: map[string]string{"be_search": "search", "be_weather": "weather"},
+	}, WithRecorder(rec), WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// waitFor reads samples until search is in state want and weather is
+	// open, or fails after a deadline. Scrape errors while HAProxy starts
+	// (connection refused) are expected; they are samples too.
+	waitFor := func(want string) *journal.MetricsSample {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		var last *journal.MetricsSample
+		for {
+			select {
+			case p := <-rec.ch:
+				m := p.(*journal.MetricsSample)
+				last = m
+				got := map[string]journal.BreakerState{}
+				for _, b := range m.States {
+					got[b.Upstream] = b
+				}
+				if got["search"].State == want && got["weather"].State == journal.StateOpen {
+					return m
+				}
+			case err := <-exited:
+				t.Fatalf("haproxy exited: %v\n%s", err, out.String())
+			case <-deadline:
+				t.Fatalf("search never %s; last sample %+v\nhaproxy output:\n%s", want, last, out.String())
+			}
+		}
+	}
+	m := waitFor(journal.StateClosed)
+	want := map[string]string{"be_search/search1": journal.StateClosed, "be_weather/weather1": journal.StateOpen}
+	for _, b := range m.States {
+		if want[b.Dependency] != b.State {
+			t.Errorf("state %+v, want %s", b, want[b.Dependency])
+		}
+	}
+	var checks int
+	for _, s := range m.Series {
+		if s.Name == "haproxy_server_check_up_down_total" {
+			checks++
+		}
+	}
+	if checks != 2 {
+		t.Errorf("%d haproxy_server_check_up_down_total series kept, want 2", checks)
+	}
+
+	// Kill the healthy upstream: HAProxy's next check fails and the
+	// server goes DOWN, which the preset reads as open.
+	upSrv.Close()
+	waitFor(journal.StateOpen)
+}
