@@ -121,6 +121,35 @@ func (m *Manager) loaded(ctx context.Context, label string) (bool, printInfo, er
 	return true, parsePrint(out), nil
 }
 
+// unloadPoll and unloadTries bound the wait for launchd to forget a
+// service after bootout: bootout can return while the old instance is still
+// being torn down, and a bootstrap in that window fails with "Bootstrap
+// failed: 5: Input/output error".
+const (
+	unloadPoll  = 100 * time.Millisecond
+	unloadTries = 50
+)
+
+// waitUnloaded polls `launchctl print` until launchd no longer knows label.
+// If it still does after unloadTries polls, the bootstrap that follows will
+// report the problem.
+func (m *Manager) waitUnloaded(ctx context.Context, label string) error {
+	for i := 0; i < unloadTries; i++ {
+		isLoaded, _, err := m.loaded(ctx, label)
+		if err != nil || !isLoaded {
+			return err
+		}
+		t := time.NewTimer(unloadPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // parsePrint reads the top-level "key = value" lines of `launchctl print`
 // for a service. The format is meant for people and changes between macOS
 // releases, so unknown lines are ignored and missing keys stay zero.
@@ -156,6 +185,10 @@ func parsePrint(out []byte) printInfo {
 			info.Runs, _ = strconv.Atoi(v)
 		case "last exit code":
 			info.LastExit = v
+		case "last terminating signal":
+			if info.LastExit == "" {
+				info.LastExit = "signal " + v
+			}
 		}
 	}
 	return info
@@ -243,6 +276,9 @@ func (m *Manager) Install(ctx context.Context, job Job, opts InstallOptions) (In
 		res.Replaced = true
 		if isLoaded {
 			if _, err := m.launchctl(ctx, "bootout", m.serviceTarget(j.Label)); err != nil {
+				return res, err
+			}
+			if err := m.waitUnloaded(ctx, j.Label); err != nil {
 				return res, err
 			}
 		}
@@ -452,7 +488,8 @@ func (s Status) Format(w io.Writer) error {
 	}
 	if s.LastExit != "" {
 		last := s.LastExit
-		if m := exitMeaning(s.LastExit); m != "" {
+		code, _, _ := strings.Cut(s.LastExit, ":")
+		if m := exitMeaning(strings.TrimSpace(code)); m != "" {
 			last += " (" + m + ")"
 		}
 		fmt.Fprintf(&b, "last exit:  %s\n", last)

@@ -26,6 +26,10 @@ type fakeLaunchd struct {
 	loaded  map[string]bool // service target → loaded
 	running bool
 	fail    map[string]error // subcommand → error to return
+	// linger is how many prints still see a service after bootout, like a
+	// launchd that is slow to tear the old instance down.
+	linger    int
+	lingering map[string]int
 }
 
 func newFakeLaunchd(t *testing.T) *fakeLaunchd {
@@ -45,6 +49,10 @@ func (f *fakeLaunchd) run(ctx context.Context, name string, args ...string) ([]b
 	}
 	switch args[0] {
 	case "print":
+		if f.lingering[args[1]] > 0 {
+			f.lingering[args[1]]--
+			return os.ReadFile("testdata/launchctl-print-idle.txt")
+		}
 		if !f.loaded[args[1]] {
 			out := []byte(fmt.Sprintf("Bad request.\nCould not find service %q in domain for user gui: 501\n", args[1]))
 			return out, &CommandError{Argv: argv, Output: out, ExitCode: 113, Err: errors.New("exit status 113")}
@@ -69,6 +77,12 @@ func (f *fakeLaunchd) run(ctx context.Context, name string, args ...string) ([]b
 	case "bootout":
 		delete(f.loaded, args[1])
 		f.running = false
+		if f.linger > 0 {
+			if f.lingering == nil {
+				f.lingering = map[string]int{}
+			}
+			f.lingering[args[1]] = f.linger
+		}
 	case "enable", "kickstart":
 	default:
 		f.t.Errorf("unexpected launchctl %v", args)
@@ -199,6 +213,7 @@ func TestInstallRefusesDifferentAgent(t *testing.T) {
 	want := [][]string{
 		argv("print", "gui/501/dev.rehearse.weekly"),
 		argv("bootout", "gui/501/dev.rehearse.weekly"),
+		argv("print", "gui/501/dev.rehearse.weekly"), // gone yet?
 		argv("enable", "gui/501/dev.rehearse.weekly"),
 		argv("bootstrap", "gui/501", path),
 	}
@@ -384,6 +399,21 @@ func TestParsePrint(t *testing.T) {
 	if got != want {
 		t.Errorf("parsePrint = %+v, want %+v", got, want)
 	}
+	// Newer macOS releases add the meaning after the code; a job killed by
+	// a signal has no exit code.
+	got = parsePrint([]byte("gui/501/x = {\n\tstate = not running\n\tlast exit code = 78: EX_CONFIG\n}\n"))
+	if got.LastExit != "78: EX_CONFIG" {
+		t.Errorf("LastExit %q", got.LastExit)
+	}
+	got = parsePrint([]byte("gui/501/x = {\n\tlast terminating signal = Terminated: 15\n}\n"))
+	if got.LastExit != "signal Terminated: 15" {
+		t.Errorf("LastExit %q", got.LastExit)
+	}
+	var b strings.Builder
+	_ = Status{Label: "x", LastExit: "1: Operation not permitted"}.Format(&b)
+	if !strings.Contains(b.String(), "last exit:  1: Operation not permitted (an expectation failed)") {
+		t.Errorf("format:\n%s", b.String())
+	}
 	if got := parsePrint(nil); got != (printInfo{}) {
 		t.Errorf("empty: %+v", got)
 	}
@@ -401,4 +431,39 @@ func FuzzParsePrint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = parsePrint(data)
 	})
+}
+
+func TestInstallForceWaitsForBootout(t *testing.T) {
+	e := newLaunchdEnv(t)
+	ctx := context.Background()
+	if _, err := e.m.Install(ctx, e.job(), InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := e.job()
+	other.Keep = 3
+	e.fake.linger = 2
+	e.fake.takeCalls()
+	if _, err := e.m.Install(ctx, other, InstallOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	var prints int
+	calls := e.fake.takeCalls()
+	for _, c := range calls {
+		if c[1] == "print" {
+			prints++
+		}
+	}
+	// One before, then two that still see it, one that does not.
+	if prints != 4 || calls[len(calls)-1][1] != "bootstrap" {
+		t.Errorf("argv %q", calls)
+	}
+
+	// A cancelled context stops the wait.
+	e.fake.linger = 1000
+	other.Keep = 4
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := e.m.Install(cctx, other, InstallOptions{Force: true}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled wait: %v", err)
+	}
 }
