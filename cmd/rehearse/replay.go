@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/replay"
+	"github.com/halfopen/rehearse/replay/capture"
+)
+
+func newReplayCmd() *cobra.Command {
+	var (
+		fr         replay.FileRun
+		target     string
+		path       string
+		setHeaders []string
+		quiet      bool
+	)
+	o := &fr.Options
+	cmd := &cobra.Command{
+		Use:   "replay CAPTURE --target URL",
+		Short: "Replay the HTTP requests of a capture into a gateway at a fixed rate",
+		Long: `replay sends the HTTP/1.x requests of a pcap/pcapng capture to a target at a fixed
+open-loop rate (10 requests per second for five minutes by default), looping over
+the capture, without faults or a harness gateway: the sending side of a rehearsal
+on its own.
+
+Request i is due at start + i/rate whatever the responses do. A request that
+starts more than --late-threshold after its due time is counted late; one that
+would exceed --max-in-flight, or whose slot passed while the replayer was stalled,
+is dropped and counted — never sent in a catch-up burst. Every request is stamped
+with X-Rehearse-Seq and X-Rehearse-Run and classified (ok, http_4xx, http_5xx,
+fast_fail, connect_refused, connect_timeout, reset_before_headers,
+headers_timeout, cut_mid_body, deadline_mid_body, truncated, malformed, dropped).
+
+POST, PUT, PATCH and DELETE requests are refused unless --allow-writes is given.
+With --out DIR the journal (journal.jsonl) and summary (summary.json) are written
+there. A progress line is shown when stderr is a terminal, unless --quiet.
+Ctrl-C stops sending, waits briefly for requests in flight and still writes the
+partial summary (exit code 130).`,
+		Example: `  rehearse replay capture.pcapng --target http://127.0.0.1:8080
+  rehearse replay capture.pcap --target http://gw.local:8080 --rate 50 --duration 1m --out runs/replay
+  rehearse replay capture.pcap --target http://127.0.0.1:8080 --once --timing original --speed 2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if target == "" {
+				return fmt.Errorf("%w: --target is required: the base URL of the gateway, e.g. http://127.0.0.1:8080", rehearse.ErrInvalid)
+			}
+			u, err := url.Parse(target)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("%w: --target %q: want a URL such as http://127.0.0.1:8080", rehearse.ErrInvalid, target)
+			}
+			o.Target = u
+			if o.Once && !cmd.Flags().Changed("duration") {
+				o.Duration = 0 // one pass, however long it takes
+			}
+			if path != "" {
+				re, err := regexp.Compile(path)
+				if err != nil {
+					return fmt.Errorf("%w: --path: %w", rehearse.ErrInvalid, err)
+				}
+				fr.CaptureOptions.Filter.Path = re
+			}
+			for _, h := range setHeaders {
+				name, value, ok := strings.Cut(h, ":")
+				if !ok || strings.TrimSpace(name) == "" {
+					return fmt.Errorf("%w: --set-header %q: want \"Name: value\"", rehearse.ErrInvalid, h)
+				}
+				fr.CaptureOptions.Rewrite.Set = append(fr.CaptureOptions.Rewrite.Set,
+					capture.HeaderField{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
+			}
+			fr.Capture = args[0]
+			fr.Summary = cmd.OutOrStdout()
+			fr.Version = version
+			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
+				fr.Progress = f
+			}
+			_, err = replay.RunFile(cmd.Context(), fr)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&target, "target", "", "base URL of the gateway under test (required)")
+	f.Float64Var(&o.Rate, "rate", replay.DefaultRate, "requests per second (fractional allowed)")
+	f.DurationVar(&o.Duration, "duration", replay.DefaultDuration, "how long to send (with --once: an upper bound)")
+	f.BoolVar(&o.Once, "once", false, "send each request of the capture once instead of looping")
+	f.StringVar(&o.Timing, "timing", replay.TimingRate, "rate (fixed rate) or original (the capture's own spacing)")
+	f.Float64Var(&o.Speed, "speed", replay.DefaultSpeed, "speed factor with --timing original")
+	f.IntVar(&o.MaxInFlight, "max-in-flight", replay.DefaultMaxInFlight, "cap on requests in flight; due requests beyond it are dropped")
+	f.DurationVar(&o.Deadline, "deadline", replay.DefaultDeadline, "per-request deadline, to the last body byte")
+	f.DurationVar(&o.ConnectTimeout, "connect-timeout", replay.DefaultConnectTimeout, "connection establishment timeout")
+	f.DurationVar(&o.LateThreshold, "late-threshold", replay.DefaultLateThreshold, "send lateness beyond which a request counts as late")
+	f.StringVar(&o.RunID, "run-id", "", "run id sent in X-Rehearse-Run (default: generated)")
+	f.StringVar(&o.SeqHeader, "seq-header", replay.DefaultSeqHeader, "name of the sequence stamp header")
+	f.BoolVar(&o.PreserveHost, "preserve-host", false, "send the captured Host header instead of the target's")
+	f.BoolVar(&o.AllowWrites, "allow-writes", false, "replay POST, PUT, PATCH and DELETE requests")
+	f.StringVar(&fr.OutDir, "out", "", "directory for journal.jsonl and summary.json")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress line")
+	f.StringSliceVar(&fr.CaptureOptions.Filter.Methods, "method", nil, "replay only these methods (repeatable or comma-separated)")
+	f.StringVar(&path, "path", "", "replay only requests whose path matches this regular expression")
+	f.StringVar(&fr.CaptureOptions.Filter.Host, "host", "", "replay only requests to this host (Host header)")
+	f.StringArrayVar(&setHeaders, "set-header", nil, "set a header on every request, \"Name: value\" (repeatable)")
+	f.StringSliceVar(&fr.CaptureOptions.Rewrite.Drop, "drop-header", nil, "remove a header from every request (repeatable)")
+	return cmd
+}

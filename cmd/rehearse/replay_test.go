@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+const replayCapture = "../../replay/capture/testdata/edge-sll.pcap"
+
+func TestReplayCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Rehearse-Seq")+" "+r.Header.Get("X-Rehearse-Run"))
+		mu.Unlock()
+		if r.URL.Path == "/tools/vectors" && len(b) != 19998 {
+			t.Errorf("vectors body %d bytes, want 19998", len(b))
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	dir := t.TempDir()
+
+	// Writes are refused without --allow-writes: exit 2, the count and
+	// the flag named.
+	_, _, code := execute(t, "replay", replayCapture, "--target", "http://"+ln.Addr().String(), "--once", "--quiet")
+	if code != 2 {
+		t.Fatalf("without --allow-writes: exit %d", code)
+	}
+
+	out, _, code := execute(t, "replay", replayCapture, "--target", "http://"+ln.Addr().String(), "--once", "--rate", "20",
+		"--allow-writes", "--run-id", "cmd-test", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "replay completed") || !strings.Contains(out, "lateness") {
+		t.Errorf("human summary:\n%s", out)
+	}
+	var sum struct {
+		Sent      int            `json:"sent"`
+		Dropped   int            `json:"dropped"`
+		ByOutcome map[string]int `json:"by_outcome"`
+		Lateness  map[string]any `json:"lateness_ms"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	n := len(got)
+	mu.Unlock()
+	// The capture holds 12 plaintext requests. On a loaded machine a
+	// stall may drop a slot (recorded, never bursted); every slot is
+	// accounted for either way.
+	if sum.Sent+sum.Dropped != 12 || sum.Sent < 6 || sum.Sent != n || sum.ByOutcome["ok"] != n || sum.ByOutcome["dropped"] != sum.Dropped {
+		t.Errorf("summary sent %d dropped %d, outcomes %v; server saw %d", sum.Sent, sum.Dropped, sum.ByOutcome, n)
+	}
+	for _, g := range got {
+		if !strings.HasSuffix(g, " cmd-test") {
+			t.Errorf("request %q lacks the run id", g)
+		}
+	}
+	evs, torn, err := journal.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil || torn {
+		t.Fatalf("journal: %v torn=%v", err, torn)
+	}
+	kinds := map[journal.Kind]int{}
+	for _, e := range evs {
+		kinds[e.Kind()]++
+	}
+	if kinds[journal.KindRunStart] != 1 || kinds[journal.KindRunEnd] != 1 || kinds[journal.KindClientRequest] != 12 {
+		t.Errorf("journal kinds %v", kinds)
+	}
+}
+
+func TestReplayCommandUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"replay", replayCapture},                          // no target
+		{"replay", replayCapture, "--target", "not a url"}, // bad target
+		{"replay", replayCapture, "--target", "http://127.0.0.1:1", "--timing", "fast"},
+		{"replay", "no-such-file.pcap", "--target", "http://127.0.0.1:1"},
+		{"replay", replayCapture, "--target", "http://127.0.0.1:1", "--rate", "-1"},
+	} {
+		if _, stderr, code := execute(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
+		}
+	}
+}
