@@ -241,16 +241,6 @@ func (b *Breaker) NextProbeAt() time.Time {
 	return b.nextProbeAt
 }
 
-// DelayNextProbe pushes the next probe to no earlier than t: the fleet
-// fail-safe uses it to space probes more widely while Redis is unreachable.
-func (b *Breaker) DelayNextProbe(t time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t.After(b.nextProbeAt) {
-		b.nextProbeAt = t
-	}
-}
-
 // Cancel withdraws an admitted call that was never sent (the fleet lease
 // was denied, or the client left first). A cancelled probe frees the probe
 // slot; the spacing to the next probe still holds.

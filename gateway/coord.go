@@ -60,6 +60,7 @@ func newRedisCoord(rawURL string, timeout time.Duration) (*redisCoord, error) {
 	opt.WriteTimeout = timeout
 	opt.PoolTimeout = timeout
 	opt.MaxRetries = -1
+	opt.DialerRetries = 1
 	opt.Protocol = 2
 	opt.DisableIdentity = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}

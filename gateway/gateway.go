@@ -86,6 +86,10 @@ type dependency struct {
 	mu           sync.Mutex
 	canary       canaryResult
 	disagreeFrom time.Time
+	// lastLocalProbe is when this process last probed without the fleet
+	// lease (coordinator unreachable): the fail-safe spacing outlives the
+	// breaker's own state changes.
+	lastLocalProbe time.Time
 }
 
 // Gateway is the reference gateway. Create it with New, serve it with
@@ -387,16 +391,13 @@ func (g *Gateway) jitter(d time.Duration) time.Duration {
 }
 
 // admit asks the dependency's breaker for a call and, for a half-open
-// probe in fleet mode, the fleet's probe lease. It returns a release func
+// probe in fleet mode, the fleet's probe lease. The caller counts
+// rejections (a chat call may still go to the fallback). It returns a release func
 // to call when the call is over (it shortens the lease to the rest of the
 // probe spacing).
 func (g *Gateway) admit(ctx context.Context, d *dependency) (*Ticket, *Rejection, func()) {
 	t, rej := d.breaker.Allow()
 	if rej != nil {
-		g.m.rejections.With(d.labels).Inc()
-		if rej.Reason == ReasonRetryAfter {
-			g.m.skips.With(d.labels).Inc()
-		}
 		return nil, rej, nil
 	}
 	if !t.Probe || g.coord == nil {
@@ -411,14 +412,24 @@ func (g *Gateway) admit(ctx context.Context, d *dependency) (*Ticket, *Rejection
 		// Fail safe: probe locally, but space this process's probes by
 		// coord_fallback_interval instead of probe_interval.
 		g.coordFailed(err)
-		d.breaker.DelayNextProbe(t.Start.Add(g.cfg.CoordFallbackInterval.D()))
+		spacing := g.cfg.CoordFallbackInterval.D()
+		now := time.Now()
+		d.mu.Lock()
+		wait := d.lastLocalProbe.Add(spacing).Sub(now)
+		if wait <= 0 {
+			d.lastLocalProbe = now
+		}
+		d.mu.Unlock()
+		if wait > 0 {
+			t.Cancel()
+			return nil, &Rejection{State: HalfOpen, Reason: ReasonProbeSpacing, RetryAfter: wait}, nil
+		}
 		return t, nil, func() {}
 	}
 	g.coordOK()
 	if !ok {
 		t.Cancel()
 		g.m.coordDenied.With(d.labels).Inc()
-		g.m.rejections.With(d.labels).Inc()
 		return nil, &Rejection{State: HalfOpen, Reason: ReasonProbeInFlight, RetryAfter: interval}, nil
 	}
 	start := time.Now()
