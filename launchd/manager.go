@@ -241,10 +241,8 @@ func (m *Manager) Install(ctx context.Context, job Job, opts InstallOptions) (In
 		return InstallResult{}, err
 	}
 	res := InstallResult{Job: j}
-	if m.s.checkFS {
-		if err := checkFiles(j); err != nil {
-			return res, err
-		}
+	if err := checkFiles(j); err != nil {
+		return res, err
 	}
 	data, err := j.Plist().Render()
 	if err != nil {

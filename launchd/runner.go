@@ -32,6 +32,7 @@ type CommandError struct {
 	Err error
 }
 
+// Error says which command failed, how, and what it printed.
 func (e *CommandError) Error() string {
 	msg := fmt.Sprintf("%s: %v", strings.Join(e.Argv, " "), e.Err)
 	if out := strings.TrimSpace(string(e.Output)); out != "" {
@@ -78,7 +79,6 @@ type settings struct {
 	config  string
 	now     func() time.Time
 	log     *slog.Logger
-	checkFS bool
 }
 
 // Option configures a Manager or a Systemd.
@@ -107,12 +107,8 @@ func WithClock(now func() time.Time) Option { return func(s *settings) { s.now =
 // WithLogger sets the logger for progress messages; default slog.Default.
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.log = l } }
 
-// WithoutFileChecks skips the checks that the binary and the scenario exist
-// at install time; for tests that install fictitious paths.
-func WithoutFileChecks() Option { return func(s *settings) { s.checkFS = false } }
-
 func newSettings(opts []Option) (settings, error) {
-	s := settings{domain: DefaultDomain, now: time.Now, checkFS: true}
+	s := settings{domain: DefaultDomain, now: time.Now}
 	for _, o := range opts {
 		o(&s)
 	}

@@ -32,6 +32,7 @@ type ScheduleError struct {
 	Reason string
 }
 
+// Error says which entry is wrong and why.
 func (e *ScheduleError) Error() string {
 	return fmt.Sprintf("invalid schedule %q: %s", e.Input, e.Reason)
 }

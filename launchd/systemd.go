@@ -236,10 +236,8 @@ func (d *Systemd) Install(ctx context.Context, job Job, opts InstallOptions) (In
 		return InstallResult{}, err
 	}
 	res := InstallResult{Job: j}
-	if d.s.checkFS {
-		if err := checkFiles(j); err != nil {
-			return res, err
-		}
+	if err := checkFiles(j); err != nil {
+		return res, err
 	}
 	svc, tmr := j.SystemdUnits()
 	svcPath, tmrPath := d.UnitPaths(j.Label)
