@@ -71,14 +71,14 @@ const DefaultDomain = "gui"
 
 // settings are what the Options of both managers configure.
 type settings struct {
-	run     Runner
-	home    string
-	uid     int
-	hasUID  bool
-	domain  string
-	config  string
-	now     func() time.Time
-	log     *slog.Logger
+	run    Runner
+	home   string
+	uid    int
+	hasUID bool
+	domain string
+	config string
+	now    func() time.Time
+	log    *slog.Logger
 }
 
 // Option configures a Manager or a Systemd.
