@@ -35,6 +35,8 @@ type sim struct {
 
 	ev    []journal.Event
 	leaks int
+	// sink, when set, receives events instead of ev (large journals).
+	sink func(journal.Event)
 }
 
 type simFault struct {
@@ -55,6 +57,10 @@ type simBreaker struct {
 }
 
 func (s *sim) add(t time.Duration, p journal.Payload) {
+	if s.sink != nil {
+		s.sink(journal.Event{T: t, Payload: p})
+		return
+	}
 	s.ev = append(s.ev, journal.Event{T: t, Payload: p})
 }
 
