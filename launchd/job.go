@@ -76,7 +76,11 @@ type Job struct {
 	// Adaptive or Interactive. Empty means DefaultProcessType.
 	ProcessType string
 	// Caffeinate runs the rehearsal under /usr/bin/caffeinate -i so the Mac
-	// does not idle-sleep in the middle of a run (launchd only).
+	// cannot idle-sleep in the middle of a run (launchd only). It is off by
+	// default: rehearse is then launchd's own process, so launchd's SIGTERM
+	// reaches it directly (it stops cleanly and writes a partial report) and
+	// "last exit code" is rehearse's. Keeping the Mac awake with pmset is
+	// the primary way; see docs/mac-mini.md.
 	Caffeinate bool
 	// RunArgs are extra arguments for `rehearse run`, after the ones the
 	// job sets (e.g. "--log-format", "json").

@@ -38,7 +38,7 @@ func (f *jobFlags) bind(cmd *cobra.Command, forLaunchd bool) {
 	fs.StringArrayVar(&f.runArgs, "run-arg", nil, `extra argument for "rehearse run" (repeatable), e.g. --run-arg=--gateway --run-arg=http://127.0.0.1:8080`)
 	if forLaunchd {
 		fs.StringVar(&f.processType, "process-type", launchd.DefaultProcessType, "launchd ProcessType: Background, Standard, Adaptive or Interactive")
-		fs.BoolVar(&f.caffeinate, "caffeinate", true, "run under caffeinate -i so the Mac does not idle-sleep mid-run")
+		fs.BoolVar(&f.caffeinate, "caffeinate", false, "run under /usr/bin/caffeinate -i so the Mac cannot idle-sleep mid-run (see docs/mac-mini.md)")
 	}
 }
 

@@ -92,7 +92,7 @@ func TestLaunchdPrint(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	archive := filepath.Join(home, "rehearse", "runs")
-	wantArgs := []string{"/usr/bin/caffeinate", "-i", bin, "run", scenario, "--archive", archive, "--keep", "8", "--keep-for", "1344h0m0s"}
+	wantArgs := []string{bin, "run", scenario, "--archive", archive, "--keep", "8", "--keep-for", "1344h0m0s"}
 	if p.Label != "dev.rehearse.weekly" || !reflect.DeepEqual(p.ProgramArguments, wantArgs) || p.WorkingDirectory != home ||
 		len(p.StartCalendarInterval) != 2 || p.EnvironmentVariables["PATH"] != "/usr/bin:/bin" || p.ProcessType != "Standard" {
 		t.Errorf("plist %+v", p)
