@@ -85,17 +85,37 @@ func (c *Canary) Check(ctx context.Context) *journal.HealthSample {
 	// Read a little for the detail, then drain a bounded amount so the
 	// connection can be reused; a huge body is not waited for.
 	buf := make([]byte, 4<<10)
-	n, rerr := io.ReadFull(resp.Body, buf)
+	n, rerr := readUpTo(resp.Body, buf)
+	if rerr == nil {
+		_, rerr = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	}
 	s.Latency = time.Since(start)
-	if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+	if rerr != nil {
 		// The status line arrived but the body did not: the endpoint
 		// is not answering properly, whatever its status said.
 		s.Healthy = false
 		s.Error = "reading body: " + unwrapURLError(rerr).Error()
 	}
 	s.Detail = excerpt(buf[:n], MaxHealthDetail)
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return s
+}
+
+// readUpTo fills buf from r until it is full or r ends; a clean end (EOF)
+// is not an error, a body cut short (io.ErrUnexpectedEOF from a short
+// Content-Length, a reset) is.
+func readUpTo(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // excerpt returns at most max bytes of b as valid UTF-8 on one line, with

@@ -1,0 +1,101 @@
+package observe
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// FuzzExpositionStates feeds arbitrary text-format expositions through the
+// parser and every preset's mapping: nothing may panic, and the states must
+// be valid, one per dependency, sorted.
+func FuzzExpositionStates(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(b) > 8<<10 {
+			b = b[:8<<10]
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("openclaw_breaker_state{dependency=\"a\"} NaN\nopenclaw_breaker_state{dependency=\"a\",region=\"x\"} 2\n"))
+	f.Add([]byte("haproxy_server_status{proxy=\"p\",server=\"\",state=\"UP\"} 1\n"))
+	f.Add([]byte("mygw_state{dep=\"a/b\",st=\"Open\"} +Inf\n"))
+
+	mappings := map[string]*mapping{}
+	for name, p := range presets {
+		mappings[name] = p.mapping
+	}
+	custom, err := (&CustomPreset{Metric: "mygw_state", DependencyLabels: []string{"dep", "zone"}, StateLabel: "st",
+		States: map[string]string{"open": "open", "closed": "closed"}, Otherwise: "half_open"}).compile()
+	if err != nil {
+		f.Fatal(err)
+	}
+	mappings["custom"] = custom
+	all := []*regexp.Regexp{regexp.MustCompile(".*")}
+	h := http.Header{"Content-Type": {ctText}}
+	r := resolver{depMap: map[string]string{"a": "search"}, upstreams: map[string]bool{"search": true}}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		series, err := parseExposition(bytes.NewReader(data), h, all)
+		if err != nil {
+			return
+		}
+		for name, m := range mappings {
+			states := m.States(series, r)
+			for i, s := range states {
+				if !validState(s.State) || s.Dependency == "" {
+					t.Fatalf("%s: invalid state %+v", name, s)
+				}
+				if i > 0 && states[i-1].Dependency >= s.Dependency {
+					t.Fatalf("%s: states not sorted and unique: %+v", name, states)
+				}
+				if s.Upstream != "" && s.Upstream != "search" && !r.upstreams[s.Upstream] {
+					t.Fatalf("%s: upstream %q out of nowhere", name, s.Upstream)
+				}
+			}
+		}
+		// Sorting is deterministic: a second parse gives the same series.
+		again, _ := parseExposition(bytes.NewReader(data), h, all)
+		if len(again) != len(series) {
+			t.Fatalf("reparse gave %d series, first %d", len(again), len(series))
+		}
+		for i := range again {
+			if again[i].Name != series[i].Name || labelKey(again[i].Labels) != labelKey(series[i].Labels) {
+				t.Fatalf("series order differs at %d", i)
+			}
+		}
+		_ = journal.StateOpen
+	})
+}
+
+// FuzzExcerpt checks that health details stay short, valid UTF-8 and on
+// one line whatever the body.
+func FuzzExcerpt(f *testing.F) {
+	f.Add([]byte("ok"), 10)
+	f.Add([]byte("\xff\xfe\n\tbad"), 3)
+	f.Fuzz(func(t *testing.T, b []byte, max int) {
+		if max < 0 || max > 1<<12 {
+			return
+		}
+		s := excerpt(b, max)
+		if len(s) > max+len("…") {
+			t.Fatalf("excerpt %d bytes for max %d", len(s), max)
+		}
+		if !utf8Valid(s) || bytes.ContainsAny([]byte(s), "\n\r\t") {
+			t.Fatalf("excerpt %q", s)
+		}
+	})
+}
+
+func utf8Valid(s string) bool {
+	return bytes.Equal([]byte(s), bytes.ToValidUTF8([]byte(s), []byte("\uFFFD")))
+}
