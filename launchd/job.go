@@ -91,7 +91,7 @@ var (
 	slugUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
 	labelRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	// secretName matches environment names that usually carry credentials.
-	secretName = regexp.MustCompile(`(?i)(secret|token|passw|pwd|api[_-]?key|apikey|auth|credential|cookie|private[_-]?key|session|bearer)`)
+	secretName = regexp.MustCompile(`(?i)(secret|token|passw|api[_-]?key|apikey|auth|credential|cookie|private[_-]?key|session|bearer)`)
 	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 

@@ -215,6 +215,10 @@ func TestResolveErrors(t *testing.T) {
 		})
 	}
 	j := weeklyJob()
+	j.Env = map[string]string{"PATH": "/opt/homebrew/bin:/usr/bin:/bin", "PWD": "/srv", "LANG": "C"}
+	if _, err := j.Resolve("/home/ci"); err != nil {
+		t.Errorf("ordinary environment refused: %v", err)
+	}
 	j.Env = map[string]string{"OPENAI_API_KEY": "sk-1"}
 	j.AllowSecretEnv = true
 	if _, err := j.Resolve("/home/ci"); err != nil {

@@ -276,9 +276,11 @@ func (d *Systemd) Install(ctx context.Context, job Job, opts InstallOptions) (In
 		}
 		res.Files = []string{svcPath, tmrPath}
 		res.Changed = true
-		if _, err := d.systemctl(ctx, "daemon-reload"); err != nil {
-			return res, err
-		}
+	}
+	// Reload even when nothing changed: a unit systemd once looked up and
+	// did not find stays "not-found" in its cache until a reload.
+	if _, err := d.systemctl(ctx, "daemon-reload"); err != nil {
+		return res, err
 	}
 	if err := os.MkdirAll(j.Archive, 0o755); err != nil {
 		return res, fmt.Errorf("%w: create archive: %w", rehearse.ErrEnvironment, err)
