@@ -1,0 +1,181 @@
+package inject
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// The proxy benchmarks compare, on the same machine and in the same run,
+// a direct connection to a plain net/http backend with the backend behind
+// inject's HTTP proxy mode, inject's tcp mode, and Toxiproxy's passthrough
+// (no toxics). Toxiproxy runs as its own process: set TOXIPROXY_SERVER to
+// its server binary (scripts/bench-inject.sh installs v2.5.0 with
+// go install), else those cases are skipped.
+//
+//	go test -run '^$' -bench 'Proxy' -benchtime 20000x ./inject/
+
+const benchBody = 512
+
+// startBackend serves benchBody bytes on loopback.
+func startBackend(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("x"), benchBody)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// startToxiproxy starts the Toxiproxy server on a free port, creates a
+// passthrough proxy to backend and returns its address.
+func startToxiproxy(b *testing.B, backend string) string {
+	bin := os.Getenv("TOXIPROXY_SERVER")
+	if bin == "" {
+		b.Skip("toxiproxy server not found: set TOXIPROXY_SERVER (see scripts/bench-inject.sh)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", port)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	api := "http://127.0.0.1:" + port
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(api + "/version")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("toxiproxy did not come up: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Post(api+"/proxies", "application/json", strings.NewReader(fmt.Sprintf(`{"name":"bench","listen":"127.0.0.1:0","upstream":%q,"enabled":true}`, backend)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p struct{ Listen string }
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != 201 {
+		b.Fatalf("creating the proxy: %d %v", resp.StatusCode, err)
+	}
+	return p.Listen
+}
+
+// startInject serves backend through an inject upstream of mode, without
+// faults, recording to an in-memory journal as a run would.
+func startInject(b *testing.B, mode, backend string) string {
+	target := backend
+	if mode == ModeProxy {
+		target = "http://" + backend
+	}
+	clock := journal.NewClock(time.Now())
+	s, err := New([]UpstreamConfig{{Name: "bench", Mode: mode, Target: target}}, nil, WithClock(clock), WithRecorder(journal.Discard), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s.Addr("bench")
+}
+
+type benchSetup struct {
+	name  string
+	start func(b *testing.B, backend string) string
+}
+
+var benchSetups = []benchSetup{
+	{"direct", func(b *testing.B, backend string) string { return backend }},
+	{"inject-proxy", func(b *testing.B, backend string) string { return startInject(b, ModeProxy, backend) }},
+	{"inject-tcp", func(b *testing.B, backend string) string { return startInject(b, ModeTCP, backend) }},
+	{"toxiproxy", startToxiproxy},
+}
+
+func fetch(b *testing.B, c *http.Client, url string) {
+	resp, err := c.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || n != benchBody {
+		b.Fatalf("%d bytes: %v", n, err)
+	}
+}
+
+// BenchmarkProxyLatency measures one keep-alive client's sequential
+// request latency, reported as p50-µs and p99-µs.
+func BenchmarkProxyLatency(b *testing.B) {
+	for _, setup := range benchSetups {
+		b.Run(setup.name, func(b *testing.B) {
+			addr := setup.start(b, startBackend(b))
+			url := "http://" + addr + "/"
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			defer c.CloseIdleConnections()
+			for range 200 { // warm up
+				fetch(b, c, url)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for b.Loop() {
+				t0 := time.Now()
+				fetch(b, c, url)
+				lat = append(lat, time.Since(t0))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
+	}
+}
+
+// BenchmarkProxyThroughput measures requests per second with 64 concurrent
+// keep-alive clients.
+func BenchmarkProxyThroughput(b *testing.B) {
+	for _, setup := range benchSetups {
+		b.Run(setup.name, func(b *testing.B) {
+			addr := setup.start(b, startBackend(b))
+			url := "http://" + addr + "/"
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			defer c.CloseIdleConnections()
+			b.SetParallelism(32) // 32 × GOMAXPROCS goroutines
+			start := time.Now()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					fetch(b, c, url)
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		})
+	}
+}
