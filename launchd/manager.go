@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -372,6 +373,9 @@ type Status struct {
 	// directory its "latest" link points to ("" when none).
 	Archive   string
 	LatestRun string
+	// LatestVerdict summarises the latest run from its run.json, e.g.
+	// "3 of 4 expectations met"; empty when there is no latest run.
+	LatestVerdict string
 }
 
 // Status reports on the agent of label. An agent that is neither installed
@@ -417,6 +421,50 @@ func fillArchive(st *Status, now time.Time) {
 	if st.Archive != "" {
 		st.LatestRun, _ = Archive{Dir: st.Archive}.Latest()
 	}
+	if st.LatestRun != "" {
+		st.LatestVerdict = verdict(st.LatestRun)
+	}
+}
+
+// verdict reads the few fields of run.json (DESIGN.md section 6) that say
+// how a run ended, without depending on the reports package.
+func verdict(runDir string) string {
+	data, err := os.ReadFile(filepath.Join(runDir, "run.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no run.json: the run did not finish; see the error log"
+	}
+	if err != nil {
+		return "run.json unreadable: " + err.Error()
+	}
+	var r struct {
+		Run struct {
+			Partial   bool   `json:"partial"`
+			EndReason string `json:"end_reason"`
+		} `json:"run"`
+		Expectations []struct {
+			Passed bool `json:"passed"`
+		} `json:"expectations"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return "run.json unreadable: " + err.Error()
+	}
+	passed := 0
+	for _, e := range r.Expectations {
+		if e.Passed {
+			passed++
+		}
+	}
+	v := fmt.Sprintf("%d of %d expectations met", passed, len(r.Expectations))
+	if len(r.Expectations) == 0 {
+		v = "no expectations"
+	}
+	if r.Run.Partial {
+		v += "; partial run"
+		if r.Run.EndReason != "" {
+			v += " (" + r.Run.EndReason + ")"
+		}
+	}
+	return v
 }
 
 // Kickstart starts a rehearsal now (`launchctl kickstart -k`). Because -k
@@ -512,6 +560,9 @@ func (s Status) Format(w io.Writer) error {
 			latest = "(no run yet)"
 		}
 		fmt.Fprintf(&b, "latest run: %s\n", latest)
+		if s.LatestVerdict != "" {
+			fmt.Fprintf(&b, "verdict:    %s\n", s.LatestVerdict)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

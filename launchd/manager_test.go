@@ -340,8 +340,18 @@ func TestStatus(t *testing.T) {
 		t.Errorf("archive %q latest %q", st.Archive, st.LatestRun)
 	}
 
+	if st.LatestVerdict != "no run.json: the run did not finish; see the error log" {
+		t.Errorf("verdict without run.json: %q", st.LatestVerdict)
+	}
+	runJSON := `{"schema":"rehearse.run/v1","run":{"partial":true,"end_reason":"interrupted"},"expectations":[{"name":"opens","passed":true},{"name":"closes","passed":false}]}`
+	if err := os.WriteFile(filepath.Join(run, "run.json"), []byte(runJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	e.fake.running = true
 	st, _ = e.m.Status(ctx, "dev.rehearse.weekly")
+	if st.LatestVerdict != "1 of 2 expectations met; partial run (interrupted)" {
+		t.Errorf("verdict %q", st.LatestVerdict)
+	}
 	if st.State != "running" || st.PID != 4242 || st.Runs != 4 || st.LastExit != "1" {
 		t.Errorf("running status %+v", st)
 	}
@@ -349,7 +359,7 @@ func TestStatus(t *testing.T) {
 	if err := st.Format(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"state:      running (pid 4242)", "last exit:  1 (an expectation failed)", "schedule:   Mon 03:00 (local time)", "next run:   Mon 2026-12-07 03:00 UTC", "latest run: " + run} {
+	for _, want := range []string{"state:      running (pid 4242)", "last exit:  1 (an expectation failed)", "schedule:   Mon 03:00 (local time)", "next run:   Mon 2026-12-07 03:00 UTC", "latest run: " + run, "verdict:    1 of 2 expectations met"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, b.String())
 		}
