@@ -364,7 +364,7 @@ func (c *conductor) start(ctx context.Context) error {
 		readyURL = c.target + "/"
 	}
 	client := &http.Client{Timeout: 2 * time.Second}
-	if err := waitReady(ctx, client, readyURL, sc.Gateway.Ready.Timeout.D()); err != nil {
+	if err := waitReady(ctx, client, readyURL, sc.Gateway.Ready.Timeout.D(), sc.Gateway.Ready.Require2xx); err != nil {
 		return err
 	}
 	c.journal.Record(&journal.Phase{Name: "ready", Detail: "gateway answers at " + readyURL})

@@ -162,4 +162,8 @@ type ReadySpec struct {
 	URL string `yaml:"url,omitempty" json:"url,omitempty" doc:"URL polled until it answers (default: health URL or gateway URL)"`
 	// Timeout is how long to wait; 0 means 5s.
 	Timeout rehearse.Duration `yaml:"timeout,omitempty" json:"timeout,omitempty" doc:"how long to wait (default 5s)"`
+	// Require2xx waits for a 2xx answer instead of any answer: for a
+	// gateway whose backends must be up (health checks passed) before the
+	// rehearsal means anything.
+	Require2xx bool `yaml:"require_2xx,omitempty" json:"require_2xx,omitempty" doc:"wait for a 2xx answer, not just any answer"`
 }
