@@ -14,6 +14,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/launchd"
 	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -81,7 +82,7 @@ func newRunCmd() *cobra.Command {
 				}
 				// A failed or interrupted rehearsal is archived like a
 				// passing one: those are the runs people come to read.
-				if _, ferr := a.Finish(dir, time.Now(), nil); ferr != nil {
+				if _, ferr := a.Finish(dir, time.Now(), refreshHistory); ferr != nil {
 					slog.Warn("archive bookkeeping", "err", ferr)
 				}
 				return err
@@ -139,4 +140,14 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// refreshHistory rebuilds the archive's history index (index.html,
+// index.md) after a run.
+func refreshHistory(archiveDir string) error {
+	h, err := reports.History(archiveDir)
+	if err != nil {
+		return err
+	}
+	return reports.WriteHistory(archiveDir, h)
 }

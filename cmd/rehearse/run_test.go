@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunArchiveKeepsHistory(t *testing.T) {
+	archive := t.TempDir()
+	scenario := filepath.Join(t.TempDir(), "tiny.yaml")
+	if err := os.WriteFile(scenario, []byte("name: tiny\nreplay: {rate: 20, duration: 1s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		out, errOut, code := execute(t, "run", scenario, "--archive", archive, "--keep", "1", "--quiet")
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s\n%s", i, code, out, errOut)
+		}
+		if !strings.Contains(out, "run complete") || !strings.Contains(out, "report: ") {
+			t.Errorf("output:\n%s", out)
+		}
+	}
+	entries, _ := os.ReadDir(archive)
+	var runs []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), "-tiny") {
+			runs = append(runs, e.Name())
+		}
+	}
+	if len(runs) != 1 {
+		t.Errorf("runs kept with --keep 1: %v", runs)
+	}
+	if _, err := os.Stat(filepath.Join(archive, "latest", "report.html")); err != nil {
+		t.Errorf("latest link: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(archive, "index.html")); err != nil {
+		t.Errorf("history index: %v", err)
+	}
+}
+
+func TestRunInvalidScenarioExits2(t *testing.T) {
+	scenario := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(scenario, []byte("replay:\n  rat: 10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, code := execute(t, "run", scenario)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	out, _, code := execute(t, "validate", scenario)
+	if code != 2 {
+		t.Fatalf("validate: exit %d, want 2 (%s)", code, out)
+	}
+}
+
+func TestScenariosCommands(t *testing.T) {
+	out, _, code := execute(t, "scenarios", "list")
+	if code != 0 || !strings.Contains(out, "weekly") || !strings.Contains(out, "503-storm") {
+		t.Fatalf("list: %d\n%s", code, out)
+	}
+	out, _, code = execute(t, "scenarios", "show", "429-retry-after")
+	if code != 0 || !strings.Contains(out, "retry_after") {
+		t.Fatalf("show: %d\n%s", code, out)
+	}
+	dst := filepath.Join(t.TempDir(), "mine.yaml")
+	if _, _, code = execute(t, "scenarios", "init", "503-storm", "--out", dst); code != 0 {
+		t.Fatalf("init: exit %d", code)
+	}
+	if _, _, code = execute(t, "scenarios", "init", "503-storm", "--out", dst); code != 2 {
+		t.Fatalf("init over an existing file: exit %d, want 2", code)
+	}
+	if out, _, code = execute(t, "validate", dst); code != 0 || !strings.Contains(out, "ok") {
+		t.Fatalf("validate init output: %d %s", code, out)
+	}
+	if out, _, code = execute(t, "scenarios", "schema"); code != 0 || !strings.Contains(out, `"$schema"`) {
+		t.Fatalf("schema: %d", code)
+	}
+	if _, _, code = execute(t, "scenarios", "show", "nope"); code != 2 {
+		t.Fatalf("show unknown drill: exit %d, want 2", code)
+	}
+}
