@@ -315,7 +315,8 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := u.s
 	arrival := s.now()
 	if !u.handlers.enter() {
-		return
+		// Closing: hang up rather than answer an empty 200.
+		panic(http.ErrAbortHandler)
 	}
 	defer u.handlers.leave()
 	inFlight := u.inFlight.Add(1)
