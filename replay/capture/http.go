@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -47,6 +46,7 @@ type httpParser struct {
 	state int
 	// buf holds the unconsumed bytes; base is the stream offset of buf[0].
 	buf   []byte
+	arr   []byte // the array buf is a window on, reused
 	base  int64
 	marks []mark
 	// atLineStart: buf[0] follows a newline (or the stream start), for
@@ -111,10 +111,10 @@ func (p *httpParser) consume(n int) {
 	p.buf = p.buf[n:]
 	p.base += int64(n)
 	if len(p.buf) == 0 {
-		if cap(p.buf) > 64<<10 {
-			p.buf = nil // don't keep a big request's array around
+		if cap(p.arr) > 64<<10 {
+			p.buf, p.arr = nil, nil // don't keep a big request's array around
 		} else {
-			p.buf = p.buf[:0]
+			p.buf = p.arr[:0]
 		}
 	}
 	// Keep the last mark at or before base.
@@ -138,7 +138,14 @@ func (p *httpParser) feed(data []byte) parserEvent {
 	if len(p.marks) == 0 || p.marks[len(p.marks)-1].pkt != p.x.pkt {
 		p.marks = append(p.marks, mark{off: off, pkt: p.x.pkt, ts: p.x.now})
 	}
+	if len(p.buf)+len(data) > cap(p.buf) && len(p.buf)+len(data) <= cap(p.arr) {
+		// Room at the front of the array, freed by consumed requests.
+		p.buf = p.arr[:copy(p.arr, p.buf)]
+	}
 	p.buf = append(p.buf, data...)
+	if cap(p.buf) > cap(p.arr) {
+		p.arr = p.buf[:cap(p.buf)]
+	}
 	p.process()
 	return p.lastEvent
 }
@@ -222,7 +229,9 @@ func (p *httpParser) classify() bool {
 	switch {
 	case len(b) == 0:
 		return false
-	case b[0] == 0x16 && (len(b) < 2 || b[1] == 3):
+	case b[0] == 0x16 && len(b) < 2:
+		return false // a TLS handshake record, or not: wait for one more byte
+	case b[0] == 0x16 && b[1] == 3:
 		p.x.st.TLSStreams++
 		p.dead()
 		return false
@@ -253,7 +262,7 @@ func (p *httpParser) classify() bool {
 func (p *httpParser) dead() {
 	p.state = psDead
 	p.consume(len(p.buf))
-	p.buf = nil
+	p.buf, p.arr = nil, nil
 	p.marks = nil
 }
 
@@ -345,7 +354,7 @@ func (p *httpParser) header() bool {
 		p.scan = max(0, len(b)-3)
 		return false
 	}
-	req, err := http.ReadRequest(bufio.NewReaderSize(bytes.NewReader(b[:end]), 4096))
+	req, err := p.x.readRequest(b[:end])
 	if err != nil {
 		p.x.warn(p.flow, "malformed request: "+err.Error()+"; resynchronising")
 		p.x.st.SkippedBytes += int64(lineEnd(b))
@@ -392,7 +401,7 @@ func (p *httpParser) body() bool {
 			}
 			return false
 		}
-		full, err := http.ReadRequest(bufio.NewReaderSize(bytes.NewReader(b[:end]), 4096))
+		full, err := p.x.readRequest(b[:end])
 		var body []byte
 		if err == nil {
 			body, err = io.ReadAll(full.Body)

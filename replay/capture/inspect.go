@@ -134,7 +134,9 @@ func Inspect(ctx context.Context, path string, opt InspectOptions) (*Stats, erro
 		}
 		writeStats(w, st, routes, hosts)
 	}
-	if st != nil {
+	// A file that could not be read at all gets its error, not a summary
+	// of nothing.
+	if st != nil && (err == nil || st.Packets > 0) {
 		fmt.Fprintf(stderr, "%s: %s\n", displayName(path), st)
 	}
 	return st, err

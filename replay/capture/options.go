@@ -130,6 +130,12 @@ func (rw Rewrite) IsZero() bool {
 // Apply returns a rewritten copy of r; r is not modified.
 func (rw Rewrite) Apply(r *Request) *Request {
 	c := r.Clone()
+	rw.apply(c)
+	return c
+}
+
+// apply rewrites c in place.
+func (rw Rewrite) apply(c *Request) {
 	if len(rw.Drop) > 0 {
 		c.Header = slices.DeleteFunc(c.Header, func(f HeaderField) bool {
 			return slices.ContainsFunc(rw.Drop, func(n string) bool { return strings.EqualFold(n, f.Name) })
@@ -150,7 +156,6 @@ func (rw Rewrite) Apply(r *Request) *Request {
 			}
 		}
 	}
-	return c
 }
 
 // setHeader replaces the first field of that name (dropping later ones)
@@ -218,6 +223,12 @@ func IsSecretHeader(name string, extra ...string) bool {
 // "REDACTED". The body is not changed.
 func Redact(r *Request, extra ...string) *Request {
 	c := r.Clone()
+	redact(c, extra)
+	return c
+}
+
+// redact redacts c in place.
+func redact(c *Request, extra []string) {
 	for i, f := range c.Header {
 		if IsSecretHeader(f.Name, extra...) {
 			c.Header[i].Value = Redacted
@@ -229,7 +240,6 @@ func Redact(r *Request, extra ...string) *Request {
 		}
 	}
 	c.Target = redactQuery(c.Target)
-	return c
 }
 
 // redactQuery replaces the values of credential parameters in a target's

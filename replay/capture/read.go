@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"container/heap"
 	"context"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"time"
 
@@ -100,6 +102,21 @@ type extractor struct {
 	seq   int64     // completion order, to keep the heap stable
 	index int
 	sweep time.Time
+	// hrd and hbr are reused by every http.ReadRequest call.
+	hrd bytes.Reader
+	hbr *bufio.Reader
+}
+
+// readRequest runs http.ReadRequest over b, a whole message or header
+// block, with a reader reused across calls.
+func (x *extractor) readRequest(b []byte) (*http.Request, error) {
+	x.hrd.Reset(b)
+	if x.hbr == nil {
+		x.hbr = bufio.NewReaderSize(&x.hrd, 4096)
+	} else {
+		x.hbr.Reset(&x.hrd)
+	}
+	return http.ReadRequest(x.hbr)
 }
 
 func (x *extractor) run(r io.Reader) error {
@@ -276,11 +293,12 @@ func (x *extractor) deliverRequest(r *Request) {
 		st.Filtered++
 		return
 	}
+	// r is the extractor's own: change it in place.
 	if !x.opt.Rewrite.IsZero() {
-		r = x.opt.Rewrite.Apply(r)
+		x.opt.Rewrite.apply(r)
 	}
 	if !x.opt.KeepSecrets {
-		r = Redact(r, x.opt.RedactHeaders...)
+		redact(r, x.opt.RedactHeaders)
 	}
 	r.Index = x.index
 	x.index++
