@@ -17,9 +17,9 @@ import (
 // `launchd print|install` and `systemd print|install`.
 type jobFlags struct {
 	scenario, label, binary, archive, keepFor, workdir, processType string
-	weekly, daily, env, runArgs                                      []string
-	keep                                                             int
-	allowSecretEnv, caffeinate                                       bool
+	weekly, daily, env, runArgs                                     []string
+	keep                                                            int
+	allowSecretEnv, caffeinate                                      bool
 }
 
 func (f *jobFlags) bind(cmd *cobra.Command, forLaunchd bool) {
@@ -271,6 +271,23 @@ job under the same label is refused unless --force.`,
 	kickstartCmd.Flags().BoolVar(&restart, "restart", false, "kill a rehearsal in progress and start again")
 	kickstartCmd.Flags().StringVar(&kdomain, "domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
 
-	cmd.AddCommand(printCmd, installCmd, uninstallCmd, statusCmd, kickstartCmd)
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the rehearsal agents in ~/Library/LaunchAgents (any OS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := manager()
+			if err != nil {
+				return err
+			}
+			entries, err := m.List()
+			if err != nil {
+				return err
+			}
+			return launchd.FormatEntries(cmd.OutOrStdout(), entries)
+		},
+	}
+
+	cmd.AddCommand(printCmd, installCmd, uninstallCmd, statusCmd, kickstartCmd, listCmd)
 	return cmd
 }

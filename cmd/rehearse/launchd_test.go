@@ -145,6 +145,11 @@ func TestLaunchdInstallWithFakeRunner(t *testing.T) {
 	if _, err := os.Stat(plist); err != nil {
 		t.Error(err)
 	}
+	cmd = newLaunchdCmd(launchd.WithRunner(rec.run), launchd.WithHome(home), launchd.WithUID(501))
+	out, errOut, code = executeWith(t, []*cobra.Command{cmd}, "launchd", "list")
+	if code != 0 || !strings.Contains(out, "dev.rehearse.weekly") || !strings.Contains(out, "Mon 03:00") || !strings.Contains(out, scenario) {
+		t.Errorf("list: exit %d %s\n%s", code, errOut, out)
+	}
 	// Another schedule under the same label is refused without --force.
 	cmd = newLaunchdCmd(launchd.WithRunner(rec.run), launchd.WithHome(home), launchd.WithUID(501))
 	_, errOut, code = executeWith(t, []*cobra.Command{cmd}, "launchd", "install", "--scenario", scenario, "--weekly", "Tue 03:00", "--binary", bin)

@@ -153,6 +153,23 @@ For the timer to fire while you are logged out: loginctl enable-linger $USER.`,
 	kf.bind(kickstartCmd)
 	kickstartCmd.Flags().BoolVar(&restart, "restart", false, "restart a rehearsal in progress")
 
-	cmd.AddCommand(printCmd, installCmd, uninstallCmd, statusCmd, kickstartCmd)
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the rehearsal services in ~/.config/systemd/user",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := manager()
+			if err != nil {
+				return err
+			}
+			entries, err := d.List()
+			if err != nil {
+				return err
+			}
+			return launchd.FormatEntries(cmd.OutOrStdout(), entries)
+		},
+	}
+
+	cmd.AddCommand(printCmd, installCmd, uninstallCmd, statusCmd, kickstartCmd, listCmd)
 	return cmd
 }
