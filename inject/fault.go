@@ -80,6 +80,7 @@ type Exchange struct {
 	Upstream, Fault string
 
 	rw       *respWriter
+	newRand  func() *rand.Rand
 	rng      *rand.Rand
 	mu       sync.Mutex
 	outcome  journal.Outcome
@@ -93,7 +94,15 @@ func (x *Exchange) Context() context.Context { return x.R.Context() }
 
 // Rand returns the exchange's random source, seeded from the server seed,
 // the upstream and the request, so that sampled delays repeat across runs.
-func (x *Exchange) Rand() *rand.Rand { return x.rng }
+// It is made on first use: most requests never need one.
+func (x *Exchange) Rand() *rand.Rand {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.rng == nil {
+		x.rng = x.newRand()
+	}
+	return x.rng
+}
 
 // SetOutcome records how the exchange ended, for faults that end it in a way
 // the server cannot see (a reset, a cut, a stall).

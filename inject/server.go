@@ -115,6 +115,9 @@ func New(upstreams []UpstreamConfig, faults []FaultSpec, opts ...Option) (*Serve
 			return nil, fmt.Errorf("inject: registering metrics: %w", err)
 		}
 	}
+	for _, u := range s.upstreams {
+		u.gauge = s.m.inFlight.WithLabelValues(u.cfg.Name)
+	}
 	for i, spec := range faults {
 		fs, err := s.prepare(spec)
 		if err != nil {

@@ -176,11 +176,10 @@ func (u *upstream) serveTCP(c net.Conn) {
 	}
 	defer u.handlers.leave()
 	inFlight := u.inFlight.Add(1)
-	gauge := s.m.inFlight.WithLabelValues(u.cfg.Name)
-	gauge.Inc()
+	u.gauge.Inc()
 	defer func() {
 		u.inFlight.Add(-1)
-		gauge.Dec()
+		u.gauge.Dec()
 	}()
 	ord := u.ordinal.Add(1)
 	l := &Link{Client: c, ctx: s.ctx, target: u.cfg.Target, rng: u.rand(nil, ord)}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -28,6 +30,7 @@ type upstream struct {
 	probeUA *regexp.Regexp
 	nameKey uint64
 
+	gauge    prometheus.Gauge // in-flight, this upstream's child
 	faults   atomic.Pointer[[]*faultState]
 	inFlight atomic.Int64
 	ordinal  atomic.Uint64
@@ -320,17 +323,17 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer u.handlers.leave()
 	inFlight := u.inFlight.Add(1)
-	gauge := s.m.inFlight.WithLabelValues(u.cfg.Name)
-	gauge.Inc()
+	u.gauge.Inc()
 	defer func() {
 		u.inFlight.Add(-1)
-		gauge.Dec()
+		u.gauge.Dec()
 	}()
 
 	info, probe := u.classify(r)
 	ord := u.ordinal.Add(1)
 	rw := &respWriter{w: w}
-	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1, rng: u.rand(info.seq, ord)}
+	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1}
+	x.newRand = func() *rand.Rand { return u.rand(info.seq, ord) }
 	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
 	x.R = r
 	f := u.pick(info, httpUsable)
@@ -373,13 +376,11 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x *Exchange) {
-	status, hdr, n, _ := x.rw.snapshot()
+	status, ra, n, _ := x.rw.snapshot()
 	ev.Status = status
 	ev.Bytes = n
-	if hdr != nil {
-		if d, ok := parseRetryAfter(hdr.Get("Retry-After"), x.rw.sentAt()); ok {
-			ev.RetryAfter = d
-		}
+	if d, ok := parseRetryAfter(ra, x.rw.sentAt()); ok {
+		ev.RetryAfter = d
 	}
 	ev.Outcome = x.getOutcome()
 	if ev.Outcome == "" {

@@ -18,7 +18,7 @@ type respWriter struct {
 	mu          sync.Mutex
 	status      int
 	wroteHeader bool
-	sentHeader  http.Header
+	retryAfter  string // the Retry-After header as sent
 	sentTime    time.Time
 	bytes       int64
 	err         error
@@ -36,7 +36,7 @@ func (rw *respWriter) WriteHeader(code int) {
 	if code >= 200 || code == http.StatusSwitchingProtocols {
 		rw.wroteHeader = true
 		rw.status = code
-		rw.sentHeader = rw.w.Header().Clone()
+		rw.retryAfter = rw.w.Header().Get("Retry-After")
 		rw.sentTime = time.Now()
 	}
 	rw.w.WriteHeader(code)
@@ -51,7 +51,7 @@ func (rw *respWriter) Write(p []byte) (int, error) {
 	if !rw.wroteHeader {
 		rw.wroteHeader = true
 		rw.status = http.StatusOK
-		rw.sentHeader = rw.w.Header().Clone()
+		rw.retryAfter = rw.w.Header().Get("Retry-After")
 		rw.sentTime = time.Now()
 	}
 	rw.mu.Unlock()
@@ -128,10 +128,10 @@ func (rw *respWriter) addBytes(n int64) {
 	rw.mu.Unlock()
 }
 
-func (rw *respWriter) snapshot() (status int, hdr http.Header, bytes int64, err error) {
+func (rw *respWriter) snapshot() (status int, retryAfter string, bytes int64, err error) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	return rw.status, rw.sentHeader, rw.bytes, rw.err
+	return rw.status, rw.retryAfter, rw.bytes, rw.err
 }
 
 // sentAt returns when the headers were sent (now if they were not).
