@@ -2,6 +2,7 @@ package observe
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,6 +49,9 @@ func FuzzExpositionStates(f *testing.F) {
 		series, err := parseExposition(bytes.NewReader(data), h, all)
 		if err != nil {
 			return
+		}
+		if _, err := json.Marshal(series); err != nil {
+			t.Fatalf("series do not encode: %v", err)
 		}
 		for name, m := range mappings {
 			states := m.States(series, r)

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -128,6 +129,11 @@ func TestPresetsOnRecordedExpositions(t *testing.T) {
 			}
 			if !reflect.DeepEqual(names, tt.wantSeries) {
 				t.Errorf("kept series\n got %q\nwant %q", names, tt.wantSeries)
+			}
+			// Every sample must encode: NaN (HAProxy's disabled
+			// server) would stop the journal.
+			if _, err := json.Marshal(got); err != nil {
+				t.Errorf("sample does not encode: %v", err)
 			}
 			if got.Source != tt.cfg.URL {
 				t.Errorf("source %q, want %q", got.Source, tt.cfg.URL)

@@ -83,7 +83,9 @@ func (p *promSource) instant(ctx context.Context, ts time.Time) ([]journal.Serie
 	}
 	out := make([]journal.Series, 0, len(vec))
 	for _, smp := range vec {
-		out = append(out, p.series(smp.Metric, float64(smp.Value)))
+		if finite(float64(smp.Value)) {
+			out = append(out, p.series(smp.Metric, float64(smp.Value)))
+		}
 	}
 	sortSeries(out)
 	return out, nil
@@ -133,6 +135,9 @@ func (p *promSource) rangeSamples(ctx context.Context, s *Scraper, start, end ti
 	byTime := map[model.Time][]journal.Series{}
 	for _, stream := range mat {
 		for _, pair := range stream.Values {
+			if !finite(float64(pair.Value)) {
+				continue
+			}
 			byTime[pair.Timestamp] = append(byTime[pair.Timestamp], p.series(stream.Metric, float64(pair.Value)))
 		}
 	}
@@ -172,8 +177,8 @@ func (p *promSource) runRange(ctx context.Context, s *Scraper) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			s.logOutcome(err)
 			if err != nil {
-				p.o.logger.Debug("prometheus query_range failed", "source", p.source, "err", err)
 				p.o.recorder.RecordAt(p.o.clock.Now(), &journal.MetricsSample{Source: p.source, Error: err.Error()})
 			} else {
 				for i, smp := range samples {

@@ -90,6 +90,8 @@ type Scraper struct {
 	res    resolver
 	source string
 	prom   *promSource
+	// failing is set while scrapes fail (Run's goroutine only).
+	failing bool
 }
 
 // NewScraper checks cfg and returns a Scraper. Errors wrap
@@ -138,9 +140,7 @@ func (s *Scraper) Run(ctx context.Context) error {
 			// failure of the gateway.
 			return nil
 		}
-		if err != nil {
-			s.o.logger.Debug("scrape failed", "source", s.source, "err", err)
-		}
+		s.logOutcome(err)
 		s.o.recorder.RecordAt(s.o.clock.Now(), sample)
 		select {
 		case <-ctx.Done():
@@ -149,6 +149,26 @@ func (s *Scraper) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// logOutcome warns when scrapes start failing and says when they recover,
+// once each, so a console shows a dead metrics endpoint without a line per
+// interval.
+func (s *Scraper) logOutcome(err error) {
+	switch {
+	case err != nil && !s.failing:
+		s.failing = true
+		s.o.logger.Warn("metrics scrape failing; recording failed samples until it recovers", "source", s.source, "err", err)
+	case err != nil:
+		s.o.logger.Debug("metrics scrape failed", "source", s.source, "err", err)
+	case s.failing:
+		s.failing = false
+		s.o.logger.Info("metrics scrape recovered", "source", s.source)
+	}
+}
+
+// StateMetric returns the name of the metric the preset reads breaker
+// states from, for messages such as "no openclaw_breaker_state series".
+func (s *Scraper) StateMetric() string { return s.c.mapping.metric }
 
 // ScrapeOnce scrapes now and returns the sample without recording it. The
 // sample is never nil; when the scrape failed, its Error is set and the
@@ -252,20 +272,6 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 // format (an HTML page, JSON): usually a wrong URL.
 var ErrContentType = errors.New("not a Prometheus exposition")
 
-// Format names the exposition format of a response, for messages and tests:
-// "openmetrics", "text", "protobuf" or "unknown".
-func Format(h http.Header) string {
-	switch expfmt.ResponseFormat(h).FormatType() {
-	case expfmt.TypeOpenMetrics:
-		return "openmetrics"
-	case expfmt.TypeTextPlain:
-		return "text"
-	case expfmt.TypeProtoDelim:
-		return "protobuf"
-	}
-	return "unknown"
-}
-
 // parseExposition decodes a metrics response (format from its
 // Content-Type) and returns the series whose names match keep, sorted.
 func parseExposition(r io.Reader, h http.Header, keep []*regexp.Regexp) ([]journal.Series, error) {
@@ -325,7 +331,10 @@ func kept(name string, keep []*regexp.Regexp) bool {
 func appendFamily(out []journal.Series, mf *dto.MetricFamily, keep []*regexp.Regexp) []journal.Series {
 	name := mf.GetName()
 	add := func(n string, m *dto.Metric, v float64, extra ...string) {
-		if !kept(n, keep) {
+		// JSON has no NaN or infinities, and one unencodable event would
+		// stop the journal: such values are not kept (HAProxy writes NaN
+		// for the counters of a disabled server, for example).
+		if !finite(v) || !kept(n, keep) {
 			return
 		}
 		var labels map[string]string
@@ -369,6 +378,8 @@ func appendFamily(out []journal.Series, mf *dto.MetricFamily, keep []*regexp.Reg
 	}
 	return out
 }
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 func formatLE(f float64) string {
 	if math.IsInf(f, +1) {

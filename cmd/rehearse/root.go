@@ -79,6 +79,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newInjectCmd(),
 		newLaunchdCmd(),
 		newSystemdCmd(),
+		newMetricsCmd(),
+		newGatewayCmd(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

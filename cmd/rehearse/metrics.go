@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/observe"
+)
+
+// newMetricsCmd scrapes a gateway's metrics once and shows the breaker
+// states a preset reads from them: the way to check a preset or a custom
+// mapping before a rehearsal.
+func newMetricsCmd() *cobra.Command {
+	var (
+		cfg     observe.ScrapeConfig
+		prom    observe.PromQueryConfig
+		depMap  []string
+		timeout time.Duration
+		series  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "metrics [URL]",
+		Short: "Scrape a gateway's metrics once and show the breaker states a preset reads",
+		Long: `Scrape a gateway's Prometheus metrics once (or query a Prometheus server with
+--prom) and print the breaker state per dependency as the chosen preset reads
+it, and the upstream each dependency maps to. Use it to check a preset and a
+dependency map before a rehearsal. Presets: ` + strings.Join(observe.Presets(), ", ") + `
+("custom" needs a scenario file; see docs/metrics.md). Exit code 3 when the
+scrape fails.`,
+		Example: `  rehearse metrics http://127.0.0.1:8080/metrics
+  rehearse metrics http://127.0.0.1:8404/metrics --preset haproxy --map be_search=search --series
+  rehearse metrics --prom http://prometheus:9090 --selector 'job="gateway"'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				cfg.URL = args[0]
+			}
+			if prom.URL != "" {
+				cfg.PromQuery = &prom
+			} else if prom.Selector != "" || prom.Query != "" {
+				return fmt.Errorf("%w: --selector and --query need --prom", rehearse.ErrInvalid)
+			}
+			if cfg.Preset == observe.PresetCustom {
+				return fmt.Errorf("%w: --preset custom needs a mapping: put it in a scenario's gateway.metrics.custom (docs/metrics.md)", rehearse.ErrInvalid)
+			}
+			for _, kv := range depMap {
+				dep, up, ok := strings.Cut(kv, "=")
+				if !ok || dep == "" || up == "" {
+					return fmt.Errorf("%w: --map %q: want DEPENDENCY=UPSTREAM", rehearse.ErrInvalid, kv)
+				}
+				if cfg.DependencyMap == nil {
+					cfg.DependencyMap = map[string]string{}
+				}
+				cfg.DependencyMap[dep] = up
+			}
+			cfg.Interval = rehearse.Duration(timeout)
+			cfg.Timeout = rehearse.Duration(timeout)
+			s, err := observe.NewScraper(cfg)
+			if err != nil {
+				return err
+			}
+			sample, err := s.ScrapeOnce(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s: %d series kept in %s\n", sample.Source, len(sample.Series), sample.Took.Round(time.Millisecond))
+			if len(sample.States) == 0 {
+				fmt.Fprintf(out, "no breaker states: no usable %s series (wrong preset or URL?)\n", s.StateMetric())
+			} else {
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "DEPENDENCY\tUPSTREAM\tSTATE")
+				for _, b := range sample.States {
+					up := b.Upstream
+					if up == "" {
+						up = "-"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", b.Dependency, up, b.State)
+				}
+				tw.Flush()
+			}
+			if series {
+				for _, s := range sample.Series {
+					fmt.Fprintf(out, "%s%s %g\n", s.Name, formatLabels(s.Labels), s.Value)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Preset, "preset", observe.DefaultPreset, "breaker-state preset: "+strings.Join(observe.Presets(), ", "))
+	f.StringVar(&cfg.Format, "format", observe.FormatAuto, "exposition format to ask for: auto, text or openmetrics")
+	f.StringArrayVar(&cfg.Keep, "keep", nil, "also keep series whose name matches this regular expression (repeatable)")
+	f.StringArrayVar(&depMap, "map", nil, "map a gateway dependency (or part of it) to an upstream name: DEP=UPSTREAM (repeatable)")
+	f.DurationVar(&timeout, "timeout", observe.DefaultMaxScrapeTimeout, "scrape timeout")
+	f.BoolVar(&series, "series", false, "also print the kept series")
+	f.StringVar(&prom.URL, "prom", "", "query this Prometheus server instead of scraping URL")
+	f.StringVar(&prom.Selector, "selector", "", `with --prom: label matchers narrowing the query, e.g. job="gateway"`)
+	f.StringVar(&prom.Query, "query", "", "with --prom: your own PromQL instead of the preset's selector")
+	return cmd
+}
+
+// formatLabels writes labels as the text format does, sorted by name:
+// {a="1",b="2"}.
+func formatLabels(l map[string]string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%q", k, l[k])
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
