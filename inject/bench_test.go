@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +26,9 @@ import (
 // inject's HTTP proxy mode, inject's tcp mode, and Toxiproxy's passthrough
 // (no toxics). Toxiproxy runs as its own process: set TOXIPROXY_SERVER to
 // its server binary (scripts/bench-inject.sh installs v2.5.0 with
-// go install), else those cases are skipped.
+// go install), else those cases are skipped. The *-process cases run
+// inject the same way, as `rehearse inject serve` (REHEARSE_BIN), for a
+// like-for-like comparison on a loaded machine.
 //
 //	go test -run '^$' -bench 'Proxy' -benchtime 20000x ./inject/
 
@@ -108,6 +112,43 @@ func startInject(b *testing.B, mode, backend string) string {
 	return s.Addr("bench")
 }
 
+// startInjectProcess runs `rehearse inject serve` as its own process (like
+// Toxiproxy), so that both proxies get a process's share of a loaded
+// machine; REHEARSE_BIN names the binary, else the case is skipped.
+func startInjectProcess(b *testing.B, mode, backend string) string {
+	bin := os.Getenv("REHEARSE_BIN")
+	if bin == "" {
+		b.Skip("rehearse binary not given: set REHEARSE_BIN (see scripts/bench-inject.sh)")
+	}
+	target := backend
+	if mode == ModeProxy {
+		target = "http://" + backend
+	}
+	cfg := filepath.Join(b.TempDir(), "bench.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "upstreams:\n  - {name: bench, mode: %s, target: %q}\n", mode, target), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "inject", "serve", "--config", cfg, "--control", "", "--log-level", "error")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 4 && f[0] == "upstream" && f[1] == "bench" {
+			go io.Copy(io.Discard, out)
+			return strings.TrimPrefix(f[3], "http://")
+		}
+	}
+	b.Fatalf("rehearse inject serve printed no address: %v", sc.Err())
+	return ""
+}
+
 type benchSetup struct {
 	name  string
 	start func(b *testing.B, backend string) string
@@ -117,6 +158,8 @@ var benchSetups = []benchSetup{
 	{"direct", func(b *testing.B, backend string) string { return backend }},
 	{"inject-proxy", func(b *testing.B, backend string) string { return startInject(b, ModeProxy, backend) }},
 	{"inject-tcp", func(b *testing.B, backend string) string { return startInject(b, ModeTCP, backend) }},
+	{"inject-proxy-process", func(b *testing.B, backend string) string { return startInjectProcess(b, ModeProxy, backend) }},
+	{"inject-tcp-process", func(b *testing.B, backend string) string { return startInjectProcess(b, ModeTCP, backend) }},
 	{"toxiproxy", startToxiproxy},
 }
 
