@@ -30,6 +30,7 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 	br, brFirst := 0, 0
 	var run []int
 	prev := clsPassed
+	lastPassed := int32(-1)
 	for j := range sent {
 		r := &c.reqs[sent[j]]
 		k := cls[j]
@@ -40,7 +41,7 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 				}
 				br++
 				if br >= OpenRunMin {
-					cur = &cyc{openAt: c.reqs[sent[brFirst]].sent, closeAt: -1, liveProbes: map[int32]bool{}}
+					cur = &cyc{openAt: c.openMoment(c.reqs[sent[brFirst]].sent, lastPassed), closeAt: -1, liveProbes: map[int32]bool{}}
 					for q := brFirst; q <= j; q++ {
 						cur.blocked++
 						if c.reqs[sent[q]].fastFail {
@@ -52,6 +53,9 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 				}
 			} else {
 				br = 0
+				if k == clsPassed {
+					lastPassed = match[j]
+				}
 			}
 			prev = k
 			continue
@@ -73,17 +77,48 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 			}
 			run = append(run, j)
 			if len(run) >= CloseRunMin {
-				closeCall := match[run[0]]
-				if cur.liveProbes[closeCall] {
-					closeCall = match[run[1]]
-				}
-				cur.closeAt = c.calls[closeCall].t
+				cur.closeAt = c.closeMoment(cur, match[run[0]], match[run[1]], ci)
+				lastPassed = match[run[len(run)-1]]
 				cur, br, run = nil, 0, run[:0]
 			}
 		}
 		prev = k
 	}
 	return out
+}
+
+// openMoment estimates when the breaker opened. The black-box bounds are
+// the end of the last live call that got through and the first request
+// that did not (notBefore). Breakers trip on a failure's response, so when
+// that last call failed its end is the estimate; otherwise the first
+// blocked request is.
+func (c *collector) openMoment(firstBlocked int64, lastPassed int32) int64 {
+	if lastPassed >= 0 {
+		k := &c.calls[lastPassed]
+		if k.failed() && k.end() <= firstBlocked {
+			return k.end()
+		}
+	}
+	return firstBlocked
+}
+
+// closeMoment estimates when the breaker closed, given the first two calls
+// of the run of resumed traffic. A breaker closes on a probe's successful
+// response: the end of the successful tagged probe or health check just
+// before the traffic resumed, or of the live-traffic probe that began the
+// run; else the resumed traffic's first arrival.
+func (c *collector) closeMoment(cy *cyc, first, second int32, ci []int32) int64 {
+	if cy.liveProbes[first] {
+		if e := c.calls[first].end(); e <= c.calls[second].t {
+			return e
+		}
+		return c.calls[second].t
+	}
+	t := c.calls[first].t
+	if p := c.lastCallBefore(ci, t); c.okProbeLike(p) && c.calls[p].t >= cy.openAt && c.calls[p].end() <= t {
+		return c.calls[p].end()
+	}
+	return t
 }
 
 // gapMachine infers open intervals from gaps in untagged live arrivals
@@ -128,7 +163,7 @@ func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) 
 			if !big {
 				continue
 			}
-			cur = &cyc{openAt: prevT + exp, closeAt: -1, liveProbes: map[int32]bool{}}
+			cur = &cyc{openAt: c.openMoment(prevT+exp, arr[i-1]), closeAt: -1, liveProbes: map[int32]bool{}}
 			out = append(out, cur)
 			run = run[:0]
 		}
@@ -141,11 +176,7 @@ func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) 
 		}
 		run = append(run, arr[i])
 		if len(run) >= CloseRunMin {
-			closeCall := run[0]
-			if cur.liveProbes[closeCall] {
-				closeCall = run[1]
-			}
-			cur.closeAt = c.calls[closeCall].t
+			cur.closeAt = c.closeMoment(cur, run[0], run[1], ci)
 			cur, run = nil, run[:0]
 		}
 	}
@@ -153,7 +184,7 @@ func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) 
 	if cur == nil && len(c.reqs) > 0 {
 		last := c.calls[arr[len(arr)-1]].t
 		if c.reqs[len(c.reqs)-1].sched-last > gap {
-			out = append(out, &cyc{openAt: last + exp, closeAt: -1, liveProbes: map[int32]bool{}})
+			out = append(out, &cyc{openAt: c.openMoment(last+exp, arr[len(arr)-1]), closeAt: -1, liveProbes: map[int32]bool{}})
 		}
 	}
 	return exp, out
