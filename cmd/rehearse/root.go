@@ -80,7 +80,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newLaunchdCmd(),
 		newSystemdCmd(),
 		newMetricsCmd(),
-		newGatewayCmd(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
