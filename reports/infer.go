@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -166,7 +167,7 @@ func (c *collector) runInfo(a *Analysis, runEnd int64) {
 	ri.DurationS = seconds(time.Duration(runEnd))
 	if s := c.start; s != nil {
 		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
-		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, s.Target, s.Rate
+		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redactURL(s.Target), s.Rate
 		ri.PlannedS = seconds(s.Duration)
 		if p := s.Platform; p != nil {
 			pi := &PlatformInfo{OS: p.OS, Arch: p.Arch, Kernel: p.Kernel, CPU: p.CPU, NumCPU: p.NumCPU,
@@ -194,6 +195,19 @@ func (c *collector) runInfo(a *Analysis, runEnd int64) {
 	if c.torn {
 		a.Notes = append(a.Notes, "the journal's last line was torn (written when the run was killed) and was skipped")
 	}
+}
+
+// redactURL removes a password from a URL's user info, so that a target
+// written as http://user:secret@host never reaches a report.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	}
+	return u.String()
 }
 
 // ms converts to float milliseconds rounded to the microsecond.

@@ -199,3 +199,77 @@ func TestRenderDirErrors(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 }
+
+func TestTargetPasswordRedacted(t *testing.T) {
+	evs := base().build()
+	evs[0].Payload.(*journal.RunStart).Target = "http://ops:hunter2@127.0.0.1:8080"
+	a, err := AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []func(*Analysis) ([]byte, error){RunJSON, Markdown, HTML, JUnit} {
+		b, _ := r(a)
+		if bytes.Contains(b, []byte("hunter2")) {
+			t.Error("a report contains the target's password")
+		}
+	}
+}
+
+// TestCompareAndHistoryGolden renders the comparison and the history index
+// of the fixtures and checks them against their goldens.
+func TestCompareAndHistoryGolden(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"clean", "haproxy"} {
+		b, err := os.ReadFile(filepath.Join("testdata", n+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(root, n), 0o755)
+		if err := os.WriteFile(filepath.Join(root, n, JournalFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := CompareDirs(filepath.Join(root, "clean"), filepath.Join(root, "haproxy"), [2]string{"macOS", "linux"}, DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Flagged == 0 {
+		t.Error("a tagged-probe gateway and an HAProxy-style one compare equal")
+	}
+	if self := Compare(c.A, c.A, [2]string{"a", "a"}); self.Flagged != 0 {
+		t.Errorf("a run compared with itself: %d flagged", self.Flagged)
+	}
+	if err := WriteComparison(root, c); err != nil {
+		t.Fatal(err)
+	}
+	h, err := History(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Runs) != 2 {
+		t.Fatalf("history: %d runs", len(h.Runs))
+	}
+	if err := WriteHistory(root, h); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"compare.html", "compare.md", "compare-a.svg", "index.html", "index.md"} {
+		got, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", "golden", f)
+		if *update {
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s (run go test -update after checking the change)", f, golden)
+		}
+	}
+}
