@@ -24,6 +24,7 @@ const (
 	DefaultDeadline       = 10 * time.Second
 	DefaultConnectTimeout = 3 * time.Second
 	DefaultLateThreshold  = 5 * time.Millisecond
+	DefaultMaxLateness    = 100 * time.Millisecond
 	DefaultDrainTimeout   = 5 * time.Second
 	DefaultSeqHeader      = "X-Rehearse-Seq"
 	DefaultRunHeader      = "X-Rehearse-Run"
@@ -104,6 +105,11 @@ type Options struct {
 	// LateThreshold is the send lateness beyond which a request counts as
 	// late. Zero means DefaultLateThreshold.
 	LateThreshold time.Duration
+	// MaxLateness bounds catch-up after a stall: a slot reached later
+	// than this after its due time, while the next slot is due too, is
+	// dropped as missed instead of being sent in a burst. Zero means
+	// DefaultMaxLateness.
+	MaxLateness time.Duration
 	// Transport sends the requests. Nil means the replayer's own transport
 	// (keep-alive, no compression, no HTTP/2, idle pool sized to
 	// MaxInFlight), which also tells connect errors apart precisely.
@@ -185,7 +191,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: replay: timing %q: want %q or %q", rehearse.ErrInvalid, o.Timing, TimingRate, TimingOriginal)
 	}
 	if o.Rate < 0 || o.Speed < 0 || o.Duration < 0 || o.MaxInFlight < 0 || o.Deadline < 0 ||
-		o.ConnectTimeout < 0 || o.DrainTimeout < 0 || o.LateThreshold < 0 {
+		o.ConnectTimeout < 0 || o.DrainTimeout < 0 || o.LateThreshold < 0 || o.MaxLateness < 0 {
 		return o, fmt.Errorf("%w: replay: rate, speed, duration, max in flight, deadline and thresholds must not be negative", rehearse.ErrInvalid)
 	}
 	if o.Rate == 0 {
@@ -214,6 +220,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LateThreshold == 0 {
 		o.LateThreshold = DefaultLateThreshold
+	}
+	if o.MaxLateness == 0 {
+		o.MaxLateness = DefaultMaxLateness
+	}
+	if o.MaxLateness < o.LateThreshold {
+		return o, fmt.Errorf("%w: replay: max lateness %v is below the late threshold %v", rehearse.ErrInvalid, o.MaxLateness, o.LateThreshold)
 	}
 	if o.SeqHeader == "" {
 		o.SeqHeader = DefaultSeqHeader

@@ -139,7 +139,7 @@ func TestScheduleExactCount(t *testing.T) {
 		{3, time.Second, 3},
 		{3, time.Second + 1, 4}, // the slot at exactly 1 s is inside
 	} {
-		s := &scheduler{pacer: ConstantPacer{Rate: tc.rate}, limit: tc.limit, threshold: 5 * time.Millisecond, maxInFlight: 10}
+		s := &scheduler{pacer: ConstantPacer{Rate: tc.rate}, limit: tc.limit, maxLateness: 5 * time.Millisecond, maxInFlight: 10}
 		evs, n := runSchedule(t, s, &fakeClock{}, nil)
 		if n != tc.want || uint64(len(evs)) != tc.want {
 			t.Errorf("rate %g for %v: scheduled %d (%d events), want %d", tc.rate, tc.limit, n, len(evs), tc.want)
@@ -151,7 +151,7 @@ func TestScheduleExactCount(t *testing.T) {
 		}
 	}
 	// Once: one pass of the corpus, even with no duration.
-	s := &scheduler{pacer: ConstantPacer{Rate: 100}, count: 7, threshold: time.Millisecond, maxInFlight: 10}
+	s := &scheduler{pacer: ConstantPacer{Rate: 100}, count: 7, maxLateness: time.Millisecond, maxInFlight: 10}
 	if _, n := runSchedule(t, s, &fakeClock{}, nil); n != 7 {
 		t.Errorf("once over 7 requests scheduled %d", n)
 	}
@@ -163,7 +163,7 @@ func TestScheduleNoBurstAfterStall(t *testing.T) {
 	// all at once would be a burst, shifting them would hide the stall:
 	// they are dropped, and slot 15 (due 1.5 s) goes on time.
 	c := &fakeClock{stalls: map[time.Duration]time.Duration{500 * time.Millisecond: time.Second}}
-	s := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: 2 * time.Second, threshold: 5 * time.Millisecond, maxInFlight: 100}
+	s := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: 2 * time.Second, maxLateness: 5 * time.Millisecond, maxInFlight: 100}
 	evs, n := runSchedule(t, s, c, nil)
 	if n != 20 {
 		t.Fatalf("scheduled %d, want 20", n)
@@ -177,7 +177,7 @@ func TestScheduleNoBurstAfterStall(t *testing.T) {
 			dropped = append(dropped, e.i)
 			continue
 		}
-		if late := e.at - e.due; late > s.threshold {
+		if late := e.at - e.due; late > s.maxLateness {
 			t.Errorf("slot %d sent %v late", e.i, late)
 		}
 	}
@@ -196,7 +196,7 @@ func TestScheduleLateButAlone(t *testing.T) {
 	// A 30 ms stall at 10/s: slot 3 is late, but slot 4 is not yet due,
 	// so slot 3 is sent late (recorded late by the sender), not dropped.
 	c := &fakeClock{stalls: map[time.Duration]time.Duration{300 * time.Millisecond: 30 * time.Millisecond}}
-	s := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: time.Second, threshold: 5 * time.Millisecond, maxInFlight: 100}
+	s := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: time.Second, maxLateness: 5 * time.Millisecond, maxInFlight: 100}
 	evs, _ := runSchedule(t, s, c, nil)
 	for _, e := range evs {
 		if e.drop != "" {
@@ -217,7 +217,7 @@ func TestScheduleInFlightCap(t *testing.T) {
 	// 9 are dropped again.
 	var inFlight atomic.Int64
 	var got []string
-	s2 := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: time.Second, threshold: 5 * time.Millisecond, maxInFlight: 3, inFlight: &inFlight}
+	s2 := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: time.Second, maxLateness: 5 * time.Millisecond, maxInFlight: 3, inFlight: &inFlight}
 	s2.clock = &fakeClock{}
 	s2.dispatch = func(i uint64, due time.Duration) { got = append(got, fmt.Sprintf("send %d", i)) }
 	s2.drop = func(i uint64, due, now time.Duration, reason string) {
@@ -245,7 +245,7 @@ func TestScheduleCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var n int
 	var inFlight atomic.Int64
-	s := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: time.Minute, threshold: time.Millisecond, maxInFlight: 5, inFlight: &inFlight,
+	s := &scheduler{pacer: ConstantPacer{Rate: 10}, limit: time.Minute, maxLateness: time.Millisecond, maxInFlight: 5, inFlight: &inFlight,
 		clock: &fakeClock{},
 		dispatch: func(i uint64, due time.Duration) {
 			inFlight.Add(-1)

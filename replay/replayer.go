@@ -196,7 +196,11 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	if r.cfg.waiter != nil {
 		ru.clock = r.cfg.waiter
 	} else {
-		ru.clock = newRealWaiter(start)
+		var interval time.Duration
+		if d, ok := r.cfg.pacer.Due(1); ok {
+			interval = d
+		}
+		ru.clock = newRealWaiter(start, spinFor(interval))
 	}
 	ru.abortCtx, ru.abort = context.WithCancel(context.WithoutCancel(ctx))
 	defer ru.abort()
@@ -213,7 +217,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		clock:       ru.clock,
 		limit:       r.opt.Duration,
 		count:       count,
-		threshold:   r.opt.LateThreshold,
+		maxLateness: r.opt.MaxLateness,
 		maxInFlight: int64(r.opt.MaxInFlight),
 		inFlight:    &ru.inFlight,
 		dispatch: func(i uint64, due time.Duration) {

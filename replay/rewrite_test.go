@@ -25,24 +25,30 @@ func TestRewriteOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	got := make(chan *http.Request, 2)
-	bodies := make(chan []byte, 2)
+	type received struct {
+		req  *http.Request
+		body []byte
+	}
+	got := make(chan received, 2)
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		br := bufio.NewReader(c)
 		for {
-			req, err := http.ReadRequest(br)
+			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			b, _ := io.ReadAll(req.Body)
-			got <- req
-			bodies <- b
-			io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					b, _ := io.ReadAll(req.Body)
+					got <- received{req, b}
+					io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+				}
+			}()
 		}
 	}()
 	body := []byte("{\"q\":\"weather\"}\x00\xff binary")
@@ -80,7 +86,13 @@ func TestRewriteOnTheWire(t *testing.T) {
 	if sum.Sent != 2 || sum.ByOutcome[journal.OutcomeOK] != 2 {
 		t.Fatalf("summary %+v", sum)
 	}
-	req, b := <-got, <-bodies
+	// The two requests may travel on two connections: order by seq.
+	rs := map[string]received{}
+	for range 2 {
+		x := <-got
+		rs[x.req.Header.Get("X-Rehearse-Seq")] = x
+	}
+	req, b := rs["0"].req, rs["0"].body
 	if req.Method != "POST" || req.RequestURI != "/gw/v1/chat/completions?stream=true&x=%2F" {
 		t.Errorf("request line %s %s", req.Method, req.RequestURI)
 	}
@@ -104,7 +116,7 @@ func TestRewriteOnTheWire(t *testing.T) {
 	if req.Header.Get("Content-Type") != "application/json" {
 		t.Error("Content-Type lost")
 	}
-	req, b = <-got, <-bodies
+	req, b = rs["1"].req, rs["1"].body
 	if req.Method != "GET" || req.RequestURI != "/gw/tools/search" || len(b) != 0 || req.ContentLength != 0 {
 		t.Errorf("second request %s %s body %q", req.Method, req.RequestURI, b)
 	}

@@ -94,8 +94,10 @@ func TestInterruptKeepsPartialSummary(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Run took %v after cancel", took)
 	}
-	if !sum.Partial || sum.Sent < 5 || sum.Sent > 10 {
-		t.Errorf("partial %v sent %d", sum.Partial, sum.Sent)
+	// Cancelled at the fourth recorded event (a stall may record a
+	// dropped slot among them); a minute of schedule was planned.
+	if !sum.Partial || sum.Scheduled < 4 || sum.Sent < 3 || sum.Scheduled > 40 {
+		t.Errorf("partial %v scheduled %d sent %d", sum.Partial, sum.Scheduled, sum.Sent)
 	}
 	evs := mem.OfKind(journal.KindClientRequest)
 	if len(evs) != sum.Scheduled {

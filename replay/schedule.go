@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -18,28 +19,30 @@ type waiter interface {
 }
 
 // spinWindow is how much of each wait is spent yielding in a loop
-// instead of sleeping on a timer. Timers wake late (Linux: tens of µs under
-// load; macOS coalesces timers by up to about a millisecond), so the
-// replayer sleeps to due − spinWindow and yields the rest. See
-// docs/benchmarks.md for the measurement that chose it.
-var spinWindow = 200 * time.Microsecond
+// instead of sleeping on a timer, to beat late timer wake-ups. It is zero
+// unless the platform calibration (calibrateSpin, darwin only) measures
+// timers waking late enough for spinning to help: on Linux, Go timers wake
+// within tens of µs, and spinning on a busy machine made lateness worse
+// (docs/benchmarks.md). Tests and benchmarks may set it.
+var spinWindow time.Duration
 
 // realWaiter is the monotonic wall clock.
 type realWaiter struct {
 	start time.Time
 	timer *time.Timer
+	spin  time.Duration
 }
 
-func newRealWaiter(start time.Time) *realWaiter {
+func newRealWaiter(start time.Time, spin time.Duration) *realWaiter {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &realWaiter{start: start, timer: t}
+	return &realWaiter{start: start, timer: t, spin: spin}
 }
 
 func (w *realWaiter) Now() time.Duration { return time.Since(w.start) }
 
 func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
-	if d := t - w.Now() - spinWindow; d > 0 {
+	if d := t - w.Now() - w.spin; d > 0 {
 		w.timer.Reset(d)
 		select {
 		case <-ctx.Done():
@@ -57,6 +60,33 @@ func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
 	return nil
 }
 
+// spinFor returns the spin window for a schedule whose requests are
+// interval apart: the calibrated window, but never more than a quarter of
+// the interval, so that high rates do not turn into a busy loop.
+func spinFor(interval time.Duration) time.Duration {
+	w := spinWindow
+	if w == 0 {
+		w = calibrateSpin()
+	}
+	if interval > 0 && w > interval/4 {
+		w = interval / 4
+	}
+	return w
+}
+
+// measureOversleep sleeps n times for d and returns the median and 90th
+// percentile of how late the sleeps returned.
+func measureOversleep(n int, d time.Duration) (p50, p90 time.Duration) {
+	late := make([]time.Duration, n)
+	for i := range late {
+		t0 := time.Now()
+		time.Sleep(d)
+		late[i] = time.Since(t0) - d
+	}
+	slices.Sort(late)
+	return late[n/2], late[n*9/10]
+}
+
 // Drop reasons, in the error text of a dropped request.
 const (
 	dropInFlight = "in-flight cap reached"
@@ -71,7 +101,7 @@ type scheduler struct {
 	clock       waiter
 	limit       time.Duration // requests due at or after limit are not scheduled; 0: none
 	count       uint64        // at most count requests; 0: no limit
-	threshold   time.Duration // lateness beyond which a slot counts as missed when its successor is due too
+	maxLateness time.Duration // lateness beyond which a slot counts as missed when its successor is due too
 	maxInFlight int64
 	inFlight    *atomic.Int64
 
@@ -109,9 +139,11 @@ func (s *scheduler) run(ctx context.Context) (uint64, error) {
 		now := s.clock.Now()
 		// After a stall, every slot that passed would be due at once.
 		// Sending them all would be a burst the real traffic never had;
-		// shifting them would hide the stall. So a slot later than the
-		// threshold whose successor is also due is dropped and recorded.
-		if now-due > s.threshold {
+		// shifting them would hide the stall. So a slot later than
+		// maxLateness whose successor is also due is dropped and
+		// recorded; within maxLateness overdue slots go at once, each
+		// recorded with its lateness.
+		if now-due > s.maxLateness {
 			if next, ok := s.due(i + 1); ok && next <= now {
 				s.drop(i, due, now, fmt.Sprintf("%s (%s late)", dropMissed, (now-due).Round(time.Microsecond)))
 				continue

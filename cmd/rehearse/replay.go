@@ -35,7 +35,8 @@ on its own.
 Request i is due at start + i/rate whatever the responses do. A request that
 starts more than --late-threshold after its due time is counted late; one that
 would exceed --max-in-flight, or whose slot passed while the replayer was stalled,
-is dropped and counted — never sent in a catch-up burst. Every request is stamped
+is dropped and counted — a catch-up after a stall never spans more than
+--max-lateness. Every request is stamped
 with X-Rehearse-Seq and X-Rehearse-Run and classified (ok, http_4xx, http_5xx,
 fast_fail, connect_refused, connect_timeout, reset_before_headers,
 headers_timeout, cut_mid_body, deadline_mid_body, truncated, malformed, dropped).
@@ -97,6 +98,7 @@ partial summary (exit code 130).`,
 	f.DurationVar(&o.Deadline, "deadline", replay.DefaultDeadline, "per-request deadline, to the last body byte")
 	f.DurationVar(&o.ConnectTimeout, "connect-timeout", replay.DefaultConnectTimeout, "connection establishment timeout")
 	f.DurationVar(&o.LateThreshold, "late-threshold", replay.DefaultLateThreshold, "send lateness beyond which a request counts as late")
+	f.DurationVar(&o.MaxLateness, "max-lateness", replay.DefaultMaxLateness, "after a stall, slots later than this (with the next slot due too) are dropped, not sent in a burst")
 	f.StringVar(&o.RunID, "run-id", "", "run id sent in X-Rehearse-Run (default: generated)")
 	f.StringVar(&o.SeqHeader, "seq-header", replay.DefaultSeqHeader, "name of the sequence stamp header")
 	f.BoolVar(&o.PreserveHost, "preserve-host", false, "send the captured Host header instead of the target's")

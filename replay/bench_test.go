@@ -1,0 +1,185 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/halfopen/rehearse/replay/capture"
+)
+
+// The pacing benchmarks run one short open-loop run per rate, for the
+// replayer and for Vegeta (as a library) against the same loopback sink in
+// the same process, and report send lateness (actual send − due time):
+//
+//	go test -run '^$' -bench 'Lateness|HighestRate' -benchtime 1x ./replay/
+//
+// They measure wall-clock behaviour: run them on a quiet machine, once.
+
+// benchSink is a loopback HTTP server answering 200 with a small body.
+func benchSink(b *testing.B) *url.URL {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"ok":true}`)
+	})}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+type paceResult struct {
+	sent, dropped, errors int
+	late                  int     // sent later than DefaultLateThreshold
+	p50, p99, max         float64 // ms
+}
+
+func (p paceResult) String() string {
+	return fmt.Sprintf("sent %6d late %5d dropped %5d errors %4d  lateness p50 %7.3fms p99 %8.3fms max %8.3fms", p.sent, p.late, p.dropped, p.errors, p.p50, p.p99, p.max)
+}
+
+func runReplayer(b *testing.B, target *url.URL, rate float64, d time.Duration) paceResult {
+	r, err := New([]*capture.Request{getReq("/tools/search?q=bench")}, Options{Target: target, Rate: rate, Duration: d, Deadline: 5 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	errs := 0
+	for o, n := range sum.ByOutcome {
+		if isErrorOutcome(o) && o != "dropped" {
+			errs += n
+		}
+	}
+	return paceResult{sent: sum.Sent, late: sum.Late, dropped: sum.Dropped, errors: errs, p50: sum.Lateness.P50, p99: sum.Lateness.P99, max: sum.Lateness.Max}
+}
+
+func runVegeta(b *testing.B, target *url.URL, rate float64, d time.Duration) paceResult {
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: target.String() + "/tools/search?q=bench"})
+	atk := vegeta.NewAttacker(vegeta.Timeout(5 * time.Second))
+	// Vegeta's pacer for fractional rates is per-second frequency; the
+	// benchmark rates are whole numbers.
+	pacer := vegeta.Rate{Freq: int(rate), Per: time.Second}
+	h := hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+	began := time.Now() // just before Attack takes its own start: ≤ µs early
+	var res paceResult
+	for r := range atk.Attack(tr, pacer, d, "bench") {
+		// Vegeta's ConstantPacer makes hit i due at (i+1)/rate.
+		due := began.Add(time.Duration(float64(r.Seq+1) * float64(time.Second) / rate))
+		h.RecordValue(max(int64(r.Timestamp.Sub(due)/time.Microsecond), 0))
+		res.sent++
+		if r.Timestamp.Sub(due) > DefaultLateThreshold {
+			res.late++
+		}
+		if r.Error != "" || r.Code != 200 {
+			res.errors++
+		}
+	}
+	ms := func(v int64) float64 { return float64(v) / 1000 }
+	res.p50, res.p99, res.max = ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(99)), ms(h.Max())
+	return res
+}
+
+func benchDuration(rate float64) time.Duration {
+	if rate <= 100 {
+		return 5 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// BenchmarkLateness reports send lateness at 10, 1,000 and 5,000 req/s for
+// the replayer (default, and forced to yield the last 200 µs of each wait
+// instead of sleeping) and Vegeta.
+func BenchmarkLateness(b *testing.B) {
+	target := benchSink(b)
+	for _, rate := range []float64{10, 1000, 5000} {
+		d := benchDuration(rate)
+		b.Run(fmt.Sprintf("rate=%g/replay", rate), func(b *testing.B) {
+			for range b.N {
+				res := runReplayer(b, target, rate, d)
+				report(b, res)
+			}
+		})
+		b.Run(fmt.Sprintf("rate=%g/replay-spin200us", rate), func(b *testing.B) {
+			saved := spinWindow
+			spinWindow = 200 * time.Microsecond
+			defer func() { spinWindow = saved }()
+			for range b.N {
+				report(b, runReplayer(b, target, rate, d))
+			}
+		})
+		b.Run(fmt.Sprintf("rate=%g/vegeta", rate), func(b *testing.B) {
+			for range b.N {
+				report(b, runVegeta(b, target, rate, d))
+			}
+		})
+	}
+}
+
+func report(b *testing.B, r paceResult) {
+	b.ReportMetric(r.p50, "p50-ms")
+	b.ReportMetric(r.p99, "p99-ms")
+	b.ReportMetric(r.max, "max-ms")
+	b.ReportMetric(float64(r.sent), "sent")
+	b.ReportMetric(float64(r.dropped), "dropped")
+	b.ReportMetric(float64(r.late), "late")
+	b.ReportMetric(float64(r.errors), "errors")
+	fmt.Fprintf(os.Stderr, "%-40s %s\n", b.Name(), r)
+}
+
+// BenchmarkHighestRate finds, for each tool, the highest rate in a
+// doubling-then-bisecting search at which a 2 s run keeps p99 lateness
+// ≤ 5 ms with nothing dropped and no errors.
+func BenchmarkHighestRate(b *testing.B) {
+	target := benchSink(b)
+	ok := func(r paceResult, rate float64, d time.Duration) bool {
+		want := int(rate * d.Seconds())
+		return r.p99 <= 5 && r.dropped == 0 && r.errors == 0 && r.sent >= want
+	}
+	for _, tool := range []struct {
+		name string
+		run  func(*testing.B, *url.URL, float64, time.Duration) paceResult
+	}{{"replay", runReplayer}, {"vegeta", runVegeta}} {
+		b.Run(tool.name, func(b *testing.B) {
+			for range b.N {
+				const d = 2 * time.Second
+				lo, hi := 0.0, 0.0
+				for rate := 1000.0; rate <= 64000; rate *= 2 {
+					if ok(tool.run(b, target, rate, d), rate, d) {
+						lo = rate
+					} else {
+						hi = rate
+						break
+					}
+				}
+				for hi > 0 && hi-lo > 250 {
+					mid := float64(int((lo+hi)/2/250) * 250)
+					if mid <= lo {
+						break
+					}
+					if ok(tool.run(b, target, mid, d), mid, d) {
+						lo = mid
+					} else {
+						hi = mid
+					}
+				}
+				b.ReportMetric(lo, "max-rate/s")
+				fmt.Fprintf(os.Stderr, "%-40s highest rate held: %g/s (first failing: %g/s)\n", b.Name(), lo, hi)
+			}
+		})
+	}
+}
