@@ -279,7 +279,7 @@ func (u UpstreamConfig) MarshalJSON() ([]byte, error) {
 // It matches rehearse.ErrInvalid with errors.Is.
 type ValidationError struct {
 	File      string // file name; "" when unknown
-	Line, Col int    // 1-based; 0 when unknown
+	Line, Col int    // 1-based; 0 when unknown (syntax errors have a line only)
 	Field     string // dotted path of the field, e.g. "breaker.cooldown"
 	Err       error
 }
@@ -291,8 +291,11 @@ func (e *ValidationError) Error() string {
 		b.WriteString(e.File)
 		b.WriteString(":")
 	}
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Col > 0:
 		fmt.Fprintf(&b, "%d:%d:", e.Line, e.Col)
+	case e.Line > 0: // yaml syntax errors carry a line only
+		fmt.Fprintf(&b, "%d:", e.Line)
 	}
 	if b.Len() > 0 {
 		b.WriteString(" ")
@@ -484,11 +487,21 @@ func yamlError(file string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	var line int
 	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
-		ve.Line, ve.Col = line, 1
+		ve.Line = line
 		if i := strings.Index(msg, ": "); i >= 0 {
 			msg = msg[i+2:]
 		}
 	}
 	ve.Err = errors.New(msg)
 	return ve
+}
+
+// ParseUpstreamFlag parses the command line form name=url of an upstream
+// (kind tool, default timeouts).
+func ParseUpstreamFlag(spec string) (string, UpstreamConfig, error) {
+	name, raw, ok := strings.Cut(spec, "=")
+	if !ok || name == "" || raw == "" {
+		return "", UpstreamConfig{}, fmt.Errorf("%w: --upstream %q: want name=url, e.g. search=http://127.0.0.1:9001", rehearse.ErrInvalid, spec)
+	}
+	return name, UpstreamConfig{URL: raw, Kind: KindTool}, nil
 }

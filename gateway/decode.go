@@ -16,9 +16,13 @@ import (
 // position of every field it sets, so that validation errors point at the
 // offending value too.
 type decoder struct {
-	file string
-	pos  map[string][2]int
+	file   string
+	pos    map[string][2]int
+	visits int
 }
+
+// maxVisits bounds the walk, against alias bombs ("billion laughs").
+const maxVisits = 100000
 
 func (d *decoder) fail(n *yaml.Node, field string, err error) error {
 	return &ValidationError{File: d.file, Line: n.Line, Col: n.Column, Field: field, Err: err}
@@ -36,6 +40,9 @@ func join(path, key string) string {
 }
 
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
+	if d.visits++; d.visits > maxVisits {
+		return d.fail(n, path, errors.New("document too large or too many aliases"))
+	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
