@@ -55,6 +55,7 @@ var presets = map[string]preset{
 			"openclaw_breaker_transitions_total",
 			"openclaw_breaker_rejections_total",
 			"openclaw_breaker_retry_after_skips_total",
+			"openclaw_breaker_probes_total",
 			"openclaw_breaker_probe_latency_ms_count",
 			"openclaw_breaker_probe_latency_ms_sum",
 		},

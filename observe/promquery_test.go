@@ -143,7 +143,7 @@ func TestPromQueryInstant(t *testing.T) {
 		t.Errorf("series %+v", got.Series)
 	}
 	asked := f.asked[len(f.asked)-1]
-	wantQuery := `{__name__=~"openclaw_breaker_transitions_total|openclaw_breaker_rejections_total|openclaw_breaker_retry_after_skips_total|openclaw_breaker_probe_latency_ms_count|openclaw_breaker_probe_latency_ms_sum|openclaw_breaker_state",job="gateway"}`
+	wantQuery := `{__name__=~"openclaw_breaker_transitions_total|openclaw_breaker_rejections_total|openclaw_breaker_retry_after_skips_total|openclaw_breaker_probes_total|openclaw_breaker_probe_latency_ms_count|openclaw_breaker_probe_latency_ms_sum|openclaw_breaker_state",job="gateway"}`
 	if asked.Get("query") != wantQuery {
 		t.Errorf("query\n got %s\nwant %s", asked.Get("query"), wantQuery)
 	}
