@@ -191,14 +191,14 @@ type MatchConfig struct {
 	Header map[string]string `yaml:"header,omitempty" json:"header,omitempty" doc:"header name to regexp on its value (empty: present)"`
 }
 
-// upstreamDefaults returns u with defaults filled in, validated. i is its
-// index, for messages.
+// withDefaults returns u validated, with the defaults filled in. Error
+// paths are relative to the upstream ("healthy.status").
 func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 	bad := func(field string, err error) error {
-		return &ConfigError{Path: fmt.Sprintf("upstreams[%s].%s", u.Name, field), Err: err}
+		return &ConfigError{Path: field, Err: err}
 	}
 	if u.Name == "" {
-		return u, &ConfigError{Path: "upstreams", Err: errors.New("upstream without a name")}
+		return u, &ConfigError{Path: "name", Err: errors.New("missing: every upstream needs a name")}
 	}
 	if u.Listen == "" {
 		u.Listen = DefaultListen
@@ -303,6 +303,39 @@ func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 		u.SeqHeader = DefaultSeqHeader
 	}
 	return u, nil
+}
+
+// UnmarshalYAML decodes an upstream strictly and validates it, so that an
+// invalid value is reported at its line and column.
+func (u *UpstreamConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain UpstreamConfig
+	var p plain
+	if err := decodeStrict(n, &p, ""); err != nil {
+		return err
+	}
+	if _, err := UpstreamConfig(p).withDefaults(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) && ce.Line == 0 {
+			at := nodeAt(n, ce.Path)
+			ce.Line, ce.Col = at.Line, at.Column
+		}
+		return err
+	}
+	*u = UpstreamConfig(p)
+	return nil
+}
+
+// nodeAt returns the value node at a dotted path of mapping keys under n,
+// or the deepest node found on the way.
+func nodeAt(n *yaml.Node, path string) *yaml.Node {
+	for _, key := range strings.Split(path, ".") {
+		next := fieldNode(n, key)
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+	return n
 }
 
 func (l *LatencyConfig) validate() error {

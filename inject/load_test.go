@@ -3,6 +3,7 @@ package inject
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"runtime"
@@ -49,7 +50,7 @@ func TestLoadThenBaseline(t *testing.T) {
 
 	clock := journal.NewClock(time.Now())
 	mem := journal.NewMemory(clock)
-	real, err := New([]UpstreamConfig{{Name: "real"}}, nil, WithClock(clock))
+	real, err := New([]UpstreamConfig{{Name: "real"}}, nil, WithClock(clock), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestLoadThenBaseline(t *testing.T) {
 		{Type: "status", Upstream: "search", Probability: 0.2},
 		{Type: "reset", Upstream: "search", Probability: 0.05},
 		{Type: "retry_after", Upstream: "llm", EveryNth: 7, Params: &RetryAfterParams{}},
-	}, WithRecorder(mem), WithClock(clock), WithSeed(1))
+	}, WithRecorder(mem), WithClock(clock), WithSeed(1), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,13 +94,17 @@ func New(upstreams []UpstreamConfig, faults []FaultSpec, opts ...Option) (*Serve
 	if len(upstreams) == 0 {
 		return nil, &ConfigError{Path: "upstreams", Err: errors.New("no upstreams")}
 	}
-	for _, uc := range upstreams {
+	for i, uc := range upstreams {
 		u, err := uc.withDefaults()
 		if err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				ce.Path = joinPath(fmt.Sprintf("upstreams[%d]", i), ce.Path)
+			}
 			return nil, err
 		}
 		if _, dup := s.byName[u.Name]; dup {
-			return nil, &ConfigError{Path: "upstreams", Err: fmt.Errorf("duplicate upstream name %q", u.Name)}
+			return nil, &ConfigError{Path: fmt.Sprintf("upstreams[%d].name", i), Err: fmt.Errorf("duplicate upstream name %q", u.Name)}
 		}
 		up, err := newUpstream(s, u)
 		if err != nil {

@@ -96,7 +96,8 @@ func decodeValue(n *yaml.Node, v reflect.Value, path string) error {
 		if err := n.Decode(v.Addr().Interface()); err != nil {
 			var ce *ConfigError
 			if errors.As(err, &ce) {
-				return err
+				ce.Path = joinPath(path, ce.Path)
+				return ce
 			}
 			return errAt(n, path, cleanYAMLError(err))
 		}

@@ -77,11 +77,7 @@ func (u *upstream) accepts(spec FaultSpec, f Fault) error {
 	}
 	if u.cfg.Mode == ModeTCP {
 		if !isTCP && !isListener {
-			return fmt.Errorf("fault type %s does not apply to tcp upstream %q; tcp faults: %s", spec.Type, u.cfg.Name, faultTypesWhere(func(f Fault) bool {
-				_, t := f.(TCPFault)
-				_, l := f.(ListenerFault)
-				return t || l
-			}))
+			return fmt.Errorf("fault type %s does not apply to tcp upstream %q; tcp faults: latency, reset, blackhole, bandwidth, refuse", spec.Type, u.cfg.Name)
 		}
 		if spec.Match != nil || spec.HealthChecks {
 			return fmt.Errorf("match and health_checks need HTTP; upstream %q is tcp", u.cfg.Name)
@@ -92,34 +88,6 @@ func (u *upstream) accepts(spec FaultSpec, f Fault) error {
 		return fmt.Errorf("fault type %s applies to tcp upstreams only; %q is %s", spec.Type, u.cfg.Name, u.cfg.Mode)
 	}
 	return nil
-}
-
-// faultTypesWhere lists the fault types whose default instance satisfies
-// pred.
-func faultTypesWhere(pred func(Fault) bool) []string {
-	var out []string
-	for _, name := range FaultTypes() {
-		fac := registry[name]
-		if f, err := fac.build(defaultParamsFor(name)); err == nil && pred(f) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// defaultParamsFor returns params good enough to build a fault of the type
-// for inspecting its interfaces.
-func defaultParamsFor(name string) any {
-	p := registry[name].newParams()
-	switch v := p.(type) {
-	case *LatencyParams:
-		v.Fixed = 1
-	case *StreamCutParams:
-		v.AfterBytes = 1
-	case *BandwidthParams:
-		v.BytesPerSecond = 1
-	}
-	return p
 }
 
 // Addr returns the bound address, "" before start.

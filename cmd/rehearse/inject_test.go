@@ -53,7 +53,7 @@ func TestInjectServeBadConfig(t *testing.T) {
 	root := newRootCmd(&out, &errb)
 	root.SetArgs([]string{"inject", "serve", "--config", path})
 	err := root.ExecuteContext(context.Background())
-	if err == nil || !strings.Contains(err.Error(), path+":6:14: params.cod: unknown field") {
+	if err == nil || !strings.Contains(err.Error(), path+":6:14: faults[0].params.cod: unknown field") {
 		t.Fatalf("error %v", err)
 	}
 	if _, _, code := execute(t, "inject", "serve"); code != rehearse.ExitInvalid {
