@@ -68,6 +68,7 @@ type httpParser struct {
 	tooBig    bool
 	requests  int
 	lastEvent parserEvent
+	stopAfter bool // set by a CONNECT: the rest of the stream is a tunnel
 }
 
 func newParser(x *extractor, flow Flow, midStream bool) *httpParser {
@@ -210,6 +211,11 @@ func (p *httpParser) process() {
 				return
 			}
 		case psHeader:
+			if p.stopAfter {
+				p.x.st.SkippedBytes += int64(len(p.buf))
+				p.dead()
+				return
+			}
 			if !p.header() {
 				return
 			}
@@ -584,6 +590,10 @@ func (p *httpParser) emit(r *Request) {
 	p.req = nil
 	p.lastEvent = evRequest
 	p.x.complete(r)
+	if r.Method == http.MethodConnect && !r.Incomplete {
+		// What follows is a tunnel (usually TLS), not HTTP requests.
+		p.stopAfter = true
+	}
 }
 
 // headerEnd returns the offset just past the empty line ending the header

@@ -100,6 +100,8 @@ func TestStreams(t *testing.T) {
 				t.Errorf("%d requests, %s", len(reqs), st)
 			}
 		}},
+		{name: "CONNECT: the tunnel after it is not parsed", stream: "CONNECT api.example:443 HTTP/1.1\r\nHost: api.example:443\r\n\r\n\x16\x03\x01\x00\x10GET /not-a-request HTTP/1.1\r\n\r\n",
+			want: []string{"CONNECT api.example:443 0"}},
 		{name: "obsolete line folding joined", stream: "GET / HTTP/1.1\r\nHost: h\r\nX-Long: a\r\n  b\r\n\r\n", want: []string{"GET / 0"},
 			check: func(t *testing.T, reqs []*Request, _ *Stats) {
 				if v := reqs[0].Get("X-Long"); v != "a b" {
