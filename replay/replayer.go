@@ -166,6 +166,8 @@ type run struct {
 	st        *stats
 	inFlight  atomic.Int64
 	wg        sync.WaitGroup
+	work      chan job       // to idle workers; unbuffered
+	workers   sync.WaitGroup // worker goroutines
 	abortCtx  context.Context
 	abort     context.CancelFunc
 	threshold time.Duration
@@ -220,11 +222,8 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		maxLateness: r.opt.MaxLateness,
 		maxInFlight: int64(r.opt.MaxInFlight),
 		inFlight:    &ru.inFlight,
-		dispatch: func(i uint64, due time.Duration) {
-			ru.wg.Add(1)
-			go ru.send(i, due)
-		},
-		drop: ru.drop,
+		dispatch:    ru.dispatch,
+		drop:        ru.drop,
 	}
 
 	stopProgress := func() {}
@@ -234,9 +233,11 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	slog.Debug("replay starting", "target", r.opt.Target.String(), "timing", r.opt.Timing, "rate", r.opt.Rate,
 		"duration", r.opt.Duration, "corpus", len(r.templates))
 
+	ru.work = make(chan job)
 	_, err := s.run(ctx)
+	close(ru.work) // idle workers exit; busy ones after their request
 	done := make(chan struct{})
-	go func() { ru.wg.Wait(); close(done) }()
+	go func() { ru.wg.Wait(); ru.workers.Wait(); close(done) }()
 	if err == nil {
 		select {
 		case <-done:
@@ -277,6 +278,34 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		return &sum, fmt.Errorf("replay stopped after %d requests: %w", sum.Scheduled, err)
 	}
 	return &sum, nil
+}
+
+// job is one request handed to a worker.
+type job struct {
+	i   uint64
+	due time.Duration
+}
+
+// dispatch hands request i to an idle worker, or starts a new one when
+// all are busy (their number is bounded by the in-flight cap). It never
+// blocks the scheduler. Reusing workers, rather than a goroutine per
+// request, keeps stacks grown and goroutine creation off the send path.
+func (ru *run) dispatch(i uint64, due time.Duration) {
+	ru.wg.Add(1)
+	select {
+	case ru.work <- job{i, due}:
+	default:
+		ru.workers.Add(1)
+		go ru.worker(job{i, due})
+	}
+}
+
+func (ru *run) worker(first job) {
+	defer ru.workers.Done()
+	ru.send(first.i, first.due)
+	for j := range ru.work {
+		ru.send(j.i, j.due)
+	}
 }
 
 func (ru *run) drop(i uint64, due, now time.Duration, reason string) {
