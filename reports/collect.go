@@ -257,22 +257,15 @@ var ErrNoJournal = errors.New("journal holds no events")
 // wrapping rehearse.ErrInvalid with its line number.
 func Analyze(r io.Reader) (*Analysis, error) {
 	c := newCollector()
-	jr := journal.NewReader(r)
-	for {
-		ev, err := jr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	torn, err := readParallel(r, c.add)
+	if err != nil {
+		var ce *journal.CorruptError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
 		}
-		if err != nil {
-			var ce *journal.CorruptError
-			if errors.As(err, &ce) {
-				return nil, fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
-			}
-			return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
-		}
-		c.add(ev)
+		return nil, err
 	}
-	c.torn = jr.Torn()
+	c.torn = torn
 	return c.finish()
 }
 
