@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/halfopen/rehearse/journal"
@@ -166,6 +167,29 @@ func resetConn(c net.Conn) error {
 		}
 	}
 	return c.Close()
+}
+
+// awaitAcked waits, up to max, until the peer has acknowledged every byte
+// written to c, so that a reset that follows cannot discard bytes still in
+// flight: a cut "after 40 %" then delivers the 40 %. Where the send queue
+// cannot be read it returns at once.
+func awaitAcked(c net.Conn, max time.Duration) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	deadline := time.Now().Add(max)
+	for {
+		n, err := unsentBytes(rc)
+		if err != nil || n == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // sleep waits d or until ctx is done; it reports whether d elapsed.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/halfopen/rehearse/journal"
 )
@@ -158,6 +159,7 @@ func (f *streamCutFault) end(x *Exchange) {
 		panic(http.ErrAbortHandler)
 	}
 	if f.then == EndRST {
+		awaitAcked(conn, 250*time.Millisecond)
 		resetConn(conn)
 		x.SetOutcome(journal.OutcomeUpstreamReset)
 		return
