@@ -29,6 +29,7 @@ func TestHAProxyRealExporter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real haproxy; skipped with -short")
 	}
+	t.Parallel()
 	// The healthy upstream.
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -46,12 +46,11 @@ func TestPresetsOnRecordedExpositions(t *testing.T) {
 			wantSeries: []string{"haproxy_server_check_failures_total", "haproxy_server_check_up_down_total", "haproxy_server_downtime_seconds_total", "haproxy_server_status"},
 		},
 		{
-			name: "caddy", file: "caddy-2.7.txt", ctype: ctText,
-			cfg: ScrapeConfig{Preset: PresetCaddy, DependencyMap: map[string]string{"127.0.0.1:9101": "search", "127.0.0.1:9102": "weather"}},
+			name: "caddy 2.6 admin metrics", file: "caddy-2.6.txt", ctype: ctText,
+			cfg: ScrapeConfig{Preset: PresetCaddy, DependencyMap: map[string]string{"127.0.0.1:18501": "search"}},
 			want: []journal.BreakerState{
-				{Dependency: "127.0.0.1:9101", Upstream: "search", State: journal.StateClosed},
-				{Dependency: "127.0.0.1:9102", Upstream: "weather", State: journal.StateOpen},
-				{Dependency: "127.0.0.1:9103", State: journal.StateClosed},
+				{Dependency: "127.0.0.1:18501", Upstream: "search", State: journal.StateClosed},
+				{Dependency: "127.0.0.1:18502", State: journal.StateOpen},
 			},
 			wantSeries: []string{"caddy_reverse_proxy_upstreams_healthy"},
 		},

@@ -270,6 +270,7 @@ func TestPromQueryRealPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real prometheus; skipped with -short")
 	}
+	t.Parallel()
 	g := newRefGateway()
 	g.set("search", 2)
 	gw := strings.TrimPrefix(serve(t, g), "http://")

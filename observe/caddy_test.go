@@ -1,0 +1,125 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
+)
+
+// freeAddr returns a loopback address nobody listens on, for servers that
+// cannot inherit a listener. Another process could take it before the
+// server binds; the server then fails to start and the test says so.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestCaddyRealExporter runs a real Caddy (2.6, Debian package) with
+// active health checks in front of a healthy loopback upstream and a dead
+// one, and reads their state from its admin /metrics with the caddy preset.
+// Caddy refreshes caddy_reverse_proxy_upstreams_healthy only every 10 s
+// (before the first refresh every upstream reads healthy), so this test
+// takes that long.
+func TestCaddyRealExporter(t *testing.T) {
+	bin, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy not installed: apt-get install caddy (Debian) to run this test")
+	}
+	if testing.Short() {
+		t.Skip("starts a real caddy and waits for its 10 s metrics refresh; skipped with -short")
+	}
+	t.Parallel()
+	upLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
+	go upSrv.Serve(upLn)
+	defer upSrv.Close()
+	healthy, dead := upLn.Addr().String(), freeAddr(t)
+	admin, site := freeAddr(t), freeAddr(t)
+
+	dir := t.TempDir()
+	caddyfile := fmt.Sprintf(`{
+	admin %s
+	auto_https off
+	servers {
+		metrics
+	}
+}
+http://%s {
+	reverse_proxy %s %s {
+		health_uri /
+		health_interval 100ms
+		health_timeout 1s
+	}
+}
+`, admin, site, healthy, dead)
+	cfgPath := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd := exec.Command(bin, "run", "--config", cfgPath, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		<-exited
+	}()
+
+	rec := newSignalRecorder(nil)
+	s, err := NewScraper(ScrapeConfig{
+		URL: "http://" + admin + "/metrics", Preset: PresetCaddy,
+		Interval:      rehearse.Duration(250 * time.Millisecond),
+		DependencyMap: map[string]string{healthy: "search", dead: "weather"},
+	}, WithRecorder(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	deadline := time.After(40 * time.Second)
+	var last *journal.MetricsSample
+	for {
+		select {
+		case p := <-rec.ch:
+			last = p.(*journal.MetricsSample)
+			got := map[string]string{}
+			for _, b := range last.States {
+				got[b.Upstream] = b.State
+			}
+			if got["search"] == journal.StateClosed && got["weather"] == journal.StateOpen {
+				return
+			}
+		case err := <-exited:
+			t.Fatalf("caddy exited: %v\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("never saw search closed and weather open; last sample %+v\n%s", last, out.String())
+		}
+	}
+}
