@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -276,6 +277,10 @@ func (a *attempt) discard() {
 
 var errHeadersTimeout = errors.New("response headers timeout")
 
+// bufPool holds the copy buffers of deliver: one per response in flight
+// would otherwise be the gateway's largest allocation.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // hopHeaders are the hop-by-hop headers a proxy must not forward.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
@@ -482,7 +487,9 @@ func (g *Gateway) deliver(w http.ResponseWriter, d *dependency, t *Ticket, a *at
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	buf := make([]byte, 32<<10)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	var n int64
 	var bodyErr error
 	clientGone := false

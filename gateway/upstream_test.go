@@ -45,7 +45,7 @@ type arrival struct {
 // testUpstream is a real loopback HTTP server whose behaviour a test
 // switches at run time, recording every arrival.
 type testUpstream struct {
-	t    *testing.T
+	t    testing.TB
 	URL  string
 	srv  *http.Server
 	ln   net.Listener
@@ -58,7 +58,7 @@ type testUpstream struct {
 	maxProbe int
 }
 
-func newUpstream(t *testing.T) *testUpstream {
+func newUpstream(t testing.TB) *testUpstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -178,7 +178,7 @@ func cutAfter(size, n int) func(http.ResponseWriter, *http.Request) {
 }
 
 // testGateway starts a gateway on a loopback listener.
-func testGateway(t *testing.T, cfg Config, opts ...Option) (*Gateway, string) {
+func testGateway(t testing.TB, cfg Config, opts ...Option) (*Gateway, string) {
 	t.Helper()
 	opts = append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	g, err := New(cfg, opts...)
