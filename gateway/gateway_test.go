@@ -167,6 +167,12 @@ func TestOpenProbeCloseEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	var gaps []string
+	for i := 1; i < len(probes); i++ {
+		gaps = append(gaps, probes[i].At.Sub(probes[i-1].At).Round(time.Millisecond).String())
+	}
+	t.Logf("upstream view: %d probes, gaps %v, max in flight %d, close %s after recovery",
+		len(probes), gaps, maxProbe, closeT.Sub(recovered).Round(time.Millisecond))
 	if failedProbes < 1 {
 		t.Errorf("no failed probe observed")
 	}
