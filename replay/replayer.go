@@ -183,6 +183,13 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	if !r.started.CompareAndSwap(false, true) {
 		return nil, errors.New("replay: a Replayer runs once; build a new one")
 	}
+	var spin time.Duration
+	if r.cfg.waiter == nil {
+		// Calibrates once per process, before the start.
+		if d, ok := r.cfg.pacer.Due(1); ok {
+			spin = spinFor(d)
+		}
+	}
 	start := time.Now()
 	clock := r.cfg.clock
 	if clock == nil {
@@ -198,11 +205,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	if r.cfg.waiter != nil {
 		ru.clock = r.cfg.waiter
 	} else {
-		var interval time.Duration
-		if d, ok := r.cfg.pacer.Due(1); ok {
-			interval = d
-		}
-		ru.clock = newRealWaiter(start, spinFor(interval))
+		ru.clock = newRealWaiter(start, spin)
 	}
 	ru.abortCtx, ru.abort = context.WithCancel(context.WithoutCancel(ctx))
 	defer ru.abort()
