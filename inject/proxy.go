@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -33,7 +34,8 @@ func newProxyHandler(target string) (http.Handler, func(), error) {
 			pr.SetURL(t)
 			pr.SetXForwarded()
 		},
-		Transport: tr,
+		Transport:  tr,
+		BufferPool: bufferPool{},
 		ModifyResponse: func(resp *http.Response) error {
 			if x := ExchangeFrom(resp.Request.Context()); x != nil && resp.ContentLength >= 0 {
 				x.SetBodyLength(resp.ContentLength)
@@ -59,3 +61,12 @@ func newProxyHandler(target string) (http.Handler, func(), error) {
 	}
 	return rp, tr.CloseIdleConnections, nil
 }
+
+// bufferPool recycles the proxy's copy buffers; without one, ReverseProxy
+// allocates 32 KiB per response.
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
