@@ -106,28 +106,20 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 		}
 		et := binary.BigEndian.Uint16(data[12:14])
 		data = data[14:]
-		// 802.1Q and QinQ: any depth of stacked tags.
-		for et == etherVLAN || et == etherQinQ || et == etherQinQ2 {
-			if len(data) < 4 {
-				return nil, 0, false
-			}
-			et = binary.BigEndian.Uint16(data[2:4])
-			data = data[4:]
-		}
-		return data, et, true
+		return untag(data, et)
 	case linkSLL:
 		// 16 bytes: packet type, ARPHRD, address length, 8 address bytes,
 		// protocol (ethertype).
 		if len(data) < 16 {
 			return nil, 0, false
 		}
-		return data[16:], binary.BigEndian.Uint16(data[14:16]), true
+		return untag(data[16:], binary.BigEndian.Uint16(data[14:16]))
 	case linkSLL2:
 		// 20 bytes, protocol first.
 		if len(data) < 20 {
 			return nil, 0, false
 		}
-		return data[20:], binary.BigEndian.Uint16(data[0:2]), true
+		return untag(data[20:], binary.BigEndian.Uint16(data[0:2]))
 	case linkNull, linkLoop:
 		// 4-byte address family: host byte order of the capturing machine
 		// for NULL, network order for LOOP — but writers disagree, so take
@@ -143,14 +135,27 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 		switch af {
 		case 2:
 			return data[4:], etherIPv4, true
-		case 10, 24, 28, 30:
+		case 10, 23, 24, 28, 30: // 23: Windows (Npcap loopback)
 			return data[4:], etherIPv6, true
 		}
-		return data[4:], 0xFFFF, true
+		return data[4:], 0, true // let the IP version decide
 	case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
 		return data, 0, true
 	}
 	return nil, 0, false
+}
+
+// untag strips 802.1Q and QinQ tags, at any depth (cooked captures keep
+// them when the NIC does not strip them).
+func untag(data []byte, et uint16) ([]byte, uint16, bool) {
+	for et == etherVLAN || et == etherQinQ || et == etherQinQ2 {
+		if len(data) < 4 {
+			return nil, 0, false
+		}
+		et = binary.BigEndian.Uint16(data[2:4])
+		data = data[4:]
+	}
+	return data, et, true
 }
 
 // decodePacket decodes a whole captured packet down to TCP. origLen is the

@@ -150,6 +150,22 @@ func TestMidStream(t *testing.T) {
 	}
 }
 
+// TCP Fast Open: the first request rides on the SYN.
+func TestTCPFastOpen(t *testing.T) {
+	var b bytes.Buffer
+	s := newSynth(t, &b)
+	c := s.conn("10.0.0.1:40000", "10.0.0.2:8080")
+	first := []byte("GET /tfo HTTP/1.1\r\nHost: h\r\n\r\n")
+	s.frame(c.cli, c.srv, c.cseq-1, 0, tcpSYN, first)
+	c.cseq += uint32(len(first))
+	s.frame(c.srv, c.cli, c.sseq-1, c.cseq, tcpSYN|tcpACK, nil)
+	c.send([]byte("GET /next HTTP/1.1\r\nHost: h\r\n\r\n"))
+	reqs, st := extractBytes(t, b.Bytes(), Options{})
+	if len(reqs) != 2 || reqs[0].Target != "/tfo" || reqs[1].Target != "/next" || st.MidStream != 0 {
+		t.Fatalf("%v, %s", reqs, st)
+	}
+}
+
 // Requests come out in the order of their first byte, across flows, even
 // when a later-started request completes first.
 func TestCaptureOrder(t *testing.T) {

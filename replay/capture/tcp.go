@@ -191,6 +191,9 @@ func (x *extractor) data(c *conn, d int, s *segment) {
 		h.started, h.next, h.first = true, s.seq, s.seq
 	}
 	seq, data := s.seq, s.payload
+	if s.flags&tcpSYN != 0 {
+		seq++ // data on a SYN (TCP Fast Open) follows the SYN's own number
+	}
 	diff := seqDiff(h.next, seq)
 	if diff > 0 {
 		// Ahead of a hole: keep a copy until the hole is filled.
