@@ -614,3 +614,30 @@ func TestHealthzCanary(t *testing.T) {
 		t.Fatalf("canary_up{weather} %v", got)
 	}
 }
+
+// TestSlowUpstreamOpens: an upstream that never sends headers opens the
+// breaker after five header timeouts; the sixth call never reaches it.
+func TestSlowUpstreamOpens(t *testing.T) {
+	up := newUpstream(t)
+	up.set(hang)
+	cfg := fastConfig(map[string]string{"search": up.URL})
+	u := cfg.Upstreams["search"]
+	u.HeaderTimeout = rehearse.Duration(80 * time.Millisecond)
+	cfg.Upstreams["search"] = u
+	cfg.Breaker.MinSamples = 100
+	cfg.Breaker.Cooldown = rehearse.Duration(time.Minute)
+	cfg.Breaker.CooldownMax = rehearse.Duration(time.Minute)
+	g, base := testGateway(t, cfg)
+	c := &http.Client{}
+	for i := range 5 {
+		if r := do(t, c, "POST", base+"/tools/search"); r.Status != 504 || r.Code != CodeUpstreamTimeout {
+			t.Fatalf("call %d: %+v", i, r)
+		}
+	}
+	if r := do(t, c, "POST", base+"/tools/search"); r.Status != 503 || r.State != "open" {
+		t.Fatalf("after 5 timeouts: %+v (breaker %s)", r, g.Breaker("search").State())
+	}
+	if calls, _ := up.snapshot(); len(calls) != 5 {
+		t.Fatalf("upstream saw %d calls, want 5", len(calls))
+	}
+}

@@ -65,6 +65,7 @@ func (g *Gateway) checkAll(ctx context.Context) {
 			g.m.canaryUp.With(d.labels).Set(up)
 			d.mu.Lock()
 			d.canary = res
+			d.disagreementLocked(res.Checked, d.breaker.State())
 			d.mu.Unlock()
 		}()
 	}
@@ -167,15 +168,10 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 			hd.Status, hd.Error = c.Status, c.Error
 			hd.LatencyMS = float64(c.Latency.Microseconds()) / 1000
 			hd.CheckedAt = c.Checked.UTC().Format(time.RFC3339Nano)
-			hd.Disagree = c.Up != (state == Closed)
 		}
-		if hd.Disagree {
-			if d.disagreeFrom.IsZero() {
-				d.disagreeFrom = now
-			}
-			hd.DisagreeForS = now.Sub(d.disagreeFrom).Seconds()
-		} else {
-			d.disagreeFrom = time.Time{}
+		if since, ok := d.disagreementLocked(now, state); ok {
+			hd.Disagree = true
+			hd.DisagreeForS = now.Sub(since).Seconds()
 		}
 		d.mu.Unlock()
 		switch {
@@ -196,4 +192,21 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// disagreementLocked updates and returns since when the canary and the
+// breaker have disagreed (canary up but breaker not closed, or canary
+// down but breaker closed); ok is false when they agree or the canary has
+// not run. It is updated at every canary check and every /healthz
+// request, so the duration is accurate to one canary interval.
+func (d *dependency) disagreementLocked(now time.Time, state State) (since time.Time, ok bool) {
+	c := d.canary
+	if c.Checked.IsZero() || c.Up == (state == Closed) {
+		d.disagreeFrom = time.Time{}
+		return time.Time{}, false
+	}
+	if d.disagreeFrom.IsZero() {
+		d.disagreeFrom = now
+	}
+	return d.disagreeFrom, true
 }
