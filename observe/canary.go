@@ -41,6 +41,7 @@ func (c *Canary) Config() HealthConfig { return c.cfg }
 // ctx is done; then it returns nil. An unhealthy or failed check is a
 // sample, not an error.
 func (c *Canary) Run(ctx context.Context) error {
+	defer c.o.release()
 	tick, stop := c.o.newTicker(c.cfg.Interval.D())
 	defer stop()
 	for {

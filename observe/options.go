@@ -20,6 +20,9 @@ type options struct {
 	// newTicker makes the interval ticker; tests replace it to drive
 	// intervals without sleeping.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
+	// ownClient is set when the client is ours, so its idle connections
+	// are closed when Run returns.
+	ownClient bool
 	// maxBytes bounds a metrics response (MaxScrapeBytes).
 	maxBytes int64
 	// now reads the wall clock (for Prometheus query times).
@@ -72,6 +75,7 @@ func buildOptions(opts []Option) options {
 		o.clock = journal.NewClock(time.Now())
 	}
 	if o.client == nil {
+		o.ownClient = true
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 2
 		o.client = &http.Client{
@@ -82,4 +86,12 @@ func buildOptions(opts []Option) options {
 		}
 	}
 	return o
+}
+
+// release closes the idle keep-alive connections of a client of our own,
+// so a finished Run leaves no connection or goroutine behind.
+func (o *options) release() {
+	if o.ownClient {
+		o.client.CloseIdleConnections()
+	}
 }

@@ -128,6 +128,7 @@ func (s *Scraper) Source() string { return s.source }
 // has no failure of its own. A scrape slower than the interval delays the
 // next one instead of piling scrapes up.
 func (s *Scraper) Run(ctx context.Context) error {
+	defer s.o.release()
 	if s.prom != nil && s.c.cfg.PromQuery.Mode == PromModeQueryRange {
 		return s.prom.runRange(ctx, s)
 	}
