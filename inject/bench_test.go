@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,6 +151,23 @@ func startInjectProcess(b *testing.B, mode, backend string) string {
 	return ""
 }
 
+// startStdlibProxy serves a bare httputil.ReverseProxy to backend: the
+// floor of any HTTP-level proxy built on net/http, to tell inject's own
+// cost from the standard library's.
+func startStdlibProxy(b *testing.B, backend string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	target, _ := url.Parse("http://" + backend)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 1024}
+	srv := &http.Server{Handler: rp}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
 type benchSetup struct {
 	name  string
 	start func(b *testing.B, backend string) string
@@ -156,6 +175,7 @@ type benchSetup struct {
 
 var benchSetups = []benchSetup{
 	{"direct", func(b *testing.B, backend string) string { return backend }},
+	{"stdlib-reverseproxy", startStdlibProxy},
 	{"inject-proxy", func(b *testing.B, backend string) string { return startInject(b, ModeProxy, backend) }},
 	{"inject-tcp", func(b *testing.B, backend string) string { return startInject(b, ModeTCP, backend) }},
 	{"inject-proxy-process", func(b *testing.B, backend string) string { return startInjectProcess(b, ModeProxy, backend) }},
