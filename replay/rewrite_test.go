@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -275,6 +276,27 @@ func FuzzSSECounter(f *testing.F) {
 		}
 		if whole.events > bytes.Count(b, []byte("data"))+0 {
 			t.Fatalf("%q: %d events from fewer data fields", b, whole.events)
+		}
+	})
+}
+
+func FuzzFastFailRule(f *testing.F) {
+	f.Add(503, "X-Breaker-State", "open", []byte(`{"error":{"code":"dependency_unavailable"}}`))
+	f.Add(429, "", "", []byte(`{"error":{"code":7}}`))
+	f.Add(500, "X", "", []byte(`{"error":"x"}`))
+	f.Fuzz(func(t *testing.T, status int, hname, hval string, body []byte) {
+		h := http.Header{}
+		if hname != "" {
+			h.Add(hname, hval)
+		}
+		rule := DefaultFastFail
+		ff, code := rule.match(status, h, body)
+		if ff && status < 400 {
+			t.Fatalf("fast-fail on status %d", status)
+		}
+		// The code comes only from a valid JSON object body.
+		if code != "" && (!json.Valid(body) || bytes.TrimSpace(body)[0] != '{') {
+			t.Fatalf("code %q from %q", code, body)
 		}
 	})
 }
