@@ -234,3 +234,47 @@ func TestOutcomeClasses(t *testing.T) {
 		})
 	}
 }
+
+func TestRetryOnReusedConnectionCounted(t *testing.T) {
+	// The first connection answers one request, then closes after
+	// reading the second without answering; Go's transport re-sends the
+	// idempotent GET on a new connection, which answers. The request is
+	// ok, and counted as retried.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(first bool) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for k := 0; ; k++ {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					if first && k == 1 {
+						return // close without answering
+					}
+					write(c.(*net.TCPConn), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}(n == 0)
+		}
+	}()
+	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: &url.URL{Scheme: "http", Host: ln.Addr().String()}, Rate: 20, Duration: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Sent != 2 || sum.ByOutcome[journal.OutcomeOK] != 2 || sum.Retried != 1 {
+		t.Errorf("sent %d outcomes %v retried %d; want 2 ok, 1 retried", sum.Sent, sum.ByOutcome, sum.Retried)
+	}
+}
