@@ -85,6 +85,36 @@ var gatewayFlags = []gatewayFlag{
 		fs.IntVar(&c.Retry.MaxAttempts, "retry-max-attempts", c.Retry.MaxAttempts, "attempts per idempotent call, the first included (1 = no retries)")
 	}, func(d, s *gateway.Config) { d.Retry.MaxAttempts = s.Retry.MaxAttempts }},
 	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.BoolVar(&c.Breaker.DistinctWorkers, "distinct-workers", c.Breaker.DistinctWorkers, "require the closing probe successes to come from two workers (upstream connections)")
+	}, func(d, s *gateway.Config) { d.Breaker.DistinctWorkers = s.Breaker.DistinctWorkers }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.DurationVar(dur(&c.Breaker.ProbeDeadlineMin), "probe-deadline-min", c.Breaker.ProbeDeadlineMin.D(), "floor of the probe header deadline")
+	}, func(d, s *gateway.Config) { d.Breaker.ProbeDeadlineMin = s.Breaker.ProbeDeadlineMin }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.DurationVar(dur(&c.Breaker.ProbeDeadlineMax), "probe-deadline-max", c.Breaker.ProbeDeadlineMax.D(), "ceiling of the probe header deadline (used until 20 latencies are observed)")
+	}, func(d, s *gateway.Config) { d.Breaker.ProbeDeadlineMax = s.Breaker.ProbeDeadlineMax }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.BoolVar(&c.Breaker.RetryAfterOpens, "retry-after-opens", c.Breaker.RetryAfterOpens, "a 429 with Retry-After opens the breaker for at least that long")
+	}, func(d, s *gateway.Config) { d.Breaker.RetryAfterOpens = s.Breaker.RetryAfterOpens }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.DurationVar(dur(&c.Retry.BaseDelay), "retry-base-delay", c.Retry.BaseDelay.D(), "full-jitter backoff base")
+	}, func(d, s *gateway.Config) { d.Retry.BaseDelay = s.Retry.BaseDelay }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.DurationVar(dur(&c.Retry.MaxDelay), "retry-max-delay", c.Retry.MaxDelay.D(), "full-jitter backoff cap")
+	}, func(d, s *gateway.Config) { d.Retry.MaxDelay = s.Retry.MaxDelay }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.BoolVar(&c.FallbackOnError, "fallback-on-error", c.FallbackOnError, "also use the fallback provider when the primary fails before any byte was sent")
+	}, func(d, s *gateway.Config) { d.FallbackOnError = s.FallbackOnError }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.DurationVar(dur(&c.CoordTimeout), "coord-timeout", c.CoordTimeout.D(), "timeout of each Redis call")
+	}, func(d, s *gateway.Config) { d.CoordTimeout = s.CoordTimeout }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.DurationVar(dur(&c.Canary.Timeout), "canary-timeout", c.Canary.Timeout.D(), "timeout of one canary check")
+	}, func(d, s *gateway.Config) { d.Canary.Timeout = s.Canary.Timeout }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
+		fs.StringVar(&c.Canary.Path, "canary-path", c.Canary.Path, "path the canary checks on every upstream")
+	}, func(d, s *gateway.Config) { d.Canary.Path = s.Canary.Path }},
+	{func(fs *pflag.FlagSet, c *gateway.Config) {
 		fs.DurationVar(dur(&c.Canary.Interval), "canary-interval", c.Canary.Interval.D(), "synthetic canary interval behind /healthz (0 disables it)")
 	}, func(d, s *gateway.Config) { d.Canary.Interval = s.Canary.Interval }},
 }
