@@ -71,8 +71,8 @@ func (c *Canary) Check(ctx context.Context) *journal.HealthSample {
 		return s
 	}
 	req.Header.Set("User-Agent", "rehearse-canary/1")
-	for k, v := range c.cfg.Headers {
-		req.Header.Set(k, v)
+	for k, v := range c.rule.headers {
+		req.Header[k] = v
 	}
 	resp, err := c.o.client.Do(req)
 	if err != nil {

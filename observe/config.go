@@ -3,12 +3,16 @@ package observe
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
@@ -91,6 +95,11 @@ type ScrapeConfig struct {
 	// PromQuery reads the series from a Prometheus server instead of
 	// scraping the gateway.
 	PromQuery *PromQueryConfig `yaml:"prom_query,omitempty" json:"prom_query,omitempty"`
+	// Headers are added to every request, to the gateway or to the
+	// Prometheus API (e.g. Authorization). "${VAR}" in a value is replaced
+	// by the environment variable VAR, so scenario files need not hold
+	// secrets; values are never recorded.
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 }
 
 // PromQueryConfig reads the gateway's series from a Prometheus server's HTTP
@@ -148,7 +157,8 @@ type HealthConfig struct {
 	// not followed, so a 3xx is unhealthy unless listed.
 	HealthyStatus []string `yaml:"healthy_status,omitempty" json:"healthy_status,omitempty"`
 	// Headers are added to every check (e.g. a token the endpoint needs).
-	// Their values are never recorded.
+	// "${VAR}" in a value is replaced by the environment variable VAR;
+	// values are never recorded.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 }
 
@@ -218,6 +228,7 @@ type compiled struct {
 	mapping *mapping
 	keep    []*regexp.Regexp
 	keepSrc []string // every kept name or pattern, for PromQL
+	headers http.Header
 }
 
 func (c ScrapeConfig) compile() (*compiled, error) {
@@ -279,6 +290,11 @@ func (c ScrapeConfig) compile() (*compiled, error) {
 			return nil, cfgErr("dependency_map", "empty name in %q: %q", k, v)
 		}
 	}
+	h, err := compileHeaders(c.Headers)
+	if err != nil {
+		return nil, err
+	}
+	out.headers = h
 	if pq := c.PromQuery; pq != nil {
 		if pq.URL == "" {
 			return nil, cfgErr("prom_query.url", "required")
@@ -393,6 +409,7 @@ func sortedKeys(m map[string]string) []string {
 type healthyRule struct {
 	codes   map[int]bool
 	classes map[int]bool
+	headers http.Header
 }
 
 func (r healthyRule) healthy(code int) bool { return r.codes[code] || r.classes[code/100] }
@@ -440,10 +457,43 @@ func (c HealthConfig) compile() (HealthConfig, healthyRule, error) {
 		}
 		r.codes[n] = true
 	}
-	for k := range c.Headers {
-		if k == "" || strings.ContainsAny(k, " :\r\n") {
-			return c, r, cfgErr("headers", "invalid header name %q", k)
-		}
+	h, err := compileHeaders(c.Headers)
+	if err != nil {
+		return c, r, err
 	}
+	r.headers = h
 	return c, r, nil
+}
+
+var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// compileHeaders checks header names and expands ${VAR} in values from the
+// environment; an unset variable is an error, not an empty credential.
+func compileHeaders(in map[string]string) (http.Header, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	h := make(http.Header, len(in))
+	for _, k := range sortedKeys(in) {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil, cfgErr("headers", "invalid header name %q", k)
+		}
+		var missing string
+		v := envRefRE.ReplaceAllStringFunc(in[k], func(ref string) string {
+			name := envRefRE.FindStringSubmatch(ref)[1]
+			val, ok := os.LookupEnv(name)
+			if !ok && missing == "" {
+				missing = name
+			}
+			return val
+		})
+		if missing != "" {
+			return nil, cfgErr("headers."+k, "environment variable %s is not set", missing)
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return nil, cfgErr("headers."+k, "invalid header value (control characters)")
+		}
+		h.Set(k, v)
+	}
+	return h, nil
 }

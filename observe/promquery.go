@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -29,7 +30,17 @@ type promSource struct {
 
 func newPromSource(c *compiled, o options) (*promSource, error) {
 	pq := c.cfg.PromQuery
-	client, err := api.NewClient(api.Config{Address: pq.URL, Client: o.client})
+	hc := o.client
+	if len(c.headers) > 0 {
+		cp := *o.client
+		base := cp.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		cp.Transport = headerTransport{base: base, h: c.headers}
+		hc = &cp
+	}
+	client, err := api.NewClient(api.Config{Address: pq.URL, Client: hc})
 	if err != nil {
 		return nil, cfgErr("prom_query.url", "%w", err)
 	}
@@ -51,6 +62,20 @@ func newPromSource(c *compiled, o options) (*promSource, error) {
 	}
 	p.source = strings.TrimSuffix(redactURL(pq.URL), "/") + endpoint
 	return p, nil
+}
+
+// headerTransport adds the configured headers to Prometheus API requests.
+type headerTransport struct {
+	base http.RoundTripper
+	h    http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
 }
 
 // DefaultPromQuery is the PromQL selector for a set of metric-name patterns

@@ -207,6 +207,9 @@ func (s *Scraper) scrapeHTTP(ctx context.Context) ([]journal.Series, error) {
 	if err != nil {
 		return nil, fail(0, err)
 	}
+	for k, v := range s.c.headers {
+		req.Header[k] = v
+	}
 	req.Header.Set("Accept", acceptFor(s.c.cfg.Format))
 	// Prometheus sends it too; exporters use it to bound their own work.
 	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", fmt.Sprintf("%g", s.c.cfg.Timeout.D().Seconds()))

@@ -409,3 +409,50 @@ func TestOpenMetricsGoCollectorLimitation(t *testing.T) {
 		}
 	}
 }
+
+func TestHeadersFromEnvironment(t *testing.T) {
+	t.Setenv("REHEARSE_TEST_TOKEN", "s3cret")
+	var got []string
+	var mu sync.Mutex
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
+			return
+		}
+		w.Header().Set("Content-Type", ctText)
+	})
+	base := serve(t, h)
+	headers := map[string]string{"Authorization": "Bearer ${REHEARSE_TEST_TOKEN}"}
+	for _, cfg := range []ScrapeConfig{
+		{URL: base + "/metrics", Headers: headers},
+		{PromQuery: &PromQueryConfig{URL: base}, Headers: headers},
+	} {
+		s, err := NewScraper(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ScrapeOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := NewCanary(HealthConfig{URL: base + "/healthz", Headers: headers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Check(context.Background()); !s.Healthy {
+		t.Fatalf("health %+v", s)
+	}
+	want := []string{"/metrics Bearer s3cret", "/api/v1/query Bearer s3cret", "/healthz Bearer s3cret"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+
+	_, err = NewScraper(ScrapeConfig{URL: base, Headers: map[string]string{"Authorization": "Bearer ${REHEARSE_TEST_UNSET}"}})
+	if err == nil || err.Error() != "headers.Authorization: environment variable REHEARSE_TEST_UNSET is not set" || !errors.Is(err, rehearse.ErrInvalid) {
+		t.Errorf("unset variable: %v", err)
+	}
+}
