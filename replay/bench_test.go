@@ -151,7 +151,8 @@ func BenchmarkHighestRate(b *testing.B) {
 	target := benchSink(b)
 	ok := func(r paceResult, rate float64, d time.Duration) bool {
 		want := int(rate * d.Seconds())
-		return r.p99 <= 5 && r.dropped == 0 && r.errors == 0 && r.sent >= want
+		// Vegeta may stop one hit short at the end of the duration.
+		return r.p99 <= 5 && r.dropped == 0 && r.errors == 0 && r.sent >= want-1
 	}
 	for _, tool := range []struct {
 		name string

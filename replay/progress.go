@@ -46,7 +46,7 @@ func progressLine(s *Summary, elapsed, planned time.Duration, inFlight int64) st
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", fmtClock(elapsed))
 	if planned > 0 {
-		fmt.Fprintf(&b, " / %s (%s left)", fmtClock(planned), fmtClock(max(planned-elapsed, 0)))
+		fmt.Fprintf(&b, " / %s (%s left)", fmtClock(planned), fmtClock(max(planned-elapsed+time.Second-1, 0)))
 	}
 	rate := 0
 	if sec := int(elapsed / time.Second); sec >= 1 && sec-1 < len(s.AchievedRate) {
