@@ -641,3 +641,35 @@ func TestSlowUpstreamOpens(t *testing.T) {
 		t.Fatalf("upstream saw %d calls, want 5", len(calls))
 	}
 }
+
+// TestIsolation: two dependencies open at once do not affect a third,
+// healthy one.
+func TestIsolation(t *testing.T) {
+	a, b, healthy := newUpstream(t), newUpstream(t), newUpstream(t)
+	a.set(status(503))
+	b.set(reset)
+	cfg := fastConfig(map[string]string{"search": a.URL, "weather": b.URL, "vectors": healthy.URL})
+	cfg.Retry.MaxAttempts = 1
+	cfg.Breaker.Cooldown = rehearse.Duration(time.Minute)
+	cfg.Breaker.CooldownMax = rehearse.Duration(time.Minute)
+	g, base := testGateway(t, cfg)
+	c := &http.Client{}
+	for range 10 {
+		do(t, c, "POST", base+"/tools/search")
+		do(t, c, "POST", base+"/tools/weather")
+		if r := do(t, c, "POST", base+"/tools/vectors"); r.Status != 200 || r.State != "" {
+			t.Fatalf("healthy dependency affected: %+v", r)
+		}
+	}
+	if g.Breaker("search").State() != Open || g.Breaker("weather").State() != Open || g.Breaker("vectors").State() != Closed {
+		t.Fatalf("states %s %s %s", g.Breaker("search").State(), g.Breaker("weather").State(), g.Breaker("vectors").State())
+	}
+	if calls, _ := healthy.snapshot(); len(calls) != 10 {
+		t.Fatalf("healthy upstream saw %d calls, want 10", len(calls))
+	}
+	m := scrape(t, base)
+	if m[MetricState+"{dependency=search}"] != 2 || m[MetricState+"{dependency=weather}"] != 2 || m[MetricState+"{dependency=vectors}"] != 0 {
+		t.Fatalf("state gauges: search %v weather %v vectors %v", m[MetricState+"{dependency=search}"],
+			m[MetricState+"{dependency=weather}"], m[MetricState+"{dependency=vectors}"])
+	}
+}
