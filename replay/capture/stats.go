@@ -151,7 +151,7 @@ func (s *Stats) String() string {
 		fmt.Fprintf(&b, "; %d gaps (%d bytes missing)", s.Gaps, s.GapBytes)
 	}
 	if s.Cut > 0 {
-		fmt.Fprintf(&b, "; %d packets cut by the snap length", s.Cut)
+		fmt.Fprintf(&b, "; %d packets cut by the snap length (capture with tcpdump -s 0 to keep whole packets)", s.Cut)
 	}
 	if h := s.Hint(); h != "" {
 		b.WriteString("; ")
