@@ -47,6 +47,7 @@ func TestLoadThenBaseline(t *testing.T) {
 		secs = d
 	}
 	baseG, baseFD := runtime.NumGoroutine(), openFDs()
+	baseline := goleak.IgnoreCurrent()
 
 	clock := journal.NewClock(time.Now())
 	mem := journal.NewMemory(clock)
@@ -131,7 +132,7 @@ func TestLoadThenBaseline(t *testing.T) {
 	}
 
 	// Everything the server started is gone.
-	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	goleak.VerifyNone(t, baseline)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		g, fd := runtime.NumGoroutine(), openFDs()
