@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,7 +50,20 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
 end
 return 0`
 
+// redisLog routes go-redis's own messages (dial failures, repeated while
+// Redis is down) to slog at debug level: the gateway reports the
+// coordinator's state itself, once per change. go-redis only has a
+// process-wide logger, so it is set once, on the first coordinator.
+type redisLog struct{}
+
+func (redisLog) Printf(ctx context.Context, format string, v ...any) {
+	slog.Default().DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
+}
+
+var redisLogOnce sync.Once
+
 func newRedisCoord(rawURL string, timeout time.Duration) (*redisCoord, error) {
+	redisLogOnce.Do(func() { redis.SetLogger(redisLog{}) })
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: coord %q: %w", rehearse.ErrInvalid, rawURL, err)
