@@ -58,7 +58,7 @@ func TestCanaryCheck(t *testing.T) {
 		wantDetail  string
 		wantErr     string
 	}{
-		{name: "healthy", cfg: HealthConfig{URL: base + "/healthz", Headers: map[string]string{"X-Health-Token": "t0ken"}},
+		{name: "healthy", cfg: HealthConfig{URL: base + "/healthz", Headers: HeaderMap{"X-Health-Token": "t0ken"}},
 			wantHealthy: true, wantStatus: 200, wantDetail: `{"status":"ok", "checks":{"search":"up"}}`},
 		{name: "503", cfg: HealthConfig{URL: base + "/sick"}, wantStatus: 503,
 			wantDetail: `{"status":"degraded","checks":{"search":"breaker open"}}`},

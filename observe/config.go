@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,7 +100,28 @@ type ScrapeConfig struct {
 	// Prometheus API (e.g. Authorization). "${VAR}" in a value is replaced
 	// by the environment variable VAR, so scenario files need not hold
 	// secrets; values are never recorded.
-	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	Headers HeaderMap `yaml:"headers,omitempty" json:"headers,omitempty"`
+}
+
+// HeaderMap holds request headers from a config file: name → value, with
+// "${VAR}" expanded from the environment when used. Its JSON form redacts
+// the values, because configs are recorded in the journal (run.start) and
+// a header is where credentials live.
+type HeaderMap map[string]string
+
+// Redacted is the JSON value of every header in a HeaderMap.
+const Redacted = "[redacted]"
+
+// MarshalJSON writes the header names with redacted values.
+func (h HeaderMap) MarshalJSON() ([]byte, error) {
+	if h == nil {
+		return []byte("null"), nil
+	}
+	out := make(map[string]string, len(h))
+	for k := range h {
+		out[k] = Redacted
+	}
+	return json.Marshal(out)
 }
 
 // PromQueryConfig reads the gateway's series from a Prometheus server's HTTP
@@ -159,7 +181,7 @@ type HealthConfig struct {
 	// Headers are added to every check (e.g. a token the endpoint needs).
 	// "${VAR}" in a value is replaced by the environment variable VAR;
 	// values are never recorded.
-	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	Headers HeaderMap `yaml:"headers,omitempty" json:"headers,omitempty"`
 }
 
 // ErrConfig is wrapped by every configuration error of this package, beside

@@ -154,7 +154,7 @@ func TestHealthConfigErrors(t *testing.T) {
 		{"bad status", HealthConfig{URL: u, HealthyStatus: []string{"2xx", "ok"}}, `healthy_status[1]: "ok" is not a status code (100-599) or class (2xx)`},
 		{"status out of range", HealthConfig{URL: u, HealthyStatus: []string{"600"}}, `healthy_status[0]: "600" is not a status code (100-599) or class (2xx)`},
 		{"bad class", HealthConfig{URL: u, HealthyStatus: []string{"7xx"}}, `healthy_status[0]: "7xx" is not a status code (100-599) or class (2xx)`},
-		{"bad header", HealthConfig{URL: u, Headers: map[string]string{"X Bad": "1"}}, `headers: invalid header name "X Bad"`},
+		{"bad header", HealthConfig{URL: u, Headers: HeaderMap{"X Bad": "1"}}, `headers: invalid header name "X Bad"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -426,7 +427,7 @@ func TestHeadersFromEnvironment(t *testing.T) {
 		w.Header().Set("Content-Type", ctText)
 	})
 	base := serve(t, h)
-	headers := map[string]string{"Authorization": "Bearer ${REHEARSE_TEST_TOKEN}"}
+	headers := HeaderMap{"Authorization": "Bearer ${REHEARSE_TEST_TOKEN}"}
 	for _, cfg := range []ScrapeConfig{
 		{URL: base + "/metrics", Headers: headers},
 		{PromQuery: &PromQueryConfig{URL: base}, Headers: headers},
@@ -451,8 +452,24 @@ func TestHeadersFromEnvironment(t *testing.T) {
 		t.Errorf("requests %q, want %q", got, want)
 	}
 
-	_, err = NewScraper(ScrapeConfig{URL: base, Headers: map[string]string{"Authorization": "Bearer ${REHEARSE_TEST_UNSET}"}})
+	_, err = NewScraper(ScrapeConfig{URL: base, Headers: HeaderMap{"Authorization": "Bearer ${REHEARSE_TEST_UNSET}"}})
 	if err == nil || err.Error() != "headers.Authorization: environment variable REHEARSE_TEST_UNSET is not set" || !errors.Is(err, rehearse.ErrInvalid) {
 		t.Errorf("unset variable: %v", err)
+	}
+}
+
+// TestHeadersRedactedInJSON: configs are recorded in run.start; a literal
+// token must not be.
+func TestHeadersRedactedInJSON(t *testing.T) {
+	cfg := ScrapeConfig{URL: "http://127.0.0.1:9/metrics", Headers: HeaderMap{"Authorization": "Bearer literal-token"}}
+	hc := HealthConfig{URL: "http://127.0.0.1:9/healthz", Headers: HeaderMap{"X-Api-Key": "k3y"}}
+	for _, v := range []any{cfg, &cfg, hc} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "literal-token") || strings.Contains(string(b), "k3y") || !strings.Contains(string(b), `"[redacted]"`) {
+			t.Errorf("JSON %s", b)
+		}
 	}
 }
