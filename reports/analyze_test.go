@@ -363,3 +363,57 @@ func TestCorruptJournal(t *testing.T) {
 		t.Fatal("empty journal: no error")
 	}
 }
+
+// TestFallbackUpstream: one route, a primary and a fallback model; while
+// the primary's breaker is open the gateway calls the fallback with the
+// same seq. The primary opens and closes; the fallback, which only gets
+// traffic meanwhile, must not look like an open breaker.
+func TestFallbackUpstream(t *testing.T) {
+	var evs []journal.Event
+	add := func(t time.Duration, p journal.Payload) { evs = append(evs, journal.Event{T: t, Payload: p}) }
+	add(0, &journal.RunStart{RunID: "fb", Scenario: "fallback", Rate: 5})
+	add(10*time.Second, &journal.FaultStart{Name: "down", Type: "status", Upstream: "llm-primary"})
+	add(20*time.Second, &journal.FaultEnd{Name: "down", Upstream: "llm-primary"})
+	open := false
+	fails := 0
+	var openedAt time.Duration
+	for i := 0; i < 150; i++ {
+		ts := time.Duration(i) * 200 * time.Millisecond
+		seq := uint64(i)
+		faulted := ts >= 10*time.Second && ts < 20*time.Second
+		if open && ts >= openedAt+12*time.Second { // cooldown long enough to outlast the fault
+			open, fails = false, 0
+		}
+		up := "llm-primary"
+		if open {
+			up = "llm-fallback"
+		}
+		status, outcome := 200, journal.OutcomeOK
+		if up == "llm-primary" && faulted {
+			status = 503
+			fails++
+			if fails == 3 {
+				open, openedAt = true, ts
+			}
+		}
+		add(ts+time.Millisecond, &journal.UpstreamRequest{Upstream: up, Seq: &seq, Status: status, Done: ts + 5*time.Millisecond,
+			Outcome: journal.OutcomeUpstreamComplete, InFlight: 1})
+		if status != 200 {
+			outcome = journal.OutcomeHTTP5xx
+		}
+		add(ts, &journal.ClientRequest{Seq: seq, Route: "/v1/chat/completions", Scheduled: ts, Sent: ts, Done: ts + 6*time.Millisecond, Status: status, Outcome: outcome})
+	}
+	add(30*time.Second, &journal.RunEnd{Reason: journal.EndCompleted})
+	a, err := AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, f := a.Upstreams["llm-primary"], a.Upstreams["llm-fallback"]
+	if len(p.Episodes) != 1 || !p.Episodes[0].Opened || !p.Episodes[0].Closed {
+		t.Fatalf("primary: %+v", p.Episodes)
+	}
+	near(t, "primary open", p.Episodes[0].OpenedAtS, 10.405, 0.001)
+	if len(f.Episodes) != 0 || len(f.UnprovokedOpens) != 0 {
+		t.Errorf("fallback looks like a breaker: %d episodes, %d opens (routing %s)", len(f.Episodes), len(f.UnprovokedOpens), f.Routing)
+	}
+}

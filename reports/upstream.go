@@ -110,6 +110,20 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 		if exp > 0 {
 			ua.ExpectedIntervalS = ptr(round3(seconds(time.Duration(exp))))
 		}
+		// Without client attribution a quiet upstream (a fallback that only
+		// gets traffic while the primary is open, a route the capture
+		// rarely uses) looks like an open one: keep only gaps that begin
+		// inside a fault episode.
+		kept := cycles[:0]
+		for _, cy := range cycles {
+			for _, w := range wins {
+				if cy.openAt >= w.start && cy.openAt < w.end {
+					kept = append(kept, cy)
+					break
+				}
+			}
+		}
+		cycles = kept
 	}
 
 	// Metrics transitions.
