@@ -43,7 +43,7 @@ func newRunCmd() *cobra.Command {
 		quiet   bool
 		archive string
 		keep    int
-		keepFor time.Duration
+		keepFor string
 	)
 	cmd := &cobra.Command{
 		Use:     "run SCENARIO",
@@ -70,7 +70,11 @@ func newRunCmd() *cobra.Command {
 				opt.Progress = cmd.ErrOrStderr()
 			}
 			if archive != "" {
-				a := launchd.Archive{Dir: archive, Keep: keep, KeepFor: keepFor}
+				age, err := launchd.ParseAge(keepFor)
+				if err != nil {
+					return fmt.Errorf("--keep-for: %w", err)
+				}
+				a := launchd.Archive{Dir: archive, Keep: keep, KeepFor: age}
 				dir, err := a.NewRunDir(sc.Name, time.Now())
 				if err != nil {
 					return err
@@ -102,7 +106,7 @@ func newRunCmd() *cobra.Command {
 	f.Float64Var(&ov.Rate, "rate", 0, "requests per second")
 	f.Int64Var(&seed, "seed", scenarios.DefaultSeed, "seed of every random decision")
 	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N runs of this scenario (0: no count limit)")
-	f.DurationVar(&keepFor, "keep-for", 0, "with --archive: keep runs younger than this, e.g. 2160h (0: no age limit)")
+	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
 	return cmd
