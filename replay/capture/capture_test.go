@@ -130,6 +130,7 @@ func captureCases() []captureCase {
 			}},
 		{name: "NULL little-endian AF (macOS lo0), IPv4", make: derived("edge-eth.pcap.gz", false, le, linkNull, relinkTo(linkNull, le, 30, 0)), want: edgeBig, noTshark: relinked},
 		{name: "NULL little-endian AF_INET6=30 (macOS lo0), IPv6", make: derived("edge-ipv6.pcapng", false, le, linkNull, relinkTo(linkNull, le, 30, 0)), want: edge},
+		{name: "PKTAP around Ethernet (macOS tcpdump -i any)", make: derived("edge-ipv6.pcapng", false, le, linkPKTAP, relinkTo(linkPKTAP, nil, 0, 0)), want: edge},
 		{name: "NULL big-endian AF (big-endian writer), IPv6=28 (FreeBSD)", make: derived("edge-ipv6.pcapng", false, be, linkNull, relinkTo(linkNull, be, 28, 0)), want: edge, noTshark: relinked},
 		{name: "NULL AF_INET6=23 (Windows Npcap loopback)", make: derived("edge-ipv6.pcapng", false, le, linkNull, relinkTo(linkNull, le, 23, 0)), want: edge, noTshark: relinked},
 		{name: "LOOP (OpenBSD) AF_INET6=24", make: derived("edge-ipv6.pcapng", false, be, linkLoop, relinkTo(linkLoop, be, 24, 0)), want: edge, noTshark: relinked},

@@ -19,6 +19,7 @@ const (
 	linkSLL      = 113
 	linkIPv4     = 228
 	linkIPv6     = 229
+	linkPKTAP    = 258
 	linkSLL2     = 276
 )
 
@@ -42,6 +43,8 @@ func LinkTypeName(lt int) string {
 		return "IPV6"
 	case linkSLL2:
 		return "LINUX_SLL2"
+	case linkPKTAP:
+		return "PKTAP"
 	}
 	return fmt.Sprintf("LINKTYPE_%d", lt)
 }
@@ -49,7 +52,7 @@ func LinkTypeName(lt int) string {
 // supportedLink reports whether the reader decodes the link type.
 func supportedLink(lt int) bool {
 	switch lt {
-	case linkNull, linkEthernet, linkRaw, linkRaw12, linkRaw14, linkLoop, linkSLL, linkIPv4, linkIPv6, linkSLL2:
+	case linkNull, linkEthernet, linkRaw, linkRaw12, linkRaw14, linkLoop, linkSLL, linkIPv4, linkIPv6, linkSLL2, linkPKTAP:
 		return true
 	}
 	return false
@@ -141,6 +144,19 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 		return data[4:], 0, true // let the IP version decide
 	case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
 		return data, 0, true
+	case linkPKTAP:
+		// Apple's packet tap (macOS `tcpdump -i any` / `-k`): a header
+		// in host (little-endian) order whose own length comes first, and
+		// the link type of the packet that follows at offset 8.
+		if len(data) < 12 {
+			return nil, 0, false
+		}
+		n := int(binary.LittleEndian.Uint32(data[0:4]))
+		inner := int(binary.LittleEndian.Uint32(data[8:12]))
+		if n < 12 || n > len(data) || binary.LittleEndian.Uint32(data[4:8]) != 1 || inner == linkPKTAP || !supportedLink(inner) {
+			return nil, 0, false
+		}
+		return decodeLink(inner, data[n:])
 	}
 	return nil, 0, false
 }

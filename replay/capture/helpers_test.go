@@ -113,6 +113,20 @@ func relink(t testing.TB, in []pkt, lt int, order binary.ByteOrder, af6 uint32, 
 			}
 			hdr = append(hdr, et...)
 		case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
+		case linkPKTAP:
+			// A 108-byte PKTAP v1 header (macOS net/pktap.h) around an
+			// Ethernet frame, as macOS writes for -i any.
+			hdr = make([]byte, 108)
+			binary.LittleEndian.PutUint32(hdr[0:], 108)
+			binary.LittleEndian.PutUint32(hdr[4:], 1) // PTH_TYPE_PACKET
+			binary.LittleEndian.PutUint32(hdr[8:], linkEthernet)
+			copy(hdr[12:], "en0")
+			et := []byte{0x08, 0x00}
+			if v6 {
+				et = []byte{0x86, 0xdd}
+			}
+			hdr = append(hdr, 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2)
+			hdr = append(hdr, et...)
 		default:
 			t.Fatalf("relink: link type %d", lt)
 		}
