@@ -81,6 +81,7 @@ type Exchange struct {
 	Upstream, Fault string
 
 	rw       *respWriter
+	warn     func(msg string)
 	newRand  func() *rand.Rand
 	rng      *rand.Rand
 	mu       sync.Mutex
@@ -117,6 +118,15 @@ func (x *Exchange) getOutcome() journal.Outcome {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.outcome
+}
+
+// Warn reports a problem with how a fault could be applied (not an outcome:
+// a harness limitation the user should know about) to the log and the
+// journal.
+func (x *Exchange) Warn(msg string) {
+	if x.warn != nil {
+		x.warn(msg)
+	}
 }
 
 // SetBodyLength tells faults the full length of the healthy body when the

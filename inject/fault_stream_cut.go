@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/halfopen/rehearse/journal"
@@ -42,8 +43,9 @@ type StreamCutParams struct {
 
 // streamCutFault lets the healthy response start and ends it part-way.
 type streamCutFault struct {
-	p    StreamCutParams
-	then string
+	p        StreamCutParams
+	then     string
+	warnOnce sync.Once
 }
 
 func newStreamCut(p *StreamCutParams) (Fault, error) {
@@ -97,6 +99,10 @@ func (f *streamCutFault) ServeHTTP(x *Exchange, next http.Handler) {
 		case f.p.AfterPercent > 0:
 			if n := x.BodyLength(); n >= 0 {
 				limit = int64(float64(n) * f.p.AfterPercent / 100)
+			} else {
+				f.warnOnce.Do(func() {
+					x.Warn(fmt.Sprintf("fault %s: response body of unknown length (no Content-Length): after_percent cannot cut it, it passes whole; use after_bytes or after_events", x.Fault))
+				})
 			}
 		}
 		return code

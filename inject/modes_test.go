@@ -37,6 +37,23 @@ func TestProxyMode(t *testing.T) {
 	}
 }
 
+func TestProxyModeUnknownLengthPercentWarns(t *testing.T) {
+	real, _ := startServer(t, []UpstreamConfig{{Name: "real", Healthy: &HealthyConfig{BodyBytes: 3000, Chunked: true}}}, nil)
+	s, mem := startServer(t, []UpstreamConfig{{Name: "search", Mode: ModeProxy, Target: real.URL("real")}},
+		[]FaultSpec{{Type: "stream_cut", Upstream: "search", Params: &StreamCutParams{AfterPercent: 40}}})
+	c := newClient(5 * time.Second)
+	for range 2 {
+		if _, body, err := get(t, c, s.URL("search"), nil); err != nil || len(body) != 3000 {
+			t.Fatalf("%d bytes, %v", len(body), err)
+		}
+	}
+	s.Close()
+	logs := mem.OfKind(journal.KindLog)
+	if len(logs) != 1 || !strings.Contains(logs[0].(*journal.Log).Msg, "after_percent cannot cut it") {
+		t.Fatalf("logs %v", logs)
+	}
+}
+
 func TestProxyModeContentLengthCut(t *testing.T) {
 	real, _ := startServer(t, []UpstreamConfig{{Name: "real", Healthy: &HealthyConfig{BodyBytes: 10000}}}, nil)
 	s, _ := startServer(t, []UpstreamConfig{{Name: "search", Mode: ModeProxy, Target: real.URL("real")}},

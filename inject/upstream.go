@@ -302,6 +302,11 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &respWriter{w: w}
 	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1}
 	x.newRand = func() *rand.Rand { return u.rand(info.seq, ord) }
+	x.warn = func(msg string) {
+		msg = "upstream " + u.cfg.Name + ": " + msg
+		s.log.Warn(msg)
+		s.rec.Record(&journal.Log{Level: "warn", Source: "inject", Msg: msg})
+	}
 	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
 	x.R = r
 	f := u.pick(info, httpUsable)
