@@ -31,7 +31,7 @@ func NewCanary(cfg HealthConfig, opts ...Option) (*Canary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Canary{cfg: c, rule: rule, o: buildOptions(opts), source: redactURL(c.URL)}, nil
+	return &Canary{cfg: c, rule: rule, o: buildOptions(opts, rule.tls), source: redactURL(c.URL)}, nil
 }
 
 // Config returns the canary's configuration with defaults filled in.

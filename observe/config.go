@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,6 +103,42 @@ type ScrapeConfig struct {
 	// by the environment variable VAR, so scenario files need not hold
 	// secrets; values are never recorded.
 	Headers HeaderMap `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// TLS configures https URLs; nil means the system's roots.
+	TLS *TLSConfig `yaml:"tls,omitempty" json:"tls,omitempty"`
+}
+
+// TLSConfig says how to trust an https metrics, Prometheus or health
+// endpoint. It applies to the client the package builds itself, not to one
+// given with WithHTTPClient.
+type TLSConfig struct {
+	// CAFile is a PEM file of CA certificates to trust instead of the
+	// system's (an internal CA, a self-signed gateway).
+	CAFile string `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
+	// ServerName overrides the name checked against the certificate.
+	ServerName string `yaml:"server_name,omitempty" json:"server_name,omitempty"`
+	// InsecureSkipVerify accepts any certificate. For throwaway test
+	// gateways only.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify,omitempty" json:"insecure_skip_verify,omitempty"`
+}
+
+// tlsConfig loads t; field names in errors are below "tls.".
+func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
+	if t == nil {
+		return nil, nil
+	}
+	c := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, &ConfigError{Field: "tls.ca_file", Err: err}
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, cfgErr("tls.ca_file", "%s holds no PEM certificate", t.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
 }
 
 // HeaderMap holds request headers from a config file: name → value, with
@@ -182,6 +220,8 @@ type HealthConfig struct {
 	// "${VAR}" in a value is replaced by the environment variable VAR;
 	// values are never recorded.
 	Headers HeaderMap `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// TLS configures an https URL; nil means the system's roots.
+	TLS *TLSConfig `yaml:"tls,omitempty" json:"tls,omitempty"`
 }
 
 // ErrConfig is wrapped by every configuration error of this package, beside
@@ -251,6 +291,7 @@ type compiled struct {
 	keep    []*regexp.Regexp
 	keepSrc []string // every kept name or pattern, for PromQL
 	headers http.Header
+	tls     *tls.Config
 }
 
 func (c ScrapeConfig) compile() (*compiled, error) {
@@ -317,6 +358,9 @@ func (c ScrapeConfig) compile() (*compiled, error) {
 		return nil, err
 	}
 	out.headers = h
+	if out.tls, err = c.TLS.tlsConfig(); err != nil {
+		return nil, err
+	}
 	if pq := c.PromQuery; pq != nil {
 		if pq.URL == "" {
 			return nil, cfgErr("prom_query.url", "required")
@@ -432,6 +476,7 @@ type healthyRule struct {
 	codes   map[int]bool
 	classes map[int]bool
 	headers http.Header
+	tls     *tls.Config
 }
 
 func (r healthyRule) healthy(code int) bool { return r.codes[code] || r.classes[code/100] }
@@ -484,6 +529,9 @@ func (c HealthConfig) compile() (HealthConfig, healthyRule, error) {
 		return c, r, err
 	}
 	r.headers = h
+	if r.tls, err = c.TLS.tlsConfig(); err != nil {
+		return c, r, err
+	}
 	return c, r, nil
 }
 

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"time"
@@ -57,7 +58,7 @@ func WithUpstreams(names ...string) Option {
 	}
 }
 
-func buildOptions(opts []Option) options {
+func buildOptions(opts []Option, tlsCfg *tls.Config) options {
 	o := options{
 		recorder: journal.Discard,
 		logger:   slog.Default(),
@@ -78,6 +79,9 @@ func buildOptions(opts []Option) options {
 		o.ownClient = true
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 2
+		if tlsCfg != nil {
+			tr.TLSClientConfig = tlsCfg
+		}
 		o.client = &http.Client{
 			Transport: tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error {

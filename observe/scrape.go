@@ -101,7 +101,7 @@ func NewScraper(cfg ScrapeConfig, opts ...Option) (*Scraper, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scraper{c: c, o: buildOptions(opts)}
+	s := &Scraper{c: c, o: buildOptions(opts, c.tls)}
 	s.res = resolver{depMap: c.cfg.DependencyMap, upstreams: s.o.upstreams}
 	if c.cfg.PromQuery != nil {
 		s.prom, err = newPromSource(c, s.o)
