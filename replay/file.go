@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -52,6 +53,10 @@ type FileRun struct {
 // printed, the journal is closed with a run.end marked interrupted, and
 // the error wraps rehearse.ErrInterrupted.
 func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
+	// Bad options are reported before the capture is read.
+	if _, err := fr.Options.withDefaults(); err != nil {
+		return nil, err
+	}
 	copt := fr.CaptureOptions
 	copt.KeepSecrets = true
 	corpus, st, err := capture.ReadFile(ctx, fr.Capture, copt)
@@ -66,6 +71,9 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 		return nil, fmt.Errorf("%w: replay: %s holds no HTTP request to replay (%s)", rehearse.ErrInvalid, fr.Capture, st.String())
 	}
 	o := fr.Options
+	if err := preflight(ctx, o); err != nil {
+		return nil, err
+	}
 	if o.RunID == "" {
 		o.RunID = NewRunID(time.Now())
 	}
@@ -210,4 +218,31 @@ func writeJSONAtomic(path string, v any) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// preflight checks that the target accepts connections before a
+// standalone replay starts: a gateway that is down at the start is a
+// harness failure (exit 3), not five minutes of connect_refused.
+func preflight(ctx context.Context, o Options) error {
+	if o.Target == nil || o.Target.Host == "" {
+		return nil // New reports it
+	}
+	addr := o.Target.Host
+	if o.Target.Port() == "" {
+		port := "80"
+		if o.Target.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(o.Target.Hostname(), port)
+	}
+	timeout := o.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: replay: target %s is unreachable: %w", rehearse.ErrEnvironment, o.Target.Redacted(), err)
+	}
+	return c.Close()
 }

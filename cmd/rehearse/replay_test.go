@@ -104,3 +104,16 @@ func TestReplayCommandUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayCommandTargetDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, _, code := execute(t, "replay", replayCapture, "--target", "http://"+addr, "--once", "--allow-writes", "--quiet")
+	if code != 3 {
+		t.Errorf("target down: exit %d, want 3", code)
+	}
+}
