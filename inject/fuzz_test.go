@@ -35,3 +35,29 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFaultSpecJSON checks the control API's decoder (JSON or YAML bodies)
+// the same way.
+func FuzzFaultSpecJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"status","upstream":"a","params":{"code":503}}`,
+		`{"type":"stream_cut","upstream":"a","at":"5s","for":"1m","params":{"after_events":3,"then":"stall"}}`,
+		`{"type":"latency","upstream":"a","probability":0.5,"params":{"uniform":{"min":"1ms","max":"2ms"}}}`,
+		"type: retry_after\nupstream: a\nparams: {date: 'Wed, 21 Oct 2026 07:28:00 GMT'}\n",
+		`{"type":"nope"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var spec FaultSpec
+		if err := spec.UnmarshalJSON(data); err != nil {
+			if !errors.Is(err, rehearse.ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		if _, err := New([]UpstreamConfig{{Name: "a"}}, []FaultSpec{spec}); err != nil && !errors.Is(err, rehearse.ErrInvalid) {
+			t.Fatalf("New: error %v does not wrap ErrInvalid", err)
+		}
+	})
+}
