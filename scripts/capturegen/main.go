@@ -47,7 +47,7 @@ func main() {
 		n       = flag.Int("n", 200, "gateway mode: number of requests")
 		conns   = flag.Int("conns", 4, "gateway mode: keep-alive connections")
 		seed    = flag.Uint64("seed", 1, "gateway mode: random seed of the request mix")
-		iface   = flag.String("iface", "lo", "interface to capture on (lo: Ethernet; any: Linux SLL2)")
+		iface   = flag.String("iface", "lo", "interface to capture on (Linux: lo gives Ethernet, any gives LINUX_SLL2; macOS: lo0 gives NULL)")
 		tool    = flag.String("tool", "tcpdump", "capture tool: tcpdump or dumpcap")
 		extra   = flag.String("args", "", "extra capture-tool arguments, space separated (e.g. \"-y LINUX_SLL\" or \"--time-stamp-precision=nano\")")
 		ipv6    = flag.Bool("6", false, "serve and connect on [::1] instead of 127.0.0.1")
