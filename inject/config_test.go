@@ -126,3 +126,16 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 }
+
+func TestExampleDrillConfig(t *testing.T) {
+	c, err := LoadConfig("testdata/drill.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(c.Upstreams, c.Faults); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Upstreams) != 5 || len(c.Faults) != 4 {
+		t.Fatalf("%d upstreams, %d faults", len(c.Upstreams), len(c.Faults))
+	}
+}
