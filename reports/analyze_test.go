@@ -417,3 +417,58 @@ func TestFallbackUpstream(t *testing.T) {
 		t.Errorf("fallback looks like a breaker: %d episodes, %d opens (routing %s)", len(f.Episodes), len(f.UnprovokedOpens), f.Routing)
 	}
 }
+
+// TestHealthDisagreementAndMetrics: health checks stay up (not faulted)
+// while the breaker is open; the disagreement lasts as long as the metrics
+// show the breaker open, and the metrics transitions are listed.
+func TestHealthDisagreementAndMetrics(t *testing.T) {
+	s := base()
+	s.canary, s.healthInt = true, time.Second
+	a, evs := analyse(t, s)
+	ua := a.Upstreams["search"]
+	var openT, closeT float64
+	for _, e := range truth(evs, "search") {
+		bt := e.Payload.(*journal.BreakerTransition)
+		if bt.From == journal.StateClosed && openT == 0 {
+			openT = seconds(e.T)
+		}
+		if bt.To == journal.StateClosed {
+			closeT = seconds(e.T)
+		}
+	}
+	if len(ua.HealthDisagreements) != 1 {
+		t.Fatalf("disagreements %+v", ua.HealthDisagreements)
+	}
+	d := ua.HealthDisagreements[0]
+	if d.Health != "up" || d.Breaker != "open" || d.Source != "metrics" {
+		t.Errorf("disagreement %+v", d)
+	}
+	// Metrics are sampled every second: the interval starts and ends at
+	// the first samples after the transitions.
+	if d.StartS < openT || d.StartS > openT+1 || d.EndS < closeT || d.EndS > closeT+1 {
+		t.Errorf("disagreement %.3f–%.3f s, breaker open %.3f–%.3f s", d.StartS, d.EndS, openT, closeT)
+	}
+	near(t, "max disagreement", ua.HealthDisagreementMaxS, d.EndS-d.StartS, 0.001)
+	if len(ua.MetricsTransitions) < 2 || ua.MetricsTransitions[0].From != journal.StateClosed {
+		t.Errorf("metrics transitions %+v", ua.MetricsTransitions)
+	}
+	res := Evaluate(a, Expectations{HealthDisagreementMax: ptr(dur(10 * time.Second))})
+	if res[0].Passed {
+		t.Errorf("a %.0f s disagreement passed a 10 s bound: %+v", d.EndS-d.StartS, res[0])
+	}
+}
+
+func TestHealthyUnaffectedFails(t *testing.T) {
+	s := base()
+	// Both upstreams faulted: weather is not healthy, so listing it fails.
+	s.faults = append(s.faults, simFault{name: "storm2", upstream: "weather", typ: "status", at: 10 * time.Second, for_: 20 * time.Second})
+	a, _ := analyse(t, s)
+	res := Evaluate(a, Expectations{HealthyUnaffected: &UpstreamSet{Names: []string{"weather", "nope"}}})
+	if res[0].Passed || !strings.Contains(res[0].Message, "weather: breaker opened") || !strings.Contains(res[0].Message, "nope: no such upstream") {
+		t.Errorf("%+v", res[0])
+	}
+	res = Evaluate(a, Expectations{HealthyUnaffected: &UpstreamSet{All: true}})
+	if res[0].Passed || !strings.Contains(res[0].Message, "no upstream without faults") {
+		t.Errorf("all faulted: %+v", res[0])
+	}
+}
