@@ -133,7 +133,8 @@ type BreakerConfig struct {
 	// ConsecutiveFailures opens the breaker after this many transport
 	// failures in a row (5); any HTTP response resets the count.
 	ConsecutiveFailures int `yaml:"consecutive_failures" json:"consecutive_failures"`
-	// Cooldown is the first open period (5s); it doubles after each failed
+	// Cooldown is the first open period (5s): set it from the
+	// dependency's historical recovery time. It doubles after each failed
 	// probe up to CooldownMax (60s), and resets when the breaker closes.
 	Cooldown    rehearse.Duration `yaml:"cooldown" json:"cooldown"`
 	CooldownMax rehearse.Duration `yaml:"cooldown_max" json:"cooldown_max"`
