@@ -268,11 +268,12 @@ func (s *Server) close() error {
 	if !wasStarted {
 		return nil
 	}
-	// Stop the schedule first so that no window opens while closing.
+	// Cancel first: it ends every window (each records its fault.end),
+	// stalled handlers, relays, and a listener still trying to reopen.
+	s.cancel()
 	for _, f := range faults {
 		f.remove()
 	}
-	s.cancel()
 	var errs []error
 	for _, u := range s.upstreams {
 		if err := u.stop(); err != nil {

@@ -165,8 +165,10 @@ func (u *upstream) Pause() error {
 	return err
 }
 
-// Resume implements ListenerControl: it rebinds the same address. If the
-// port was taken meanwhile it keeps trying until the server closes.
+// Resume implements ListenerControl: it rebinds the same address when the
+// last pause ends. If the port was taken meanwhile, it says so and keeps
+// trying in the background (every 50ms) until it succeeds or the server
+// closes, so that ending a window never blocks.
 func (u *upstream) Resume() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -174,28 +176,39 @@ func (u *upstream) Resume() error {
 		return errors.New("resume without pause")
 	}
 	u.pauses--
-	if u.pauses > 0 || u.stopped {
+	if u.pauses > 0 || u.stopped || u.s.ctx.Err() != nil {
+		return nil // still paused, or closing: nothing to reopen
+	}
+	if u.relisten() {
 		return nil
 	}
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		ln, err := net.Listen("tcp", u.addr)
-		if err == nil {
-			u.ln = ln
-			u.serveLocked(ln)
-			return nil
+	msg := fmt.Sprintf("upstream %s: cannot reopen %s yet (port taken?); retrying", u.cfg.Name, u.addr)
+	u.s.log.Warn(msg)
+	u.s.rec.Record(&journal.Log{Level: "warn", Source: "inject", Msg: msg})
+	u.s.wg.Add(1)
+	go func() {
+		defer u.s.wg.Done()
+		for sleep(u.s.ctx, 50*time.Millisecond) {
+			u.mu.Lock()
+			done := u.stopped || u.pauses > 0 || u.relisten()
+			u.mu.Unlock()
+			if done {
+				return
+			}
 		}
-		lastErr = err
-		if attempt == 0 {
-			u.s.log.Warn("cannot reopen listener yet", "upstream", u.cfg.Name, "addr", u.addr, "err", err)
-		}
-		u.mu.Unlock()
-		ok := sleep(u.s.ctx, 50*time.Millisecond)
-		u.mu.Lock()
-		if !ok || u.stopped {
-			return fmt.Errorf("reopening %s: %w", u.addr, lastErr)
-		}
+	}()
+	return nil
+}
+
+// relisten binds u.addr again and serves it; the caller holds u.mu.
+func (u *upstream) relisten() bool {
+	ln, err := net.Listen("tcp", u.addr)
+	if err != nil {
+		return false
 	}
+	u.ln = ln
+	u.serveLocked(ln)
+	return true
 }
 
 // stop closes the listener and every connection and waits for the serving

@@ -403,3 +403,42 @@ func TestListenerTaken(t *testing.T) {
 	}
 	s.Close()
 }
+
+func TestRefusePortTakenMeanwhile(t *testing.T) {
+	s, mem := startServer(t, []UpstreamConfig{{Name: "search"}}, []FaultSpec{{Name: "down", Type: "refuse", Upstream: "search"}})
+	addr := s.Addr("search")
+	// Someone takes the port during the window.
+	thief, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RemoveFault("down") // must not block
+	thief.Close()
+	// The upstream comes back on its address once the port is free.
+	deadline := time.Now().Add(5 * time.Second)
+	c := newClient(time.Second)
+	for {
+		resp, _, err := get(t, c, s.URL("search"), nil)
+		if err == nil && resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("upstream never came back: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Close()
+	if logs := mem.OfKind(journal.KindLog); len(logs) != 1 {
+		t.Fatalf("logs %v", logs)
+	}
+}
+
+func TestCloseDuringRefuse(t *testing.T) {
+	s, mem := startServer(t, []UpstreamConfig{{Name: "search"}}, []FaultSpec{{Type: "refuse", Upstream: "search"}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mem.OfKind(journal.KindFaultEnd)); n != 1 {
+		t.Fatalf("%d fault.end", n)
+	}
+}
