@@ -128,6 +128,12 @@ func captureCases() []captureCase {
 					t.Error("requests not in capture order")
 				}
 			}},
+		{name: "real retransmissions (loopback shaped with tbf in a private network namespace)", make: testdata("retrans-tbf.pcap"), want: edgeWant(60000),
+			check: func(t *testing.T, st *Stats, _ []*Request) {
+				if st.OutOfOrder == 0 || st.Gaps != 0 {
+					t.Errorf("out of order %d, gaps %d: want some, and none", st.OutOfOrder, st.Gaps)
+				}
+			}, tsharkLoses: "the kernel's retransmissions arrive after later segments, and tshark 4.0 does not reassemble out-of-order segments by default"},
 		{name: "NULL little-endian AF (macOS lo0), IPv4", make: derived("edge-eth.pcap.gz", false, le, linkNull, relinkTo(linkNull, le, 30, 0)), want: edgeBig, noTshark: relinked},
 		{name: "NULL little-endian AF_INET6=30 (macOS lo0), IPv6", make: derived("edge-ipv6.pcapng", false, le, linkNull, relinkTo(linkNull, le, 30, 0)), want: edge},
 		{name: "PKTAP around Ethernet (macOS tcpdump -i any)", make: derived("edge-ipv6.pcapng", false, le, linkPKTAP, relinkTo(linkPKTAP, nil, 0, 0)), want: edge},
