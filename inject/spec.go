@@ -136,6 +136,12 @@ func (f *FaultSpec) validateEnvelope() error {
 	if f.Upstream == "" {
 		return bad("upstream", errors.New("missing: name the upstream the fault applies to"))
 	}
+	if f.At < 0 {
+		return bad("at", fmt.Errorf("must not be negative, got %s", f.At))
+	}
+	if f.For < 0 {
+		return bad("for", fmt.Errorf("must not be negative, got %s", f.For))
+	}
 	if f.Probability < 0 || f.Probability > 1 {
 		return bad("probability", fmt.Errorf("want a number between 0 and 1, got %v", f.Probability))
 	}
