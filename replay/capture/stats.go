@@ -54,10 +54,10 @@ func (e *Error) Is(target error) bool { return target == rehearse.ErrInvalid }
 // length, a gap in a TCP stream, an incomplete request.
 type Warning struct {
 	// Packet is the 1-based packet number the warning is about.
-	Packet int64
+	Packet int64 `json:"packet"`
 	// Flow is the connection concerned, when there is one.
-	Flow string
-	Msg  string
+	Flow string `json:"flow,omitempty"`
+	Msg  string `json:"msg"`
 }
 
 func (w Warning) String() string {
@@ -68,62 +68,77 @@ func (w Warning) String() string {
 }
 
 // Stats counts what each stage of the reader saw. The stages narrow:
-// packets → TCP segments → streams → requests → incomplete.
+// packets → TCP segments → streams → requests → incomplete. It encodes to
+// JSON with snake_case keys, for run records.
 type Stats struct {
 	// Format is "pcap" or "pcapng", with "+gzip" when compressed.
-	Format string
+	Format string `json:"format"`
 	// Packets is the number of packet records read; Bytes their captured
 	// length in total.
-	Packets int64
-	Bytes   int64
+	Packets int64 `json:"packets"`
+	Bytes   int64 `json:"bytes"`
 	// LinkTypes counts packets per link type name (LinkTypeName).
-	LinkTypes map[string]int64
+	LinkTypes map[string]int64 `json:"link_types"`
 	// NotIP, NotTCP, Fragments and Malformed count packets that did not
 	// reach TCP: other protocols, IP fragments (not reassembled), and
 	// packets too short or inconsistent to decode. UnknownLink counts
 	// packets on interfaces of a link type the reader does not decode.
-	NotIP, NotTCP, Fragments, Malformed, UnknownLink int64
+	NotIP       int64 `json:"not_ip"`
+	NotTCP      int64 `json:"not_tcp"`
+	Fragments   int64 `json:"fragments"`
+	Malformed   int64 `json:"malformed"`
+	UnknownLink int64 `json:"unknown_link"`
 	// Cut counts packets shortened by the capture's snap length.
-	Cut int64
+	Cut int64 `json:"cut"`
 	// Segments is the number of TCP segments; PayloadBytes the TCP payload
 	// they carried.
-	Segments     int64
-	PayloadBytes int64
+	Segments     int64 `json:"segments"`
+	PayloadBytes int64 `json:"payload_bytes"`
 	// Retransmitted counts segments whose bytes had all been seen;
 	// Overlapping those that partly repeated seen bytes; OutOfOrder those
 	// that arrived ahead of a hole and waited for it.
-	Retransmitted, Overlapping, OutOfOrder int64
+	Retransmitted int64 `json:"retransmitted"`
+	Overlapping   int64 `json:"overlapping"`
+	OutOfOrder    int64 `json:"out_of_order"`
 	// Gaps counts holes in streams that the capture never filled;
 	// GapBytes the bytes missing.
-	Gaps     int64
-	GapBytes int64
+	Gaps     int64 `json:"gaps"`
+	GapBytes int64 `json:"gap_bytes"`
 	// Streams is the number of TCP connections seen; MidStream those whose
 	// start (SYN) was not captured; HTTPStreams those that carried at
 	// least one request.
-	Streams, MidStream, HTTPStreams int64
+	Streams     int64 `json:"streams"`
+	MidStream   int64 `json:"mid_stream"`
+	HTTPStreams int64 `json:"http_streams"`
 	// TLSStreams, HTTP2Streams and OtherStreams count client streams that
 	// began with a TLS handshake, the HTTP/2 preface, or anything else that
 	// is not HTTP/1.x.
-	TLSStreams, HTTP2Streams, OtherStreams int64
+	TLSStreams   int64 `json:"tls_streams"`
+	HTTP2Streams int64 `json:"http2_streams"`
+	OtherStreams int64 `json:"other_streams"`
 	// SkippedBytes counts client bytes that were not part of any request
 	// (before resynchronising on a request line after a gap or a
 	// mid-stream start).
-	SkippedBytes int64
+	SkippedBytes int64 `json:"skipped_bytes"`
 	// FlushedIdle counts flows closed because they were idle longer than
 	// Options.IdleTimeout; FlushedLimit those closed to stay under
 	// Options.MaxFlows.
-	FlushedIdle, FlushedLimit int64
+	FlushedIdle  int64 `json:"flushed_idle"`
+	FlushedLimit int64 `json:"flushed_limit"`
 	// Requests is the number of requests extracted (including
 	// incomplete ones); Filtered those the filter dropped; Delivered those
 	// passed on. Incomplete counts requests that could not be recovered
 	// whole.
-	Requests, Filtered, Delivered, Incomplete int64
+	Requests   int64 `json:"requests"`
+	Filtered   int64 `json:"filtered"`
+	Delivered  int64 `json:"delivered"`
+	Incomplete int64 `json:"incomplete"`
 	// Methods counts delivered requests per method.
-	Methods map[string]int64
+	Methods map[string]int64 `json:"methods"`
 	// Warnings holds the first MaxWarnings warnings; WarningsDropped counts
 	// the rest.
-	Warnings        []Warning
-	WarningsDropped int64
+	Warnings        []Warning `json:"warnings"`
+	WarningsDropped int64     `json:"warnings_dropped"`
 }
 
 func newStats() *Stats {
