@@ -3,11 +3,14 @@ package observe
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse/journal"
 )
@@ -102,4 +105,37 @@ func FuzzExcerpt(f *testing.F) {
 
 func utf8Valid(s string) bool {
 	return bytes.Equal([]byte(s), bytes.ToValidUTF8([]byte(s), []byte("\uFFFD")))
+}
+
+// FuzzConfigYAML decodes arbitrary gateway.metrics and health sections
+// strictly and validates them: no panic, and every rejection is a
+// configuration error naming a field.
+func FuzzConfigYAML(f *testing.F) {
+	f.Add([]byte("url: http://127.0.0.1:8080/metrics\npreset: custom\ncustom: {metric: x, values: {0: closed, 1e0: open}}\n"))
+	f.Add([]byte("prom_query: {url: 'http://p:9090', mode: query_range, step: 1s}\nkeep: ['a(']\n"))
+	f.Add([]byte("url: http://x/healthz\nhealthy_status: [2xx, 429, 6xx]\nheaders: {A: '${HOME}'}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var sc ScrapeConfig
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if dec.Decode(&sc) == nil {
+			if err := sc.Validate(); err != nil {
+				var ce *ConfigError
+				if !errors.As(err, &ce) || ce.Field == "" {
+					t.Fatalf("scrape config error %v (%T) names no field", err, err)
+				}
+			}
+		}
+		var hc HealthConfig
+		dec = yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if dec.Decode(&hc) == nil {
+			if err := hc.Validate(); err != nil {
+				var ce *ConfigError
+				if !errors.As(err, &ce) || ce.Field == "" {
+					t.Fatalf("health config error %v (%T) names no field", err, err)
+				}
+			}
+		}
+	})
 }
