@@ -160,11 +160,11 @@ func BenchmarkHighestRate(b *testing.B) {
 }
 
 func highestRate(b *testing.B, target *url.URL, bound float64) {
-	ok := func(r paceResult, rate float64, d time.Duration) bool {
+	ok := func(name string, r paceResult, rate float64, d time.Duration) bool {
 		want := int(rate * d.Seconds())
 		// Vegeta may stop one hit short at the end of the duration.
 		held := r.p99 <= bound && r.dropped == 0 && r.errors == 0 && r.sent >= want-1
-		fmt.Fprintf(os.Stderr, "    %-36s %7g/s %s held=%v\n", b.Name(), rate, r, held)
+		fmt.Fprintf(os.Stderr, "    %-36s %7g/s %s held=%v\n", b.Name()+"/"+name, rate, r, held)
 		return held
 	}
 	for _, tool := range []struct {
@@ -177,7 +177,7 @@ func highestRate(b *testing.B, target *url.URL, bound float64) {
 				const d = 2 * time.Second
 				lo, hi := 0.0, 0.0
 				for rate := 125.0; rate <= 64000; rate *= 2 {
-					if ok(tool.run(b, target, rate, d), rate, d) {
+					if ok(tool.name, tool.run(b, target, rate, d), rate, d) {
 						lo = rate
 					} else {
 						hi = rate
@@ -187,7 +187,7 @@ func highestRate(b *testing.B, target *url.URL, bound float64) {
 				// Bisect to within an eighth of the highest rate held.
 				for hi > 0 && lo > 0 && hi-lo > lo/8 {
 					mid := float64(int((lo + hi) / 2))
-					if ok(tool.run(b, target, mid, d), mid, d) {
+					if ok(tool.name, tool.run(b, target, mid, d), mid, d) {
 						lo = mid
 					} else {
 						hi = mid
