@@ -154,6 +154,50 @@ func Compare(a, b *Analysis, labels [2]string, tol ...Tolerance) *Comparison {
 		}
 		num("clients", "success ratio "+ph, x, y, "")
 	}
+	// Expectation verdicts, by name, in A's order then B's extras.
+	va0, vb0 := map[string]ExpectationResult{}, map[string]ExpectationResult{}
+	var expNames []string
+	for _, r := range a.Expectations {
+		va0[r.Name] = r
+		expNames = append(expNames, r.Name)
+	}
+	for _, r := range b.Expectations {
+		if _, ok := va0[r.Name]; !ok {
+			expNames = append(expNames, r.Name)
+		}
+		vb0[r.Name] = r
+	}
+	verdict := func(r ExpectationResult, ok bool) string {
+		switch {
+		case !ok:
+			return "—"
+		case r.Passed:
+			return "pass (" + r.Observed + ")"
+		default:
+			return "FAIL (" + r.Observed + ")"
+		}
+	}
+	for _, n := range expNames {
+		ra, oka := va0[n]
+		rb, okb := vb0[n]
+		want := ra.Want
+		if !oka {
+			want = rb.Want
+		}
+		row := CompareRow{Group: "expectations", Figure: n + " (want " + want + ")", A: verdict(ra, oka), B: verdict(rb, okb), Delta: "—"}
+		switch {
+		case !okb:
+			row.Flag, row.Delta = true, "not set in "+labels[1]
+		case !oka:
+			row.Flag, row.Delta = true, "not set in "+labels[0]
+		case ra.Passed != rb.Passed:
+			row.Flag, row.Delta = true, "verdict differs"
+		}
+		if row.Flag {
+			c.Flagged++
+		}
+		c.Rows = append(c.Rows, row)
+	}
 	pa, pb := platformRows(a.Platform), platformRows(b.Platform)
 	keys := []string{}
 	va, vb := map[string]string{}, map[string]string{}
