@@ -28,7 +28,8 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <h2>Breakers</h2>
 {{if not .V.Episodes}}<p>No fault episodes in this run.</p>{{end}}
 <div class="episodes">{{range .V.Episodes}}<div class="episode"><h3>{{.Title}}</h3><p>{{.Statement}}</p>
-<table>{{range .Rows}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table></div>
+<table>{{range .Rows}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
+{{if .RetryAfter}}<ul class="ra">{{range .RetryAfter}}<li>{{.}}</li>{{end}}</ul>{{end}}</div>
 {{end}}</div>
 <h2>Upstreams</h2>
 <table><tr><th>upstream</th><th>attribution</th><th>client requests</th><th>calls</th><th>failed</th><th>amplification</th><th>health checks</th><th>opens outside faults</th><th>longest health/breaker disagreement</th></tr>

@@ -70,6 +70,12 @@ func Markdown(a *Analysis) ([]byte, error) {
 			p("| %s | %s |\n", r.K, mdEscape(r.V))
 		}
 		p("\n")
+		for _, r := range e.RetryAfter {
+			p("- %s\n", mdEscape(r))
+		}
+		if len(e.RetryAfter) > 0 {
+			p("\n")
+		}
 	}
 	p("## Upstreams\n\n| upstream | attribution | client requests | calls | failed | amplification | health checks | opens outside faults | longest health/breaker disagreement |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range v.Upstreams {

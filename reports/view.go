@@ -16,6 +16,9 @@ type episodeView struct {
 	Title     string
 	Statement string
 	Rows      []kv
+	// RetryAfter lists the served 429s and what followed, first ones
+	// first.
+	RetryAfter []string
 }
 
 type phaseView struct {
@@ -154,6 +157,21 @@ func buildView(a *Analysis) *reportView {
 				{"amplification (calls / request)", fmt.Sprintf("%s (%d / %d)", fnum(ep.Amplification, "%.2f"), ep.UpstreamCalls, ep.ClientRequests)},
 				{"metrics lag open / close", fmt.Sprintf("%s / %s", fsec(ep.MetricsOpenLagS), fsec(ep.MetricsCloseLagS))},
 				{"open/close cycles", fmt.Sprint(len(ep.Cycles))},
+			}
+			for j, r := range ep.RetryAfter {
+				if j == 10 {
+					ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("… %d more in run.json", len(ep.RetryAfter)-10))
+					break
+				}
+				next := "no later call"
+				if r.NextCallS != nil {
+					next = "next call " + fmtS(*r.NextCallS) + " later"
+				}
+				verdict := "honoured"
+				if !r.Honoured {
+					verdict = "too early"
+				}
+				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", fmtS(r.AtS), fmtS(r.RetryAfterS), next, verdict))
 			}
 			v.Episodes = append(v.Episodes, ev)
 		}
