@@ -69,6 +69,7 @@ type httpParser struct {
 	requests  int
 	lastEvent parserEvent
 	stopAfter bool // set by a CONNECT: the rest of the stream is a tunnel
+	damaged   bool // the stream had a hole or was seen mid-way
 }
 
 func newParser(x *extractor, flow Flow, midStream bool) *httpParser {
@@ -77,6 +78,7 @@ func newParser(x *extractor, flow Flow, midStream bool) *httpParser {
 		// The first captured segment of a connection seen mid-way
 		// usually starts a message: let it be a request line.
 		p.state = psResync
+		p.damaged = true
 	}
 	return p
 }
@@ -135,6 +137,12 @@ func (p *httpParser) feed(data []byte) parserEvent {
 	if p.state == psDead || p.state == psServer || len(data) == 0 {
 		return evNone
 	}
+	if p.state == psResync && p.damaged && len(p.buf) == 0 {
+		// After a hole, or in a stream seen mid-way, the bytes are not
+		// where the framing says: clients write requests one by one, so a
+		// request line at the start of a segment is worth trying.
+		p.atLineStart = true
+	}
 	off := p.base + int64(len(p.buf))
 	if len(p.marks) == 0 || p.marks[len(p.marks)-1].pkt != p.x.pkt {
 		p.marks = append(p.marks, mark{off: off, pkt: p.x.pkt, ts: p.x.now})
@@ -175,6 +183,7 @@ func (p *httpParser) gap(n int64) {
 	p.consume(len(p.buf))
 	p.base += n
 	p.state = psResync
+	p.damaged = true
 	// Segments usually start at message boundaries: give the bytes right
 	// after the hole a chance to be a request line.
 	p.atLineStart = true

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func extractBytes(t testing.TB, b []byte, opt Options) ([]*Request, *Stats) {
@@ -254,4 +255,63 @@ func ExampleFilter_Match() {
 	// true
 	// false
 	// false
+}
+
+// A flow idle for longer than IdleTimeout (capture time) is flushed: its
+// request in progress is reported incomplete, with the reason.
+func TestIdleFlush(t *testing.T) {
+	var b bytes.Buffer
+	s := newSynth(t, &b)
+	a := s.conn("10.0.0.1:40000", "10.0.0.2:8080").handshake()
+	a.send([]byte("POST /stalled HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc"))
+	s.ts = s.ts.Add(10 * time.Minute)
+	c := s.conn("10.0.0.1:40001", "10.0.0.2:8080").handshake()
+	for range 5000 { // housekeeping runs every 4096 packets
+		c.send([]byte("GET /busy HTTP/1.1\r\nHost: h\r\n\r\n"))
+	}
+	reqs, st := extractBytes(t, b.Bytes(), Options{IdleTimeout: time.Minute})
+	if st.FlushedIdle != 1 || len(reqs) != 5001 || !reqs[0].Incomplete || !strings.Contains(reqs[0].Problem, "idle") {
+		t.Fatalf("flushed %d, %d requests, first %+v", st.FlushedIdle, len(reqs), reqs[0])
+	}
+}
+
+// Over MaxFlows, the least recently active flows are flushed.
+func TestMaxFlows(t *testing.T) {
+	var b bytes.Buffer
+	s := newSynth(t, &b)
+	for i := range 40 {
+		c := s.conn(fmt.Sprintf("10.0.0.1:%d", 40000+i), "10.0.0.2:8080").handshake()
+		c.send([]byte("POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nab"))
+	}
+	reqs, st := extractBytes(t, b.Bytes(), Options{MaxFlows: 16})
+	flushed := 0
+	for _, r := range reqs {
+		if strings.Contains(r.Problem, "flow limit") {
+			flushed++
+		}
+	}
+	if len(reqs) != 40 || st.FlushedLimit != 24 || flushed != 24 || st.Incomplete != 40 {
+		t.Fatalf("%d requests, %d flushed for the limit (%d in problems), %d incomplete", len(reqs), st.FlushedLimit, flushed, st.Incomplete)
+	}
+}
+
+// The server acknowledging bytes past a hole proves they were sent: the
+// gap is declared at that packet, and the next request is recovered at
+// once (not at the end of the capture).
+func TestGapDeclaredByPeerACK(t *testing.T) {
+	var b bytes.Buffer
+	s := newSynth(t, &b)
+	c := s.conn("10.0.0.1:40000", "10.0.0.2:8080").handshake()
+	first := []byte("POST /lost HTTP/1.1\r\nHost: h\r\nContent-Length: 20\r\n\r\n")
+	c.cseq += uint32(len(first)) // the header segment is not in the capture
+	c.send([]byte("01234567890123456789"))
+	c.s.frame(c.srv, c.cli, c.sseq, c.cseq, tcpACK, nil) // packet 5: ACK past the hole
+	c.send([]byte("GET /next HTTP/1.1\r\nHost: h\r\n\r\n"))
+	reqs, st := extractBytes(t, b.Bytes(), Options{})
+	if st.Gaps != 1 || st.GapBytes != int64(len(first)) || len(reqs) != 1 || reqs[0].Target != "/next" {
+		t.Fatalf("%s; %v", st, reqs)
+	}
+	if w := st.Warnings[0]; w.Packet != 5 || !strings.Contains(w.Msg, "bytes missing") {
+		t.Errorf("warning %v", w)
+	}
 }

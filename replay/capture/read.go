@@ -259,7 +259,7 @@ func (x *extractor) housekeeping() {
 
 // maxHeld bounds the requests held back for ordering; beyond it they are
 // released even if an earlier request is still in progress.
-const maxHeld = 1 << 16
+const maxHeld = 1 << 14
 
 // complete queues a finished (or incomplete) request for delivery.
 func (x *extractor) complete(r *Request) {
