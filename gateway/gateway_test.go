@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -671,5 +675,122 @@ func TestIsolation(t *testing.T) {
 	if m[MetricState+"{dependency=search}"] != 2 || m[MetricState+"{dependency=weather}"] != 2 || m[MetricState+"{dependency=vectors}"] != 0 {
 		t.Fatalf("state gauges: search %v weather %v vectors %v", m[MetricState+"{dependency=search}"],
 			m[MetricState+"{dependency=weather}"], m[MetricState+"{dependency=vectors}"])
+	}
+}
+
+// TestProbeDeadlineFromObservedLatency: a probe gets P99 × 1.4 of the
+// observed latency (at least the 50ms floor) to send its headers; an
+// upstream that "recovered" to hundreds of times its usual latency fails
+// the probe, long before its 3s request timeout.
+func TestProbeDeadlineFromObservedLatency(t *testing.T) {
+	up := newUpstream(t)
+	slow := func(d time.Duration) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+			ok("{}")(w, r)
+		}
+	}
+	up.set(slow(2 * time.Millisecond))
+	cfg := fastConfig(map[string]string{"search": up.URL})
+	cfg.Retry.MaxAttempts = 1
+	cfg.Breaker.MinSamples = 1000
+	cfg.Breaker.ProbeDeadlineMin = rehearse.Duration(50 * time.Millisecond)
+	cfg.Breaker.Cooldown = rehearse.Duration(100 * time.Millisecond)
+	cfg.Breaker.CooldownMax = rehearse.Duration(time.Minute)
+	g, base := testGateway(t, cfg)
+	c := &http.Client{}
+	for range 30 {
+		do(t, c, "POST", base+"/tools/search")
+	}
+	// P99 of ~2ms calls × 1.4, floored at 50ms; a loaded machine may
+	// observe more, but far below the recovered upstream's 1.5s.
+	if d := g.Breaker("search").ProbeDeadline(); d < 50*time.Millisecond || d > 500*time.Millisecond {
+		t.Fatalf("probe deadline %s after fast calls, want 50ms (floor) up to 500ms", d)
+	}
+	up.set(reset)
+	for range 5 {
+		do(t, c, "POST", base+"/tools/search")
+	}
+	if st := g.Breaker("search").State(); st != Open {
+		t.Fatalf("breaker %s after 5 resets", st)
+	}
+	up.set(slow(1500 * time.Millisecond))
+	deadline := time.Now().Add(3 * time.Second)
+	var probe clientResult
+	var took time.Duration
+	for {
+		probe = do(t, c, "POST", base+"/tools/search")
+		took = time.Since(probe.At)
+		if probe.State == "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if probe.Status != 504 || !strings.Contains(probe.Body, "headers_timeout") {
+		t.Fatalf("probe against a 1.5s upstream: %+v, want 504 headers_timeout", probe)
+	}
+	if took >= time.Second {
+		t.Fatalf("probe gave up after %s: the probe deadline, not the 3s timeout, must end it", took)
+	}
+	if st := g.Breaker("search").State(); st != Open {
+		t.Fatalf("breaker %s after the slow probe, want open again", st)
+	}
+	if cd := g.Breaker("search").Cooldown(); cd != 200*time.Millisecond {
+		t.Fatalf("cooldown %s after the failed probe, want doubled to 200ms", cd)
+	}
+}
+
+// TestShutdownGracefulAndRegisterer: Shutdown lets a request in flight
+// finish; WithRegisterer exposes the same collectors on another registry.
+func TestShutdownGracefulAndRegisterer(t *testing.T) {
+	up := newUpstream(t)
+	release := make(chan struct{})
+	arrived := make(chan struct{})
+	up.set(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		ok(`{"done":true}`)(w, r)
+	})
+	cfg := fastConfig(map[string]string{"search": up.URL})
+	reg := prometheus.NewRegistry()
+	g, err := New(cfg, WithRegisterer(reg), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ln) }()
+	got := make(chan clientResult, 1)
+	go func() { got <- do(t, &http.Client{}, "GET", "http://"+ln.Addr().String()+"/tools/search") }()
+	<-arrived
+	shut := make(chan error, 1)
+	go func() { shut <- g.Shutdown(context.Background()) }()
+	close(release)
+	if r := <-got; r.Status != 200 || !strings.Contains(r.Body, "done") {
+		t.Fatalf("in-flight request during Shutdown: %+v", r)
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, f := range fams {
+		found = found || f.GetName() == MetricUpstreamCalls
+	}
+	if !found {
+		t.Fatalf("%s not on the given registry", MetricUpstreamCalls)
 	}
 }
