@@ -187,7 +187,7 @@ func TestOutcomeClasses(t *testing.T) {
 		{name: "deadline mid-body", act: func(c *net.TCPConn) {
 			write(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"+body1000[:250])
 			hold(c)
-		}, opt: Options{Deadline: 300 * time.Millisecond}, want: journal.OutcomeDeadlineMidBody, status: 200, bytes: 250, fraction: 0.25},
+		}, opt: Options{Deadline: time.Second}, want: journal.OutcomeDeadlineMidBody, status: 200, bytes: 250, fraction: 0.25},
 		{name: "truncated: FIN short of Content-Length", act: func(c *net.TCPConn) {
 			write(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"+body1000[:600])
 			c.Close()
