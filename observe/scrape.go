@@ -417,11 +417,29 @@ func labelKey(l map[string]string) string {
 	return b.String()
 }
 
-// redactURL hides a password in a URL, for Source fields and messages.
+// secretParamRE matches query parameters that commonly carry credentials.
+var secretParamRE = regexp.MustCompile(`(?i)token|key|secret|auth|pass|sig|credential`)
+
+// redactURL hides a password and credential-like query parameters in a
+// URL, for Source fields and messages: they end up in journals and
+// reports.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return s
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		changed := false
+		for k := range q {
+			if secretParamRE.MatchString(k) {
+				q[k] = []string{"xxxxx"}
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }

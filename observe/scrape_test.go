@@ -473,3 +473,16 @@ func TestHeadersRedactedInJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:9/metrics":                        "http://127.0.0.1:9/metrics",
+		"http://u:p@gw:9/metrics":                           "http://u:xxxxx@gw:9/metrics",
+		"http://gw:9/metrics?module=http&api_key=abc":       "http://gw:9/metrics?api_key=xxxxx&module=http",
+		"https://gw/actuator/prometheus?access_token=t0k3n": "https://gw/actuator/prometheus?access_token=xxxxx",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
