@@ -113,7 +113,7 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 		Scenario:  "replay",
 		WallStart: clock.Start(),
 		Version:   fr.Version,
-		Target:    r.opt.Target.String(),
+		Target:    r.opt.Target.Redacted(),
 		Rate:      rateOf(&r.opt),
 		Duration:  r.opt.Duration,
 		Platform: &journal.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH, NumCPU: runtime.NumCPU(),
@@ -153,7 +153,7 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 func (o Options) MarshalJSON() ([]byte, error) {
 	target := ""
 	if o.Target != nil {
-		target = o.Target.String()
+		target = o.Target.Redacted()
 	}
 	return json.Marshal(struct {
 		Target         string            `json:"target"`

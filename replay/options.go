@@ -182,7 +182,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: replay: a target URL with a host is required (e.g. http://127.0.0.1:8080)", rehearse.ErrInvalid)
 	}
 	if o.Target.Scheme != "http" && o.Target.Scheme != "https" {
-		return o, fmt.Errorf("%w: replay: target %q: scheme must be http or https", rehearse.ErrInvalid, o.Target.String())
+		return o, fmt.Errorf("%w: replay: target %q: scheme must be http or https", rehearse.ErrInvalid, o.Target.Redacted())
 	}
 	if o.Timing == "" {
 		o.Timing = TimingRate

@@ -233,7 +233,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	if r.cfg.progress != nil {
 		stopProgress = ru.showProgress(r.cfg.progress)
 	}
-	slog.Debug("replay starting", "target", r.opt.Target.String(), "timing", r.opt.Timing, "rate", r.opt.Rate,
+	slog.Debug("replay starting", "target", r.opt.Target.Redacted(), "timing", r.opt.Timing, "rate", r.opt.Rate,
 		"duration", r.opt.Duration, "corpus", len(r.templates))
 
 	ru.work = make(chan job)
@@ -263,7 +263,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	stopProgress()
 
 	sum := ru.st.snapshot()
-	sum.Target = r.opt.Target.String()
+	sum.Target = r.opt.Target.Redacted()
 	sum.Timing = r.opt.Timing
 	if r.opt.Timing == TimingOriginal {
 		sum.Speed = r.opt.Speed

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -172,4 +173,26 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+func TestTargetPasswordNeverWritten(t *testing.T) {
+	var user, pass string
+	u := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { user, pass, _ = r.BasicAuth() }))
+	u.User = url.UserPassword("ops", "hunter2")
+	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: u, Once: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(sum)
+	o, _ := json.Marshal(r.opt)
+	if strings.Contains(string(b)+string(o), "hunter2") {
+		t.Errorf("password written: %s %s", b, o)
+	}
+	if user != "ops" || pass != "hunter2" {
+		t.Errorf("gateway got basic auth %q:%q, want the target URL's", user, pass)
+	}
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -131,6 +132,12 @@ func (t *template) build(o *Options, seq uint64) *http.Request {
 	h := make(http.Header, len(t.header)+2)
 	for k, v := range t.header {
 		h[k] = v
+	}
+	// Credentials in the target URL authenticate to the gateway, as
+	// net/http's Client does, unless the capture carries its own.
+	if u := t.url.User; u != nil && h.Get("Authorization") == "" {
+		pw, _ := u.Password()
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pw)))
 	}
 	h.Set(o.SeqHeader, strconv.FormatUint(seq, 10))
 	if o.RunID != "" {
