@@ -180,6 +180,20 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 			w.f(`<rect class="open" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>black-box open %s–%s</title></rect>`+"\n",
 				x0, w.y, math.Max(x1-x0, 1), uh, fmtDur(op.StartS-o.Origin), fmtDur(op.EndS-o.Origin))
 		}
+		// Retry-After pauses the upstream asked for, as a band under the
+		// lane's top edge: calls inside one are violations.
+		if ua := a.Upstreams[u]; ua != nil {
+			for _, ep := range ua.Episodes {
+				for _, ra := range ep.RetryAfter {
+					if ra.AtS+ra.RetryAfterS < w.from || ra.AtS > w.to {
+						continue
+					}
+					x0, x1 := w.x(ra.AtS), w.x(ra.AtS+ra.RetryAfterS)
+					w.f(`<rect class="pause" x="%.1f" y="%.1f" width="%.1f" height="3"><title>Retry-After %s from %s</title></rect>`+"\n",
+						x0, w.y+1, math.Max(x1-x0, 1), fmtDur(ra.RetryAfterS), fmtDur(ra.AtS-o.Origin))
+				}
+			}
+		}
 		var up int32 = 1
 		for i := 0; i < nb; i++ {
 			up = max(up, sum(ut.OK, i)+sum(ut.Failed, i))
@@ -265,6 +279,7 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 		{"ok", groupColour["ok"]}, {"fast-fail", groupColour["fast_fail"]}, {"4xx", groupColour["http_4xx"]},
 		{"5xx / failed call", groupColour["http_5xx"]}, {"transport error", groupColour["transport"]}, {"dropped", groupColour["dropped"]},
 		{"black-box open", "#f8d7da"}, {"probe ok", "#1565c0"}, {"probe failed", "#e65100"}, {"health check", "#607d8b"},
+		{"Retry-After pause", "#f9a825"},
 	} {
 		w.f(`<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text class="legend" x="%.1f" y="%.1f">%s</text>`+"\n", lx, w.y, it.c, lx+13, w.y+9, it.name)
 		lx += 22 + float64(len(it.name))*6.2
@@ -275,7 +290,7 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" viewBox="0 0 %d %.0f" width="%d" height="%.0f" font-family="system-ui, -apple-system, 'Segoe UI', sans-serif" font-size="11">`+"\n",
 		w.width, w.y, w.width, w.y)
 	out.WriteString(`<style>.title{font-size:13px;font-weight:600;fill:#222}.lane{fill:#333}.tickl,.legend{fill:#444}.inbar{fill:#fff;font-size:10px}` +
-		`.bg{fill:#fafafa;stroke:#e0e0e0}.open{fill:#f8d7da}.axis{stroke:#555}.tick{stroke:#000;stroke-opacity:.08}.probe{stroke:#fff;stroke-width:.5}</style>` + "\n")
+		`.bg{fill:#fafafa;stroke:#e0e0e0}.open{fill:#f8d7da}.axis{stroke:#555}.tick{stroke:#000;stroke-opacity:.08}.probe{stroke:#fff;stroke-width:.5}.pause{fill:#f9a825;fill-opacity:.55}</style>` + "\n")
 	out.Write(w.b.Bytes())
 	out.WriteString("</svg>\n")
 	return out.Bytes()
