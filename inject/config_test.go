@@ -139,3 +139,20 @@ func TestExampleDrillConfig(t *testing.T) {
 		t.Fatalf("%d upstreams, %d faults", len(c.Upstreams), len(c.Faults))
 	}
 }
+
+func TestRegistryEntries(t *testing.T) {
+	for _, typ := range FaultTypes() {
+		p := NewParams(typ)
+		if p == nil || FaultTypeSummary(typ) == "" {
+			t.Fatalf("%s: no params or summary", typ)
+		}
+		// Every type's factory accepts its own params type, and every fault
+		// says where it acts.
+		if _, err := registry[typ].params(p); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+	}
+	if NewParams("nope") != nil {
+		t.Fatal("params for an unknown type")
+	}
+}

@@ -45,3 +45,14 @@ func FaultTypes() []string { return sortedKeys(registry) }
 // FaultTypeSummary returns the one-line description of a fault type, or ""
 // when the type is unknown.
 func FaultTypeSummary(typ string) string { return registry[typ].summary }
+
+// NewParams returns a new zero params struct of a fault type (a pointer,
+// e.g. *StatusParams), or nil when the type is unknown: for building specs
+// in Go, and for generating a schema of each type's params.
+func NewParams(typ string) any {
+	fac, ok := registry[typ]
+	if !ok {
+		return nil
+	}
+	return fac.newParams()
+}
