@@ -129,6 +129,7 @@ type conductor struct {
 	gwListeners []net.Listener
 	target      string
 	runID       string
+	scrapers    []*observe.Scraper
 	obsStop     context.CancelFunc
 	obsWG       sync.WaitGroup
 }
@@ -437,15 +438,16 @@ func (c *conductor) scrapeConfigs() []observe.ScrapeConfig {
 	if m.URL != "" || m.PromQuery != nil {
 		return []observe.ScrapeConfig{*m}
 	}
-	// The built-in gateways: each instance keeps its own breakers, so
-	// each is scraped on its own (the sample's source tells them apart).
-	var out []observe.ScrapeConfig
-	for _, u := range c.gwURLs {
-		mc := *m
-		mc.URL = u + "/metrics"
-		out = append(out, mc)
+	// The built-in gateway. In a fleet each instance keeps its own
+	// breakers; the first instance's metrics stand for the fleet's view
+	// (the reports keep one state lane per upstream), while the upstream
+	// side still sees every instance's calls.
+	if len(c.gwURLs) == 0 {
+		return nil
 	}
-	return out
+	mc := *m
+	mc.URL = c.gwURLs[0] + "/metrics"
+	return []observe.ScrapeConfig{mc}
 }
 
 // startObservers starts metrics scraping and the health canary; they run
@@ -460,6 +462,7 @@ func (c *conductor) startObservers(ctx context.Context, health *observe.HealthCo
 		if err != nil {
 			return err
 		}
+		c.scrapers = append(c.scrapers, s)
 		c.obsWG.Add(1)
 		go func() { defer c.obsWG.Done(); _ = s.Run(obsCtx) }()
 	}
@@ -571,6 +574,17 @@ func (c *conductor) stop() {
 	if c.obsStop != nil {
 		c.obsStop()
 		c.obsWG.Wait()
+		// One last scrape, so that a state change in the last interval
+		// (a breaker closing just before the end) is not lost.
+		for _, s := range c.scrapers {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if sample, err := s.ScrapeOnce(ctx); sample != nil {
+				c.journal.Record(sample)
+			} else if err != nil {
+				c.log.Debug("final scrape", "err", err)
+			}
+			cancel()
+		}
 	}
 	if c.journal != nil && c.inject != nil {
 		// Whatever was still in flight when the replay stopped is done
