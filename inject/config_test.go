@@ -146,8 +146,7 @@ func TestRegistryEntries(t *testing.T) {
 		if p == nil || FaultTypeSummary(typ) == "" {
 			t.Fatalf("%s: no params or summary", typ)
 		}
-		// Every type's factory accepts its own params type, and every fault
-		// says where it acts.
+		// Every type's factory accepts its own params type.
 		if _, err := registry[typ].params(p); err != nil {
 			t.Fatalf("%s: %v", typ, err)
 		}
