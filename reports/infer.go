@@ -74,6 +74,7 @@ func (c *collector) finish() (*Analysis, error) {
 
 	slices.SortStableFunc(c.calls, func(x, y call) int { return cmp64(x.t, y.t) })
 	slices.SortStableFunc(c.reqs, func(x, y creq) int { return cmp64(x.sched, y.sched) })
+	c.markAbandoned()
 
 	wins := c.windows(runEnd)
 	var durStart, durEnd int64 = -1, -1
@@ -429,6 +430,37 @@ func (c *collector) routeUpstreams(a *Analysis) []uint16 {
 		a.Notes = append(a.Notes, "the gateway did not forward the sequence header: upstream calls were matched to client requests by time")
 	}
 	return out
+}
+
+// markAbandoned marks as failed the upstream calls that the gateway gave up
+// on although the upstream recorded them as complete: a call carrying a
+// client request's sequence number that the upstream finished only after
+// the gateway had already answered that client request with a 5xx of its
+// own (not a recognised fast-fail). The upstream cannot always see a
+// gateway hang up: one that times out (HAProxy's "timeout server", nginx's
+// proxy_read_timeout) closes a connection the upstream only notices if a
+// write fails, and a delayed handler that has not read the request body
+// gets no cancellation. The gateway's answer to the client tells.
+func (c *collector) markAbandoned() {
+	bad, ok := c.outcomes.ids[string(journal.OutcomeHTTP5xx)]
+	if !ok {
+		return
+	}
+	bySeq := c.seqIndex()
+	for i := range c.calls {
+		k := &c.calls[i]
+		if k.failed() || !k.hasSeq() || k.flags&fHasDone == 0 {
+			continue
+		}
+		ri, ok := bySeq(k.seq)
+		if !ok {
+			continue
+		}
+		r := &c.reqs[ri]
+		if r.outcome == bad && !r.fastFail && r.done > 0 && r.done < k.done {
+			k.flags |= fFailed
+		}
+	}
 }
 
 // seqIndex returns a lookup from sequence number to request index.

@@ -401,15 +401,23 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 				}
 				ep.MetricsOpenLagS = ptr(round3(seconds(time.Duration(mpts[i].t - openAt))))
 				if ep.Closed {
+					// The close the metrics show is the first closed
+					// point after the last open one at or before the
+					// black-box close: with several open/close cycles in
+					// the episode (a flapping gateway), earlier cycles'
+					// closes are not this one.
 					closeAt := int64(*ep.ClosedAtS * 1e9)
 					lastOpen := i
-					for j := i + 1; j < len(mpts); j++ {
+					for j := i + 1; j < len(mpts) && mpts[j].t <= closeAt; j++ {
 						if mpts[j].state != journal.StateClosed {
 							lastOpen = j
-							continue
 						}
-						if mpts[j].t >= closeAt-int64(30*time.Second) && j > lastOpen {
-							ep.MetricsCloseLagS = ptr(round3(seconds(time.Duration(mpts[j].t - closeAt))))
+					}
+					for j := lastOpen + 1; j < len(mpts); j++ {
+						if mpts[j].state == journal.StateClosed {
+							if mpts[j].t >= closeAt-int64(30*time.Second) {
+								ep.MetricsCloseLagS = ptr(round3(seconds(time.Duration(mpts[j].t - closeAt))))
+							}
 							break
 						}
 					}

@@ -1,0 +1,477 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/reports"
+)
+
+// Tolerances, with their reasons.
+const (
+	// spacingTol bounds the error of a measured check spacing: HAProxy's
+	// own timers are millisecond-exact, the rest is two processes' clocks
+	// read on a loaded 2-core machine (scheduling delay of the upstream's
+	// accept and of HAProxy's task loop).
+	spacingTol = 100 * time.Millisecond
+	// transitionTol bounds how far the black-box open/close may sit from
+	// HAProxy's logged transition: the black-box open is the next client
+	// request to that upstream (one inter-arrival, up to ~0.5 s for a route
+	// that gets a random 35 % share of 20 req/s), plus the time the test
+	// takes to read HAProxy's stderr.
+	transitionTol = 600 * time.Millisecond
+	// metricsTol is added to one scrape interval for the metrics cross-check:
+	// the black-box open trails the real transition by up to one
+	// inter-arrival (so the metrics may show it first, a negative lag), and a
+	// scrape takes a few milliseconds.
+	metricsTol = 500 * time.Millisecond
+	// scrapeInterval is the drills' metrics interval.
+	scrapeInterval = 250 * time.Millisecond
+)
+
+// opener says which of HAProxy's two detectors took the server down.
+type opener string
+
+const (
+	openedPassive opener = "passive (observe layer7: error-limit consecutive errors)"
+	openedChecks  opener = "active (fall failed health checks)"
+)
+
+// figures is the measured-vs-configured record of one drill, logged as the
+// table that docs/gateways.md and the report quote.
+type figures struct {
+	rows [][3]string
+}
+
+func (f *figures) add(what, configured string, measured any) {
+	f.rows = append(f.rows, [3]string{what, configured, fmt.Sprint(measured)})
+}
+
+func (f *figures) log(t *testing.T, name string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "measured vs configured, %s:\n| figure | configured | measured |\n|---|---|---|\n", name)
+	for _, r := range f.rows {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
+	}
+	t.Log(b.String())
+}
+
+// runView is what the assertions read: the analysis, the journal, and
+// HAProxy's own record of its state changes.
+type runView struct {
+	t      *testing.T
+	h      *haproxy
+	res    *rehearsal.Result
+	events []journal.Event
+	fig    *figures
+	// inFlightAllowance is how many more errors than error-limit may
+	// precede the open: calls already forwarded when HAProxy counted the
+	// limit (slow answers only).
+	inFlightAllowance int
+}
+
+func newView(t *testing.T, h *haproxy, res *rehearsal.Result) *runView {
+	t.Helper()
+	events, _, err := journal.ReadFile(filepath.Join(res.Dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runView{t: t, h: h, res: res, events: events, fig: &figures{}}
+}
+
+// runTime converts a wall-clock instant to run time.
+func (v *runView) runTime(at time.Time) float64 {
+	return at.Sub(v.res.Analysis.Run.WallStart).Seconds()
+}
+
+// episode returns the upstream's only episode.
+func (v *runView) episode(up string) *reports.Episode {
+	v.t.Helper()
+	ua := v.res.Analysis.Upstreams[up]
+	if ua == nil || len(ua.Episodes) != 1 {
+		v.t.Fatalf("upstream %s: want one episode, analysis has %+v", up, ua)
+	}
+	return ua.Episodes[0]
+}
+
+// downs returns HAProxy's DOWN changes for up within [from, to) run time.
+func (v *runView) changes(up, state string, from, to float64) []serverChange {
+	var out []serverChange
+	for _, c := range v.h.Changes(up) {
+		if at := v.runTime(c.At); c.State == state && at >= from && at < to {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// failedCall is the analysis's definition of a failed upstream call as
+// the gateway saw it, on one journal record.
+func failedCall(p *journal.UpstreamRequest) bool {
+	return p.Status >= 500 || p.Status == 429 || (p.Outcome != journal.OutcomeUpstreamComplete && p.Outcome != "")
+}
+
+// streaks counts, from the journal, what HAProxy's detectors had counted
+// when the server went down at openAt: errors since the last passing health
+// check or successful live response (a passing check clears observe
+// layer7's consecutive-error count, and so does a good response), and
+// failed health checks since the last passing one. An error is a failed
+// live call (as the analysis defines it, including calls HAProxy gave up on:
+// the client got a 5xx before the upstream answered), or a client request HAProxy answered with an error of its own although it
+// never reached the upstream (a connection HAProxy could not use).
+func (v *runView) streaks(up string, from, openAt float64) (errs, checkFails int) {
+	type creq struct {
+		outcome  journal.Outcome
+		fastFail bool
+		done     float64
+	}
+	clients := map[uint64]creq{}
+	reached := map[uint64]bool{}
+	for _, e := range v.events {
+		switch p := e.Payload.(type) {
+		case *journal.ClientRequest:
+			if p.Upstream == up {
+				clients[p.Seq] = creq{p.Outcome, p.FastFail, p.Done.Seconds()}
+			}
+		case *journal.UpstreamRequest:
+			if p.Upstream == up && p.Seq != nil {
+				reached[*p.Seq] = true
+			}
+		}
+	}
+	type ev struct {
+		at     float64
+		failed bool
+		check  bool
+	}
+	var evs []ev
+	for _, e := range v.events {
+		switch p := e.Payload.(type) {
+		case *journal.UpstreamRequest:
+			if p.Upstream != up {
+				continue
+			}
+			failed := failedCall(p)
+			if !failed && p.Seq != nil && !p.HealthCheck {
+				c, ok := clients[*p.Seq]
+				failed = ok && c.outcome == journal.OutcomeHTTP5xx && !c.fastFail && c.done < p.Done.Seconds()
+			}
+			evs = append(evs, ev{e.T.Seconds(), failed, p.HealthCheck})
+		case *journal.ClientRequest:
+			if p.Upstream == up && !reached[p.Seq] && !p.FastFail && p.Outcome == journal.OutcomeHTTP5xx {
+				evs = append(evs, ev{p.Sent.Seconds(), true, false})
+			}
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
+	for _, x := range evs {
+		if x.at < from || x.at >= openAt {
+			continue
+		}
+		switch {
+		case x.check && x.failed:
+			// A failed check lowers the health counter but leaves
+			// observe layer7's error count alone.
+			checkFails++
+		case x.check:
+			errs, checkFails = 0, 0
+		case x.failed:
+			errs++
+		default:
+			errs = 0
+		}
+	}
+	return errs, checkFails
+}
+
+// checkOpen asserts the open of one cycle against HAProxy's configuration
+// and its log, and returns which detector fired.
+func (v *runView) checkOpen(up string, ep *reports.Episode, c *reports.Cycle, from float64) opener {
+	t, tm := v.t, v.h.Timing
+	t.Helper()
+	downs := v.changes(up, "DOWN", c.OpenedAtS-transitionTol.Seconds(), c.OpenedAtS+transitionTol.Seconds())
+	if len(downs) != 1 {
+		t.Errorf("black-box open at %.3fs: want one HAProxy DOWN within %s, got %d:\n%s", c.OpenedAtS, transitionTol, len(downs), v.h.Log())
+		return ""
+	}
+	d := downs[0]
+	errs, checks := v.streaks(up, from, c.OpenedAtS)
+	if d.Reason == "Health analyze" {
+		want := fmt.Sprintf("Detected %d consecutive errors", tm.ErrorLimit)
+		if !strings.Contains(d.Line, want) {
+			t.Errorf("HAProxy's reason %q lacks %q", d.Line, want)
+		}
+		// HAProxy can count one error more than the upstream saw (an
+		// error on a connection attempt that never delivered a request;
+		// seen in about half the runs here). Calls already forwarded when
+		// the server went down still fail afterwards: with slow answers,
+		// up to the route's rate × timeout server of them.
+		lo, hi := tm.ErrorLimit-1, tm.ErrorLimit+v.inFlightAllowance
+		if errs < lo || errs > hi {
+			t.Errorf("open at %.3fs: %d consecutive errors before it, want error-limit %d (within [%d, %d])", c.OpenedAtS, errs, tm.ErrorLimit, lo, hi)
+		}
+		return openedPassive
+	}
+	// A failed-check reason (Layer7 wrong status, Socket error, Layer7
+	// timeout…): the checks got there first. HAProxy lowers one health
+	// counter for both detectors' events, so after live errors fewer
+	// than fall failed checks can suffice; never more.
+	if checks < 1 || checks > tm.Fall {
+		t.Errorf("open at %.3fs by health checks (%s): %d failed checks before it, want 1..fall %d", c.OpenedAtS, d.Reason, checks, tm.Fall)
+	}
+	return openedChecks
+}
+
+// checkProbes asserts HAProxy's check cadence on a cycle's probes: after
+// a failed check while DOWN the next comes downinter after it completed,
+// after a passing one (rising) fastinter after it. HAProxy schedules the
+// next check when one completes, so the spacing is measured from the
+// previous check's end.
+func (v *runView) checkProbes(c *reports.Cycle) (down, fast []float64) {
+	t, tm := v.t, v.h.Timing
+	t.Helper()
+	if c.ProbeSource != "health_check" {
+		t.Errorf("cycle at %.3fs: probe source %q, want health_check (HAProxy's checks are its probes)", c.OpenedAtS, c.ProbeSource)
+	}
+	if c.MaxProbesInFlight > 1 {
+		t.Errorf("cycle at %.3fs: %d checks in flight, HAProxy runs one at a time", c.OpenedAtS, c.MaxProbesInFlight)
+	}
+	for i := 1; i < len(c.Probes); i++ {
+		prev, cur := c.Probes[i-1], c.Probes[i]
+		end := prev.DoneS
+		if end == 0 {
+			end = prev.AtS
+		}
+		gap := cur.AtS - end
+		if prev.OK {
+			// Rising (health between 0 and rise): fastinter.
+			fast = append(fast, gap)
+			if math.Abs(gap-tm.FastInter.Seconds()) > spacingTol.Seconds() {
+				t.Errorf("check at %.3fs came %.3fs after a passing one ended, want fastinter %s ± %s", cur.AtS, gap, tm.FastInter, spacingTol)
+			}
+			continue
+		}
+		down = append(down, gap)
+		// Fully DOWN: downinter; a check that failed while the health
+		// counter was not yet at 0 is followed after fastinter.
+		if gap < tm.FastInter.Seconds()-spacingTol.Seconds() || gap > tm.DownInter.Seconds()+2*spacingTol.Seconds() {
+			t.Errorf("check at %.3fs came %.3fs after a failed one ended, want downinter %s (or fastinter %s) ± %s", cur.AtS, gap, tm.DownInter, tm.FastInter, spacingTol)
+		}
+	}
+	if len(down) >= 3 {
+		if med := median(down); math.Abs(med-tm.DownInter.Seconds()) > spacingTol.Seconds() {
+			t.Errorf("median check spacing while DOWN %.3fs, want downinter %s ± %s", med, tm.DownInter, spacingTol)
+		}
+	}
+	return down, fast
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// checkClose asserts a cycle closed after rise passing checks, next to
+// HAProxy's UP.
+func (v *runView) checkClose(up string, c *reports.Cycle) {
+	t, tm := v.t, v.h.Timing
+	t.Helper()
+	if c.ClosedAtS == nil {
+		t.Errorf("cycle at %.3fs never closed", c.OpenedAtS)
+		return
+	}
+	if c.SuccessesToClose == nil || *c.SuccessesToClose != tm.Rise {
+		t.Errorf("cycle at %.3fs closed after %v passing checks, want rise %d", c.OpenedAtS, c.SuccessesToClose, tm.Rise)
+	}
+	ups := v.changes(up, "UP", *c.ClosedAtS-transitionTol.Seconds(), *c.ClosedAtS+transitionTol.Seconds())
+	if len(ups) != 1 {
+		t.Errorf("black-box close at %.3fs: want one HAProxy UP within %s, got %d", *c.ClosedAtS, transitionTol, len(ups))
+	}
+	if c.Leaked != 0 {
+		t.Errorf("cycle at %.3fs: %d live calls reached the upstream while its server was DOWN", c.OpenedAtS, c.Leaked)
+	}
+}
+
+// checkMetrics asserts the exporter showed every black-box transition
+// within one scrape interval (plus metricsTol).
+func (v *runView) checkMetrics(up string, ep *reports.Episode) (openLag, closeLag []float64) {
+	t := v.t
+	t.Helper()
+	mt := v.res.Analysis.Upstreams[up].MetricsTransitions
+	lim := (scrapeInterval + metricsTol).Seconds()
+	// find returns the lag of the metrics transition nearest to at.
+	find := func(at float64, to string) (float64, bool) {
+		best, ok := 0.0, false
+		for _, m := range mt {
+			if m.To == to && (!ok || math.Abs(m.AtS-at) < math.Abs(best)) {
+				best, ok = m.AtS-at, true
+			}
+		}
+		return best, ok
+	}
+	for _, c := range ep.Cycles {
+		lag, ok := find(c.OpenedAtS, journal.StateOpen)
+		if !ok || lag > lim || lag < -metricsTol.Seconds() {
+			t.Errorf("cycle at %.3fs: metrics open lag %.3fs (found %v), want within %.3fs; metrics %+v", c.OpenedAtS, lag, ok, lim, mt)
+		}
+		openLag = append(openLag, lag)
+		if c.ClosedAtS == nil {
+			continue
+		}
+		lag, ok = find(*c.ClosedAtS, journal.StateClosed)
+		if !ok || lag > lim || lag < -metricsTol.Seconds() {
+			t.Errorf("cycle closed at %.3fs: metrics close lag %.3fs (found %v), want within %.3fs; metrics %+v", *c.ClosedAtS, lag, ok, lim, mt)
+		}
+		closeLag = append(closeLag, lag)
+	}
+	if len(mt) != 2*len(ep.Cycles) {
+		t.Errorf("metrics show %d transitions for %d black-box cycles: %+v", len(mt), len(ep.Cycles), mt)
+	}
+	if ep.MetricsOpenLagS == nil || (ep.Closed && ep.MetricsCloseLagS == nil) ||
+		*ep.MetricsOpenLagS > lim || (ep.MetricsCloseLagS != nil && *ep.MetricsCloseLagS > lim) {
+		t.Errorf("episode metrics lags open %v close %v, want within %.3fs", fp(ep.MetricsOpenLagS), fp(ep.MetricsCloseLagS), lim)
+	}
+	return openLag, closeLag
+}
+
+func fp(p *float64) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+func ip(p *int64) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}
+
+func ms(xs []float64) string {
+	if len(xs) == 0 {
+		return "—"
+	}
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if math.Abs(hi-lo) < 0.0005 {
+		return fmt.Sprintf("%.0f ms (n=%d)", lo*1000, len(xs))
+	}
+	return fmt.Sprintf("%.0f–%.0f ms (n=%d)", lo*1000, hi*1000, len(xs))
+}
+
+// checkBreakerDrill runs the assertions common to the drills where HAProxy
+// takes the server down: every cycle opens by one of HAProxy's detectors
+// with the configured count, probes at the configured cadence, closes
+// after rise passing checks, leaks nothing, and the exporter agrees.
+func (v *runView) checkBreakerDrill(up string, wantCycles int) *reports.Episode {
+	t, tm := v.t, v.h.Timing
+	t.Helper()
+	ep := v.episode(up)
+	if !ep.Opened {
+		t.Fatalf("%s never opened: %s\nhaproxy output:\n%s", up, ep.Statement, v.h.Log())
+	}
+	if wantCycles > 0 && len(ep.Cycles) != wantCycles {
+		t.Errorf("%d open/close cycles, want %d: %s", len(ep.Cycles), wantCycles, ep.Statement)
+	}
+	if downs := v.changes(up, "DOWN", ep.StartS, math.Inf(1)); len(downs) != len(ep.Cycles) {
+		t.Errorf("HAProxy went DOWN %d times, the black box saw %d opens", len(downs), len(ep.Cycles))
+	}
+	from := ep.StartS
+	var openers []string
+	var consecutive []int
+	var down, fast []float64
+	for _, c := range ep.Cycles {
+		o := v.checkOpen(up, ep, c, from)
+		openers = append(openers, string(o))
+		live, checks := v.streaks(up, from, c.OpenedAtS)
+		if o == openedPassive {
+			consecutive = append(consecutive, live)
+		} else {
+			consecutive = append(consecutive, -checks)
+		}
+		d, f := v.checkProbes(c)
+		down, fast = append(down, d...), append(fast, f...)
+		v.checkClose(up, c)
+		if c.ClosedAtS != nil {
+			from = *c.ClosedAtS
+		}
+	}
+	if ep.Leaked != 0 {
+		t.Errorf("leaked = %d, want 0", ep.Leaked)
+	}
+	openLag, closeLag := v.checkMetrics(up, ep)
+
+	f := v.fig
+	f.add("opened by", "error-limit or fall", strings.Join(dedupe(openers), "; "))
+	f.add("failures before open (consecutive, since the last passing check)", fmt.Sprintf("error-limit %d (or fall %d checks, shown negative)", tm.ErrorLimit, tm.Fall), fmt.Sprint(consecutive))
+	f.add("failures_before_open (run.json, since the fault started)", "≥ error-limit", ip(ep.FailuresBeforeOpen))
+	f.add("check spacing while DOWN (after a failed check)", fmt.Sprintf("downinter %s", tm.DownInter), ms(down)+medianText(down))
+	f.add("check spacing while rising (after a passing check)", fmt.Sprintf("fastinter %s", tm.FastInter), ms(fast))
+	f.add("first check after the open", fmt.Sprintf("≤ fastinter %s (mark-down reschedules)", tm.FastInter), fp(ep.FirstProbeAfterOpen))
+	f.add("successes_to_close", fmt.Sprintf("rise %d", tm.Rise), intp(ep.SuccessesToClose))
+	f.add("leaked", "0", ep.Leaked)
+	f.add("cycles (black box / HAProxy DOWNs)", "—", fmt.Sprintf("%d / %d", len(ep.Cycles), len(v.changes(up, "DOWN", ep.StartS, math.Inf(1)))))
+	f.add("metrics lag open / close", fmt.Sprintf("within scrape %s + %s", scrapeInterval, metricsTol), ms(openLag)+" / "+ms(closeLag))
+	f.add("closed_after_recovery_s", "—", fp(ep.ClosedAfterRecoveryS))
+	return ep
+}
+
+func medianText(xs []float64) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", median %.0f ms", median(xs)*1000)
+}
+
+func intp(p *int) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// checkNotOpened asserts HAProxy kept the server UP through the fault and
+// the report says so plainly.
+func (v *runView) checkNotOpened(up string) *reports.Episode {
+	t := v.t
+	t.Helper()
+	ep := v.episode(up)
+	if ep.Opened {
+		t.Errorf("%s opened: %s", up, ep.Statement)
+	}
+	if !strings.HasPrefix(ep.Statement, "Did not open") {
+		t.Errorf("statement %q, want it to say plainly that it did not open", ep.Statement)
+	}
+	if downs := v.changes(up, "DOWN", ep.StartS, math.Inf(1)); len(downs) != 0 {
+		t.Errorf("HAProxy took the server down: %+v", downs)
+	}
+	if mt := v.res.Analysis.Upstreams[up].MetricsTransitions; len(mt) != 0 {
+		t.Errorf("metrics show transitions: %+v", mt)
+	}
+	v.fig.add("opened", "HAProxy does not act on this", ep.Opened)
+	v.fig.add("statement", "says so plainly", ep.Statement)
+	return ep
+}

@@ -1,0 +1,348 @@
+// Package e2e rehearses real third-party gateways end to end: the harness's
+// upstreams, a real gateway process started by the test on free loopback
+// ports, the conductor (rehearsal.Run) and the black-box analysis. The
+// figures the analysis measures are held to the gateway's own
+// configuration, so these tests prove the measurements true on a gateway the
+// harness did not build.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/scenarios"
+)
+
+// haproxyTiming is the check and breaker configuration every HAProxy drill
+// runs with: the values the measured figures are held to. They are shorter
+// than production values so a drill takes seconds, and chosen so that each
+// one can be told apart in the measurements:
+//   - inter 1s: the check interval while UP; long enough that passive
+//     detection (observe layer7) acts before three failed checks at the
+//     drills' traffic rate, so failures_before_open is error-limit.
+//   - fastinter 300ms: after on-error mark-down and while rising; half of
+//     downinter so a spacing of one is never mistaken for the other.
+//   - downinter 600ms: the check spacing while fully DOWN.
+//   - rise 2, fall 3, error-limit 5: small, distinct numbers.
+//   - timeout server 1s, timeout check 400ms: the slow drill's 2 s latency
+//     is past both.
+type haproxyTiming struct {
+	Inter, FastInter, DownInter time.Duration
+	Rise, Fall, ErrorLimit      int
+	TimeoutServer, TimeoutCheck time.Duration
+}
+
+var defaultTiming = haproxyTiming{
+	Inter: time.Second, FastInter: 300 * time.Millisecond, DownInter: 600 * time.Millisecond,
+	Rise: 2, Fall: 3, ErrorLimit: 5,
+	TimeoutServer: time.Second, TimeoutCheck: 400 * time.Millisecond,
+}
+
+// upstreamNames are the drills' upstreams; llm-primary serves
+// /v1/chat/completions.
+var upstreamNames = []string{"search", "weather", "vectors", "llm-primary"}
+
+// haproxy is one running HAProxy with its addresses and its log.
+type haproxy struct {
+	FrontURL   string
+	MetricsURL string
+	ReadyURL   string
+	Upstreams  map[string]string // upstream name → host:port HAProxy calls
+	Timing     haproxyTiming
+	Config     string
+
+	mu    sync.Mutex
+	lines []logLine
+}
+
+// logLine is one line HAProxy printed, stamped when the test read it.
+type logLine struct {
+	At   time.Time
+	Text string
+}
+
+// freePort returns a loopback address nobody listens on right now. The
+// harness binds its upstreams itself from the scenario's listen address,
+// so the port is chosen here and released; HAProxy's own sockets are
+// passed in as open listeners instead (bind fd@N), with no such race.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// listenerFile opens a loopback listener and returns it as a file to
+// hand to HAProxy, with its URL.
+func listenerFile(t *testing.T) (*os.File, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close() // the duplicate in f keeps the socket listening
+	return f, url
+}
+
+// needHAProxy skips the test when HAProxy is absent or tests are short.
+func needHAProxy(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed: install the Debian package haproxy (2.6+, built with USE_PROMEX; .ci/run does) to run the HAProxy end-to-end tests")
+	}
+	if testing.Short() {
+		t.Skip("starts a real haproxy and runs timed rehearsals; skipped with -short")
+	}
+	return bin
+}
+
+// haproxyConfig renders the configuration: one backend per upstream behind
+// a path_beg frontend, HTTP health checks on /healthz, passive layer-7
+// observation that marks the server down after error-limit consecutive
+// errors, a JSON 503 with X-Breaker-State when no server is available, and
+// the Prometheus exporter on its own frontend. Frontends bind inherited
+// sockets: fd@3 traffic, fd@4 metrics.
+func haproxyConfig(tm haproxyTiming, upstreams map[string]string) string {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `global
+    # No log target: in the foreground (-db) HAProxy still prints its
+    # state changes ("[WARNING] ... Server be_search/s1 is DOWN, reason:
+    # ...") on stderr, which the test reads as the white-box truth.
+
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 30s
+    timeout server %s
+    timeout check %s
+    option httpchk GET /healthz
+    default-server check inter %s fastinter %s downinter %s rise %d fall %d observe layer7 error-limit %d on-error mark-down
+    # HAProxy's own 503 (no server UP) becomes a recognisable fast-fail;
+    # 503s that the servers send are forwarded unchanged.
+    http-error status 503 content-type application/json hdr X-Breaker-State open lf-string "{\"error\":{\"code\":\"dependency_unavailable\",\"dependency\":\"%%b\",\"message\":\"No server is available to handle this request.\"}}"
+
+frontend fe_rehearse
+    bind fd@3
+    # Ready only while every backend has a server UP.
+    monitor-uri /haproxy-ready
+`, ms(tm.TimeoutServer), ms(tm.TimeoutCheck), ms(tm.Inter), ms(tm.FastInter), ms(tm.DownInter), tm.Rise, tm.Fall, tm.ErrorLimit)
+	for _, n := range upstreamNames {
+		fmt.Fprintf(&b, "    monitor fail if { nbsrv(be_%s) lt 1 }\n", n)
+	}
+	for _, n := range upstreamNames {
+		prefix := "/tools/" + n
+		if n == "llm-primary" {
+			prefix = "/v1/chat/completions"
+		}
+		fmt.Fprintf(&b, "    use_backend be_%s if { path_beg %s }\n", n, prefix)
+	}
+	b.WriteString(`
+frontend fe_stats
+    bind fd@4
+    http-request use-service prometheus-exporter if { path /metrics }
+`)
+	for _, n := range upstreamNames {
+		fmt.Fprintf(&b, "\nbackend be_%s\n    server s1 %s\n", n, upstreams[n])
+	}
+	return b.String()
+}
+
+// startHAProxy starts `haproxy -db -f cfg` in the foreground with its two
+// listeners inherited, and stops it by PID when the test ends (also on
+// failure). HAProxy's output is kept, stamped, for the assertions and for
+// failure messages.
+func startHAProxy(t *testing.T, tm haproxyTiming) *haproxy {
+	t.Helper()
+	bin := needHAProxy(t)
+	h := &haproxy{Upstreams: map[string]string{}, Timing: tm}
+	for _, n := range upstreamNames {
+		h.Upstreams[n] = freePort(t)
+	}
+	front, frontURL := listenerFile(t)
+	stats, statsURL := listenerFile(t)
+	h.FrontURL, h.MetricsURL, h.ReadyURL = frontURL, statsURL+"/metrics", frontURL+"/haproxy-ready"
+	h.Config = haproxyConfig(tm, h.Upstreams)
+	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(cfgPath, []byte(h.Config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Check the configuration first: a clear message beats a dead process.
+	check := exec.Command(bin, "-c", "-f", cfgPath)
+	check.ExtraFiles = []*os.File{front, stats}
+	if out, err := check.CombinedOutput(); err != nil {
+		front.Close()
+		stats.Close()
+		t.Fatalf("haproxy -c rejects the generated configuration: %v\n%s\n%s", err, out, h.Config)
+	}
+	cmd := exec.Command(bin, "-db", "-f", cfgPath)
+	cmd.ExtraFiles = []*os.File{front, stats}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start haproxy: %v", err)
+	}
+	front.Close()
+	stats.Close()
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			h.mu.Lock()
+			h.lines = append(h.lines, logLine{At: time.Now(), Text: sc.Text()})
+			h.mu.Unlock()
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); pw.Close() }()
+	t.Cleanup(func() {
+		// Stop this HAProxy by its PID; SIGTERM is its hard stop.
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		<-readDone
+		if t.Failed() {
+			t.Logf("haproxy.cfg:\n%s\nhaproxy output:\n%s", h.Config, h.Log())
+		}
+	})
+	return h
+}
+
+// Log returns everything HAProxy printed so far.
+func (h *haproxy) Log() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	for _, l := range h.lines {
+		fmt.Fprintf(&b, "%s %s\n", l.At.Format("15:04:05.000"), l.Text)
+	}
+	return b.String()
+}
+
+// serverChangeRE matches HAProxy's state-change lines, e.g.
+// "Server be_search/s1 is DOWN, reason: Health analyze, info: ...".
+var serverChangeRE = regexp.MustCompile(`Server be_([^/]+)/s1 is (UP|DOWN)(?:, reason: ([^,]+))?`)
+
+// serverChange is one state change HAProxy reported (the white-box truth).
+type serverChange struct {
+	At       time.Time
+	Upstream string
+	State    string // "UP" or "DOWN"
+	Reason   string
+	Line     string
+}
+
+// Changes returns HAProxy's state changes for one upstream.
+func (h *haproxy) Changes(upstream string) []serverChange {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []serverChange
+	for _, l := range h.lines {
+		m := serverChangeRE.FindStringSubmatch(l.Text)
+		if m == nil || m[1] != upstream {
+			continue
+		}
+		out = append(out, serverChange{At: l.At, Upstream: m[1], State: m[2], Reason: m[3], Line: l.Text})
+	}
+	return out
+}
+
+// drill is one HAProxy rehearsal: the scenario's faults, rate and length.
+type drill struct {
+	Name     string
+	Rate     float64
+	Duration time.Duration
+	Faults   string // YAML list items, indented by two spaces
+	Expect   string // YAML expectations block body, indented by two spaces
+}
+
+// scenarioYAML renders a drill against a running HAProxy.
+func (h *haproxy) scenarioYAML(d drill) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `version: 1
+name: haproxy-%s
+gateway:
+  url: %s
+  metrics:
+    url: %s
+    preset: haproxy
+    interval: 250ms
+    dependency_map: {be_search: search, be_weather: weather, be_vectors: vectors, be_llm-primary: llm-primary}
+  health:
+    url: %s
+    interval: 250ms
+  fast_fail: {statuses: [503], header: X-Breaker-State=open}
+  ready: {url: %s, require_2xx: true, timeout: 10s}
+replay:
+  rate: %g
+  duration: %s
+  deadline: 5s
+upstreams:
+`, d.Name, h.FrontURL, h.MetricsURL, h.ReadyURL, h.ReadyURL, d.Rate, d.Duration)
+	for _, n := range upstreamNames {
+		fmt.Fprintf(&b, "  - {name: %s, listen: \"%s\"}\n", n, h.Upstreams[n])
+	}
+	b.WriteString("faults:\n" + d.Faults)
+	if d.Expect != "" {
+		b.WriteString("expectations:\n" + d.Expect)
+	}
+	return b.String()
+}
+
+// rehearse runs a drill through rehearsal.Run against a fresh HAProxy and
+// returns the result; a failed expectation is returned for the caller to
+// judge (the drill's own assertions are more precise).
+func rehearseHAProxy(t *testing.T, d drill) (*haproxy, *rehearsal.Result, error) {
+	t.Helper()
+	h := startHAProxy(t, defaultTiming)
+	src := h.scenarioYAML(d)
+	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), d.Name+".yaml"), []byte(src))
+	if err != nil {
+		t.Fatalf("scenario:\n%s\n%v", src, err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if keep := os.Getenv("REHEARSE_E2E_OUT"); keep != "" {
+		// Keep the run directory (reports, journal) for a person to read.
+		dir = filepath.Join(keep, fmt.Sprintf("%s-%d", d.Name, time.Now().UnixNano()))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*d.Duration+30*time.Second)
+	defer cancel()
+	res, err := rehearsal.Run(ctx, sc, rehearsal.Options{OutDir: dir})
+	if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
+		t.Fatalf("run: %v\nhaproxy output:\n%s", err, h.Log())
+	}
+	if res == nil || res.Analysis == nil {
+		t.Fatalf("run left no analysis (err %v)", err)
+	}
+	t.Logf("run directory: %s", dir)
+	return h, res, err
+}
