@@ -80,6 +80,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newLaunchdCmd(),
 		newSystemdCmd(),
 		newMetricsCmd(),
+		newGatewayCmd(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
