@@ -37,10 +37,13 @@ type faultState struct {
 	active  atomic.Bool
 	applied atomic.Int64
 
-	mu       sync.Mutex
-	state    string
-	seen     int64
-	attempts map[uint64]uint32
+	mu    sync.Mutex
+	state string
+	seen  int64
+	// attempts counts arrivals per seq, in two generations so that memory
+	// stays bounded on long runs: the last attemptsGen to 2×attemptsGen
+	// distinct seqs are remembered, far more than a retry's reach.
+	attempts, oldAttempts map[uint64]uint32
 
 	stopOnce  sync.Once
 	stop      chan struct{}
@@ -128,11 +131,7 @@ func (f *faultState) decide(r reqInfo, seed int64) bool {
 	var key string
 	if p > 0 && p < 1 {
 		if r.seq != nil {
-			if f.attempts == nil {
-				f.attempts = map[uint64]uint32{}
-			}
-			a := f.attempts[*r.seq]
-			f.attempts[*r.seq] = a + 1
+			a := f.nextAttempt(*r.seq)
 			key = "seq:" + strconv.FormatUint(*r.seq, 10) + ":" + strconv.FormatUint(uint64(a), 10)
 		} else {
 			key = "n:" + strconv.FormatInt(n, 10)
@@ -150,6 +149,25 @@ func (f *faultState) decide(r reqInfo, seed int64) bool {
 	}
 	f.applied.Add(1)
 	return true
+}
+
+const attemptsGen = 1 << 15
+
+// nextAttempt returns how many times seq arrived before and counts this
+// arrival. The caller holds f.mu.
+func (f *faultState) nextAttempt(seq uint64) uint32 {
+	if f.attempts == nil {
+		f.attempts = map[uint64]uint32{}
+	}
+	a, ok := f.attempts[seq]
+	if !ok {
+		a = f.oldAttempts[seq]
+	}
+	if !ok && len(f.attempts) >= attemptsGen {
+		f.oldAttempts, f.attempts = f.attempts, map[uint64]uint32{}
+	}
+	f.attempts[seq] = a + 1
+	return a
 }
 
 // Decide is the per-request probability draw, exported so that tools can

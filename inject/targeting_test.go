@@ -253,3 +253,20 @@ func TestInFlightAndProbeTags(t *testing.T) {
 		t.Fatalf("max in flight %d, tagged %d", maxIn, tagged)
 	}
 }
+
+func TestAttemptsBounded(t *testing.T) {
+	f := &faultState{}
+	for seq := range uint64(3 * attemptsGen) {
+		if a := f.nextAttempt(seq); a != 0 {
+			t.Fatalf("seq %d: attempt %d on first arrival", seq, a)
+		}
+	}
+	if n := len(f.attempts) + len(f.oldAttempts); n > 2*attemptsGen {
+		t.Fatalf("%d seqs remembered", n)
+	}
+	// A recent seq is remembered across a generation change.
+	last := uint64(3*attemptsGen - 1)
+	if a := f.nextAttempt(last); a != 1 {
+		t.Fatalf("retry of a recent seq: attempt %d", a)
+	}
+}
