@@ -443,19 +443,19 @@ func statement(ep *Episode) string {
 	if !ep.Opened {
 		s := fmt.Sprintf("Did not open: %d upstream calls during the fault, for %d client requests.", ep.UpstreamCalls, ep.ClientRequests)
 		if ep.RetryAfterHonoured != nil && !*ep.RetryAfterHonoured {
-			s += fmt.Sprintf(" %d calls ignored a 429's Retry-After.", ep.RetryAfterViolations)
+			s += fmt.Sprintf(" %s ignored a 429's Retry-After.", plural(ep.RetryAfterViolations, "call"))
 		}
 		return s
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Opened %s after the fault started (%d failed calls before).", fmtS(*ep.OpenedAfterS), *ep.FailuresBeforeOpen)
+	fmt.Fprintf(&b, "Opened %s after the fault started (%s before).", fmtS(*ep.OpenedAfterS), plural(*ep.FailuresBeforeOpen, "failed call"))
 	if ep.Probes > 0 {
-		fmt.Fprintf(&b, " Probed %d times (%s), first %s after opening.", ep.Probes, ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
+		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening.", plural(ep.Probes, "time"), ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
 	} else {
 		b.WriteString(" No probes seen.")
 	}
 	if ep.Leaked > 0 {
-		fmt.Fprintf(&b, " %d calls leaked through while open.", ep.Leaked)
+		fmt.Fprintf(&b, " %s leaked through while open.", plural(ep.Leaked, "call"))
 	}
 	if n := len(ep.Cycles); n > 1 {
 		fmt.Fprintf(&b, " Flapped: %d open/close cycles.", n)
@@ -464,7 +464,7 @@ func statement(ep *Episode) string {
 		if *ep.RetryAfterHonoured {
 			b.WriteString(" Retry-After honoured.")
 		} else {
-			fmt.Fprintf(&b, " Retry-After violated by %d calls.", ep.RetryAfterViolations)
+			fmt.Fprintf(&b, " Retry-After violated by %s.", plural(ep.RetryAfterViolations, "call"))
 		}
 	}
 	if ep.Closed {
@@ -475,13 +475,21 @@ func statement(ep *Episode) string {
 		}
 		fmt.Fprintf(&b, " Closed %s %s the fault ended", fmtS(d), rel)
 		if ep.SuccessesToClose != nil {
-			fmt.Fprintf(&b, ", after %d successful probes", *ep.SuccessesToClose)
+			fmt.Fprintf(&b, ", after %s", plural(int64(*ep.SuccessesToClose), "successful probe"))
 		}
 		b.WriteString(".")
 	} else {
 		b.WriteString(" Did not close before the run ended.")
 	}
 	return b.String()
+}
+
+// plural says "1 call", "2 calls".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // fmtS formats seconds for people: "4.2 s", "350 ms".
