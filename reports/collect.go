@@ -24,15 +24,16 @@ const (
 	fHasDone
 )
 
-// call is one upstream.request, compacted.
+// call is one upstream.request, compacted to 32 bytes.
 type call struct {
-	t, done    int64 // run time, ns
-	retryAfter int64 // ns; 0 when none
-	seq        uint64
-	up         uint16 // interned upstream
-	tag        uint16 // interned probe tag (0 = none)
-	status     int16
-	flags      uint8
+	t      int64  // arrival, run time in ns
+	seq    uint64 // forwarded sequence number (fHasSeq)
+	dur    uint32 // µs from arrival to end (fHasDone)
+	raMs   uint32 // Retry-After in ms; 0 when none
+	up     uint16 // interned upstream
+	tag    uint16 // interned probe tag (0 = none)
+	status int16
+	flags  uint8
 }
 
 func (c *call) health() bool { return c.flags&fHealth != 0 }
@@ -42,21 +43,62 @@ func (c *call) hasSeq() bool { return c.flags&fHasSeq != 0 }
 
 // end is when the call ended, or its arrival when unknown.
 func (c *call) end() int64 {
-	if c.flags&fHasDone != 0 && c.done >= c.t {
-		return c.done
+	if c.flags&fHasDone != 0 {
+		return c.t + int64(c.dur)*int64(time.Microsecond)
 	}
 	return c.t
 }
 
-// creq is one client.request, compacted.
-type creq struct {
-	seq                    uint64
-	sched, sent, done, lat int64
-	route                  uint16 // interned route
-	up                     uint16 // interned upstream; 0 = not given
-	outcome                uint16 // interned outcome
-	fastFail, late         bool
+// retryAfter is the advertised Retry-After in ns, 0 when none.
+func (c *call) retryAfter() int64 { return int64(c.raMs) * int64(time.Millisecond) }
+
+// clampU32 converts a non-negative duration in units of unit to uint32,
+// saturating.
+func clampU32(d, unit int64) uint32 {
+	return uint32(min(max(d/unit, 0), 1<<32-1))
 }
+
+// creq is one client.request, compacted to 32 bytes.
+type creq struct {
+	seq     uint64
+	sched   int64  // scheduled send, run time in ns
+	sentD   int32  // µs from sched to the send (rSent)
+	doneD   uint32 // µs from sched to the end (rDone)
+	route   uint16 // interned route
+	up      uint16 // interned upstream; 0 = not given
+	outcome uint16 // interned outcome
+	flags   uint8
+}
+
+// creq flags.
+const (
+	rSent uint8 = 1 << iota
+	rDone
+	rFastFail
+	rLate
+)
+
+// sent is when the request went out, 0 when it did not.
+func (r *creq) sent() int64 {
+	if r.flags&rSent == 0 {
+		return 0
+	}
+	return max(r.sched+int64(r.sentD)*int64(time.Microsecond), 1)
+}
+
+// done is when the exchange ended, 0 when it did not.
+func (r *creq) done() int64 {
+	if r.flags&rDone == 0 {
+		return 0
+	}
+	return max(r.sched+int64(r.doneD)*int64(time.Microsecond), 1)
+}
+
+// lat is the latency from the scheduled send (what a user waited).
+func (r *creq) lat() int64 { return int64(r.doneD) * int64(time.Microsecond) }
+
+func (r *creq) fastFail() bool { return r.flags&rFastFail != 0 }
+func (r *creq) late() bool     { return r.flags&rLate != 0 }
 
 // statePoint is a change of a sampled state.
 type statePoint struct {
@@ -158,21 +200,32 @@ func (c *collector) add(ev journal.Event) {
 			delete(c.openFaults, p.Name)
 		}
 	case *journal.ClientRequest:
-		r := creq{seq: p.Seq, sched: int64(p.Scheduled), sent: int64(p.Sent), done: int64(p.Done),
-			lat: int64(p.Latency), route: c.routes.id(p.Route), outcome: c.outcomes.id(string(p.Outcome)),
-			fastFail: p.FastFail || p.Outcome == journal.OutcomeFastFail, late: p.Late}
+		r := creq{seq: p.Seq, sched: int64(p.Scheduled), route: c.routes.id(p.Route), outcome: c.outcomes.id(string(p.Outcome))}
+		if p.Sent > 0 {
+			r.flags |= rSent
+			d := min(max((int64(p.Sent)-r.sched)/int64(time.Microsecond), -(1<<31)), 1<<31-1)
+			r.sentD = int32(d)
+		}
+		if p.Done > 0 {
+			r.flags |= rDone
+			r.doneD = clampU32(int64(p.Done)-r.sched, int64(time.Microsecond))
+		}
+		if p.FastFail || p.Outcome == journal.OutcomeFastFail {
+			r.flags |= rFastFail
+		}
+		if p.Late {
+			r.flags |= rLate
+		}
 		if p.Upstream != "" {
 			r.up = c.ups.id(p.Upstream)
 		}
-		if r.lat == 0 && r.done > 0 {
-			r.lat = r.done - r.sched
-		}
 		c.reqs = append(c.reqs, r)
 	case *journal.UpstreamRequest:
-		k := call{t: t, done: int64(p.Done), retryAfter: int64(p.RetryAfter), up: c.ups.id(p.Upstream),
+		k := call{t: t, raMs: clampU32(int64(p.RetryAfter), int64(time.Millisecond)), up: c.ups.id(p.Upstream),
 			status: int16(min(max(p.Status, 0), 32767))}
-		if p.Done > 0 {
+		if p.Done > 0 && int64(p.Done) >= t {
 			k.flags |= fHasDone
+			k.dur = clampU32(int64(p.Done)-t, int64(time.Microsecond))
 		}
 		if p.Seq != nil {
 			k.seq = *p.Seq

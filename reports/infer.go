@@ -292,15 +292,15 @@ func (c *collector) replayStats(a *Analysis) {
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		rs.Due++
-		if r.late {
+		if r.late() {
 			rs.Late++
 		}
-		if (dropped != 0 && r.outcome == dropped) || r.sent == 0 {
+		if (dropped != 0 && r.outcome == dropped) || r.sent() == 0 {
 			rs.Dropped++
 			continue
 		}
 		rs.Sent++
-		record(h, r.sent-r.sched)
+		record(h, r.sent()-r.sched)
 		if first < 0 {
 			first = r.sched
 		}
@@ -342,11 +342,11 @@ func (c *collector) phases(a *Analysis, durStart, durEnd, runEnd int64) {
 			if okID != 0 && r.outcome == okID {
 				ok++
 			}
-			if r.sent > 0 {
+			if r.sent() > 0 {
 				sent++
 			}
-			if r.done > 0 {
-				record(h, r.lat)
+			if r.done() > 0 {
+				record(h, r.lat())
 			}
 		}
 		lo = sort.Search(len(c.calls), func(i int) bool { return c.calls[i].t >= sp.start })
@@ -457,7 +457,7 @@ func (c *collector) markAbandoned() {
 			continue
 		}
 		r := &c.reqs[ri]
-		if r.outcome == bad && !r.fastFail && r.done > 0 && r.done < k.done {
+		if r.outcome == bad && !r.fastFail() && r.done() > 0 && r.done() < k.end() {
 			k.flags |= fFailed
 		}
 	}
@@ -509,7 +509,7 @@ func (c *collector) clientTimeline(tl *Timeline) {
 			continue
 		}
 		g := clientGroup(c.outcomes.names[r.outcome])
-		if r.fastFail {
+		if r.fastFail() {
 			g = "fast_fail"
 		}
 		tl.Client[g][s]++

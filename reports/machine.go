@@ -41,10 +41,10 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 				}
 				br++
 				if br >= OpenRunMin {
-					cur = &cyc{openAt: c.openMoment(c.reqs[sent[brFirst]].sent, lastPassed), closeAt: -1, liveProbes: map[int32]bool{}}
+					cur = &cyc{openAt: c.openMoment(c.reqs[sent[brFirst]].sent(), lastPassed), closeAt: -1, liveProbes: map[int32]bool{}}
 					for q := brFirst; q <= j; q++ {
 						cur.blocked++
-						if c.reqs[sent[q]].fastFail {
+						if c.reqs[sent[q]].fastFail() {
 							cur.ff++
 						}
 					}
@@ -63,7 +63,7 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 		switch k {
 		case clsBlocked:
 			cur.blocked++
-			if r.fastFail {
+			if r.fastFail() {
 				cur.ff++
 			}
 			run = run[:0]
@@ -343,12 +343,12 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 		if k.t < ampEnd {
 			ep.UpstreamCalls++
 		}
-		if k.status == 429 && k.retryAfter > 0 {
-			pauses = append(pauses, pause{k.end(), k.end() + k.retryAfter})
+		if k.status == 429 && k.raMs > 0 {
+			pauses = append(pauses, pause{k.end(), k.end() + k.retryAfter()})
 		}
 	}
 	for _, i := range sent {
-		if s := c.reqs[i].sent; s >= w.start && s < ampEnd {
+		if s := c.reqs[i].sent(); s >= w.start && s < ampEnd {
 			ep.ClientRequests++
 		}
 	}

@@ -52,11 +52,11 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 	// Client requests that were sent, in send order.
 	var sent []int32
 	for _, i := range ri {
-		if c.reqs[i].sent > 0 {
+		if c.reqs[i].sent() > 0 {
 			sent = append(sent, i)
 		}
 	}
-	slices.SortStableFunc(sent, func(x, y int32) int { return cmp64(c.reqs[x].sent, c.reqs[y].sent) })
+	slices.SortStableFunc(sent, func(x, y int32) int { return cmp64(c.reqs[x].sent(), c.reqs[y].sent()) })
 	ua.ClientRequests = int64(len(sent))
 	ua.Amplification = ratio(ua.Calls, ua.ClientRequests)
 
@@ -82,7 +82,7 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 
 	// Expected interval between live calls at the replay rate.
 	if len(sent) > 1 {
-		span := c.reqs[sent[len(sent)-1]].sent - c.reqs[sent[0]].sent
+		span := c.reqs[sent[len(sent)-1]].sent() - c.reqs[sent[0]].sent()
 		ua.ExpectedIntervalS = ptr(round3(seconds(time.Duration(span)) / float64(len(sent)-1)))
 	}
 
@@ -245,11 +245,11 @@ func (c *collector) classifyTime(sent, live []int32) ([]uint8, []int32) {
 	for j, ri := range sent {
 		r := &c.reqs[ri]
 		match[j] = -1
-		end := r.done
-		if end <= r.sent {
-			end = r.sent + int64(30*time.Second)
+		end := r.done()
+		if end <= r.sent() {
+			end = r.sent() + int64(30*time.Second)
 		}
-		for p < len(live) && c.calls[live[p]].t < r.sent {
+		for p < len(live) && c.calls[live[p]].t < r.sent() {
 			p++
 		}
 		if p < len(live) && c.calls[live[p]].t <= end {
