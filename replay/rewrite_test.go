@@ -262,13 +262,7 @@ func FuzzSSECounter(f *testing.F) {
 		whole := &sseCounter{}
 		whole.Write(b)
 		parts := &sseCounter{}
-		if split < 0 {
-			split = -split
-		}
-		k := 0
-		if len(b) > 0 {
-			k = split % (len(b) + 1)
-		}
+		k := int(uint(split) % uint(len(b)+1))
 		parts.Write(b[:k])
 		parts.Write(b[k:])
 		if whole.events != parts.events {
