@@ -42,8 +42,10 @@ type FileRun struct {
 	OutDir string
 	// Progress, when set, shows the progress line (pass a terminal).
 	Progress io.Writer
-	// Summary, when set, receives the human summary at the end.
-	Summary io.Writer
+	// Summary, when set, receives the human summary at the end (the JSON
+	// summary with SummaryJSON).
+	Summary     io.Writer
+	SummaryJSON bool
 	// Version is recorded in run.start.
 	Version string
 }
@@ -138,7 +140,15 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 		}
 	}
 	if fr.Summary != nil {
-		if err := sum.WriteText(fr.Summary); err != nil {
+		var err error
+		if fr.SummaryJSON {
+			enc := json.NewEncoder(fr.Summary)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(sum)
+		} else {
+			err = sum.WriteText(fr.Summary)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

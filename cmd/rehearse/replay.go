@@ -105,6 +105,7 @@ partial summary (exit code 130).`,
 	f.BoolVar(&o.AllowWrites, "allow-writes", false, "replay POST, PUT, PATCH and DELETE requests")
 	f.StringVar(&fr.OutDir, "out", "", "directory for journal.jsonl and summary.json")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress line")
+	f.BoolVar(&fr.SummaryJSON, "json", false, "print the summary as JSON (the content of summary.json) instead of text")
 	f.StringSliceVar(&fr.CaptureOptions.Filter.Methods, "method", nil, "replay only these methods (repeatable or comma-separated)")
 	f.StringVar(&path, "path", "", "replay only requests whose path matches this regular expression")
 	f.StringVar(&fr.CaptureOptions.Filter.Host, "host", "", "replay only requests to this host (Host header)")

@@ -117,3 +117,29 @@ func TestReplayCommandTargetDown(t *testing.T) {
 		t.Errorf("target down: exit %d, want 3", code)
 	}
 }
+
+func TestReplayCommandJSON(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	out, _, code := execute(t, "replay", replayCapture, "--target", "http://"+ln.Addr().String(), "--once", "--rate", "50",
+		"--method", "GET", "--json", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var sum struct {
+		Scheduled int            `json:"scheduled"`
+		ByOutcome map[string]int `json:"by_outcome"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("stdout is not the JSON summary: %v\n%s", err, out)
+	}
+	// GET only: the writes are filtered out, so no --allow-writes needed.
+	if sum.Scheduled == 0 || sum.Scheduled != sum.ByOutcome["ok"]+sum.ByOutcome["dropped"] {
+		t.Errorf("summary %+v", sum)
+	}
+}
