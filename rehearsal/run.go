@@ -557,7 +557,9 @@ func (c *conductor) finish(res *Result, runErr error) error {
 	case runErr != nil:
 		return errors.Join(runErr, rerr)
 	case rerr != nil:
-		return fmt.Errorf("%w: reports: %w", rehearse.ErrEnvironment, rerr)
+		// The harness wrote this journal itself: a report that cannot be
+		// made from it is a harness failure, whatever the reports call it.
+		return fmt.Errorf("%w: reports: %v", rehearse.ErrEnvironment, rerr)
 	}
 	if failed := res.Failed(); len(failed) > 0 {
 		names := make([]string, len(failed))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -92,6 +93,9 @@ DIR, compare.html, compare.md and the two aligned timelines are written there.`,
 				_, err := cmd.OutOrStdout().Write(reports.CompareMarkdown(c))
 				return err
 			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("%w: --out: %w", rehearse.ErrEnvironment, err)
+			}
 			if err := reports.WriteComparison(out, c); err != nil {
 				return err
 			}
@@ -100,7 +104,7 @@ DIR, compare.html, compare.md and the two aligned timelines are written there.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&labels, "label", nil, "label for A, then for B (default: the directory names)")
-	cmd.Flags().StringVar(&out, "out", "", "directory to write compare.html and compare.md into (must exist)")
+	cmd.Flags().StringVar(&out, "out", "", "directory to write compare.html and compare.md into (created if needed)")
 	cmd.Flags().Float64Var(&tol.Abs, "tolerance-abs", reports.DefaultTolerance.Abs, "flag a delta only beyond this absolute value (seconds or counts)")
 	cmd.Flags().Float64Var(&tol.Rel, "tolerance-rel", reports.DefaultTolerance.Rel, "flag a delta only beyond this fraction of A's value")
 	return cmd
