@@ -31,9 +31,11 @@ import (
 // runs with: the values the measured figures are held to. They are shorter
 // than production values so a drill takes seconds, and chosen so that each
 // one can be told apart in the measurements:
-//   - inter 1s: the check interval while UP; long enough that passive
-//     detection (observe layer7) acts before three failed checks at the
-//     drills' traffic rate, so failures_before_open is error-limit.
+//   - inter 1s: the check interval while UP; long enough that, at the
+//     drills' traffic rate, passive detection (observe layer7) usually
+//     acts before three failed checks. Either detector may win a drill
+//     whose checks are faulted too; the assertions read HAProxy's log to
+//     know which one did and hold the count to that detector's setting.
 //   - fastinter 300ms: after on-error mark-down and while rising; half of
 //     downinter so a spacing of one is never mistaken for the other.
 //   - downinter 600ms: the check spacing while fully DOWN.
@@ -221,7 +223,8 @@ func startHAProxy(t *testing.T, tm haproxyTiming) *haproxy {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); pw.Close() }()
 	t.Cleanup(func() {
-		// Stop this HAProxy by its PID; SIGTERM is its hard stop.
+		// Stop this HAProxy by its PID: SIGINT, like SIGTERM, stops it at
+		// once; SIGKILL if it has not exited after 5 s.
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-exited:
