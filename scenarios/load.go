@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -69,12 +68,11 @@ func decode(file string, data []byte) (*Scenario, error) {
 		return nil, &ValidationError{File: file, Line: extra.Line, Col: extra.Column, Err: errors.New("more than one YAML document; a scenario file holds one")}
 	}
 	s := &Scenario{File: file}
-	d := &decoder{file: file, positions: map[string]pos{}}
-	d.decode(&doc, reflect.ValueOf(s).Elem(), "")
-	if len(d.errs) > 0 {
-		return nil, d.errs
+	positions, err := decodeFile(file, &doc, s)
+	if err != nil {
+		return nil, err
 	}
-	s.positions = d.positions
+	s.positions = positions
 	return s, nil
 }
 
@@ -104,7 +102,7 @@ func (s *Scenario) at(path string, err error) *ValidationError {
 	ve := &ValidationError{File: s.File, Path: path, Err: err}
 	for p := path; p != ""; p = parentPath(p) {
 		if ps, ok := s.positions[p]; ok {
-			ve.Line, ve.Col = ps.line, ps.col
+			ve.Line, ve.Col = ps.Line, ps.Col
 			break
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/inject"
+	"github.com/halfopen/rehearse/internal/yamlstrict"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/reports"
 )
@@ -44,7 +45,7 @@ type Scenario struct {
 	Builtin string `yaml:"-" json:"-"`
 	// positions maps field paths to their place in the file, for
 	// validation messages.
-	positions map[string]pos
+	positions map[string]yamlstrict.Pos
 }
 
 // GatewaySpec is the gateway under test: a URL, or the built-in reference

@@ -5,8 +5,11 @@ import (
 	"reflect"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/inject"
+	"github.com/halfopen/rehearse/internal/yamlstrict"
 )
 
 // SchemaID is the $id of the generated JSON Schema.
@@ -66,7 +69,7 @@ func (g *schemaGen) schemaFor(t reflect.Type) map[string]any {
 	switch {
 	case t == durationType:
 		return map[string]any{"type": "string", "pattern": durationPattern}
-	case t == nodeType:
+	case t == yamlNodeType:
 		return map[string]any{}
 	}
 	switch t.Kind() {
@@ -104,7 +107,7 @@ func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 		g.defs[name] = map[string]any{} // placeholder against recursion
 	}
 	props := map[string]any{}
-	for key, idx := range structFields(t) {
+	for key, idx := range yamlstrict.Fields(t) {
 		f := t.FieldByIndex(idx)
 		s := g.schemaFor(f.Type)
 		if doc := f.Tag.Get("doc"); doc != "" {
@@ -147,7 +150,10 @@ func defName(t reflect.Type) string {
 	return pkg + "." + t.Name()
 }
 
-var faultSpecType = reflect.TypeFor[inject.FaultSpec]()
+var (
+	faultSpecType = reflect.TypeFor[inject.FaultSpec]()
+	yamlNodeType  = reflect.TypeFor[yaml.Node]()
+)
 
 // faultSchema describes a fault entry: the envelope's fields, the type as
 // an enum of the catalogue, and params as an object (their shape depends on
@@ -157,7 +163,7 @@ func (g *schemaGen) faultSchema() map[string]any {
 	if _, ok := g.defs[name]; !ok {
 		g.defs[name] = map[string]any{}
 		props := map[string]any{}
-		for key, idx := range structFields(faultSpecType) {
+		for key, idx := range yamlstrict.Fields(faultSpecType) {
 			f := faultSpecType.FieldByIndex(idx)
 			switch key {
 			case "type":

@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/yamlstrict"
 )
 
 type tInner struct {
@@ -25,29 +26,42 @@ type tOuter struct {
 	Raw    yaml.Node         `yaml:"raw"`
 }
 
-func decodeT(t *testing.T, src string) (tOuter, *decoder) {
+func decodeT(t *testing.T, src string) (tOuter, *decoded) {
 	t.Helper()
 	var n yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
 		t.Fatal(err)
 	}
 	var out tOuter
-	d := &decoder{file: "f.yaml", positions: map[string]pos{}}
-	d.decode(&n, reflect.ValueOf(&out).Elem(), "")
-	return out, d
+	positions, err := decodeFile("f.yaml", &n, &out)
+	return out, &decoded{positions: positions, err: err}
+}
+
+// decoded is what decodeT saw: the positions or the errors.
+type decoded struct {
+	positions map[string]yamlstrict.Pos
+	err       error
+}
+
+func (d *decoded) errs() Errors {
+	var es Errors
+	if d.err != nil {
+		es = d.err.(Errors)
+	}
+	return es
 }
 
 func TestStrictDecodeValid(t *testing.T) {
 	out, d := decodeT(t, "name: x\nrate: 2.5\non: true\ninner:\n  every: 250ms\n  codes: [503, 429]\nitems:\n  - every: 1s\nlabels: {a: b}\nraw: {anything: [1, 2]}\n")
-	if len(d.errs) > 0 {
-		t.Fatal(d.errs)
+	if len(d.errs()) > 0 {
+		t.Fatal(d.errs())
 	}
 	if out.Name != "x" || out.Rate != 2.5 || !out.On || out.Inner.Every.String() != "250ms" ||
 		!reflect.DeepEqual(out.Inner.Codes, []int{503, 429}) || out.Items[0].Every.String() != "1s" ||
 		out.Labels["a"] != "b" || out.Raw.Kind != yaml.MappingNode {
 		t.Fatalf("decoded %+v", out)
 	}
-	if p := d.positions["inner.every"]; p.line != 5 || p.col != 10 {
+	if p := d.positions["inner.every"]; p.Line != 5 || p.Col != 10 {
 		t.Errorf("position of inner.every = %+v", p)
 	}
 }
@@ -71,11 +85,12 @@ func TestStrictDecodeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, d := decodeT(t, tt.src)
-			if len(d.errs) != len(tt.want) {
-				t.Fatalf("got %d errors (%v), want %d", len(d.errs), d.errs, len(tt.want))
+			errs := d.errs()
+			if len(errs) != len(tt.want) {
+				t.Fatalf("got %d errors (%v), want %d", len(errs), errs, len(tt.want))
 			}
 			for i, w := range tt.want {
-				if got := d.errs[i].Error(); !strings.HasPrefix(got, w) {
+				if got := errs[i].Error(); !strings.HasPrefix(got, w) {
 					t.Errorf("error %d:\n got %s\nwant prefix %s", i, got, w)
 				}
 			}
@@ -84,3 +99,6 @@ func TestStrictDecodeErrors(t *testing.T) {
 }
 
 func reflectType[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// structFields is the walker's key table, for the schema tests.
+func structFields(t reflect.Type) map[string][]int { return yamlstrict.Fields(t) }

@@ -1,0 +1,370 @@
+// Package yamlstrict decodes YAML nodes into Go config structs strictly:
+// unknown keys, duplicate keys and values of the wrong kind are errors at
+// their own line and column, with the allowed keys listed. yaml.v3's
+// KnownFields neither reaches into Node.Decode nor into custom
+// unmarshalers, and its errors carry no column; every config type of the
+// harness (scenarios, inject's upstreams and faults) is decoded by this one
+// walker instead.
+package yamlstrict
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is one decoding error: where, which key, what.
+type Error struct {
+	Line, Col int
+	// Path is the dotted path of the offending key, e.g. "faults[1].type".
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d:%d: %s: %v", e.Line, e.Col, e.Path, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Located is implemented by errors that know their own place in the file:
+// errors returned by a type that decodes itself (UnmarshalYAML) with a
+// nested strict decoding. Path is relative to that type's node.
+type Located interface {
+	error
+	Location() (line, col int, path string, cause error)
+}
+
+// Defaulter is implemented by config types whose zero value is not their
+// default; a newly allocated value is filled in before the file's values
+// are decoded over it.
+type Defaulter interface{ SetDefaults() }
+
+// Pos is a place in the file.
+type Pos struct{ Line, Col int }
+
+// MaxVisits bounds the nodes one Decode visits, against alias bombs.
+const MaxVisits = 1_000_000
+
+// Decoder walks a node tree. The zero value stops at the first error and
+// records no positions.
+type Decoder struct {
+	// All collects every error instead of stopping at the first, so a user
+	// can fix a file in one pass.
+	All bool
+	// Positions, when non-nil, receives the position of every value
+	// decoded, by path, so that later validation can point into the file.
+	Positions map[string]Pos
+
+	errs   []*Error
+	visits int
+}
+
+var errStop = errors.New("stop")
+
+var (
+	yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	nodeType        = reflect.TypeFor[yaml.Node]()
+)
+
+// Decode fills out (a non-nil pointer) from n; path prefixes every path.
+// It returns the errors found (all of them with All, else the first).
+func (d *Decoder) Decode(n *yaml.Node, out any, path string) []*Error {
+	v := reflect.ValueOf(out)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		panic(fmt.Sprintf("yamlstrict: Decode wants a non-nil pointer, got %T", out))
+	}
+	d.errs, d.visits = nil, 0
+	_ = d.value(n, v.Elem(), path)
+	return d.errs
+}
+
+func (d *Decoder) fail(n *yaml.Node, path string, err error) error {
+	e := &Error{Path: path, Err: err}
+	if n != nil {
+		e.Line, e.Col = n.Line, n.Column
+	}
+	var loc Located
+	if errors.As(err, &loc) {
+		l, c, p, cause := loc.Location()
+		if l > 0 {
+			e.Line, e.Col = l, c
+		}
+		e.Path, e.Err = JoinPath(path, p), cause
+	}
+	d.errs = append(d.errs, e)
+	if !d.All {
+		return errStop
+	}
+	return nil
+}
+
+func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string) error {
+	if d.visits++; d.visits > MaxVisits {
+		return d.fail(n, path, errors.New("document too large or too many aliases"))
+	}
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		n = n.Content[0]
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if d.Positions != nil && path != "" {
+		d.Positions[path] = Pos{n.Line, n.Column}
+	}
+	t := v.Type()
+	if t == nodeType {
+		v.Set(reflect.ValueOf(*n))
+		return nil
+	}
+	// Types that decode themselves (durations, inject's fault specs).
+	if v.CanAddr() && (reflect.PointerTo(t).Implements(yamlUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler)) {
+		if n.Tag == "!!null" {
+			return nil
+		}
+		d.recordPositions(n, path)
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			return d.fail(n, path, cleanYAMLError(err))
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if n.Tag == "!!null" {
+			return nil
+		}
+		if v.IsNil() {
+			nv := reflect.New(t.Elem())
+			if df, ok := nv.Interface().(Defaulter); ok {
+				df.SetDefaults()
+			}
+			v.Set(nv)
+		}
+		return d.value(n, v.Elem(), path)
+	case reflect.Struct:
+		return d.structValue(n, v, path)
+	case reflect.Slice:
+		if n.Tag == "!!null" {
+			return nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return d.fail(n, path, fmt.Errorf("want a list, got %s", Describe(n)))
+		}
+		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			if err := d.value(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	case reflect.Map:
+		if n.Tag == "!!null" {
+			return nil
+		}
+		if n.Kind != yaml.MappingNode {
+			return d.fail(n, path, fmt.Errorf("want a mapping, got %s", Describe(n)))
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(t))
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn, vn := n.Content[i], n.Content[i+1]
+			kp := JoinPath(path, kn.Value)
+			if seen[kn.Value] {
+				if err := d.fail(kn, kp, errors.New("duplicate key")); err != nil {
+					return err
+				}
+				continue
+			}
+			seen[kn.Value] = true
+			key := reflect.New(t.Key()).Elem()
+			if err := d.value(kn, key, kp+"(key)"); err != nil {
+				return err
+			}
+			val := reflect.New(t.Elem()).Elem()
+			if err := d.value(vn, val, kp); err != nil {
+				return err
+			}
+			v.SetMapIndex(key, val)
+		}
+		return nil
+	case reflect.Interface:
+		var x any
+		if err := n.Decode(&x); err != nil {
+			return d.fail(n, path, cleanYAMLError(err))
+		}
+		if x != nil {
+			v.Set(reflect.ValueOf(x))
+		}
+		return nil
+	default:
+		if n.Kind != yaml.ScalarNode {
+			return d.fail(n, path, fmt.Errorf("want %s, got %s", KindName(t), Describe(n)))
+		}
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			return d.fail(n, path, fmt.Errorf("want %s, got %q", KindName(t), n.Value))
+		}
+		return nil
+	}
+}
+
+func (d *Decoder) structValue(n *yaml.Node, v reflect.Value, path string) error {
+	if n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return d.fail(n, path, fmt.Errorf("want a mapping, got %s", Describe(n)))
+	}
+	fields := Fields(v.Type())
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		key := kn.Value
+		fp := JoinPath(path, key)
+		idx, ok := fields[key]
+		if !ok {
+			if err := d.fail(kn, fp, fmt.Errorf("unknown field %q; allowed: %s", key, strings.Join(SortedKeys(fields), ", "))); err != nil {
+				return err
+			}
+			continue
+		}
+		if seen[key] {
+			if err := d.fail(kn, fp, errors.New("duplicate key")); err != nil {
+				return err
+			}
+			continue
+		}
+		seen[key] = true
+		if err := d.value(vn, v.FieldByIndex(idx), fp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordPositions notes where every key below n is, for types that decode
+// themselves, so that later validation can still point into them.
+func (d *Decoder) recordPositions(n *yaml.Node, path string) {
+	if d.Positions == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := JoinPath(path, n.Content[i].Value)
+			v := n.Content[i+1]
+			d.Positions[p] = Pos{v.Line, v.Column}
+			d.recordPositions(v, p)
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			d.Positions[p] = Pos{item.Line, item.Column}
+			d.recordPositions(item, p)
+		}
+	}
+}
+
+// Fields maps a struct type's YAML keys to field indexes; fields without a
+// yaml tag use their lower-cased name, "-" fields are skipped, ",inline"
+// structs contribute their own keys.
+func Fields(t reflect.Type) map[string][]int {
+	out := map[string][]int{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") && f.Type.Kind() == reflect.Struct {
+			for k, idx := range Fields(f.Type) {
+				out[k] = append([]int{i}, idx...)
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = []int{i}
+	}
+	return out
+}
+
+// SortedKeys returns m's keys in order.
+func SortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// JoinPath appends key to a dotted path.
+func JoinPath(parent, key string) string {
+	switch {
+	case parent == "":
+		return key
+	case key == "":
+		return parent
+	}
+	return parent + "." + key
+}
+
+// Describe names a node's kind for messages.
+func Describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+// KindName says what a Go kind wants, for messages.
+func KindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	}
+	return t.String()
+}
+
+// cleanYAMLError strips yaml.v3's "yaml: unmarshal errors:\n  line N:"
+// wrapping; the position is reported by the Error.
+func cleanYAMLError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg := te.Errors[0]
+		if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "line ") && i > 0 {
+			msg = msg[i+2:]
+		}
+		return errors.New(msg)
+	}
+	return err
+}
