@@ -1,0 +1,127 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// TestCtrlCMidRun runs the real binary on a fleet scenario (so that it has
+// a child process, redis-server), interrupts it with SIGINT mid-replay, and
+// checks the contract: exit code 130, a complete journal marked
+// interrupted, a partial report, and no child process left behind.
+func TestCtrlCMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed (apt-get install redis-server): the fleet scenario needs a real Redis")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "rehearse")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	scenario := filepath.Join(tmp, "fleet.yaml")
+	if err := os.WriteFile(scenario, []byte(`
+name: fleet-interrupted
+gateway:
+  builtin: {instances: 2, redis: auto}
+replay: {rate: 20, duration: 1m}
+faults:
+  - {type: status, upstream: search, at: 1s, params: {code: 503}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "run")
+	cmd := exec.Command(bin, "run", scenario, "--out", dir, "--quiet")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	// Wait until the replay is under way, then take note of the children.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		data, _ := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+		if bytes.Contains(data, []byte(`"kind":"client.request"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay did not start; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	children := childPIDs(t, cmd.Process.Pid)
+	if len(children) == 0 {
+		t.Fatal("no redis-server child found")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGINT; stderr:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130; stderr:\n%s", err, stderr.String())
+	}
+	events, torn, rerr := journal.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if rerr != nil || torn {
+		t.Fatalf("journal: torn=%v err=%v", torn, rerr)
+	}
+	end, ok := events[len(events)-1].Payload.(*journal.RunEnd)
+	if !ok || end.Reason != journal.EndInterrupted || !end.Partial {
+		t.Fatalf("last event %#v, want run.end interrupted", events[len(events)-1].Payload)
+	}
+	for _, f := range []string{"report.html", "run.json", "junit.xml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("partial report: %v", err)
+		}
+	}
+	for _, pid := range children {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("child process %d still alive after the run ended", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// childPIDs lists the direct children of pid (Linux /proc; the test skips
+// elsewhere).
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	// A Go process forks from any of its threads: read every task's list.
+	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	if err != nil || len(tasks) == 0 {
+		t.Skipf("cannot list child processes here: %v", err)
+	}
+	var out []int
+	for _, task := range tasks {
+		data, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
