@@ -171,8 +171,12 @@ func (v *runView) streaks(up string, from, openAt float64) (errs, checkFails int
 		}
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
+	// The analysis places an open at the end of the last failed call
+	// before it (rounded to the millisecond), so that call arrived up to
+	// a few milliseconds before opened_at_s; later ones were blocked.
+	until := openAt + 0.002
 	for _, x := range evs {
-		if x.at < from || x.at >= openAt {
+		if x.at < from || x.at > until {
 			continue
 		}
 		switch {
@@ -301,12 +305,19 @@ func (v *runView) checkClose(up string, c *reports.Cycle) {
 }
 
 // checkMetrics asserts the exporter showed every black-box transition
-// within one scrape interval (plus metricsTol).
+// within one scrape interval (plus metricsTol). A state that lasted less
+// than one scrape interval (a flapping server UP for 120 ms between two
+// DOWNs) can fall between two scrapes: such transitions are not required,
+// and the metrics may then show fewer transitions than the black box, never
+// more.
 func (v *runView) checkMetrics(up string, ep *reports.Episode) (openLag, closeLag []float64) {
 	t := v.t
 	t.Helper()
 	mt := v.res.Analysis.Upstreams[up].MetricsTransitions
 	lim := (scrapeInterval + metricsTol).Seconds()
+	// A state that lasts one scrape interval (plus scrape jitter) is in
+	// at least one sample.
+	visible := (scrapeInterval + 100*time.Millisecond).Seconds()
 	// find returns the lag of the metrics transition nearest to at.
 	find := func(at float64, to string) (float64, bool) {
 		best, ok := 0.0, false
@@ -317,27 +328,42 @@ func (v *runView) checkMetrics(up string, ep *reports.Episode) (openLag, closeLa
 		}
 		return best, ok
 	}
-	for _, c := range ep.Cycles {
-		lag, ok := find(c.OpenedAtS, journal.StateOpen)
+	check := func(what string, at float64, to string) {
+		lag, ok := find(at, to)
 		if !ok || lag > lim || lag < -metricsTol.Seconds() {
-			t.Errorf("cycle at %.3fs: metrics open lag %.3fs (found %v), want within %.3fs; metrics %+v", c.OpenedAtS, lag, ok, lim, mt)
+			t.Errorf("%s at %.3fs: metrics lag %.3fs (found %v), want within %.3fs; metrics %+v", what, at, lag, ok, lim, mt)
 		}
-		openLag = append(openLag, lag)
-		if c.ClosedAtS == nil {
-			continue
+		if to == journal.StateOpen {
+			openLag = append(openLag, lag)
+		} else {
+			closeLag = append(closeLag, lag)
 		}
-		lag, ok = find(*c.ClosedAtS, journal.StateClosed)
-		if !ok || lag > lim || lag < -metricsTol.Seconds() {
-			t.Errorf("cycle closed at %.3fs: metrics close lag %.3fs (found %v), want within %.3fs; metrics %+v", *c.ClosedAtS, lag, ok, lim, mt)
-		}
-		closeLag = append(closeLag, lag)
 	}
-	if len(mt) != 2*len(ep.Cycles) {
+	prevClose := math.Inf(-1)
+	for i, c := range ep.Cycles {
+		nextOpen := math.Inf(1)
+		if i+1 < len(ep.Cycles) {
+			nextOpen = ep.Cycles[i+1].OpenedAtS
+		}
+		openFor := math.Inf(1)
+		if c.ClosedAtS != nil {
+			openFor = *c.ClosedAtS - c.OpenedAtS
+		}
+		if openFor >= visible && c.OpenedAtS-prevClose >= visible {
+			check("open", c.OpenedAtS, journal.StateOpen)
+		}
+		if c.ClosedAtS != nil {
+			if openFor >= visible && nextOpen-*c.ClosedAtS >= visible {
+				check("close", *c.ClosedAtS, journal.StateClosed)
+			}
+			prevClose = *c.ClosedAtS
+		}
+	}
+	if len(mt) > 2*len(ep.Cycles) || len(mt) < 2 {
 		t.Errorf("metrics show %d transitions for %d black-box cycles: %+v", len(mt), len(ep.Cycles), mt)
 	}
-	if ep.MetricsOpenLagS == nil || (ep.Closed && ep.MetricsCloseLagS == nil) ||
-		*ep.MetricsOpenLagS > lim || (ep.MetricsCloseLagS != nil && *ep.MetricsCloseLagS > lim) {
-		t.Errorf("episode metrics lags open %v close %v, want within %.3fs", fp(ep.MetricsOpenLagS), fp(ep.MetricsCloseLagS), lim)
+	if len(openLag) == 0 {
+		t.Errorf("no black-box transition lasted long enough to compare with the metrics: %+v", mt)
 	}
 	return openLag, closeLag
 }
