@@ -217,9 +217,8 @@ func (u *upstream) stop() error {
 	u.mu.Lock()
 	u.stopped = true
 	var err error
-	if u.srv != nil {
-		err = u.srv.Close()
-	} else if u.ln != nil && u.pauses == 0 {
+	srv := u.srv
+	if srv == nil && u.ln != nil && u.pauses == 0 {
 		err = u.ln.Close()
 	}
 	for c := range u.conns {
@@ -227,6 +226,13 @@ func (u *upstream) stop() error {
 		delete(u.conns, c)
 	}
 	u.mu.Unlock()
+	// http.Server.Close waits for its Serve loop, which may be blocked in
+	// connState waiting for u.mu (a connection accepted while stopping, as
+	// a gateway's health checks keep making): close it without the lock,
+	// or both wait forever. connState refuses such a connection (stopped).
+	if srv != nil {
+		err = srv.Close()
+	}
 	u.serving.Wait()
 	u.handlers.closeAndWait()
 	if u.closeFn != nil {
