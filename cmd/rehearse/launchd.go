@@ -189,105 +189,32 @@ job under the same label is refused unless --force.`,
 	installCmd.Flags().BoolVar(&force, "force", false, "replace a different agent installed under the same label")
 	installCmd.Flags().StringVar(&domain, "domain", launchd.DefaultDomain, `launchd domain: "gui" (needs a logged-in GUI session) or "user" (works over SSH)`)
 
-	var uf labelFlags
-	var udomain string
-	uninstallCmd := &cobra.Command{
-		Use:   "uninstall",
-		Short: "Unload the LaunchAgent and remove its plist (macOS)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			label, err := uf.resolve()
-			if err != nil {
-				return err
+	labelCmds := schedulerCmds{
+		open: func(cmd *cobra.Command) (scheduler, error) {
+			domain, _ := cmd.Flags().GetString("domain")
+			if domain == "" {
+				return manager()
 			}
-			m, err := manager(launchd.WithDomain(udomain))
-			if err != nil {
-				return err
-			}
-			done, err := m.Uninstall(cmd.Context(), label)
-			if err != nil {
-				return err
-			}
-			if done {
-				fmt.Fprintf(cmd.OutOrStdout(), "uninstalled %s (archived runs are kept)\n", label)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s is not installed; nothing to do\n", label)
-			}
-			return nil
+			return manager(launchd.WithDomain(domain))
 		},
-	}
-	uf.bind(uninstallCmd)
-	uninstallCmd.Flags().StringVar(&udomain, "domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
-
-	var sf labelFlags
-	var sdomain string
-	statusCmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show the agent's state, last exit status, next run and latest run (macOS)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			label, err := sf.resolve()
-			if err != nil {
-				return err
+		flags: func(cmd *cobra.Command) {
+			if cmd.Name() != "list" {
+				cmd.Flags().String("domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
 			}
-			m, err := manager(launchd.WithDomain(sdomain))
-			if err != nil {
-				return err
-			}
-			st, err := m.Status(cmd.Context(), label)
-			if err != nil {
-				return err
-			}
-			return st.Format(cmd.OutOrStdout())
 		},
-	}
-	sf.bind(statusCmd)
-	statusCmd.Flags().StringVar(&sdomain, "domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
-
-	var kf labelFlags
-	var restart bool
-	var kdomain string
-	kickstartCmd := &cobra.Command{
-		Use:   "kickstart",
-		Short: "Start a scheduled rehearsal now (macOS)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			label, err := kf.resolve()
-			if err != nil {
-				return err
-			}
-			m, err := manager(launchd.WithDomain(kdomain))
-			if err != nil {
-				return err
-			}
-			if err := m.Kickstart(cmd.Context(), label, restart); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "started %s; see \"rehearse launchd status --label %s\"\n", label, label)
-			return nil
+		short: map[string]string{
+			"uninstall": "Unload the LaunchAgent and remove its plist (macOS)",
+			"status":    "Show the agent's state, last exit status, next run and latest run (macOS)",
+			"kickstart": "Start a scheduled rehearsal now (macOS)",
+			"list":      "List the rehearsal agents in ~/Library/LaunchAgents (any OS)",
 		},
-	}
-	kf.bind(kickstartCmd)
-	kickstartCmd.Flags().BoolVar(&restart, "restart", false, "kill a rehearsal in progress and start again")
-	kickstartCmd.Flags().StringVar(&kdomain, "domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
-
-	listCmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the rehearsal agents in ~/Library/LaunchAgents (any OS)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := manager()
-			if err != nil {
-				return err
-			}
-			entries, err := m.List()
-			if err != nil {
-				return err
-			}
-			return launchd.FormatEntries(cmd.OutOrStdout(), entries)
+		restartHelp: "kill a rehearsal in progress and start again",
+		started: func(label string) string {
+			return fmt.Sprintf("started %s; see \"rehearse launchd status --label %s\"", label, label)
 		},
-	}
+	}.labelCommands()
 
-	cmd.AddCommand(printCmd, installCmd, uninstallCmd, statusCmd, kickstartCmd, listCmd)
+	cmd.AddCommand(printCmd, installCmd)
+	cmd.AddCommand(labelCmds...)
 	return cmd
 }

@@ -77,99 +77,21 @@ For the timer to fire while you are logged out: loginctl enable-linger $USER.`,
 	inf.bind(installCmd, false)
 	installCmd.Flags().BoolVar(&force, "force", false, "replace different units installed under the same label")
 
-	var uf labelFlags
-	uninstallCmd := &cobra.Command{
-		Use:   "uninstall",
-		Short: "Disable the timer and remove the units",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			label, err := uf.resolve()
-			if err != nil {
-				return err
-			}
-			d, err := manager()
-			if err != nil {
-				return err
-			}
-			done, err := d.Uninstall(cmd.Context(), label)
-			if err != nil {
-				return err
-			}
-			if done {
-				fmt.Fprintf(cmd.OutOrStdout(), "uninstalled %s (archived runs are kept)\n", label)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s is not installed; nothing to do\n", label)
-			}
-			return nil
+	labelCmds := schedulerCmds{
+		open: func(*cobra.Command) (scheduler, error) { return manager() },
+		short: map[string]string{
+			"uninstall": "Disable the timer and remove the units",
+			"status":    "Show the timer's state, last exit status, next run and latest run",
+			"kickstart": "Start a scheduled rehearsal now",
+			"list":      "List the rehearsal services in ~/.config/systemd/user",
 		},
-	}
-	uf.bind(uninstallCmd)
-
-	var sf labelFlags
-	statusCmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show the timer's state, last exit status, next run and latest run",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			label, err := sf.resolve()
-			if err != nil {
-				return err
-			}
-			d, err := manager()
-			if err != nil {
-				return err
-			}
-			st, err := d.Status(cmd.Context(), label)
-			if err != nil {
-				return err
-			}
-			return st.Format(cmd.OutOrStdout())
+		restartHelp: "restart a rehearsal in progress",
+		started: func(label string) string {
+			return fmt.Sprintf("started %s; follow it with: journalctl --user -f -u %s", label, label)
 		},
-	}
-	sf.bind(statusCmd)
+	}.labelCommands()
 
-	var kf labelFlags
-	var restart bool
-	kickstartCmd := &cobra.Command{
-		Use:   "kickstart",
-		Short: "Start a scheduled rehearsal now",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			label, err := kf.resolve()
-			if err != nil {
-				return err
-			}
-			d, err := manager()
-			if err != nil {
-				return err
-			}
-			if err := d.Kickstart(cmd.Context(), label, restart); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "started %s; follow it with: journalctl --user -f -u %s\n", label, label)
-			return nil
-		},
-	}
-	kf.bind(kickstartCmd)
-	kickstartCmd.Flags().BoolVar(&restart, "restart", false, "restart a rehearsal in progress")
-
-	listCmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the rehearsal services in ~/.config/systemd/user",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := manager()
-			if err != nil {
-				return err
-			}
-			entries, err := d.List()
-			if err != nil {
-				return err
-			}
-			return launchd.FormatEntries(cmd.OutOrStdout(), entries)
-		},
-	}
-
-	cmd.AddCommand(printCmd, installCmd, uninstallCmd, statusCmd, kickstartCmd, listCmd)
+	cmd.AddCommand(printCmd, installCmd)
+	cmd.AddCommand(labelCmds...)
 	return cmd
 }
