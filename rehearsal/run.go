@@ -561,14 +561,7 @@ func (c *conductor) finish(res *Result, runErr error) error {
 		// made from it is a harness failure, whatever the reports call it.
 		return fmt.Errorf("%w: reports: %v", rehearse.ErrEnvironment, rerr)
 	}
-	if failed := res.Failed(); len(failed) > 0 {
-		names := make([]string, len(failed))
-		for i, f := range failed {
-			names[i] = f.Name
-		}
-		return fmt.Errorf("%w: %d of %d failed (%s)", rehearse.ErrExpectations, len(failed), len(results), strings.Join(names, ", "))
-	}
-	return nil
+	return reports.Failed(results)
 }
 
 // stop undoes start in reverse order, each step bounded in time.
