@@ -1,0 +1,213 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// draw makes runs × n samples: each run has its own offset (sd runSD)
+// around mean, each sample within-run noise (sd sd).
+func draw(rng *rand.Rand, runs, n int, mean, runSD, sd float64) [][]float64 {
+	out := make([][]float64, runs)
+	for i := range out {
+		off := mean + rng.NormFloat64()*runSD
+		for range n {
+			out[i] = append(out[i], off+rng.NormFloat64()*sd)
+		}
+	}
+	return out
+}
+
+func TestQuantile(t *testing.T) {
+	v := []float64{1, 2, 3, 4, 5}
+	for _, c := range []struct{ q, want float64 }{{0, 1}, {0.5, 3}, {1, 5}, {0.1, 1.4}, {0.9, 4.6}, {0.25, 2}} {
+		if got := Quantile(v, c.q); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := Quantile([]float64{7}, 0.9); got != 7 {
+		t.Errorf("one value: %v", got)
+	}
+}
+
+// TestMedianMatchesSort checks the quickselect median against sorting, on
+// random lengths with many ties.
+func TestMedianMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		n := 1 + rng.IntN(40)
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(rng.IntN(6))
+		}
+		s := slices.Clone(v)
+		slices.Sort(s)
+		if got, want := median(v), Quantile(s, 0.5); got != want {
+			t.Fatalf("median(%v) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestShiftIsFoundAndCovered(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	a := draw(rng, 3, 20, 400, 1, 5)
+	b := draw(rng, 3, 20, 460, 1, 5)
+	r := Compare(a, b, Threshold{Abs: 2}, Options{})
+	if !r.HasCI || !r.Clear || !r.Beyond {
+		t.Fatalf("60 ms shift not flagged: %+v", r)
+	}
+	if r.Lo > 60 || r.Hi < 60 || r.Lo <= 0 {
+		t.Errorf("interval [%.2f, %.2f] should hold 60 and exclude 0", r.Lo, r.Hi)
+	}
+	if r.A.N != 60 || r.B.Runs != 3 || r.Note != "" {
+		t.Errorf("summary: %+v %+v note %q", r.A, r.B, r.Note)
+	}
+	if r.A.P10 >= r.A.Median || r.A.P90 <= r.A.Median {
+		t.Errorf("spread: %+v", r.A)
+	}
+}
+
+// TestCoverage draws many pairs of sets from known distributions and
+// checks that the 95 % interval holds the true difference about as often
+// as it claims (5 %), with and without a true shift. The bounds leave room
+// for three runs per side, where the bootstrap's reach is coarse, and for
+// the number of trials.
+func TestCoverage(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		shift, runSD, sd  float64
+		maxMiss, maxFlags float64
+	}{
+		{"no shift, sample noise", 0, 0, 5, 0.10, 0.10},
+		{"no shift, run-to-run noise", 0, 3, 1, 0.12, 0.12},
+		{"shift 10, sample noise", 10, 0, 5, 0.10, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			const trials = 100
+			miss, flags := 0, 0
+			for range trials {
+				a := draw(rng, 3, 15, 100, c.runSD, c.sd)
+				b := draw(rng, 3, 15, 100+c.shift, c.runSD, c.sd)
+				r := Compare(a, b, Threshold{}, Options{Resamples: 600})
+				if r.Lo > c.shift || r.Hi < c.shift {
+					miss++
+				}
+				if r.Beyond {
+					flags++
+				}
+			}
+			t.Logf("true difference outside the interval in %d/%d; flagged %d/%d", miss, trials, flags, trials)
+			if f := float64(miss) / trials; f > c.maxMiss {
+				t.Errorf("interval misses the true difference %.0f%% of the time (allowed %.0f%%)", f*100, c.maxMiss*100)
+			}
+			if f := float64(flags) / trials; f > c.maxFlags {
+				t.Errorf("flagged %.0f%% of identical sets (allowed %.0f%%)", f*100, c.maxFlags*100)
+			}
+			if c.shift > 0 && flags < trials*9/10 {
+				t.Errorf("a shift of 2 sd flagged only %d/%d times", flags, trials)
+			}
+		})
+	}
+}
+
+// TestRunNoiseIsNotSignal shows why runs are resampled as runs: with a
+// run-to-run offset much larger than the within-run noise, pooling the
+// samples as if independent would flag most identical sets.
+func TestRunNoiseIsNotSignal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const trials = 80
+	flags, naive := 0, 0
+	for range trials {
+		a := draw(rng, 3, 20, 100, 3, 0.5)
+		b := draw(rng, 3, 20, 100, 3, 0.5)
+		if Compare(a, b, Threshold{}, Options{Resamples: 600}).Beyond {
+			flags++
+		}
+		if Compare([][]float64{flat(a)}, [][]float64{flat(b)}, Threshold{}, Options{Resamples: 600}).Beyond {
+			naive++
+		}
+	}
+	t.Logf("flagged %d/%d two-level, %d/%d pooled", flags, trials, naive, trials)
+	if flags > trials*15/100 || naive < trials/2 {
+		t.Errorf("two-level bootstrap flagged %d/%d identical sets, pooled %d/%d", flags, trials, naive, trials)
+	}
+}
+
+func flat(runs [][]float64) []float64 {
+	var out []float64
+	for _, r := range runs {
+		out = append(out, r...)
+	}
+	return out
+}
+
+func TestThresholdAndNotes(t *testing.T) {
+	a := [][]float64{{100, 100.1, 99.9, 100, 100.05}, {100, 99.95, 100.1}}
+	b := [][]float64{{101, 101.1, 100.9, 101, 101.05}, {101, 100.95, 101.1}}
+	r := Compare(a, b, Threshold{Abs: 2}, Options{})
+	if !r.Clear || r.Beyond || r.Threshold != 2 {
+		t.Errorf("1 unit clear but below a threshold of 2 must not be flagged: %+v", r)
+	}
+	if r := Compare(a, b, Threshold{Abs: 0.5, Rel: 0.05}, Options{}); r.Threshold != 5 || r.Beyond {
+		t.Errorf("relative threshold 5%% of 100 = 5: %+v", r)
+	}
+	if r := Compare(a, b, Threshold{Abs: 0.5}, Options{}); !r.Beyond {
+		t.Errorf("beyond 0.5: %+v", r)
+	}
+
+	one := Compare([][]float64{{1}}, [][]float64{{9}}, Threshold{}, Options{})
+	if one.HasCI || one.Beyond || one.Note != NoteOneSample || one.Delta != 8 {
+		t.Errorf("one sample per side: %+v", one)
+	}
+	if r := Compare([][]float64{{1}}, [][]float64{{9, 9.1, 8.9}}, Threshold{}, Options{}); r.HasCI || r.Beyond || r.Note != NoteOneSided {
+		t.Errorf("one sample on one side: %+v", r)
+	}
+	if r := Compare([][]float64{{}, nil}, [][]float64{{1, 2}}, Threshold{}, Options{}); r.Comparable() || r.Note != NoteNoSamples {
+		t.Errorf("no samples on A: %+v", r)
+	}
+	if r := Compare([][]float64{{1, 2, 3, 1.5}}, [][]float64{{9, 9.1, 8.9, 9}}, Threshold{}, Options{}); !r.Beyond || r.Note != NoteWithinRun {
+		t.Errorf("one run per side says so: %+v", r)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	a, b := draw(rng, 3, 10, 0, 1, 1), draw(rng, 3, 10, 0.5, 1, 1)
+	r1 := Compare(a, b, Threshold{}, Options{})
+	r2 := Compare(a, b, Threshold{}, Options{})
+	if r1 != r2 {
+		t.Errorf("same samples, different results: %+v vs %+v", r1, r2)
+	}
+	// The inputs are not reordered by the comparison.
+	if c := Compare(a, b, Threshold{}, Options{}); c != r1 {
+		t.Errorf("inputs changed by Compare")
+	}
+}
+
+func BenchmarkCompare(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	x, y := draw(rng, 3, 3000, 0, 1, 1), draw(rng, 3, 3000, 0, 1, 1)
+	for b.Loop() {
+		Compare(x, y, Threshold{}, Options{})
+	}
+}
+
+// TestTQuantile checks the t distribution against printed tables.
+func TestTQuantile(t *testing.T) {
+	for _, c := range []struct {
+		alpha float64
+		df    int
+		want  float64
+	}{{0.05, 1, 12.706}, {0.05, 2, 4.303}, {0.05, 3, 3.182}, {0.05, 4, 2.776}, {0.05, 10, 2.228}, {0.05, 30, 2.042}, {0.01, 5, 4.032}} {
+		if got := tQuantile(c.alpha, c.df); math.Abs(got-c.want) > 0.001 {
+			t.Errorf("t(%v, %d) = %.4f, want %.3f", c.alpha, c.df, got, c.want)
+		}
+	}
+	// Large n: the expansion vanishes.
+	if a := expandedAlpha(0.05, 1000); math.Abs(a-0.05) > 0.002 {
+		t.Errorf("expanded alpha for n = 1000: %v", a)
+	}
+}
