@@ -18,6 +18,7 @@ const (
 	KindUpstreamRequest   Kind = "upstream.request"
 	KindMetricsSample     Kind = "metrics.sample"
 	KindHealthSample      Kind = "health.sample"
+	KindPlatformSample    Kind = "platform.sample"
 	KindBreakerTransition Kind = "breaker.transition"
 	KindLog               Kind = "log"
 	KindRunEnd            Kind = "run.end"
@@ -56,6 +57,7 @@ var factories = map[Kind]func() Payload{
 	KindUpstreamRequest:   func() Payload { return new(UpstreamRequest) },
 	KindMetricsSample:     func() Payload { return new(MetricsSample) },
 	KindHealthSample:      func() Payload { return new(HealthSample) },
+	KindPlatformSample:    func() Payload { return new(PlatformSample) },
 	KindBreakerTransition: func() Payload { return new(BreakerTransition) },
 	KindLog:               func() Payload { return new(Log) },
 	KindRunEnd:            func() Payload { return new(RunEnd) },
@@ -94,6 +96,10 @@ type RunStart struct {
 	Platform *Platform `json:"platform,omitempty"`
 	// Config is the compiled scenario, for the record; nil when unknown.
 	Config json.RawMessage `json:"config,omitempty"`
+	// ScenarioDigest identifies the drill (scenarios.Scenario.Digest):
+	// runs with equal digests did the same thing to their gateways, so a
+	// comparison of them compares like with like. Empty when unknown.
+	ScenarioDigest string `json:"scenario_digest,omitempty"`
 }
 
 // Kind implements Payload.
@@ -325,6 +331,20 @@ type HealthSample struct {
 
 // Kind implements Payload.
 func (*HealthSample) Kind() Kind { return KindHealthSample }
+
+// PlatformSample is a measurement of the machine taken during the run, so
+// that a comparison can tell a platform's timers from a moment's load: the
+// lateness of a burst of short sleeps, and the load average.
+type PlatformSample struct {
+	// Timer summarises the burst; nil when no sleep completed.
+	Timer *TimerStats `json:"timer,omitempty"`
+	// Load1 is the one-minute load average (runnable processes, including
+	// the harness and the gateway); nil where the OS does not say.
+	Load1 *float64 `json:"load1,omitempty"`
+}
+
+// Kind implements Payload.
+func (*PlatformSample) Kind() Kind { return KindPlatformSample }
 
 // BreakerTransition is a state change reported from inside a gateway that
 // the harness runs in-process (the built-in reference gateway). It is

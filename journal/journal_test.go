@@ -43,6 +43,7 @@ func samples() []Payload {
 			Labels: map[string]string{"dependency": "search"}, Value: 2}}, States: []BreakerState{{Dependency: "search", Upstream: "search", State: StateOpen}},
 			Took: time.Millisecond, Error: "x"},
 		&HealthSample{URL: "http://127.0.0.1:9/healthz", Status: 503, Healthy: false, Latency: time.Millisecond, Error: "e", Detail: "search down"},
+		&PlatformSample{Timer: &TimerStats{Samples: 20, P50: 90 * time.Microsecond, P99: 2 * time.Millisecond, Max: 3 * time.Millisecond}, Load1: func() *float64 { v := 1.5; return &v }()},
 		&BreakerTransition{Gateway: "gw0", Dependency: "search", From: StateClosed, To: StateOpen, Reason: "window"},
 		&Log{Level: "warn", Source: "replay", Msg: "late"},
 		&RunEnd{Reason: EndInterrupted, Partial: true, Error: "signal"},

@@ -37,3 +37,14 @@ func tcpKeepalive() map[string]string {
 	}
 	return out
 }
+
+// loadAverage reads vm.loadavg: struct loadavg { fixpt_t ldavg[3]; long
+// fscale; } with 32-bit fixed-point loads, padding, and a 64-bit scale
+// (the layout of getloadavg(3) on 64-bit macOS).
+func loadAverage() (float64, bool) {
+	b, err := unix.SysctlRaw("vm.loadavg")
+	if err != nil {
+		return 0, false
+	}
+	return parseLoadavg(b)
+}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -54,4 +55,18 @@ func tcpKeepalive() map[string]string {
 		out["net.ipv4."+name] = strings.TrimSpace(string(b))
 	}
 	return out
+}
+
+// loadAverage reads the one-minute load average from /proc/loadavg.
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile(filepath.Join(procRoot, "loadavg"))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil && v >= 0
 }

@@ -43,4 +43,15 @@ func TestLinuxProcFacts(t *testing.T) {
 	if got := tcpKeepalive(); !reflect.DeepEqual(got, want) {
 		t.Errorf("keepalive %v", got)
 	}
+	if _, ok := loadAverage(); ok {
+		t.Error("load average without /proc/loadavg")
+	}
+	write("loadavg", "1.52 0.98 0.70 3/812 12345\n")
+	if l, ok := loadAverage(); !ok || l != 1.52 {
+		t.Errorf("load average %v %v", l, ok)
+	}
+	write("loadavg", "garbage\n")
+	if _, ok := loadAverage(); ok {
+		t.Error("load average from garbage")
+	}
 }

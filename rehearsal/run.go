@@ -149,6 +149,10 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	// Platform facts take a few hundred milliseconds (timer granularity);
 	// measure them before the clock starts so they cost the run nothing.
 	platform := observe.Facts(ctx)
+	digest, err := c.sc.Digest()
+	if err != nil {
+		return res, err
+	}
 	// Redis and the gateway's listeners come first, so that run.start,
 	// the journal's first event, can name the target.
 	if err := c.prepare(ctx); err != nil {
@@ -162,7 +166,7 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 		c.stop()
 		return res, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 	}
-	c.recordStart(&platform)
+	c.recordStart(&platform, digest)
 	// From here on, whatever happens, the journal gets a run.end and the
 	// reports are written from it.
 	var (
@@ -284,7 +288,7 @@ func (c *conductor) prepare(ctx context.Context) error {
 }
 
 // recordStart writes run.start, the journal's first event.
-func (c *conductor) recordStart(platform *journal.Platform) {
+func (c *conductor) recordStart(platform *journal.Platform, digest string) {
 	sc := c.sc
 	cfgJSON, _ := json.Marshal(sc)
 	names := make([]string, len(sc.Upstreams))
@@ -305,6 +309,8 @@ func (c *conductor) recordStart(platform *journal.Platform) {
 		Upstreams:    names,
 		Platform:     platform,
 		Config:       cfgJSON,
+
+		ScenarioDigest: digest,
 	})
 }
 
@@ -456,6 +462,12 @@ func (c *conductor) startObservers(ctx context.Context, health *observe.HealthCo
 	obsCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.obsStop = cancel
 	names := c.inject.Upstreams()
+	// Timer lateness and load throughout the run, not only before it: a
+	// comparison of platforms needs what the timers did while the breaker
+	// was timing its cooldowns.
+	ps := observe.NewPlatformSampler(0, observe.WithRecorder(c.journal), observe.WithClock(c.clock))
+	c.obsWG.Add(1)
+	go func() { defer c.obsWG.Done(); _ = ps.Run(obsCtx) }()
 	for _, mc := range c.scrapeConfigs() {
 		s, err := observe.NewScraper(mc, observe.WithRecorder(c.journal), observe.WithClock(c.clock),
 			observe.WithLogger(c.log), observe.WithUpstreams(names...))
