@@ -37,6 +37,12 @@ type Analysis struct {
 	// ... and their verdicts; filled by RenderDir / Evaluate callers.
 	Expectations []ExpectationResult `json:"expectations"`
 
+	// Unstarted are the scenario's planned faults that never started
+	// because the run ended first (an interrupted run); breaker
+	// expectations are not observable for them. Not part of run.json (a
+	// note says it).
+	Unstarted []PlannedFault `json:"-"`
+
 	// Timeline is the per-second data the timeline renders; it is not
 	// part of run.json (rebuild it from the journal).
 	Timeline *Timeline `json:"-"`

@@ -173,6 +173,8 @@ func Compare(a, b *Analysis, labels [2]string, tol ...Tolerance) *Comparison {
 			return "—"
 		case r.Passed:
 			return "pass (" + r.Observed + ")"
+		case r.Outcome == NotObservable:
+			return "FAIL (not observable)"
 		default:
 			return "FAIL (" + r.Observed + ")"
 		}
@@ -190,7 +192,7 @@ func Compare(a, b *Analysis, labels [2]string, tol ...Tolerance) *Comparison {
 			row.Flag, row.Delta = true, "not set in "+labels[1]
 		case !oka:
 			row.Flag, row.Delta = true, "not set in "+labels[0]
-		case ra.Passed != rb.Passed:
+		case ra.Passed != rb.Passed || ra.Outcome != rb.Outcome:
 			row.Flag, row.Delta = true, "verdict differs"
 		}
 		if row.Flag {

@@ -6,381 +6,607 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/halfopen/rehearse"
 )
 
-// Evaluate checks the expectations against an analysis: one result per
-// set expectation, in the order of the Expectations fields. An expectation
-// that has nothing to be checked against (no episode, no 429) fails and
-// says so, rather than passing vacuously.
-func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
-	out := []ExpectationResult{}
-	type epRef struct {
-		up string
-		i  int
-		ep *Episode
+// Evaluating expectations
+//
+// Every expectation is judged by one rule (judge): it is met only when
+// something was observed for it and every observation keeps the bound. A
+// breach is not met; a figure the run could not observe (a breaker that
+// never probed, an upstream without client requests, a fault the run was
+// interrupted before) is not observable, which fails exactly like a breach
+// and says what was missing. No expectation passes for lack of evidence.
+//
+// Each expectation is one entry of the checks table: how to read its
+// observations from the analysis, and its bound. Adding an expectation is a
+// field in Expectations and one entry here.
+
+// Outcome is the verdict on one expectation.
+type Outcome string
+
+// The three outcomes. Only Met passes; NotObservable counts as a failure
+// (exit code 1, a JUnit failure) and its message names what was missing.
+const (
+	Met           Outcome = "met"
+	NotMet        Outcome = "not_met"
+	NotObservable Outcome = "not_observable"
+)
+
+// observation is what one subject (an episode, an upstream, the run) shows
+// for a check: a figure, a breach without a figure ("did not open"), or the
+// reason the figure could not be observed.
+type observation struct {
+	subject string
+	value   float64
+	breach  string // non-empty: the requirement is broken, no figure
+	missing string // non-empty: nothing to judge, and why
+	// note, when set, says a figure outside the bound in words instead of
+	// the bare figure.
+	note string
+}
+
+func seen(subject string, v float64) observation { return observation{subject: subject, value: v} }
+func seenNote(subject string, v float64, note string) observation {
+	return observation{subject: subject, value: v, note: note}
+}
+func breach(subject, why string) observation  { return observation{subject: subject, breach: why} }
+func unseen(subject, why string) observation  { return observation{subject: subject, missing: why} }
+
+// bound is a requirement on a figure: at most (upper) or at least limit.
+type bound struct {
+	limit  float64
+	upper  bool
+	format func(float64) string
+	// want overrides the "<= limit" text (e.g. "p99 <= 10ms").
+	want string
+}
+
+func atMost(limit float64, format func(float64) string) bound { return bound{limit: limit, upper: true, format: format} }
+func atLeast(limit float64, format func(float64) string) bound {
+	return bound{limit: limit, format: format}
+}
+
+func (b bound) wantText() string {
+	if b.want != "" {
+		return b.want
 	}
-	var eps []epRef
+	if b.upper {
+		return "<= " + b.format(b.limit)
+	}
+	return ">= " + b.format(b.limit)
+}
+
+func (b bound) keeps(v float64) bool {
+	if b.upper {
+		return v <= b.limit
+	}
+	return v >= b.limit
+}
+
+// worse reports whether v is further from passing than w.
+func (b bound) worse(v, w float64) bool {
+	if b.upper {
+		return v > w
+	}
+	return v < w
+}
+
+// judge is the one verdict rule. obs are the observations of every subject
+// the expectation covers; none says why there is no subject at all (then
+// the expectation is not observable); noun names the subjects in the
+// message ("episodes", "upstreams").
+func judge(name string, b bound, obs []observation, none, noun string) ExpectationResult {
+	res := ExpectationResult{Name: name, Want: b.wantText()}
+	if len(obs) == 0 {
+		res.Outcome, res.Observed, res.Message = NotObservable, "not observed", "not observable: "+none
+		return res.settle()
+	}
+	var worst *float64
+	var breaches, missing []string
+	for _, o := range obs {
+		switch {
+		case o.missing != "":
+			missing = append(missing, o.subject+": "+o.missing)
+		case o.breach != "":
+			breaches = append(breaches, o.subject+": "+o.breach)
+		default:
+			if worst == nil || b.worse(o.value, *worst) {
+				worst = ptr(o.value)
+			}
+			if !b.keeps(o.value) {
+				text := b.format(o.value)
+				if o.note != "" {
+					text = o.note
+				}
+				breaches = append(breaches, o.subject+": "+text)
+			}
+		}
+	}
+	res.Observed = "not observed"
+	if worst != nil {
+		res.Observed = b.format(*worst)
+	}
+	switch {
+	case len(breaches) > 0:
+		res.Outcome = NotMet
+		res.Message = fmt.Sprintf("%s: want %s; %s", name, res.Want, strings.Join(breaches, "; "))
+		if len(missing) > 0 {
+			res.Message += "; not observable: " + strings.Join(missing, "; ")
+		}
+	case len(missing) > 0:
+		res.Outcome = NotObservable
+		res.Message = "not observable: " + strings.Join(missing, "; ")
+	default:
+		res.Outcome = Met
+		res.Message = fmt.Sprintf("worst %s, want %s, over %d %s", res.Observed, res.Want, len(obs), noun)
+	}
+	return res.settle()
+}
+
+// settle sets Passed from Outcome: the two always agree.
+func (r ExpectationResult) settle() ExpectationResult {
+	r.Passed = r.Outcome == Met
+	return r
+}
+
+// evaluation is what the checks read: the analysis and the episodes the
+// breaker expectations cover.
+type evaluation struct {
+	a   *Analysis
+	eps []episodeRef
+	// unstarted are planned faults on the covered upstreams that never
+	// started because the run ended first; breaker expectations cannot be
+	// observed for them.
+	unstarted []PlannedFault
+}
+
+// episodeRef is one fault episode of a covered upstream.
+type episodeRef struct {
+	upstream string
+	index    int // 0-based
+	ep       *Episode
+}
+
+func (r episodeRef) label() string {
+	return fmt.Sprintf("%s episode %d (%s)", r.upstream, r.index+1, r.ep.Fault)
+}
+
+// perEpisode reads one observation per covered episode (plus one missing
+// observation per planned fault that never started).
+func (ev *evaluation) perEpisode(read func(r episodeRef) observation) []observation {
+	var out []observation
+	for _, r := range ev.eps {
+		out = append(out, read(r))
+	}
+	return append(out, ev.unstartedObs()...)
+}
+
+// unstartedObs are the missing observations of the planned faults that
+// never started.
+func (ev *evaluation) unstartedObs() []observation {
+	var out []observation
+	for _, f := range ev.unstarted {
+		out = append(out, unseen(f.Upstream+" fault "+f.label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, fmtDur(ev.a.Run.DurationS))))
+	}
+	return out
+}
+
+const noEpisode = "no fault episode on the selected upstreams"
+
+// Reasons an episode's figure is missing, shared by several checks.
+const (
+	neverOpened = "the breaker never opened"
+	neverProbed = "the breaker never probed"
+	neverClosed = "the breaker never closed before the run ended"
+)
+
+// check is one expectation: its YAML key and how to evaluate it when set.
+type check struct {
+	name string
+	eval func(ev *evaluation, e Expectations) (ExpectationResult, bool)
+}
+
+// durBound and intBound build bounds in the expectations' units (figures
+// in seconds and counts).
+func durAtMost(d time.Duration) bound  { return atMost(d.Seconds(), fmtDur) }
+func durAtLeast(d time.Duration) bound { return atLeast(d.Seconds(), fmtDur) }
+func fmtCount(v float64) string        { return fmt.Sprint(int64(v)) }
+
+// checks are every expectation, in the order of the Expectations fields.
+var checks = []check{
+	{"opens_within", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.OpensWithin == nil {
+			return ExpectationResult{}, false
+		}
+		return judge("opens_within", durAtMost(e.OpensWithin.D()), ev.perEpisode(func(r episodeRef) observation {
+			if !r.ep.Opened {
+				return breach(r.label(), "did not open")
+			}
+			return seen(r.label(), *r.ep.OpenedAfterS)
+		}), noEpisode, "episodes"), true
+	}},
+	{"failures_before_open_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.FailuresBeforeOpenMax == nil {
+			return ExpectationResult{}, false
+		}
+		return judge("failures_before_open_max", atMost(float64(*e.FailuresBeforeOpenMax), fmtCount), ev.perEpisode(func(r episodeRef) observation {
+			if !r.ep.Opened {
+				return breach(r.label(), "did not open")
+			}
+			return seen(r.label(), float64(*r.ep.FailuresBeforeOpen))
+		}), noEpisode, "episodes"), true
+	}},
+	{"cooldown_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.CooldownMin == nil {
+			return ExpectationResult{}, false
+		}
+		return judge("cooldown_min", durAtLeast(e.CooldownMin.D()), ev.perEpisode(func(r episodeRef) observation {
+			switch {
+			case !r.ep.Opened:
+				return unseen(r.label(), neverOpened)
+			case len(r.ep.CooldownsS) == 0:
+				return unseen(r.label(), neverProbed)
+			}
+			return seen(r.label(), slices.Min(r.ep.CooldownsS))
+		}), noEpisode, "episodes"), true
+	}},
+	{"probe_spacing_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.ProbeSpacingMin == nil {
+			return ExpectationResult{}, false
+		}
+		return judge("probe_spacing_min", durAtLeast(e.ProbeSpacingMin.D()), ev.perEpisode(func(r episodeRef) observation {
+			switch {
+			case !r.ep.Opened:
+				return unseen(r.label(), neverOpened)
+			case r.ep.Probes == 0:
+				return unseen(r.label(), neverProbed)
+			case r.ep.ProbeIntervalS.Min == nil:
+				return unseen(r.label(), "the breaker probed once: no spacing between probes to measure")
+			}
+			return seen(r.label(), *r.ep.ProbeIntervalS.Min)
+		}), noEpisode, "episodes"), true
+	}},
+	{"max_probes_in_flight", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.MaxProbesInFlight == nil {
+			return ExpectationResult{}, false
+		}
+		return judge("max_probes_in_flight", atMost(float64(*e.MaxProbesInFlight), fmtCount), ev.perEpisode(func(r episodeRef) observation {
+			switch {
+			case !r.ep.Opened:
+				return unseen(r.label(), neverOpened)
+			case r.ep.MaxProbesInFlight == nil:
+				return unseen(r.label(), neverProbed)
+			}
+			return seen(r.label(), float64(*r.ep.MaxProbesInFlight))
+		}), noEpisode, "episodes"), true
+	}},
+	{"honours_retry_after", evalRetryAfter},
+	{"healthy_unaffected", evalHealthy},
+	{"closes_within", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.ClosesWithin == nil {
+			return ExpectationResult{}, false
+		}
+		lim := e.ClosesWithin.D().Seconds()
+		return judge("closes_within", durAtMost(e.ClosesWithin.D()), ev.perEpisode(func(r episodeRef) observation {
+			ep := r.ep
+			switch {
+			case !ep.Opened:
+				return unseen(r.label(), neverOpened+": no close to time")
+			case ep.Closed:
+				return seen(r.label(), max(*ep.ClosedAfterRecoveryS, 0))
+			case !ep.EndedByRun && ev.a.Run.DurationS-ep.EndS > lim:
+				// Still open longer than the bound after the fault ended:
+				// a breach, whenever it would have closed.
+				return breach(r.label(), fmt.Sprintf("still open %s after the fault ended (the run ended then)", fmtDur(ev.a.Run.DurationS-ep.EndS)))
+			}
+			return unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", fmtDur(max(ev.a.Run.DurationS-ep.EndS, 0))))
+		}), noEpisode, "episodes"), true
+	}},
+	{"successes_to_close_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.SuccessesToCloseMin == nil {
+			return ExpectationResult{}, false
+		}
+		return judge("successes_to_close_min", atLeast(float64(*e.SuccessesToCloseMin), fmtCount), ev.perEpisode(func(r episodeRef) observation {
+			switch {
+			case !r.ep.Opened:
+				return unseen(r.label(), neverOpened)
+			case !r.ep.Closed || r.ep.SuccessesToClose == nil:
+				return unseen(r.label(), neverClosed)
+			}
+			return seen(r.label(), float64(*r.ep.SuccessesToClose))
+		}), noEpisode, "episodes"), true
+	}},
+	{"amplification_max", evalAmplification},
+	{"metrics_lag_max", evalMetricsLag},
+	{"health_disagreement_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.HealthDisagreementMax == nil {
+			return ExpectationResult{}, false
+		}
+		var obs []observation
+		for _, name := range sortedKeys(ev.a.Upstreams) {
+			if m := ev.a.Upstreams[name].HealthDisagreementMaxS; m != nil {
+				obs = append(obs, seenNote(name, *m, "health and breaker disagreed for "+fmtDur(*m)))
+			}
+		}
+		res := judge("health_disagreement_max", durAtMost(e.HealthDisagreementMax.D()), obs, "no upstream saw health checks", "upstreams")
+		if res.Outcome == Met {
+			res.Message = "longest disagreement " + res.Observed
+		} else if res.Outcome == NotMet {
+			res.Message = strings.TrimPrefix(res.Message, "health_disagreement_max: want "+res.Want+"; ")
+		}
+		return res, true
+	}},
+	{"leaked_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.LeakedMax == nil {
+			return ExpectationResult{}, false
+		}
+		return judge("leaked_max", atMost(float64(*e.LeakedMax), fmtCount), ev.perEpisode(func(r episodeRef) observation {
+			if !r.ep.Opened {
+				return unseen(r.label(), neverOpened+": nothing could leak through an open breaker")
+			}
+			return seen(r.label(), float64(r.ep.Leaked))
+		}), noEpisode, "episodes"), true
+	}},
+	{"client_success_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.ClientSuccessMin == nil {
+			return ExpectationResult{}, false
+		}
+		var ok, n int64
+		for _, ps := range ev.a.Phases {
+			n += ps.Requests
+			ok += ps.Outcomes["ok"]
+		}
+		var obs []observation
+		if n > 0 {
+			obs = append(obs, seen("run", float64(ok)/float64(n)))
+		}
+		b := atLeast(*e.ClientSuccessMin, func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) })
+		res := judge("client_success_min", b, obs, "no client request was recorded", "runs")
+		if n > 0 {
+			res.Message = fmt.Sprintf("%d of %d client requests ok", ok, n)
+		}
+		return res, true
+	}},
+	{"replay_lateness_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+		if e.ReplayLatenessMax == nil {
+			return ExpectationResult{}, false
+		}
+		var obs []observation
+		if p := ev.a.Replay.LatenessMs.P99; p != nil {
+			obs = append(obs, seen("replay", *p/1000))
+		}
+		b := durAtMost(e.ReplayLatenessMax.D())
+		b.want = "p99 " + b.wantText()
+		res := judge("replay_lateness_max", b, obs, "no request was sent", "runs")
+		if len(obs) > 0 {
+			res.Message = fmt.Sprintf("send lateness p99 %s over %d sends", res.Observed, ev.a.Replay.Sent)
+		}
+		return res, true
+	}},
+}
+
+// evalRetryAfter: true asserts every episode that served a 429 with
+// Retry-After saw no call before it elapsed; false asserts some call came
+// too early (documenting a known non-compliant gateway).
+func evalRetryAfter(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	if e.HonoursRetryAfter == nil {
+		return ExpectationResult{}, false
+	}
+	want := *e.HonoursRetryAfter
+	res := ExpectationResult{Name: "honours_retry_after", Want: fmt.Sprint(want)}
+	var checked int
+	var viol int64
+	var bad []string
+	for _, r := range ev.eps {
+		if r.ep.RetryAfterHonoured == nil {
+			continue
+		}
+		checked++
+		viol += r.ep.RetryAfterViolations
+		if !*r.ep.RetryAfterHonoured {
+			bad = append(bad, fmt.Sprintf("%s: %d calls before Retry-After elapsed", r.label(), r.ep.RetryAfterViolations))
+		}
+	}
+	if checked == 0 {
+		res.Outcome, res.Observed = NotObservable, "no 429 with Retry-After served"
+		res.Message = "not observable: no upstream served a 429 with Retry-After"
+		return res.settle(), true
+	}
+	honoured := viol == 0
+	res.Observed = fmt.Sprint(honoured)
+	res.Outcome = NotMet
+	if honoured == want {
+		res.Outcome = Met
+	}
+	if len(bad) > 0 {
+		res.Message = strings.Join(bad, "; ")
+	} else {
+		res.Message = fmt.Sprintf("no call before Retry-After elapsed, over %d episodes with 429s", checked)
+	}
+	if want && len(ev.unstarted) > 0 && res.Outcome == Met {
+		res.Outcome = NotObservable
+		res.Message += "; not observable: " + ev.unstartedText()
+	}
+	return res.settle(), true
+}
+
+func (ev *evaluation) unstartedText() string {
+	parts := make([]string, len(ev.unstarted))
+	for i, f := range ev.unstarted {
+		parts[i] = fmt.Sprintf("%s fault %s: planned at %s, never started", f.Upstream, f.label(), f.At)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// evalHealthy: the selected unfaulted upstreams never opened and kept at
+// least 99 % of their before-phase client success during the faults. An
+// upstream without client requests before or during the faults cannot
+// show either.
+func evalHealthy(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	hu := e.HealthyUnaffected
+	if hu == nil || !hu.Enabled() {
+		return ExpectationResult{}, false
+	}
+	a := ev.a
+	var obs []observation
+	var checked []string
+	for _, name := range sortedKeys(a.Upstreams) {
+		ua := a.Upstreams[name]
+		if hu.All && ua.Faulted || !hu.Has(name) {
+			continue
+		}
+		checked = append(checked, name)
+		opens := len(ua.UnprovokedOpens)
+		for _, ep := range ua.Episodes {
+			opens += len(ep.Cycles)
+		}
+		switch {
+		case opens > 0:
+			obs = append(obs, breach(name, fmt.Sprintf("breaker opened %d times", opens)))
+		case ua.ClientRequests == 0:
+			obs = append(obs, unseen(name, "no client request was sent"))
+		case a.Phases["during"] == nil:
+			obs = append(obs, unseen(name, "no fault window in the run: nothing to be unaffected by"))
+		case ua.SuccessBefore == nil:
+			obs = append(obs, unseen(name, "no client request before the faults"))
+		case ua.SuccessDuring == nil:
+			obs = append(obs, unseen(name, "no client request during the faults"))
+		case *ua.SuccessBefore == 0:
+			obs = append(obs, unseen(name, "no client request succeeded before the faults: no success to keep"))
+		default:
+			obs = append(obs, seenNote(name, *ua.SuccessDuring / *ua.SuccessBefore,
+				fmt.Sprintf("client success %.1f%% during faults vs %.1f%% before", 100**ua.SuccessDuring, 100**ua.SuccessBefore)))
+		}
+	}
+	for _, n := range hu.Names {
+		if _, ok := a.Upstreams[n]; !ok {
+			obs = append(obs, unseen(n, "no such upstream in the run"))
+		}
+	}
+	b := atLeast(0.99, func(v float64) string { return fmt.Sprintf("success kept %.1f%%", 100*v) })
+	b.want = "no open, client success kept (>= 99% of before)"
+	none := "no upstream without faults"
+	if !hu.All {
+		none = "none of the listed upstreams is in the run"
+	}
+	res := judge("healthy_unaffected", b, obs, none, "upstreams")
+	switch res.Outcome {
+	case Met:
+		res.Message = "unaffected: " + strings.Join(checked, ", ")
+	case NotMet:
+		res.Message = strings.TrimPrefix(res.Message, "healthy_unaffected: want "+res.Want+"; ")
+	}
+	return res, true
+}
+
+// evalAmplification: each upstream's calls per client request over the
+// run stay within the bound. An upstream that received calls but had no
+// client request attributed to it has no ratio to show.
+func evalAmplification(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	if e.AmplificationMax == nil {
+		return ExpectationResult{}, false
+	}
+	a := ev.a
+	var obs []observation
+	if a.Amplification.Overall != nil {
+		for _, name := range sortedKeys(a.Upstreams) {
+			ua := a.Upstreams[name]
+			switch {
+			case ua.Amplification != nil:
+				obs = append(obs, seen(name, *ua.Amplification))
+			case ua.Calls > 0:
+				obs = append(obs, unseen(name, fmt.Sprintf("%d calls but no client request attributed to it", ua.Calls)))
+			}
+		}
+	}
+	b := atMost(*e.AmplificationMax, func(v float64) string { return fmt.Sprintf("%.2f", v) })
+	res := judge("amplification_max", b, obs, "no client request was sent", "upstreams")
+	switch res.Outcome {
+	case Met:
+		res.Message = fmt.Sprintf("worst upstream %s, overall %.2f", res.Observed, *a.Amplification.Overall)
+	case NotMet:
+		res.Message = "upstream calls per client request: " + strings.TrimPrefix(res.Message, "amplification_max: want "+res.Want+"; ")
+	}
+	return res, true
+}
+
+// evalMetricsLag: the gateway's metrics showed every black-box open and
+// close of the covered episodes, each within the bound.
+func evalMetricsLag(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	if e.MetricsLagMax == nil {
+		return ExpectationResult{}, false
+	}
+	var obs []observation
+	for _, r := range ev.eps {
+		ep, l := r.ep, r.label()
+		sampled := ev.metricsSampled(r.upstream)
+		switch {
+		case !ep.Opened:
+			obs = append(obs, unseen(l, neverOpened+": no open for the metrics to show"))
+			continue
+		case !sampled:
+			obs = append(obs, unseen(l, "no metrics sample named this upstream"))
+			continue
+		case ep.MetricsOpenLagS == nil:
+			obs = append(obs, breach(l, "metrics never showed the breaker open"))
+		default:
+			obs = append(obs, seen(l+" open", *ep.MetricsOpenLagS))
+		}
+		switch {
+		case !ep.Closed:
+			obs = append(obs, unseen(l+" close", neverClosed))
+		case ep.MetricsCloseLagS == nil:
+			obs = append(obs, breach(l, "metrics never showed the breaker closed"))
+		default:
+			obs = append(obs, seen(l+" close", *ep.MetricsCloseLagS))
+		}
+	}
+	obs = append(obs, ev.unstartedObs()...)
+	res := judge("metrics_lag_max", durAtMost(e.MetricsLagMax.D()), obs, noEpisode, "episodes")
+	switch res.Outcome {
+	case Met:
+		res.Message = "worst lag " + res.Observed
+	case NotMet:
+		res.Message = strings.TrimPrefix(res.Message, "metrics_lag_max: want "+res.Want+"; ")
+	}
+	return res, true
+}
+
+// metricsSampled reports whether any metrics sample gave the upstream's
+// state (the timeline keeps one interval per state change). An analysis
+// read back from run.json has no timeline: the lags alone tell.
+func (ev *evaluation) metricsSampled(upstream string) bool {
+	tl := ev.a.Timeline
+	if tl == nil {
+		return true
+	}
+	u := tl.Upstreams[upstream]
+	return u != nil && len(u.Metrics) > 0
+}
+
+// Evaluate judges the expectations against an analysis: one result per set
+// expectation, in the order of the Expectations fields. Every result is
+// Met, NotMet or NotObservable; only Met passes.
+func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
+	ev := &evaluation{a: a}
 	for _, name := range sortedKeys(a.Upstreams) {
 		if len(e.Upstreams) > 0 && !slices.Contains(e.Upstreams, name) {
 			continue
 		}
 		for i, ep := range a.Upstreams[name].Episodes {
-			eps = append(eps, epRef{name, i, ep})
+			ev.eps = append(ev.eps, episodeRef{name, i, ep})
 		}
 	}
-	label := func(r epRef) string { return fmt.Sprintf("%s episode %d (%s)", r.up, r.i+1, r.ep.Fault) }
-	noEpisodes := func(name, want string) ExpectationResult {
-		return ExpectationResult{Name: name, Passed: false, Observed: "no fault episode", Want: want,
-			Message: "no fault episode on the selected upstreams: nothing to check"}
+	for _, f := range a.Unstarted {
+		if len(e.Upstreams) == 0 || slices.Contains(e.Upstreams, f.Upstream) {
+			ev.unstarted = append(ev.unstarted, f)
+		}
 	}
-
-	// durMax checks a per-episode duration figure against an upper bound.
-	durCheck := func(name string, lim *rehearse.Duration, upper bool, get func(*Episode) (*float64, string)) {
-		if lim == nil {
-			return
+	out := []ExpectationResult{}
+	for _, c := range checks {
+		if r, set := c.eval(ev, e); set {
+			out = append(out, r)
 		}
-		limS := lim.D().Seconds()
-		want := "<= " + lim.String()
-		if !upper {
-			want = ">= " + lim.String()
-		}
-		if len(eps) == 0 {
-			out = append(out, noEpisodes(name, want))
-			return
-		}
-		res := ExpectationResult{Name: name, Passed: true, Want: want}
-		var worst *float64
-		var fails []string
-		for _, r := range eps {
-			v, why := get(r.ep)
-			if v == nil {
-				if why != "" {
-					res.Passed = false
-					fails = append(fails, label(r)+": "+why)
-				}
-				continue
-			}
-			if worst == nil || (upper && *v > *worst) || (!upper && *v < *worst) {
-				worst = v
-			}
-			if (upper && *v > limS) || (!upper && *v < limS) {
-				res.Passed = false
-				fails = append(fails, fmt.Sprintf("%s: %s", label(r), fmtDur(*v)))
-			}
-		}
-		res.Observed = "n/a"
-		if worst != nil {
-			res.Observed = fmtDur(*worst)
-		}
-		if len(fails) > 0 {
-			res.Message = fmt.Sprintf("%s: want %s; %s", name, want, strings.Join(fails, "; "))
-		} else if worst == nil {
-			res.Message = "nothing observed to check"
-		} else {
-			res.Message = fmt.Sprintf("worst %s, want %s, over %d episodes", res.Observed, want, len(eps))
-		}
-		out = append(out, res)
-	}
-	// intCheck checks a per-episode count against a bound.
-	intCheck := func(name string, lim *int, upper bool, get func(*Episode) (*int64, string)) {
-		if lim == nil {
-			return
-		}
-		want := fmt.Sprintf("<= %d", *lim)
-		if !upper {
-			want = fmt.Sprintf(">= %d", *lim)
-		}
-		if len(eps) == 0 {
-			out = append(out, noEpisodes(name, want))
-			return
-		}
-		res := ExpectationResult{Name: name, Passed: true, Want: want, Observed: "n/a"}
-		var worst *int64
-		var fails []string
-		for _, r := range eps {
-			v, why := get(r.ep)
-			if v == nil {
-				if why != "" {
-					res.Passed = false
-					fails = append(fails, label(r)+": "+why)
-				}
-				continue
-			}
-			if worst == nil || (upper && *v > *worst) || (!upper && *v < *worst) {
-				worst = v
-			}
-			if (upper && *v > int64(*lim)) || (!upper && *v < int64(*lim)) {
-				res.Passed = false
-				fails = append(fails, fmt.Sprintf("%s: %d", label(r), *v))
-			}
-		}
-		if worst != nil {
-			res.Observed = fmt.Sprint(*worst)
-		}
-		if len(fails) > 0 {
-			res.Message = fmt.Sprintf("%s: want %s; %s", name, want, strings.Join(fails, "; "))
-		} else if worst == nil {
-			res.Message = "nothing observed to check"
-		} else {
-			res.Message = fmt.Sprintf("worst %s, want %s, over %d episodes", res.Observed, want, len(eps))
-		}
-		out = append(out, res)
-	}
-	i64 := func(p *int) *int64 {
-		if p == nil {
-			return nil
-		}
-		return ptr(int64(*p))
-	}
-
-	durCheck("opens_within", e.OpensWithin, true, func(ep *Episode) (*float64, string) {
-		if !ep.Opened {
-			return nil, "did not open"
-		}
-		return ep.OpenedAfterS, ""
-	})
-	intCheck("failures_before_open_max", e.FailuresBeforeOpenMax, true, func(ep *Episode) (*int64, string) {
-		if !ep.Opened {
-			return nil, "did not open"
-		}
-		return ep.FailuresBeforeOpen, ""
-	})
-	durCheck("cooldown_min", e.CooldownMin, false, func(ep *Episode) (*float64, string) {
-		if !ep.Opened {
-			return nil, "did not open"
-		}
-		if len(ep.CooldownsS) == 0 {
-			return nil, ""
-		}
-		return ptr(slices.Min(ep.CooldownsS)), ""
-	})
-	durCheck("probe_spacing_min", e.ProbeSpacingMin, false, func(ep *Episode) (*float64, string) {
-		return ep.ProbeIntervalS.Min, ""
-	})
-	intCheck("max_probes_in_flight", e.MaxProbesInFlight, true, func(ep *Episode) (*int64, string) {
-		return i64(ep.MaxProbesInFlight), ""
-	})
-	if e.HonoursRetryAfter != nil {
-		want := fmt.Sprint(*e.HonoursRetryAfter)
-		res := ExpectationResult{Name: "honours_retry_after", Want: want, Passed: true}
-		var checked int
-		var viol int64
-		var bad []string
-		for _, r := range eps {
-			if r.ep.RetryAfterHonoured == nil {
-				continue
-			}
-			checked++
-			viol += r.ep.RetryAfterViolations
-			if !*r.ep.RetryAfterHonoured {
-				bad = append(bad, fmt.Sprintf("%s: %d calls before Retry-After elapsed", label(r), r.ep.RetryAfterViolations))
-			}
-		}
-		switch {
-		case checked == 0:
-			res.Passed, res.Observed = false, "no 429 with Retry-After served"
-			res.Message = "no upstream served a 429 with Retry-After: nothing to check"
-		default:
-			honoured := viol == 0
-			res.Observed = fmt.Sprint(honoured)
-			res.Passed = honoured == *e.HonoursRetryAfter
-			if len(bad) > 0 {
-				res.Message = strings.Join(bad, "; ")
-			} else {
-				res.Message = fmt.Sprintf("no call before Retry-After elapsed, over %d episodes with 429s", checked)
-			}
-		}
-		out = append(out, res)
-	}
-	if hu := e.HealthyUnaffected; hu != nil && hu.Enabled() {
-		res := ExpectationResult{Name: "healthy_unaffected", Passed: true, Want: "no open, client success kept (>= 99% of before)"}
-		var checked []string
-		var bad []string
-		worst := 1.0
-		for _, name := range sortedKeys(a.Upstreams) {
-			ua := a.Upstreams[name]
-			if hu.All && ua.Faulted || !hu.Has(name) {
-				continue
-			}
-			checked = append(checked, name)
-			opens := len(ua.UnprovokedOpens)
-			for _, ep := range ua.Episodes {
-				opens += len(ep.Cycles)
-			}
-			if opens > 0 {
-				bad = append(bad, fmt.Sprintf("%s: breaker opened %d times", name, opens))
-			}
-			if ua.SuccessBefore != nil && ua.SuccessDuring != nil && *ua.SuccessBefore > 0 {
-				rel := *ua.SuccessDuring / *ua.SuccessBefore
-				worst = min(worst, rel)
-				if rel < 0.99 {
-					bad = append(bad, fmt.Sprintf("%s: client success %.1f%% during faults vs %.1f%% before", name, 100**ua.SuccessDuring, 100**ua.SuccessBefore))
-				}
-			}
-		}
-		for _, n := range hu.Names {
-			if _, ok := a.Upstreams[n]; !ok {
-				bad = append(bad, n+": no such upstream in the run")
-			}
-		}
-		res.Observed = fmt.Sprintf("success kept %.1f%%", 100*worst)
-		switch {
-		case len(checked) == 0 && len(bad) == 0:
-			res.Passed, res.Observed = false, "no healthy upstream"
-			res.Message = "no upstream without faults to check"
-		case len(bad) > 0:
-			res.Passed = false
-			res.Message = strings.Join(bad, "; ")
-		default:
-			res.Message = "unaffected: " + strings.Join(checked, ", ")
-		}
-		out = append(out, res)
-	}
-	durCheck("closes_within", e.ClosesWithin, true, func(ep *Episode) (*float64, string) {
-		if !ep.Opened {
-			return nil, ""
-		}
-		if !ep.Closed {
-			return nil, "did not close before the run ended"
-		}
-		return ptr(max(*ep.ClosedAfterRecoveryS, 0)), ""
-	})
-	intCheck("successes_to_close_min", e.SuccessesToCloseMin, false, func(ep *Episode) (*int64, string) {
-		if !ep.Closed {
-			return nil, ""
-		}
-		return i64(ep.SuccessesToClose), ""
-	})
-	if e.AmplificationMax != nil {
-		res := ExpectationResult{Name: "amplification_max", Passed: true, Want: fmt.Sprintf("<= %.2f", *e.AmplificationMax), Observed: "n/a"}
-		var worst float64
-		var bad []string
-		for _, name := range sortedKeys(a.Upstreams) {
-			if amp := a.Upstreams[name].Amplification; amp != nil {
-				worst = max(worst, *amp)
-				if *amp > *e.AmplificationMax {
-					bad = append(bad, fmt.Sprintf("%s: %.2f", name, *amp))
-				}
-			}
-		}
-		if a.Amplification.Overall != nil {
-			res.Observed = fmt.Sprintf("%.2f", worst)
-			res.Message = fmt.Sprintf("worst upstream %.2f, overall %.2f", worst, *a.Amplification.Overall)
-		} else {
-			res.Passed, res.Message = false, "no client request was sent: nothing to check"
-		}
-		if len(bad) > 0 {
-			res.Passed = false
-			res.Message = "upstream calls per client request: " + strings.Join(bad, "; ")
-		}
-		out = append(out, res)
-	}
-	if e.MetricsLagMax != nil {
-		lim := e.MetricsLagMax.D().Seconds()
-		res := ExpectationResult{Name: "metrics_lag_max", Passed: true, Want: "<= " + e.MetricsLagMax.String(), Observed: "n/a"}
-		var worst float64
-		var seen bool
-		var bad []string
-		for _, r := range eps {
-			if !r.ep.Opened {
-				continue
-			}
-			for _, lag := range []*float64{r.ep.MetricsOpenLagS, r.ep.MetricsCloseLagS} {
-				if lag == nil {
-					continue
-				}
-				seen = true
-				worst = max(worst, *lag)
-			}
-			if r.ep.MetricsOpenLagS == nil {
-				bad = append(bad, label(r)+": metrics never showed the breaker open")
-			} else if *r.ep.MetricsOpenLagS > lim {
-				bad = append(bad, fmt.Sprintf("%s: open visible after %s", label(r), fmtDur(*r.ep.MetricsOpenLagS)))
-			}
-			if r.ep.Closed {
-				if r.ep.MetricsCloseLagS == nil {
-					bad = append(bad, label(r)+": metrics never showed the breaker closed")
-				} else if *r.ep.MetricsCloseLagS > lim {
-					bad = append(bad, fmt.Sprintf("%s: close visible after %s", label(r), fmtDur(*r.ep.MetricsCloseLagS)))
-				}
-			}
-		}
-		if seen {
-			res.Observed = fmtDur(worst)
-		}
-		switch {
-		case len(bad) > 0:
-			res.Passed, res.Message = false, strings.Join(bad, "; ")
-		case !seen:
-			res.Passed, res.Message = false, "no black-box open to compare the metrics with"
-		default:
-			res.Message = "worst lag " + res.Observed
-		}
-		out = append(out, res)
-	}
-	if e.HealthDisagreementMax != nil {
-		lim := e.HealthDisagreementMax.D().Seconds()
-		res := ExpectationResult{Name: "health_disagreement_max", Passed: true, Want: "<= " + e.HealthDisagreementMax.String(), Observed: "n/a"}
-		var worst float64
-		seen := false
-		var bad []string
-		for _, name := range sortedKeys(a.Upstreams) {
-			m := a.Upstreams[name].HealthDisagreementMaxS
-			if m == nil {
-				continue
-			}
-			seen = true
-			worst = max(worst, *m)
-			if *m > lim {
-				bad = append(bad, fmt.Sprintf("%s: health and breaker disagreed for %s", name, fmtDur(*m)))
-			}
-		}
-		if seen {
-			res.Observed = fmtDur(worst)
-			res.Message = "longest disagreement " + res.Observed
-		} else {
-			res.Passed, res.Message = false, "no upstream saw health checks: nothing to check"
-		}
-		if len(bad) > 0 {
-			res.Passed, res.Message = false, strings.Join(bad, "; ")
-		}
-		out = append(out, res)
-	}
-	intCheck("leaked_max", e.LeakedMax, true, func(ep *Episode) (*int64, string) {
-		if !ep.Opened {
-			return nil, ""
-		}
-		return ptr(ep.Leaked), ""
-	})
-	if e.ClientSuccessMin != nil {
-		var ok, n int64
-		for _, ps := range a.Phases {
-			n += ps.Requests
-			ok += ps.Outcomes["ok"]
-		}
-		res := ExpectationResult{Name: "client_success_min", Want: fmt.Sprintf(">= %.1f%%", 100**e.ClientSuccessMin)}
-		if n == 0 {
-			res.Observed, res.Message = "no client requests", "no client request was recorded"
-		} else {
-			r := float64(ok) / float64(n)
-			res.Observed = fmt.Sprintf("%.1f%%", 100*r)
-			res.Passed = r >= *e.ClientSuccessMin
-			res.Message = fmt.Sprintf("%d of %d client requests ok", ok, n)
-		}
-		out = append(out, res)
-	}
-	if e.ReplayLatenessMax != nil {
-		res := ExpectationResult{Name: "replay_lateness_max", Want: "p99 <= " + e.ReplayLatenessMax.String(), Observed: "n/a"}
-		if p := a.Replay.LatenessMs.P99; p != nil {
-			res.Observed = fmtDur(*p / 1000)
-			res.Passed = *p <= float64(e.ReplayLatenessMax.D())/float64(time.Millisecond)
-			res.Message = fmt.Sprintf("send lateness p99 %s over %d sends", res.Observed, a.Replay.Sent)
-		} else {
-			res.Message = "nothing was sent"
-		}
-		out = append(out, res)
 	}
 	return out
 }

@@ -177,13 +177,32 @@ func (s *UpstreamSet) UnmarshalYAML(n *yaml.Node) error {
 type ExpectationResult struct {
 	// Name is the expectation's YAML key, e.g. "opens_within".
 	Name string `json:"name"`
-	// Passed is the verdict. An expectation that cannot be checked (no
-	// data) fails, and Message says why.
+	// Passed is true exactly when Outcome is Met. An expectation with
+	// nothing to observe fails (Outcome NotObservable), and Message says
+	// what was missing.
 	Passed bool `json:"passed"`
-	// Observed is the worst observed value, human-readable ("7.2s").
+	// Outcome is met, not_met or not_observable.
+	Outcome Outcome `json:"outcome"`
+	// Observed is the worst observed value, human-readable ("7.2s"), or
+	// "not observed".
 	Observed string `json:"observed"`
 	// Want is the requirement ("<= 10s").
 	Want string `json:"want"`
 	// Message explains the verdict, naming the episodes that failed.
 	Message string `json:"message"`
+}
+
+// PlannedFault is a fault of the scenario (run.start's config), as planned.
+type PlannedFault struct {
+	Name     string            `json:"name,omitempty"`
+	Type     string            `json:"type"`
+	Upstream string            `json:"upstream"`
+	At       rehearse.Duration `json:"at,omitempty"`
+}
+
+func (f PlannedFault) label() string {
+	if f.Name != "" {
+		return f.Name
+	}
+	return f.Type
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"container/heap"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -148,8 +149,48 @@ func (c *collector) finish() (*Analysis, error) {
 				Observed: "unreadable", Want: "valid expectations", Message: err.Error()})
 		}
 		a.Expected = exp
+		a.Unstarted = c.unstarted()
+		if len(a.Unstarted) > 0 {
+			names := make([]string, len(a.Unstarted))
+			for i, f := range a.Unstarted {
+				names[i] = fmt.Sprintf("%s on %s at %s", f.label(), f.Upstream, f.At)
+			}
+			a.Notes = append(a.Notes, fmt.Sprintf("%d planned faults never started (the run ended first): %s", len(names), strings.Join(names, ", ")))
+		}
 	}
 	return a, nil
+}
+
+// unstarted returns the faults run.start's config planned that have no
+// fault.start in the journal: per upstream, the planned faults beyond the
+// number that started, latest first to go.
+func (c *collector) unstarted() []PlannedFault {
+	if len(c.start.Config) == 0 {
+		return nil
+	}
+	var cfg struct {
+		Faults []PlannedFault `json:"faults"`
+	}
+	if json.Unmarshal(c.start.Config, &cfg) != nil {
+		return nil
+	}
+	started := map[string]int{}
+	for _, f := range c.faults {
+		started[f.upstream]++
+	}
+	by := map[string][]PlannedFault{}
+	for _, f := range cfg.Faults {
+		by[f.Upstream] = append(by[f.Upstream], f)
+	}
+	var out []PlannedFault
+	for _, u := range sortedKeys(by) {
+		fs := by[u]
+		slices.SortStableFunc(fs, func(x, y PlannedFault) int { return cmp64(int64(x.At), int64(y.At)) })
+		if n := started[u]; n < len(fs) {
+			out = append(out, fs[n:]...)
+		}
+	}
+	return out
 }
 
 func cmp64(x, y int64) int {

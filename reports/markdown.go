@@ -53,7 +53,10 @@ func Markdown(a *Analysis) ([]byte, error) {
 		p("## Expectations\n\n| | expectation | observed | want | detail |\n|---|---|---|---|---|\n")
 		for _, r := range v.Exp {
 			m := "pass"
-			if !r.Passed {
+			switch {
+			case r.Outcome == NotObservable:
+				m = "**FAIL: not observable**"
+			case !r.Passed:
 				m = "**FAIL**"
 			}
 			p("| %s | `%s` | %s | %s | %s |\n", m, r.Name, mdEscape(r.Observed), mdEscape(r.Want), mdEscape(r.Message))

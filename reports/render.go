@@ -215,11 +215,18 @@ func JUnit(a *Analysis) ([]byte, error) {
 	}
 	for _, r := range a.Expectations {
 		c := junitCase{Name: r.Name, Classname: "rehearse." + scen + ".expectations"}
-		if !r.Passed {
+		switch {
+		case r.Outcome == NotObservable:
+			// A failure like any other (a CI must not go green for lack of
+			// evidence), saying what could not be observed.
+			s.Failures++
+			c.Failure = &junitFailure{Type: string(NotObservable),
+				Message: fmt.Sprintf("%s: %s (want %s)", r.Name, r.Message, r.Want), Text: r.Message}
+		case !r.Passed:
 			s.Failures++
 			c.Failure = &junitFailure{Type: "expectation",
 				Message: fmt.Sprintf("%s: observed %s, want %s", r.Name, r.Observed, r.Want), Text: r.Message}
-		} else {
+		default:
 			c.SystemOut = fmt.Sprintf("observed %s, want %s: %s", r.Observed, r.Want, r.Message)
 		}
 		s.Cases = append(s.Cases, c)

@@ -95,10 +95,13 @@ func buildView(a *Analysis) *reportView {
 		scen = "unnamed run"
 	}
 	v.Title = "Rehearsal report — " + scen
-	failed := 0
+	failed, unobserved := 0, 0
 	for _, r := range a.Expectations {
 		if !r.Passed {
 			failed++
+		}
+		if r.Outcome == NotObservable {
+			unobserved++
 		}
 	}
 	switch {
@@ -108,6 +111,9 @@ func buildView(a *Analysis) *reportView {
 		v.Verdict, v.Passed = fmt.Sprintf("All %d expectations met.", len(a.Expectations)), true
 	default:
 		v.Verdict = fmt.Sprintf("%d of %d expectations failed.", failed, len(a.Expectations))
+		if unobserved > 0 {
+			v.Verdict = fmt.Sprintf("%d of %d expectations failed (%d not observable).", failed, len(a.Expectations), unobserved)
+		}
 	}
 	if a.Run.Partial {
 		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
