@@ -49,8 +49,8 @@ func seen(subject string, v float64) observation { return observation{subject: s
 func seenNote(subject string, v float64, note string) observation {
 	return observation{subject: subject, value: v, note: note}
 }
-func breach(subject, why string) observation  { return observation{subject: subject, breach: why} }
-func unseen(subject, why string) observation  { return observation{subject: subject, missing: why} }
+func breach(subject, why string) observation { return observation{subject: subject, breach: why} }
+func unseen(subject, why string) observation { return observation{subject: subject, missing: why} }
 
 // bound is a requirement on a figure: at most (upper) or at least limit.
 type bound struct {
@@ -61,7 +61,9 @@ type bound struct {
 	want string
 }
 
-func atMost(limit float64, format func(float64) string) bound { return bound{limit: limit, upper: true, format: format} }
+func atMost(limit float64, format func(float64) string) bound {
+	return bound{limit: limit, upper: true, format: format}
+}
 func atLeast(limit float64, format func(float64) string) bound {
 	return bound{limit: limit, format: format}
 }
