@@ -35,3 +35,31 @@ func TestExitCode(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigError(t *testing.T) {
+	for _, tt := range []struct {
+		e    *ConfigError
+		want string
+	}{
+		{&ConfigError{File: "s.yaml", Line: 3, Col: 5, Path: "replay.rate", Err: errors.New("bad")}, "s.yaml:3:5: replay.rate: bad"},
+		{&ConfigError{File: "s.yaml", Line: 4, Err: errors.New("invalid YAML")}, "s.yaml:4: invalid YAML"},
+		{&ConfigError{Line: 2, Col: 1, Path: "params.code", Err: errors.New("bad")}, "2:1: params.code: bad"},
+		{&ConfigError{Path: "url", Err: errors.New("required")}, "url: required"},
+		{&ConfigError{File: "gw.yaml", Err: errors.New("empty")}, "gw.yaml: empty"},
+	} {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+		if ExitCode(fmt.Errorf("load: %w", tt.e)) != ExitInvalid {
+			t.Errorf("%v is not invalid input", tt.e)
+		}
+	}
+	es := ConfigErrors{{Path: "a", Err: errors.New("x")}, {Path: "b", Err: errors.New("y")}}
+	if es.Error() != "a: x\nb: y" || ExitCode(es) != ExitInvalid || ConfigErrors(nil).Err() != nil {
+		t.Fatalf("errors: %v", es)
+	}
+	at := AtPath("faults[1]", &ConfigError{Path: "params.code", Err: errors.New("x")})
+	if at.Path != "faults[1].params.code" || AtPath("gateway", errors.New("x")).Path != "gateway" || JoinPath("faults", "[2]") != "faults[2]" {
+		t.Fatalf("AtPath: %v", at)
+	}
+}

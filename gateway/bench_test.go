@@ -8,7 +8,7 @@ import (
 
 // BenchmarkBreaker measures one admitted call: Allow and Done (closed).
 func BenchmarkBreaker(b *testing.B) {
-	br := NewBreaker(DefaultBreakerConfig())
+	br := NewBreaker(BreakerConfig{})
 	defer br.Close()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

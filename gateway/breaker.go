@@ -163,8 +163,10 @@ type Breaker struct {
 	latPos int
 }
 
-// NewBreaker returns a closed breaker with the given parameters.
+// NewBreaker returns a closed breaker with the given parameters; zero
+// fields mean the reference values (BreakerConfig.WithDefaults).
 func NewBreaker(cfg BreakerConfig, opts ...BreakerOption) *Breaker {
+	cfg = cfg.WithDefaults()
 	b := &Breaker{cfg: cfg, clock: SystemClock{}}
 	for _, o := range opts {
 		o(b)
@@ -274,7 +276,7 @@ func (b *Breaker) done(t *Ticket, r Result) {
 	if ra > b.cfg.RetryAfterMax.D() && b.cfg.RetryAfterMax > 0 {
 		ra = b.cfg.RetryAfterMax.D()
 	}
-	honourRA := b.cfg.RetryAfterOpens && ra > 0 && r.Class == ClassRateLimited
+	honourRA := *b.cfg.RetryAfterOpens && ra > 0 && r.Class == ClassRateLimited
 	stale := t.gen != b.gen
 
 	if stale {
@@ -304,7 +306,7 @@ func (b *Breaker) done(t *Ticket, r Result) {
 				b.workers = append(b.workers, r.Worker)
 			}
 			need := 1
-			if b.cfg.DistinctWorkers && b.cfg.SuccessesToClose > 1 {
+			if *b.cfg.DistinctWorkers && b.cfg.SuccessesToClose > 1 {
 				need = 2
 			}
 			if b.successes >= b.cfg.SuccessesToClose && len(b.workers) >= need {

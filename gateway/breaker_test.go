@@ -17,7 +17,7 @@ type breakerRig struct {
 
 func newRig(t *testing.T, mod func(*BreakerConfig)) *breakerRig {
 	t.Helper()
-	cfg := DefaultBreakerConfig()
+	cfg := BreakerConfig{}.WithDefaults()
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -289,7 +289,7 @@ func TestBreakerCloseNeedsTwoWorkers(t *testing.T) {
 	r.want(Closed)
 
 	// Without the distinct-worker rule two successes suffice.
-	r = newRig(t, func(c *BreakerConfig) { c.DistinctWorkers = false })
+	r = newRig(t, func(c *BreakerConfig) { c.DistinctWorkers = new(false) })
 	openThenHalfOpen(r)
 	r.probe(ClassOK, "a")
 	r.clock.Advance(time.Second)
@@ -369,7 +369,7 @@ func TestBreakerRetryAfterCapAndSwitch(t *testing.T) {
 	if got := r.trans[0].OpenFor; got != time.Minute {
 		t.Fatalf("open for %s, want the 1m cap", got)
 	}
-	r = newRig(t, func(c *BreakerConfig) { c.RetryAfterOpens = false })
+	r = newRig(t, func(c *BreakerConfig) { c.RetryAfterOpens = new(false) })
 	for range 30 {
 		tk, _ := r.b.Allow()
 		tk.Done(Result{Class: ClassRateLimited, RetryAfter: time.Minute})

@@ -1,21 +1,22 @@
 package gateway
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/yamlstrict"
 )
 
 // Upstream kinds.
@@ -24,8 +25,9 @@ const (
 	KindModel = "model"
 )
 
-// Default values of the configuration. The command's flags use them as
-// their defaults, and DefaultConfig returns them.
+// Default values of the configuration: what a zero field means. The
+// command's flags show them as their defaults; Config.WithDefaults fills
+// them in.
 const (
 	DefaultListen                = "127.0.0.1:0"
 	DefaultEnv                   = "rehearsal"
@@ -53,11 +55,17 @@ const (
 	DefaultCanaryTimeout         = 2 * time.Second
 	DefaultCoordFallbackInterval = time.Second
 	DefaultCoordTimeout          = 200 * time.Millisecond
+	DefaultCanaryPath            = "/healthz"
 )
 
 // Config is the reference gateway's configuration: the YAML file of
-// `rehearse gateway --config`, and the `gateway.builtin:` section of a
-// scenario. Keys are snake_case; durations are strings ("250ms").
+// `rehearse gateway --config`, and the `gateway.builtin.config:` section of
+// a scenario. Keys are snake_case; durations are strings ("250ms").
+//
+// Like every config type of the harness, its zero value is the reference
+// configuration: a zero field means its Default… value (WithDefaults fills
+// them in). The few settings whose explicit zero means something else than
+// "the default" (off, none) are pointers, nil meaning the default.
 type Config struct {
 	// Listen is the address Serve's caller should listen on (the command
 	// uses it; Serve takes a listener). Default 127.0.0.1:0.
@@ -71,8 +79,9 @@ type Config struct {
 	Fallback string `yaml:"fallback" json:"fallback,omitempty"`
 	// FallbackOnError sends a chat request to the fallback provider when
 	// the primary failed before any byte reached the client (5xx, reset,
-	// timeout), not only when the primary's breaker is open. Default true.
-	FallbackOnError bool `yaml:"fallback_on_error" json:"fallback_on_error"`
+	// timeout), not only when the primary's breaker is open. nil means
+	// true.
+	FallbackOnError *bool `yaml:"fallback_on_error" json:"fallback_on_error"`
 	// Breaker holds the circuit breaker parameters, shared by every
 	// dependency.
 	Breaker BreakerConfig `yaml:"breaker" json:"breaker"`
@@ -141,14 +150,15 @@ type BreakerConfig struct {
 	// ProbeInterval is the least spacing between half-open probe starts
 	// (250ms); ProbeJitter (50ms) adds a uniform random [0, jitter] to each
 	// spacing so that a fleet does not probe in lockstep.
-	ProbeInterval rehearse.Duration `yaml:"probe_interval" json:"probe_interval"`
-	ProbeJitter   rehearse.Duration `yaml:"probe_jitter" json:"probe_jitter"`
+	// (nil means 50ms; 0 means none).
+	ProbeInterval rehearse.Duration  `yaml:"probe_interval" json:"probe_interval"`
+	ProbeJitter   *rehearse.Duration `yaml:"probe_jitter" json:"probe_jitter"`
 	// SuccessesToClose consecutive successful probes close the breaker (2).
 	SuccessesToClose int `yaml:"successes_to_close" json:"successes_to_close"`
 	// DistinctWorkers requires those successes to come from at least two
-	// different workers (default true). A worker is one upstream TCP
+	// different workers (nil means true). A worker is one upstream TCP
 	// connection of one gateway instance; see docs/gateway.md.
-	DistinctWorkers bool `yaml:"distinct_workers" json:"distinct_workers"`
+	DistinctWorkers *bool `yaml:"distinct_workers" json:"distinct_workers"`
 	// ProbeDeadlineFactor × the observed P99 time to response headers is a
 	// probe's header deadline (1.4, i.e. P99 + 40 %), clamped to
 	// [ProbeDeadlineMin, ProbeDeadlineMax] (100ms, 5s); with fewer than 20
@@ -158,8 +168,8 @@ type BreakerConfig struct {
 	ProbeDeadlineMax    rehearse.Duration `yaml:"probe_deadline_max" json:"probe_deadline_max"`
 	// RetryAfterOpens makes a 429 with Retry-After open the
 	// breaker, or extend its open period, to at least Retry-After: the
-	// upstream's cooldown wins (default true).
-	RetryAfterOpens bool `yaml:"retry_after_opens" json:"retry_after_opens"`
+	// upstream's cooldown wins (nil means true).
+	RetryAfterOpens *bool `yaml:"retry_after_opens" json:"retry_after_opens"`
 	// RetryAfterMax caps an honoured Retry-After (10m), against a
 	// misconfigured upstream pausing a dependency for days.
 	RetryAfterMax rehearse.Duration `yaml:"retry_after_max" json:"retry_after_max"`
@@ -191,58 +201,74 @@ type RetryConfig struct {
 // CanaryConfig is the synthetic health check: GET <upstream>/healthz with
 // X-Health-Check: canary at an interval.
 type CanaryConfig struct {
-	// Interval between checks (5s); zero disables the canary.
-	Interval rehearse.Duration `yaml:"interval" json:"interval"`
+	// Interval between checks; nil means 5s, zero disables the canary.
+	Interval *rehearse.Duration `yaml:"interval" json:"interval"`
 	// Timeout of one check (2s).
 	Timeout rehearse.Duration `yaml:"timeout" json:"timeout"`
 	// Path checked on every upstream ("/healthz").
 	Path string `yaml:"path" json:"path"`
 }
 
-// DefaultConfig returns the reference configuration, with no upstreams.
-func DefaultConfig() Config {
-	return Config{
-		Listen:          DefaultListen,
-		Upstreams:       map[string]UpstreamConfig{},
-		FallbackOnError: true,
-		Breaker:         DefaultBreakerConfig(),
-		Retry: RetryConfig{
-			MaxAttempts: DefaultRetryMaxAttempts,
-			BaseDelay:   rehearse.Duration(DefaultRetryBaseDelay),
-			MaxDelay:    rehearse.Duration(DefaultRetryMaxDelay),
-			MaxBody:     DefaultMaxBody,
-		},
-		Canary: CanaryConfig{
-			Interval: rehearse.Duration(DefaultCanaryInterval),
-			Timeout:  rehearse.Duration(DefaultCanaryTimeout),
-			Path:     "/healthz",
-		},
-		CoordFallbackInterval: rehearse.Duration(DefaultCoordFallbackInterval),
-		CoordTimeout:          rehearse.Duration(DefaultCoordTimeout),
-		Env:                   DefaultEnv,
-		Region:                DefaultRegion,
+// WithDefaults returns c with every zero field (nil for the pointer
+// fields) set to its default. It is what New runs and what a scenario
+// records, so that a journal says which values were in force.
+func (c Config) WithDefaults() Config {
+	setIfZero(&c.Listen, DefaultListen)
+	if c.Upstreams == nil {
+		c.Upstreams = map[string]UpstreamConfig{}
+	}
+	setIfNil(&c.FallbackOnError, true)
+	c.Breaker = c.Breaker.WithDefaults()
+	r := &c.Retry
+	setIfZero(&r.MaxAttempts, DefaultRetryMaxAttempts)
+	setIfZero(&r.BaseDelay, rehearse.Duration(DefaultRetryBaseDelay))
+	setIfZero(&r.MaxDelay, rehearse.Duration(DefaultRetryMaxDelay))
+	setIfZero(&r.MaxBody, DefaultMaxBody)
+	setIfNil(&c.Canary.Interval, rehearse.Duration(DefaultCanaryInterval))
+	setIfZero(&c.Canary.Timeout, rehearse.Duration(DefaultCanaryTimeout))
+	setIfZero(&c.Canary.Path, DefaultCanaryPath)
+	setIfZero(&c.CoordFallbackInterval, rehearse.Duration(DefaultCoordFallbackInterval))
+	setIfZero(&c.CoordTimeout, rehearse.Duration(DefaultCoordTimeout))
+	setIfZero(&c.Env, DefaultEnv)
+	setIfZero(&c.Region, DefaultRegion)
+	return c
+}
+
+// WithDefaults returns b with every zero field (nil for the pointer
+// fields) set to the reference value.
+func (b BreakerConfig) WithDefaults() BreakerConfig {
+	setIfZero(&b.Window, rehearse.Duration(DefaultWindow))
+	setIfZero(&b.MinSamples, DefaultMinSamples)
+	setIfZero(&b.FailureRatio, DefaultFailureRatio)
+	setIfZero(&b.ConsecutiveFailures, DefaultConsecutiveFailures)
+	setIfZero(&b.Cooldown, rehearse.Duration(DefaultCooldown))
+	setIfZero(&b.CooldownMax, max(rehearse.Duration(DefaultCooldownMax), b.Cooldown))
+	setIfZero(&b.ProbeInterval, rehearse.Duration(DefaultProbeInterval))
+	setIfNil(&b.ProbeJitter, rehearse.Duration(DefaultProbeJitter))
+	setIfZero(&b.SuccessesToClose, DefaultSuccessesToClose)
+	setIfNil(&b.DistinctWorkers, true)
+	setIfZero(&b.ProbeDeadlineFactor, DefaultProbeDeadlineFactor)
+	setIfZero(&b.ProbeDeadlineMin, rehearse.Duration(DefaultProbeDeadlineMin))
+	setIfZero(&b.ProbeDeadlineMax, max(rehearse.Duration(DefaultProbeDeadlineMax), b.ProbeDeadlineMin))
+	setIfNil(&b.RetryAfterOpens, true)
+	setIfZero(&b.RetryAfterMax, rehearse.Duration(DefaultRetryAfterMax))
+	return b
+}
+
+func setIfZero[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
 	}
 }
 
-// DefaultBreakerConfig returns the reference breaker parameters.
-func DefaultBreakerConfig() BreakerConfig {
-	return BreakerConfig{
-		Window:              rehearse.Duration(DefaultWindow),
-		MinSamples:          DefaultMinSamples,
-		FailureRatio:        DefaultFailureRatio,
-		ConsecutiveFailures: DefaultConsecutiveFailures,
-		Cooldown:            rehearse.Duration(DefaultCooldown),
-		CooldownMax:         rehearse.Duration(DefaultCooldownMax),
-		ProbeInterval:       rehearse.Duration(DefaultProbeInterval),
-		ProbeJitter:         rehearse.Duration(DefaultProbeJitter),
-		SuccessesToClose:    DefaultSuccessesToClose,
-		DistinctWorkers:     true,
-		ProbeDeadlineFactor: DefaultProbeDeadlineFactor,
-		ProbeDeadlineMin:    rehearse.Duration(DefaultProbeDeadlineMin),
-		ProbeDeadlineMax:    rehearse.Duration(DefaultProbeDeadlineMax),
-		RetryAfterOpens:     true,
-		RetryAfterMax:       rehearse.Duration(DefaultRetryAfterMax),
+// setIfNil points *p at a copy of v when it is nil. A pointer that is set
+// is copied too, so that a defaulted config shares nothing with its source.
+func setIfNil[T any](p **T, v T) {
+	if *p != nil {
+		v = **p
 	}
+	*p = &v
 }
 
 // credential returns the upstream's credential, from CredentialEnv when set.
@@ -276,49 +302,11 @@ func (u UpstreamConfig) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// ValidationError is a configuration error with its position in the file.
-// It matches rehearse.ErrInvalid with errors.Is.
-type ValidationError struct {
-	File      string // file name; "" when unknown
-	Line, Col int    // 1-based; 0 when unknown (syntax errors have a line only)
-	Field     string // dotted path of the field, e.g. "breaker.cooldown"
-	Err       error
-}
-
-// Error formats the error as file:line:col: field: message.
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		b.WriteString(":")
-	}
-	switch {
-	case e.Line > 0 && e.Col > 0:
-		fmt.Fprintf(&b, "%d:%d:", e.Line, e.Col)
-	case e.Line > 0: // yaml syntax errors carry a line only
-		fmt.Fprintf(&b, "%d:", e.Line)
-	}
-	if b.Len() > 0 {
-		b.WriteString(" ")
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
-}
-
-// Unwrap returns the underlying error.
-func (e *ValidationError) Unwrap() error { return e.Err }
-
-// Is reports that a ValidationError is invalid input.
-func (e *ValidationError) Is(target error) bool { return target == rehearse.ErrInvalid }
-
-// LoadConfig reads a YAML configuration file over DefaultConfig, strictly
-// (unknown keys are errors), and validates it. Errors carry
-// file:line:col and wrap rehearse.ErrInvalid; an unreadable file wraps
-// rehearse.ErrEnvironment... unless it does not exist, which is bad input.
+// LoadConfig reads a YAML configuration file, strictly (unknown keys are
+// errors), and validates it; zero fields keep their defaults. Errors are
+// *rehearse.ConfigError with file:line:col (rehearse.ErrInvalid); an
+// unreadable file wraps rehearse.ErrEnvironment... unless it does not
+// exist, which is bad input.
 func LoadConfig(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -330,65 +318,57 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(data, path)
 }
 
-// ParseConfig decodes a YAML configuration over DefaultConfig, strictly,
-// and validates it; file names the source in errors.
+// ParseConfig decodes a YAML configuration strictly and validates it; file
+// names the source in errors.
 func ParseConfig(data []byte, file string) (Config, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, errEOF) || strings.Contains(err.Error(), "EOF") {
-			return Config{}, &ValidationError{File: file, Err: errors.New("empty gateway config")}
-		}
-		return Config{}, yamlError(file, err)
+	doc, err := yamlstrict.ParseDocument(file, data)
+	if errors.Is(err, yamlstrict.ErrEmpty) {
+		return Config{}, &rehearse.ConfigError{File: file, Err: errors.New("empty gateway config")}
 	}
-	return DecodeConfig(&doc, file)
+	if err != nil {
+		return Config{}, err
+	}
+	return DecodeConfig(doc, file)
 }
 
-var errEOF = errors.New("EOF")
-
-// DecodeConfig decodes a YAML node (a document or a mapping, e.g. a
-// scenario's gateway.builtin section) over DefaultConfig, strictly, and
-// validates the result. Errors carry file:line:col.
+// DecodeConfig decodes a YAML node (a document or a mapping) over the
+// zero Config, strictly, and validates the result. Errors carry
+// file:line:col.
 func DecodeConfig(n *yaml.Node, file string) (Config, error) {
-	cfg := DefaultConfig()
-	if n.Kind == yaml.DocumentNode {
-		if len(n.Content) == 0 {
-			return Config{}, &ValidationError{File: file, Err: errors.New("empty gateway config")}
-		}
-		n = n.Content[0]
+	var cfg Config
+	d := yamlstrict.Decoder{File: file, Merge: true, Positions: map[string]yamlstrict.Pos{}}
+	if errs := d.Decode(n, &cfg, ""); len(errs) > 0 {
+		return Config{}, errs[0]
 	}
-	d := decoder{file: file, pos: map[string][2]int{}}
-	if err := d.config(n, &cfg); err != nil {
-		return Config{}, err
-	}
-	if err := cfg.validate(func(field string) (int, int) {
-		p := d.pos[field]
-		return p[0], p[1]
-	}); err != nil {
-		if ve, ok := errors.AsType[*ValidationError](err); ok {
-			ve.File = file
+	if err := cfg.Validate(); err != nil {
+		ce := rehearse.AtPath("", err)
+		ce.File = file
+		for p := ce.Path; p != "" && ce.Line == 0; p = parentPath(p) {
+			if pos, ok := d.Positions[p]; ok {
+				ce.Line, ce.Col = pos.Line, pos.Col
+			}
 		}
-		return Config{}, err
+		return Config{}, ce
 	}
 	return cfg, nil
 }
 
-// Validate checks a configuration built in code (not from a file).
-func (c Config) Validate() error {
-	return c.validate(func(string) (int, int) { return 0, 0 })
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i <= 0 {
+		return ""
+	}
+	return p[:i]
 }
 
-func (c Config) validate(at func(field string) (int, int)) error {
+// Validate checks the configuration with its defaults filled in. An error
+// is a *rehearse.ConfigError naming the field (its YAML path).
+func (c Config) Validate() error {
+	c = c.WithDefaults()
 	bad := func(field, format string, args ...any) error {
-		l, col := at(field)
-		return &ValidationError{Line: l, Col: col, Field: field, Err: fmt.Errorf(format, args...)}
+		return &rehearse.ConfigError{Path: field, Err: fmt.Errorf(format, args...)}
 	}
-	names := make([]string, 0, len(c.Upstreams))
-	for name := range c.Upstreams {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		u := c.Upstreams[name]
 		f := "upstreams." + name
 		if name == "" || strings.ContainsAny(name, "/ ?#") {
@@ -454,17 +434,23 @@ func (c Config) validate(at func(field string) (int, int)) error {
 	switch {
 	case r.MaxAttempts < 1 || r.MaxAttempts > 10:
 		return bad("retry.max_attempts", "must be in [1, 10], got %d", r.MaxAttempts)
-	case r.MaxAttempts > 1 && r.BaseDelay <= 0:
-		return bad("retry.base_delay", "must be positive when retries are on")
+	case r.BaseDelay < 0:
+		return bad("retry.base_delay", "must not be negative")
 	case r.MaxDelay < r.BaseDelay:
 		return bad("retry.max_delay", "max_delay %s is below base_delay %s", r.MaxDelay, r.BaseDelay)
 	case r.MaxBody <= 0:
 		return bad("retry.max_body", "must be positive")
 	}
-	if c.Canary.Interval > 0 && c.Canary.Timeout <= 0 {
+	if *b.ProbeJitter < 0 {
+		return bad("breaker.probe_jitter", "must not be negative")
+	}
+	if *c.Canary.Interval < 0 {
+		return bad("canary.interval", "must not be negative (0 disables the canary)")
+	}
+	if *c.Canary.Interval > 0 && c.Canary.Timeout <= 0 {
 		return bad("canary.timeout", "must be positive")
 	}
-	if c.Canary.Interval > 0 && !strings.HasPrefix(c.Canary.Path, "/") {
+	if *c.Canary.Interval > 0 && !strings.HasPrefix(c.Canary.Path, "/") {
 		return bad("canary.path", "must start with '/', got %q", c.Canary.Path)
 	}
 	if c.Coord != "" {
@@ -480,21 +466,6 @@ func (c Config) validate(at func(field string) (int, int)) error {
 		}
 	}
 	return nil
-}
-
-// yamlError turns a yaml.v3 syntax error into a ValidationError.
-func yamlError(file string, err error) error {
-	ve := &ValidationError{File: file, Err: err}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var line int
-	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
-		ve.Line = line
-		if i := strings.Index(msg, ": "); i >= 0 {
-			msg = msg[i+2:]
-		}
-	}
-	ve.Err = errors.New(msg)
-	return ve
 }
 
 // ParseUpstreamFlag parses the command line form name=url of an upstream

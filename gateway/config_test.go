@@ -61,8 +61,13 @@ func TestParseConfigValid(t *testing.T) {
 		b.ProbeInterval.D() != 500*time.Millisecond, cfg.Retry.MaxAttempts != 2:
 		t.Fatalf("decoded %+v", cfg)
 	}
-	// Unset fields keep their defaults.
-	if b.SuccessesToClose != 2 || b.ProbeJitter.D() != 50*time.Millisecond || !b.DistinctWorkers ||
+	// Unset fields are zero, and mean their defaults.
+	if b.SuccessesToClose != 0 || b.ProbeJitter != nil || cfg.Canary.Path != "" {
+		t.Fatalf("unset fields decoded: %+v", cfg)
+	}
+	cfg = cfg.WithDefaults()
+	b = cfg.Breaker
+	if b.SuccessesToClose != 2 || b.ProbeJitter.D() != 50*time.Millisecond || !*b.DistinctWorkers || !*cfg.FallbackOnError || cfg.Canary.Interval.D() != 10*time.Second ||
 		cfg.Retry.BaseDelay.D() != DefaultRetryBaseDelay || cfg.Canary.Path != "/healthz" {
 		t.Fatalf("defaults lost: %+v", cfg)
 	}
@@ -74,15 +79,15 @@ func TestParseConfigErrors(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"unknown key", base + "breaker:\n  cooldwn: 5s\n",
-			"gw.yaml:5:3: breaker.cooldwn: unknown field (known: window, min_samples, failure_ratio, consecutive_failures, cooldown, cooldown_max, probe_interval, probe_jitter, successes_to_close, distinct_workers, probe_deadline_factor, probe_deadline_min, probe_deadline_max, retry_after_opens, retry_after_max, count_stream_cuts)"},
+			`gw.yaml:5:3: breaker.cooldwn: unknown field "cooldwn"; allowed: consecutive_failures, cooldown, cooldown_max, count_stream_cuts, distinct_workers, failure_ratio, min_samples, probe_deadline_factor, probe_deadline_max, probe_deadline_min, probe_interval, probe_jitter, retry_after_max, retry_after_opens, successes_to_close, window`},
 		{"unknown upstream key", "upstreams:\n  search:\n    uri: http://x\n",
-			"gw.yaml:3:5: upstreams.search.uri: unknown field (known: url, region, credential, credential_env, kind, timeout, header_timeout)"},
+			`gw.yaml:3:5: upstreams.search.uri: unknown field "uri"; allowed: credential, credential_env, header_timeout, kind, region, timeout, url`},
 		{"bare number duration", base + "breaker:\n  cooldown: 5\n",
 			`gw.yaml:5:13: breaker.cooldown: duration must be a string with a unit such as "250ms", "30s" or "5m", got "5"`},
 		{"bad duration", base + "breaker:\n  cooldown: 5 seconds\n",
 			`gw.yaml:5:13: breaker.cooldown: invalid duration "5 seconds": want a number with a unit such as "250ms", "30s" or "5m"`},
 		{"not an int", base + "breaker:\n  min_samples: many\n",
-			"gw.yaml:5:16: breaker.min_samples: cannot unmarshal !!str `many` into int"},
+			`gw.yaml:5:16: breaker.min_samples: want an integer, got "many"`},
 		{"ratio out of range", base + "breaker:\n  failure_ratio: 1.5\n",
 			"gw.yaml:5:18: breaker.failure_ratio: must be in (0, 1], got 1.5"},
 		{"cooldown max below cooldown", base + "breaker:\n  cooldown: 10s\n  cooldown_max: 5s\n",
@@ -98,11 +103,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad coord", base + "coord: localhost:6379\n",
 			`gw.yaml:4:8: coord: want redis://host:port/db, got "localhost:6379"`},
 		{"sequence for mapping", "upstreams: [a, b]\n",
-			"gw.yaml:1:12: upstreams: want a mapping, got a sequence"},
+			"gw.yaml:1:12: upstreams: want a mapping, got a list"},
 		{"duplicate key", base + "env: a\nenv: b\n",
-			"gw.yaml:5:1: env: duplicate field"},
+			"gw.yaml:5:1: env: duplicate key"},
 		{"syntax", "upstreams:\n  search: [\n",
-			"gw.yaml:2: did not find expected node content"},
+			"gw.yaml:2: invalid YAML: did not find expected node content"},
 		{"empty", "", "gw.yaml: empty gateway config"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,8 +159,8 @@ func TestConfigJSONRedactsCredential(t *testing.T) {
 }
 
 func TestBreakerKeyIncludesCredential(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Canary.Interval = 0
+	cfg := Config{Upstreams: map[string]UpstreamConfig{}}
+	cfg.Canary.Interval = new(rehearse.Duration(0)) // off
 	cfg.Upstreams["a"] = UpstreamConfig{URL: "http://127.0.0.1:1", Credential: "k1"}
 	cfg.Upstreams["b"] = UpstreamConfig{URL: "http://127.0.0.1:1", Credential: "k2", Region: "r2"}
 	g, err := New(cfg)

@@ -10,7 +10,7 @@ import (
 // Five transport failures in a row open a breaker with the reference
 // parameters; it then refuses calls for the 5 s cooldown.
 func ExampleBreaker() {
-	b := gateway.NewBreaker(gateway.DefaultBreakerConfig())
+	b := gateway.NewBreaker(gateway.BreakerConfig{})
 	defer b.Close()
 	for range 5 {
 		t, _ := b.Allow()

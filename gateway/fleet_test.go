@@ -211,7 +211,7 @@ func TestFleetProbeLeases(t *testing.T) {
 	// slack than the 200ms default, so the first phase measures leases,
 	// not the fail-safe.
 	cfg.CoordTimeout = rehearse.Duration(time.Second)
-	cfg.Canary.Interval = rehearse.Duration(100 * time.Millisecond)
+	cfg.Canary.Interval = new(rehearse.Duration(100 * time.Millisecond))
 	cfg.Canary.Path = "/healthz"
 
 	var members []*fleetMember

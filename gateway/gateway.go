@@ -130,6 +130,7 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.WithDefaults()
 	o := options{rec: journal.Discard, clock: SystemClock{}, logger: slog.Default()}
 	for _, f := range opts {
 		f(&o)
@@ -302,7 +303,7 @@ func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 }
 
 func (g *Gateway) startBackground() {
-	if g.cfg.Canary.Interval > 0 || g.coord != nil {
+	if g.canaryOn() || g.coord != nil {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()

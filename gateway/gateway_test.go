@@ -575,7 +575,7 @@ func TestForwardedHeaders(t *testing.T) {
 func TestHealthzCanary(t *testing.T) {
 	good, bad := newUpstream(t), newUpstream(t)
 	cfg := fastConfig(map[string]string{"search": good.URL, "weather": bad.URL})
-	cfg.Canary.Interval = rehearse.Duration(50 * time.Millisecond)
+	cfg.Canary.Interval = new(rehearse.Duration(50 * time.Millisecond))
 	_, base := testGateway(t, cfg)
 
 	waitHealth := func(want int) map[string]any {

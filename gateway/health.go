@@ -18,16 +18,20 @@ type canaryResult struct {
 	Latency time.Duration
 }
 
+// canaryOn reports whether the synthetic canary runs (an interval of 0
+// turns it off).
+func (g *Gateway) canaryOn() bool { return *g.cfg.Canary.Interval > 0 }
+
 // canaryLoop checks every upstream at once, then every canary interval;
 // in fleet mode it also pings the coordinator, so that
 // openclaw_breaker_coord_up is current without traffic.
 func (g *Gateway) canaryLoop(ctx context.Context) {
-	every := g.cfg.Canary.Interval.D()
+	every := (*g.cfg.Canary.Interval).D()
 	if every <= 0 {
 		every = DefaultCanaryInterval
 	}
 	for {
-		if g.cfg.Canary.Interval > 0 {
+		if g.canaryOn() {
 			g.checkAll(ctx)
 		}
 		if g.coord != nil {
@@ -175,9 +179,9 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 		}
 		d.mu.Unlock()
 		switch {
-		case g.cfg.Canary.Interval > 0 && hd.Canary == "down":
+		case g.canaryOn() && hd.Canary == "down":
 			healthy = false
-		case g.cfg.Canary.Interval <= 0 && state == Open:
+		case !g.canaryOn() && state == Open:
 			healthy = false
 		}
 		out.Dependencies[name] = hd

@@ -41,7 +41,7 @@ func TestWithInjectUpstreams(t *testing.T) {
 	cfg := fastConfig(map[string]string{"search": srv.URL("search"), "llm-primary": srv.URL("llm-primary")})
 	cfg.Primary = "llm-primary"
 	cfg.Retry.MaxAttempts = 1
-	cfg.Canary.Interval = rehearse.Duration(100 * time.Millisecond)
+	cfg.Canary.Interval = new(rehearse.Duration(100 * time.Millisecond))
 	g, base := testGateway(t, cfg, WithRecorder(mem))
 	c := &http.Client{Timeout: 5 * time.Second}
 

@@ -181,7 +181,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request) {
 			g.m.fallbacks.With(plan[i-1].labels).Inc()
 		}
 		a := g.try(ctx, d, t, r, body)
-		if i+1 < len(plan) && g.cfg.FallbackOnError && a.retryable() && !errors.Is(r.Context().Err(), context.Canceled) {
+		if i+1 < len(plan) && *g.cfg.FallbackOnError && a.retryable() && !errors.Is(r.Context().Err(), context.Canceled) {
 			a.discard()
 			t.Done(a.result())
 			rel()

@@ -203,8 +203,8 @@ func testGateway(t testing.TB, cfg Config, opts ...Option) (*Gateway, string) {
 // fastConfig is a configuration with small numbers, so that end-to-end
 // tests run in a few seconds of real time.
 func fastConfig(ups map[string]string) Config {
-	cfg := DefaultConfig()
-	cfg.Canary.Interval = 0
+	cfg := Config{Upstreams: map[string]UpstreamConfig{}}
+	cfg.Canary.Interval = new(rehearse.Duration(0)) // off
 	for name, u := range ups {
 		cfg.Upstreams[name] = UpstreamConfig{URL: u, Timeout: rehearse.Duration(3 * time.Second)}
 	}

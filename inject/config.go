@@ -60,17 +60,17 @@ type Config struct {
 func ParseConfig(data []byte) (*Config, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("not valid YAML: %w", err)}
+		return nil, &rehearse.ConfigError{Err: fmt.Errorf("not valid YAML: %w", err)}
 	}
 	var c Config
 	if len(doc.Content) == 0 {
-		return nil, &ConfigError{Err: errors.New("empty config: want an upstreams section")}
+		return nil, &rehearse.ConfigError{Err: errors.New("empty config: want an upstreams section")}
 	}
 	if err := decodeStrict(&doc, &c, ""); err != nil {
 		return nil, err
 	}
 	if len(c.Upstreams) == 0 {
-		return nil, &ConfigError{Line: doc.Content[0].Line, Col: doc.Content[0].Column, Err: errors.New("no upstreams: want at least one entry under upstreams")}
+		return nil, &rehearse.ConfigError{Line: doc.Content[0].Line, Col: doc.Content[0].Column, Err: errors.New("no upstreams: want at least one entry under upstreams")}
 	}
 	return &c, nil
 }
@@ -195,10 +195,10 @@ type MatchConfig struct {
 // paths are relative to the upstream ("healthy.status").
 func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 	bad := func(field string, err error) error {
-		return &ConfigError{Path: field, Err: err}
+		return &rehearse.ConfigError{Path: field, Err: err}
 	}
 	if u.Name == "" {
-		return u, &ConfigError{Path: "name", Err: errors.New("missing: every upstream needs a name")}
+		return u, &rehearse.ConfigError{Path: "name", Err: errors.New("missing: every upstream needs a name")}
 	}
 	if u.Listen == "" {
 		u.Listen = DefaultListen
@@ -314,7 +314,7 @@ func (u *UpstreamConfig) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	if _, err := UpstreamConfig(p).withDefaults(); err != nil {
-		var ce *ConfigError
+		var ce *rehearse.ConfigError
 		if errors.As(err, &ce) && ce.Line == 0 {
 			at := nodeAt(n, ce.Path)
 			ce.Line, ce.Col = at.Line, at.Column

@@ -1,5 +1,10 @@
 package inject
 
+import (
+	"maps"
+	"slices"
+)
+
 // factory builds one fault type from its params. newParams returns a
 // pointer to the type's zero params struct; build validates params (the
 // same pointer type), fills in defaults and returns the fault.
@@ -40,7 +45,7 @@ var registry = map[string]factory{
 }
 
 // FaultTypes returns the names of the fault types, sorted.
-func FaultTypes() []string { return sortedKeys(registry) }
+func FaultTypes() []string { return slices.Sorted(maps.Keys(registry)) }
 
 // FaultTypeSummary returns the one-line description of a fault type, or ""
 // when the type is unknown.

@@ -78,7 +78,7 @@ type Server struct {
 }
 
 // New validates the upstreams and faults and returns a server ready to
-// Start. Invalid input is a *ConfigError wrapping rehearse.ErrInvalid.
+// Start. Invalid input is a *rehearse.ConfigError wrapping rehearse.ErrInvalid.
 func New(upstreams []UpstreamConfig, faults []FaultSpec, opts ...Option) (*Server, error) {
 	s := &Server{rec: journal.Discard, byName: map[string]*upstream{}, names: map[string]bool{}}
 	for _, o := range opts {
@@ -92,19 +92,19 @@ func New(upstreams []UpstreamConfig, faults []FaultSpec, opts ...Option) (*Serve
 	}
 	s.log = s.log.With("component", "inject")
 	if len(upstreams) == 0 {
-		return nil, &ConfigError{Path: "upstreams", Err: errors.New("no upstreams")}
+		return nil, &rehearse.ConfigError{Path: "upstreams", Err: errors.New("no upstreams")}
 	}
 	for i, uc := range upstreams {
 		u, err := uc.withDefaults()
 		if err != nil {
-			var ce *ConfigError
+			var ce *rehearse.ConfigError
 			if errors.As(err, &ce) {
 				ce.Path = joinPath(fmt.Sprintf("upstreams[%d]", i), ce.Path)
 			}
 			return nil, err
 		}
 		if _, dup := s.byName[u.Name]; dup {
-			return nil, &ConfigError{Path: fmt.Sprintf("upstreams[%d].name", i), Err: fmt.Errorf("duplicate upstream name %q", u.Name)}
+			return nil, &rehearse.ConfigError{Path: fmt.Sprintf("upstreams[%d].name", i), Err: fmt.Errorf("duplicate upstream name %q", u.Name)}
 		}
 		up, err := newUpstream(s, u)
 		if err != nil {
@@ -125,7 +125,7 @@ func New(upstreams []UpstreamConfig, faults []FaultSpec, opts ...Option) (*Serve
 	for i, spec := range faults {
 		fs, err := s.prepare(spec)
 		if err != nil {
-			var ce *ConfigError
+			var ce *rehearse.ConfigError
 			if errors.As(err, &ce) {
 				ce.Path = joinPath(fmt.Sprintf("faults[%d]", i), ce.Path)
 			}
@@ -145,10 +145,10 @@ func (s *Server) prepare(spec FaultSpec) (*faultState, error) {
 	}
 	u, ok := s.byName[spec.Upstream]
 	if !ok {
-		return nil, &ConfigError{Path: "upstream", Err: fmt.Errorf("unknown upstream %q; known: %s", spec.Upstream, s.upstreamNames())}
+		return nil, &rehearse.ConfigError{Path: "upstream", Err: fmt.Errorf("unknown upstream %q; known: %s", spec.Upstream, s.upstreamNames())}
 	}
 	if err := u.accepts(spec, fault); err != nil {
-		return nil, &ConfigError{Path: "type", Err: err}
+		return nil, &rehearse.ConfigError{Path: "type", Err: err}
 	}
 	if spec.Name == "" {
 		spec.Name = spec.Upstream + "-" + spec.Type
@@ -158,7 +158,7 @@ func (s *Server) prepare(spec FaultSpec) (*faultState, error) {
 		}
 	}
 	if s.names[spec.Name] {
-		return nil, &ConfigError{Path: "name", Err: fmt.Errorf("duplicate fault name %q", spec.Name)}
+		return nil, &rehearse.ConfigError{Path: "name", Err: fmt.Errorf("duplicate fault name %q", spec.Name)}
 	}
 	s.names[spec.Name] = true
 	match, _ := spec.Match.compile()

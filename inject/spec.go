@@ -69,7 +69,7 @@ type faultEnvelope struct {
 
 // UnmarshalYAML decodes a fault strictly in two phases: the envelope, then
 // the params by the type's factory. Unknown fields, unknown types and
-// invalid values are *ConfigError with the line and column.
+// invalid values are *rehearse.ConfigError with the line and column.
 func (f *FaultSpec) UnmarshalYAML(n *yaml.Node) error {
 	var env faultEnvelope
 	if err := decodeStrict(n, &env, ""); err != nil {
@@ -102,7 +102,7 @@ func (f *FaultSpec) UnmarshalYAML(n *yaml.Node) error {
 		return errAt(pn, "params", fmt.Errorf("%s: %w", env.Type, err))
 	}
 	if err := spec.validateEnvelope(); err != nil {
-		var ce *ConfigError
+		var ce *rehearse.ConfigError
 		if errors.As(err, &ce) && ce.Line == 0 {
 			if fn := fieldNode(n, ce.Path); fn != nil {
 				ce.Line, ce.Col = fn.Line, fn.Column
@@ -132,7 +132,7 @@ func fieldNode(n *yaml.Node, key string) *yaml.Node {
 
 // validateEnvelope checks the fields common to every fault.
 func (f *FaultSpec) validateEnvelope() error {
-	bad := func(field string, err error) error { return &ConfigError{Path: field, Err: err} }
+	bad := func(field string, err error) error { return &rehearse.ConfigError{Path: field, Err: err} }
 	if f.Upstream == "" {
 		return bad("upstream", errors.New("missing: name the upstream the fault applies to"))
 	}
@@ -172,11 +172,11 @@ func DecodeFaults(n *yaml.Node) ([]FaultSpec, error) {
 func (f *FaultSpec) compile() (Fault, error) {
 	fac, ok := registry[f.Type]
 	if !ok {
-		return nil, &ConfigError{Path: "type", Err: fmt.Errorf("unknown fault type %q; allowed: %s", f.Type, strings.Join(FaultTypes(), ", "))}
+		return nil, &rehearse.ConfigError{Path: "type", Err: fmt.Errorf("unknown fault type %q; allowed: %s", f.Type, strings.Join(FaultTypes(), ", "))}
 	}
 	params, err := fac.params(f.Params)
 	if err != nil {
-		return nil, &ConfigError{Path: "params", Err: fmt.Errorf("%s: %w", f.Type, err)}
+		return nil, &rehearse.ConfigError{Path: "params", Err: fmt.Errorf("%s: %w", f.Type, err)}
 	}
 	f.Params = params
 	if err := f.validateEnvelope(); err != nil {
@@ -184,7 +184,7 @@ func (f *FaultSpec) compile() (Fault, error) {
 	}
 	fault, err := fac.build(params)
 	if err != nil {
-		return nil, &ConfigError{Path: "params", Err: fmt.Errorf("%s: %w", f.Type, err)}
+		return nil, &rehearse.ConfigError{Path: "params", Err: fmt.Errorf("%s: %w", f.Type, err)}
 	}
 	return fault, nil
 }
@@ -233,10 +233,10 @@ func (fac factory) params(raw any) (any, error) {
 func (f *FaultSpec) UnmarshalJSON(b []byte) error {
 	var n yaml.Node
 	if err := yaml.Unmarshal(b, &n); err != nil {
-		return &ConfigError{Err: fmt.Errorf("not valid JSON: %w", err)}
+		return &rehearse.ConfigError{Err: fmt.Errorf("not valid JSON: %w", err)}
 	}
 	if len(n.Content) == 0 {
-		return &ConfigError{Err: errors.New("empty fault")}
+		return &rehearse.ConfigError{Err: errors.New("empty fault")}
 	}
 	return f.UnmarshalYAML(n.Content[0])
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -57,7 +58,7 @@ func newUpstream(s *Server, cfg UpstreamConfig) (*upstream, error) {
 	case ModeProxy:
 		h, closeFn, err := newProxyHandler(cfg.Target)
 		if err != nil {
-			return nil, &ConfigError{Path: fmt.Sprintf("upstreams[%s].target", cfg.Name), Err: err}
+			return nil, &rehearse.ConfigError{Path: fmt.Sprintf("upstreams[%s].target", cfg.Name), Err: err}
 		}
 		u.healthy, u.closeFn = h, closeFn
 	}

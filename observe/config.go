@@ -4,13 +4,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,7 +130,7 @@ func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, &ConfigError{Field: "tls.ca_file", Err: err}
+			return nil, &rehearse.ConfigError{Path: "tls.ca_file", Err: err}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -224,30 +224,12 @@ type HealthConfig struct {
 	TLS *TLSConfig `yaml:"tls,omitempty" json:"tls,omitempty"`
 }
 
-// ErrConfig is wrapped by every configuration error of this package, beside
-// rehearse.ErrInvalid.
-var ErrConfig = errors.New("invalid observe config")
-
-// ConfigError is an invalid field of a ScrapeConfig or HealthConfig. Field
-// is the YAML path below the section, e.g. "custom.values".
-type ConfigError struct {
-	Field string
-	Err   error
-}
-
-// Error implements error.
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Err.Error() }
-
-// Unwrap returns the cause.
-func (e *ConfigError) Unwrap() error { return e.Err }
-
-// Is reports the error classes: rehearse.ErrInvalid (exit 2) and ErrConfig.
-func (e *ConfigError) Is(target error) bool {
-	return target == rehearse.ErrInvalid || target == ErrConfig
-}
+// Configuration errors are *rehearse.ConfigError (rehearse.ErrInvalid,
+// exit 2) whose Path is the YAML path below the section, e.g.
+// "custom.values"; a scenario puts them in place.
 
 func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
+	return &rehearse.ConfigError{Path: field, Err: fmt.Errorf(format, args...)}
 }
 
 // Validate checks c without changing it. Errors name the field (YAML path
@@ -303,7 +285,7 @@ func (c ScrapeConfig) compile() (*compiled, error) {
 		return nil, cfgErr("url", "set either url or prom_query, not both")
 	case c.URL != "":
 		if err := checkHTTPURL(c.URL); err != nil {
-			return nil, &ConfigError{Field: "url", Err: err}
+			return nil, &rehearse.ConfigError{Path: "url", Err: err}
 		}
 	}
 	if c.Timeout > c.Interval {
@@ -366,7 +348,7 @@ func (c ScrapeConfig) compile() (*compiled, error) {
 			return nil, cfgErr("prom_query.url", "required")
 		}
 		if err := checkHTTPURL(pq.URL); err != nil {
-			return nil, &ConfigError{Field: "prom_query.url", Err: err}
+			return nil, &rehearse.ConfigError{Path: "prom_query.url", Err: err}
 		}
 		if pq.Mode != PromModeQuery && pq.Mode != PromModeQueryRange {
 			return nil, cfgErr("prom_query.mode", "unknown mode %q (want %s or %s)", pq.Mode, PromModeQuery, PromModeQueryRange)
@@ -435,7 +417,7 @@ func (p *CustomPreset) compile() (*mapping, error) {
 		}
 		m.stateLabel = p.StateLabel
 		m.states = make(map[string]string, len(p.States))
-		for _, k := range sortedKeys(p.States) {
+		for _, k := range slices.Sorted(maps.Keys(p.States)) {
 			v := p.States[k]
 			if !validState(v) {
 				return nil, cfgErr("custom.states."+k, "unknown state %q (want %s)", v, stateList)
@@ -447,7 +429,7 @@ func (p *CustomPreset) compile() (*mapping, error) {
 			return nil, cfgErr("custom.values", "required: map each value to a state, e.g. {0: closed, 1: half_open, 2: open}")
 		}
 		m.values = make(map[float64]string, len(p.Values))
-		for _, k := range sortedKeys(p.Values) {
+		for _, k := range slices.Sorted(maps.Keys(p.Values)) {
 			v := p.Values[k]
 			f, err := strconv.ParseFloat(strings.TrimSpace(k), 64)
 			if err != nil {
@@ -460,15 +442,6 @@ func (p *CustomPreset) compile() (*mapping, error) {
 		}
 	}
 	return m, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // healthyRule is a compiled HealthConfig.HealthyStatus.
@@ -507,7 +480,7 @@ func (c HealthConfig) compile() (HealthConfig, healthyRule, error) {
 		return c, r, cfgErr("url", "required")
 	}
 	if err := checkHTTPURL(c.URL); err != nil {
-		return c, r, &ConfigError{Field: "url", Err: err}
+		return c, r, &rehearse.ConfigError{Path: "url", Err: err}
 	}
 	if c.Timeout > c.Interval {
 		return c, r, cfgErr("timeout", "%s is longer than the interval %s", c.Timeout, c.Interval)
@@ -544,7 +517,7 @@ func compileHeaders(in map[string]string) (http.Header, error) {
 		return nil, nil
 	}
 	h := make(http.Header, len(in))
-	for _, k := range sortedKeys(in) {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if !httpguts.ValidHeaderFieldName(k) {
 			return nil, cfgErr("headers", "invalid header name %q", k)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -120,8 +121,8 @@ func FuzzConfigYAML(f *testing.F) {
 		dec.KnownFields(true)
 		if dec.Decode(&sc) == nil {
 			if err := sc.Validate(); err != nil {
-				var ce *ConfigError
-				if !errors.As(err, &ce) || ce.Field == "" {
+				var ce *rehearse.ConfigError
+				if !errors.As(err, &ce) || ce.Path == "" {
 					t.Fatalf("scrape config error %v (%T) names no field", err, err)
 				}
 			}
@@ -131,8 +132,8 @@ func FuzzConfigYAML(f *testing.F) {
 		dec.KnownFields(true)
 		if dec.Decode(&hc) == nil {
 			if err := hc.Validate(); err != nil {
-				var ce *ConfigError
-				if !errors.As(err, &ce) || ce.Field == "" {
+				var ce *rehearse.ConfigError
+				if !errors.As(err, &ce) || ce.Path == "" {
 					t.Fatalf("health config error %v (%T) names no field", err, err)
 				}
 			}

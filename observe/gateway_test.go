@@ -40,8 +40,8 @@ func TestReferenceGatewayEndToEnd(t *testing.T) {
 	}
 	search, weather := upstream(), upstream()
 
-	cfg := gateway.DefaultConfig()
-	cfg.Canary.Interval = 0
+	cfg := gateway.Config{Upstreams: map[string]gateway.UpstreamConfig{}}
+	cfg.Canary.Interval = new(rehearse.Duration(0)) // off
 	cfg.Upstreams["search"] = gateway.UpstreamConfig{URL: search, Timeout: rehearse.Duration(3 * time.Second)}
 	cfg.Upstreams["weather"] = gateway.UpstreamConfig{URL: weather, Timeout: rehearse.Duration(3 * time.Second)}
 	cfg.Breaker.MinSamples = 4

@@ -41,10 +41,6 @@ const (
 // capture calls.
 var DefaultUpstreams = []string{"search", "weather", "vectors", DefaultPrimary, DefaultFallback}
 
-// SetDefaults fills the built-in gateway's configuration with the reference
-// values before a file's values are decoded over them.
-func (b *BuiltinSpec) SetDefaults() { b.Config = gateway.DefaultConfig() }
-
 // ApplyDefaults fills every field left out with its default. It is
 // idempotent; Parse calls it, code that builds a Scenario calls it too.
 func (s *Scenario) ApplyDefaults() {
@@ -68,15 +64,14 @@ func (s *Scenario) ApplyDefaults() {
 	g := &s.Gateway
 	if g.URL == "" && g.Builtin == nil {
 		g.Builtin = &BuiltinSpec{}
-		g.Builtin.SetDefaults()
 	}
 	if b := g.Builtin; b != nil {
 		if b.Instances == 0 {
 			b.Instances = 1
 		}
-		if b.Config.Upstreams == nil {
-			b.Config.Upstreams = map[string]gateway.UpstreamConfig{}
-		}
+		// The values in force, so that the journal's copy of the
+		// scenario says what the gateway ran with.
+		b.Config = b.Config.WithDefaults()
 		if g.Metrics == nil {
 			g.Metrics = &observe.ScrapeConfig{Preset: "reference"}
 		}
@@ -183,7 +178,7 @@ func (s *Scenario) AllFake() bool {
 // sections, ranges, and each package's own rules. All problems found are
 // returned together.
 func (s *Scenario) Validate() error {
-	var errs Errors
+	var errs rehearse.ConfigErrors
 	add := func(path string, err error) { errs = append(errs, s.at(path, err)) }
 
 	if s.Version != Version {
@@ -324,7 +319,7 @@ func (s *Scenario) Validate() error {
 		// The upstream and fault sections are inject's own config: let it
 		// check everything else it knows (modes, targets, params).
 		if _, err := inject.New(s.Upstreams, s.Faults, inject.WithRegisterer(prometheus.NewRegistry())); err != nil {
-			add(injectPath(err), err)
+			add("", err)
 		}
 	}
 	if e := s.Expectations; e != nil {
@@ -348,15 +343,6 @@ func (s *Scenario) Validate() error {
 		return errs
 	}
 	return nil
-}
-
-// injectPath maps an inject config error to the scenario path it concerns.
-func injectPath(err error) string {
-	var ce *inject.ConfigError
-	if errors.As(err, &ce) && ce.Path != "" {
-		return ce.Path
-	}
-	return "upstreams"
 }
 
 func (s *Scenario) upstreamNames() []string {

@@ -1,25 +1,22 @@
 package scenarios
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/yamlstrict"
 )
 
 // Load reads, decodes strictly, defaults and validates a scenario file.
-// "-" reads standard input. Errors are *ValidationError or Errors (both
-// rehearse.ErrInvalid) with file:line:col, or an I/O error.
+// "-" reads standard input. Errors are *rehearse.ConfigError or
+// rehearse.ConfigErrors (both rehearse.ErrInvalid) with file:line:col, or
+// an I/O error.
 func Load(path string) (*Scenario, error) {
 	var (
 		data []byte
@@ -55,20 +52,15 @@ func Parse(file string, data []byte) (*Scenario, error) {
 
 // decode is the strict decoding phase alone.
 func decode(file string, data []byte) (*Scenario, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &ValidationError{File: file, Err: errors.New("empty scenario: want at least a gateway, or an empty mapping {} for all defaults")}
-		}
-		return nil, syntaxError(file, err)
+	doc, err := yamlstrict.ParseDocument(displayName(file), data)
+	if errors.Is(err, yamlstrict.ErrEmpty) {
+		return nil, &rehearse.ConfigError{File: displayName(file), Err: errors.New("empty scenario: want at least a gateway, or an empty mapping {} for all defaults")}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &ValidationError{File: file, Line: extra.Line, Col: extra.Column, Err: errors.New("more than one YAML document; a scenario file holds one")}
+	if err != nil {
+		return nil, err
 	}
 	s := &Scenario{File: file}
-	positions, err := decodeFile(file, &doc, s)
+	positions, err := decodeFile(file, doc, s)
 	if err != nil {
 		return nil, err
 	}
@@ -76,37 +68,23 @@ func decode(file string, data []byte) (*Scenario, error) {
 	return s, nil
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError turns a YAML syntax error into a ValidationError with its line.
-func syntaxError(file string, err error) error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		problem := m[2]
-		if strings.HasPrefix(problem, "did not find expected") {
-			// yaml.v3 reports parser errors at the zero-based line of the
-			// block or flow collection being parsed, not at the fault:
-			// convert to one-based and say what the line is.
-			line++
-			problem += " (in the mapping or list that starts on this line)"
-		}
-		return &ValidationError{File: file, Line: line, Err: fmt.Errorf("invalid YAML: %s", problem)}
+// at returns the error err of the field at path, positioned at that field
+// or, failing that, at its nearest parent present in the file. An err that
+// is a *rehearse.ConfigError names a key below path (a package's own
+// validation of its section): the error is placed at that key.
+func (s *Scenario) at(path string, err error) *rehearse.ConfigError {
+	ce := rehearse.AtPath(path, err)
+	ce.File = displayName(s.File)
+	if ce.Line > 0 {
+		return ce
 	}
-	return &ValidationError{File: file, Err: fmt.Errorf("invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))}
-}
-
-// at returns a ValidationError for the field at path, positioned at that
-// field or, failing that, at its nearest parent present in the file.
-func (s *Scenario) at(path string, err error) *ValidationError {
-	ve := &ValidationError{File: s.File, Path: path, Err: err}
-	for p := path; p != ""; p = parentPath(p) {
+	for p := ce.Path; p != ""; p = parentPath(p) {
 		if ps, ok := s.positions[p]; ok {
-			ve.Line, ve.Col = ps.Line, ps.Col
+			ce.Line, ce.Col = ps.Line, ps.Col
 			break
 		}
 	}
-	return ve
+	return ce
 }
 
 func parentPath(p string) string {

@@ -43,10 +43,10 @@ type decoded struct {
 	err       error
 }
 
-func (d *decoded) errs() Errors {
-	var es Errors
+func (d *decoded) errs() rehearse.ConfigErrors {
+	var es rehearse.ConfigErrors
 	if d.err != nil {
-		es = d.err.(Errors)
+		es = d.err.(rehearse.ConfigErrors)
 	}
 	return es
 }

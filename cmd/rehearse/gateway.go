@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,141 +14,150 @@ import (
 	"github.com/halfopen/rehearse/gateway"
 )
 
-// gatewayFlag binds one flag to a field of a gateway.Config and copies
-// that field between configs, so that flags set on the command line
-// override a --config file and nothing else does.
-type gatewayFlag struct {
-	bind func(fs *pflag.FlagSet, c *gateway.Config)
-	copy func(dst, src *gateway.Config)
-}
-
 func dur(p *rehearse.Duration) *time.Duration { return (*time.Duration)(p) }
 
-var gatewayFlags = []gatewayFlag{
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.StringVar(&c.Listen, "listen", c.Listen, "listen address (loopback by default)")
-	}, func(d, s *gateway.Config) { d.Listen = s.Listen }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.StringVar(&c.Coord, "coord", c.Coord, "fleet coordinator for half-open probe leases: redis://host:port/db")
-	}, func(d, s *gateway.Config) { d.Coord = s.Coord }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.CoordFallbackInterval), "coord-fallback-interval", c.CoordFallbackInterval.D(), "per-process probe spacing while the coordinator is unreachable")
-	}, func(d, s *gateway.Config) { d.CoordFallbackInterval = s.CoordFallbackInterval }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.StringVar(&c.Primary, "primary", c.Primary, "primary model provider (an upstream name) for /v1/chat/completions")
-	}, func(d, s *gateway.Config) { d.Primary = s.Primary }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.StringVar(&c.Fallback, "fallback", c.Fallback, "fallback model provider used while the primary's breaker is open")
-	}, func(d, s *gateway.Config) { d.Fallback = s.Fallback }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.StringVar(&c.Env, "env", c.Env, "env label of the metrics")
-	}, func(d, s *gateway.Config) { d.Env = s.Env }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.StringVar(&c.Region, "region", c.Region, "region label of the metrics (an upstream's own region wins)")
-	}, func(d, s *gateway.Config) { d.Region = s.Region }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.Window), "window", c.Breaker.Window.D(), "breaker sliding window")
-	}, func(d, s *gateway.Config) { d.Breaker.Window = s.Breaker.Window }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.IntVar(&c.Breaker.MinSamples, "min-samples", c.Breaker.MinSamples, "outcomes in the window before the failure ratio can open")
-	}, func(d, s *gateway.Config) { d.Breaker.MinSamples = s.Breaker.MinSamples }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.Float64Var(&c.Breaker.FailureRatio, "failure-ratio", c.Breaker.FailureRatio, "open when the failure share of the window exceeds this")
-	}, func(d, s *gateway.Config) { d.Breaker.FailureRatio = s.Breaker.FailureRatio }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.IntVar(&c.Breaker.ConsecutiveFailures, "consecutive-failures", c.Breaker.ConsecutiveFailures, "open after this many transport failures in a row")
-	}, func(d, s *gateway.Config) { d.Breaker.ConsecutiveFailures = s.Breaker.ConsecutiveFailures }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.Cooldown), "cooldown", c.Breaker.Cooldown.D(), "first open period; doubles after each failed probe")
-	}, func(d, s *gateway.Config) { d.Breaker.Cooldown = s.Breaker.Cooldown }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.CooldownMax), "cooldown-max", c.Breaker.CooldownMax.D(), "cap of the doubling cooldown")
-	}, func(d, s *gateway.Config) { d.Breaker.CooldownMax = s.Breaker.CooldownMax }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.ProbeInterval), "probe-interval", c.Breaker.ProbeInterval.D(), "least spacing of half-open probes")
-	}, func(d, s *gateway.Config) { d.Breaker.ProbeInterval = s.Breaker.ProbeInterval }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.ProbeJitter), "probe-jitter", c.Breaker.ProbeJitter.D(), "random extra probe spacing, uniform in [0, jitter]")
-	}, func(d, s *gateway.Config) { d.Breaker.ProbeJitter = s.Breaker.ProbeJitter }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.IntVar(&c.Breaker.SuccessesToClose, "successes-to-close", c.Breaker.SuccessesToClose, "consecutive probe successes (from two workers) that close")
-	}, func(d, s *gateway.Config) { d.Breaker.SuccessesToClose = s.Breaker.SuccessesToClose }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.Float64Var(&c.Breaker.ProbeDeadlineFactor, "probe-deadline-factor", c.Breaker.ProbeDeadlineFactor, "probe header deadline = observed P99 × this")
-	}, func(d, s *gateway.Config) { d.Breaker.ProbeDeadlineFactor = s.Breaker.ProbeDeadlineFactor }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.RetryAfterMax), "retry-after-max", c.Breaker.RetryAfterMax.D(), "cap of an honoured Retry-After")
-	}, func(d, s *gateway.Config) { d.Breaker.RetryAfterMax = s.Breaker.RetryAfterMax }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.BoolVar(&c.Breaker.CountStreamCuts, "count-stream-cuts", c.Breaker.CountStreamCuts, "count bodies cut mid-way as breaker failures")
-	}, func(d, s *gateway.Config) { d.Breaker.CountStreamCuts = s.Breaker.CountStreamCuts }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.IntVar(&c.Retry.MaxAttempts, "retry-max-attempts", c.Retry.MaxAttempts, "attempts per idempotent call, the first included (1 = no retries)")
-	}, func(d, s *gateway.Config) { d.Retry.MaxAttempts = s.Retry.MaxAttempts }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.BoolVar(&c.Breaker.DistinctWorkers, "distinct-workers", c.Breaker.DistinctWorkers, "require the closing probe successes to come from two workers (upstream connections)")
-	}, func(d, s *gateway.Config) { d.Breaker.DistinctWorkers = s.Breaker.DistinctWorkers }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.ProbeDeadlineMin), "probe-deadline-min", c.Breaker.ProbeDeadlineMin.D(), "floor of the probe header deadline")
-	}, func(d, s *gateway.Config) { d.Breaker.ProbeDeadlineMin = s.Breaker.ProbeDeadlineMin }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Breaker.ProbeDeadlineMax), "probe-deadline-max", c.Breaker.ProbeDeadlineMax.D(), "ceiling of the probe header deadline (used until 20 latencies are observed)")
-	}, func(d, s *gateway.Config) { d.Breaker.ProbeDeadlineMax = s.Breaker.ProbeDeadlineMax }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.BoolVar(&c.Breaker.RetryAfterOpens, "retry-after-opens", c.Breaker.RetryAfterOpens, "a 429 with Retry-After opens the breaker for at least that long")
-	}, func(d, s *gateway.Config) { d.Breaker.RetryAfterOpens = s.Breaker.RetryAfterOpens }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Retry.BaseDelay), "retry-base-delay", c.Retry.BaseDelay.D(), "full-jitter backoff base")
-	}, func(d, s *gateway.Config) { d.Retry.BaseDelay = s.Retry.BaseDelay }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Retry.MaxDelay), "retry-max-delay", c.Retry.MaxDelay.D(), "full-jitter backoff cap")
-	}, func(d, s *gateway.Config) { d.Retry.MaxDelay = s.Retry.MaxDelay }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.BoolVar(&c.FallbackOnError, "fallback-on-error", c.FallbackOnError, "also use the fallback provider when the primary fails before any byte was sent")
-	}, func(d, s *gateway.Config) { d.FallbackOnError = s.FallbackOnError }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.CoordTimeout), "coord-timeout", c.CoordTimeout.D(), "timeout of each Redis call")
-	}, func(d, s *gateway.Config) { d.CoordTimeout = s.CoordTimeout }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Canary.Timeout), "canary-timeout", c.Canary.Timeout.D(), "timeout of one canary check")
-	}, func(d, s *gateway.Config) { d.Canary.Timeout = s.Canary.Timeout }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.StringVar(&c.Canary.Path, "canary-path", c.Canary.Path, "path the canary checks on every upstream")
-	}, func(d, s *gateway.Config) { d.Canary.Path = s.Canary.Path }},
-	{func(fs *pflag.FlagSet, c *gateway.Config) {
-		fs.DurationVar(dur(&c.Canary.Interval), "canary-interval", c.Canary.Interval.D(), "synthetic canary interval behind /healthz (0 disables it)")
-	}, func(d, s *gateway.Config) { d.Canary.Interval = s.Canary.Interval }},
+// bindGatewayFlags binds a flag to each field of c that has one, with the
+// gateway's defaults shown, and returns their names.
+func bindGatewayFlags(fs *pflag.FlagSet, c *gateway.Config) map[string]bool {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
+	b, r := &c.Breaker, &c.Retry
+	fs.StringVar(&c.Listen, "listen", gateway.DefaultListen, "listen address (loopback by default)")
+	fs.StringVar(&c.Coord, "coord", "", "fleet coordinator for half-open probe leases: redis://host:port/db")
+	fs.DurationVar(dur(&c.CoordFallbackInterval), "coord-fallback-interval", gateway.DefaultCoordFallbackInterval, "per-process probe spacing while the coordinator is unreachable")
+	fs.DurationVar(dur(&c.CoordTimeout), "coord-timeout", gateway.DefaultCoordTimeout, "timeout of each Redis call")
+	fs.StringVar(&c.Primary, "primary", "", "primary model provider (an upstream name) for /v1/chat/completions")
+	fs.StringVar(&c.Fallback, "fallback", "", "fallback model provider used while the primary's breaker is open")
+	boolPtrVar(fs, &c.FallbackOnError, "fallback-on-error", true, "also use the fallback provider when the primary fails before any byte was sent")
+	fs.StringVar(&c.Env, "env", gateway.DefaultEnv, "env label of the metrics")
+	fs.StringVar(&c.Region, "region", gateway.DefaultRegion, "region label of the metrics (an upstream's own region wins)")
+	fs.DurationVar(dur(&b.Window), "window", gateway.DefaultWindow, "breaker sliding window")
+	fs.IntVar(&b.MinSamples, "min-samples", gateway.DefaultMinSamples, "outcomes in the window before the failure ratio can open")
+	fs.Float64Var(&b.FailureRatio, "failure-ratio", gateway.DefaultFailureRatio, "open when the failure share of the window exceeds this")
+	fs.IntVar(&b.ConsecutiveFailures, "consecutive-failures", gateway.DefaultConsecutiveFailures, "open after this many transport failures in a row")
+	fs.DurationVar(dur(&b.Cooldown), "cooldown", gateway.DefaultCooldown, "first open period; doubles after each failed probe")
+	fs.DurationVar(dur(&b.CooldownMax), "cooldown-max", gateway.DefaultCooldownMax, "cap of the doubling cooldown")
+	fs.DurationVar(dur(&b.ProbeInterval), "probe-interval", gateway.DefaultProbeInterval, "least spacing of half-open probes")
+	durationPtrVar(fs, &b.ProbeJitter, "probe-jitter", gateway.DefaultProbeJitter, "random extra probe spacing, uniform in [0, jitter] (0: none)")
+	fs.IntVar(&b.SuccessesToClose, "successes-to-close", gateway.DefaultSuccessesToClose, "consecutive probe successes (from two workers) that close")
+	boolPtrVar(fs, &b.DistinctWorkers, "distinct-workers", true, "require the closing probe successes to come from two workers (upstream connections)")
+	fs.Float64Var(&b.ProbeDeadlineFactor, "probe-deadline-factor", gateway.DefaultProbeDeadlineFactor, "probe header deadline = observed P99 × this")
+	fs.DurationVar(dur(&b.ProbeDeadlineMin), "probe-deadline-min", gateway.DefaultProbeDeadlineMin, "floor of the probe header deadline")
+	fs.DurationVar(dur(&b.ProbeDeadlineMax), "probe-deadline-max", gateway.DefaultProbeDeadlineMax, "ceiling of the probe header deadline (used until 20 latencies are observed)")
+	boolPtrVar(fs, &b.RetryAfterOpens, "retry-after-opens", true, "a 429 with Retry-After opens the breaker for at least that long")
+	fs.DurationVar(dur(&b.RetryAfterMax), "retry-after-max", gateway.DefaultRetryAfterMax, "cap of an honoured Retry-After")
+	fs.BoolVar(&b.CountStreamCuts, "count-stream-cuts", false, "count bodies cut mid-way as breaker failures")
+	fs.IntVar(&r.MaxAttempts, "retry-max-attempts", gateway.DefaultRetryMaxAttempts, "attempts per idempotent call, the first included (1 = no retries)")
+	fs.DurationVar(dur(&r.BaseDelay), "retry-base-delay", gateway.DefaultRetryBaseDelay, "full-jitter backoff base")
+	fs.DurationVar(dur(&r.MaxDelay), "retry-max-delay", gateway.DefaultRetryMaxDelay, "full-jitter backoff cap")
+	durationPtrVar(fs, &c.Canary.Interval, "canary-interval", gateway.DefaultCanaryInterval, "synthetic canary interval behind /healthz (0 disables it)")
+	fs.DurationVar(dur(&c.Canary.Timeout), "canary-timeout", gateway.DefaultCanaryTimeout, "timeout of one canary check")
+	fs.StringVar(&c.Canary.Path, "canary-path", gateway.DefaultCanaryPath, "path the canary checks on every upstream")
+	names := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !before[f.Name] {
+			names[f.Name] = true
+		}
+	})
+	return names
 }
+
+// boolPtr is a flag setting an optional bool field (nil: the default).
+type boolPtr struct {
+	p   **bool
+	def bool
+}
+
+func boolPtrVar(fs *pflag.FlagSet, p **bool, name string, def bool, usage string) {
+	fs.Var(&boolPtr{p, def}, name, usage)
+	fs.Lookup(name).NoOptDefVal = "true"
+}
+
+func (b *boolPtr) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = &v
+	return nil
+}
+
+func (b *boolPtr) String() string {
+	if b.p == nil || *b.p == nil {
+		return strconv.FormatBool(b.def)
+	}
+	return strconv.FormatBool(**b.p)
+}
+
+func (b *boolPtr) Type() string { return "bool" }
+
+// durationPtr is a flag setting an optional duration field (nil: the
+// default).
+type durationPtr struct {
+	p   **rehearse.Duration
+	def time.Duration
+}
+
+func durationPtrVar(fs *pflag.FlagSet, p **rehearse.Duration, name string, def time.Duration, usage string) {
+	fs.Var(&durationPtr{p, def}, name, usage)
+}
+
+func (d *durationPtr) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	rd := rehearse.Duration(v)
+	*d.p = &rd
+	return nil
+}
+
+func (d *durationPtr) String() string {
+	if d.p == nil || *d.p == nil {
+		return d.def.String()
+	}
+	return (**d.p).D().String()
+}
+
+func (d *durationPtr) Type() string { return "duration" }
 
 // gatewayCmdOptions are the command's own flags.
 type gatewayCmdOptions struct {
 	configPath string
 	instance   string
 	upstreams  []string
-	cfg        gateway.Config // flag values over the defaults
+	// cfg is what the config flags are bound to; cfgFlags names them.
+	cfg      gateway.Config
+	cfgFlags map[string]bool
 }
 
 // config builds the gateway configuration: the file (or the defaults),
 // then the flags that were set, then --upstream entries.
 func (o *gatewayCmdOptions) config(fs *pflag.FlagSet) (gateway.Config, error) {
-	cfg := gateway.DefaultConfig()
+	var file gateway.Config
 	if o.configPath != "" {
 		var err error
-		if cfg, err = gateway.LoadConfig(o.configPath); err != nil {
-			return cfg, err
+		if file, err = gateway.LoadConfig(o.configPath); err != nil {
+			return file, err
 		}
 	}
-	// Copy the field of each flag that was set; binding a flag to a
-	// scratch set tells its name.
-	for _, f := range gatewayFlags {
-		one := pflag.NewFlagSet("one", pflag.ContinueOnError)
-		var c gateway.Config
-		f.bind(one, &c)
-		changed := false
-		one.VisitAll(func(fl *pflag.Flag) { changed = changed || fs.Changed(fl.Name) })
-		if changed {
-			f.copy(&cfg, &o.cfg)
+	// The flags write into o.cfg: remember the ones given, put the file's
+	// values in their place, and give those flags again over them.
+	given := map[string]string{}
+	fs.Visit(func(f *pflag.Flag) {
+		if o.cfgFlags[f.Name] {
+			given[f.Name] = f.Value.String()
 		}
+	})
+	o.cfg = file
+	for name, v := range given {
+		if err := fs.Set(name, v); err != nil {
+			return o.cfg, fmt.Errorf("%w: --%s: %w", rehearse.ErrInvalid, name, err)
+		}
+	}
+	cfg := o.cfg
+	if cfg.Upstreams == nil {
+		cfg.Upstreams = map[string]gateway.UpstreamConfig{}
 	}
 	for _, spec := range o.upstreams {
 		name, u, err := gateway.ParseUpstreamFlag(spec)
@@ -169,7 +179,7 @@ func (o *gatewayCmdOptions) config(fs *pflag.FlagSet) (gateway.Config, error) {
 }
 
 func newGatewayCmd() *cobra.Command {
-	return gatewayCmd(&gatewayCmdOptions{cfg: gateway.DefaultConfig()})
+	return gatewayCmd(&gatewayCmdOptions{})
 }
 
 // gatewayCmd builds the command with its flags bound to o.
@@ -209,8 +219,6 @@ Stops gracefully on Ctrl-C.`,
 	f.StringVarP(&o.configPath, "config", "c", "", "gateway config file (YAML; the gateway.builtin section of a scenario)")
 	f.StringVar(&o.instance, "instance", "", "instance name in Via headers, logs and fleet leases (default hostname-pid)")
 	f.StringArrayVar(&o.upstreams, "upstream", nil, "upstream as name=url (repeatable; adds to or replaces the config's)")
-	for _, gf := range gatewayFlags {
-		gf.bind(f, &o.cfg)
-	}
+	o.cfgFlags = bindGatewayFlags(f, &o.cfg)
 	return cmd
 }

@@ -55,7 +55,7 @@ func TestGatewayCmdFlagsOverrideConfig(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gw.yaml")
 	os.WriteFile(path, []byte("env: staging\nupstreams:\n  search:\n    url: http://127.0.0.1:1\nbreaker:\n  cooldown: 7s\n  min_samples: 9\n"), 0o644)
-	o := &gatewayCmdOptions{cfg: gateway.DefaultConfig()}
+	o := &gatewayCmdOptions{}
 	cmd := gatewayCmd(o)
 	if err := cmd.ParseFlags([]string{"--config", path, "--min-samples", "3", "--upstream", "weather=http://127.0.0.1:2"}); err != nil {
 		t.Fatal(err)
@@ -65,8 +65,23 @@ func TestGatewayCmdFlagsOverrideConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Env != "staging" || cfg.Breaker.Cooldown.D() != 7*time.Second || cfg.Breaker.MinSamples != 3 ||
-		len(cfg.Upstreams) != 2 || cfg.Breaker.ConsecutiveFailures != 5 {
+		len(cfg.Upstreams) != 2 || cfg.WithDefaults().Breaker.ConsecutiveFailures != gateway.DefaultConsecutiveFailures {
 		t.Fatalf("config %+v", cfg)
+	}
+	// Optional settings: an explicit zero or false on the command line
+	// wins over the file, and flags not given leave the file's values.
+	os.WriteFile(path, []byte("upstreams:\n  search:\n    url: http://127.0.0.1:1\ncanary:\n  interval: 10s\nbreaker:\n  distinct_workers: true\n  probe_jitter: 20ms\n"), 0o644)
+	o = &gatewayCmdOptions{}
+	cmd = gatewayCmd(o)
+	if err := cmd.ParseFlags([]string{"--config", path, "--canary-interval", "0s", "--distinct-workers=false"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = o.config(cmd.Flags()); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Canary.Interval == nil || *cfg.Canary.Interval != 0 || cfg.Breaker.DistinctWorkers == nil || *cfg.Breaker.DistinctWorkers ||
+		cfg.Breaker.ProbeJitter.D() != 20*time.Millisecond || cfg.FallbackOnError != nil {
+		t.Fatalf("optional settings: %+v", cfg)
 	}
 }
 

@@ -11,39 +11,18 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"reflect"
-	"sort"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halfopen/rehearse"
 )
-
-// Error is one decoding error: where, which key, what.
-type Error struct {
-	Line, Col int
-	// Path is the dotted path of the offending key, e.g. "faults[1].type".
-	Path string
-	Err  error
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("%d:%d: %s: %v", e.Line, e.Col, e.Path, e.Err)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Located is implemented by errors that know their own place in the file:
-// errors returned by a type that decodes itself (UnmarshalYAML) with a
-// nested strict decoding. Path is relative to that type's node.
-type Located interface {
-	error
-	Location() (line, col int, path string, cause error)
-}
-
-// Defaulter is implemented by config types whose zero value is not their
-// default; a newly allocated value is filled in before the file's values
-// are decoded over it.
-type Defaulter interface{ SetDefaults() }
 
 // Pos is a place in the file.
 type Pos struct{ Line, Col int }
@@ -51,17 +30,24 @@ type Pos struct{ Line, Col int }
 // MaxVisits bounds the nodes one Decode visits, against alias bombs.
 const MaxVisits = 1_000_000
 
-// Decoder walks a node tree. The zero value stops at the first error and
-// records no positions.
+// Decoder walks a node tree. The zero value stops at the first error,
+// records no positions and replaces what it decodes.
 type Decoder struct {
+	// File names the source in errors.
+	File string
 	// All collects every error instead of stopping at the first, so a user
 	// can fix a file in one pass.
 	All bool
+	// Merge decodes over what the target already holds: a map entry the
+	// file names again is decoded over its present value instead of
+	// replacing it, so that a file can change one field of a default
+	// entry. (Struct fields and pointers are always decoded in place.)
+	Merge bool
 	// Positions, when non-nil, receives the position of every value
 	// decoded, by path, so that later validation can point into the file.
 	Positions map[string]Pos
 
-	errs   []*Error
+	errs   rehearse.ConfigErrors
 	visits int
 }
 
@@ -74,8 +60,10 @@ var (
 )
 
 // Decode fills out (a non-nil pointer) from n; path prefixes every path.
-// It returns the errors found (all of them with All, else the first).
-func (d *Decoder) Decode(n *yaml.Node, out any, path string) []*Error {
+// It returns the errors found (all of them with All, else the first), each
+// a *rehearse.ConfigError with the file, line and column of the offending
+// node.
+func (d *Decoder) Decode(n *yaml.Node, out any, path string) rehearse.ConfigErrors {
 	v := reflect.ValueOf(out)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		panic(fmt.Sprintf("yamlstrict: Decode wants a non-nil pointer, got %T", out))
@@ -86,17 +74,17 @@ func (d *Decoder) Decode(n *yaml.Node, out any, path string) []*Error {
 }
 
 func (d *Decoder) fail(n *yaml.Node, path string, err error) error {
-	e := &Error{Path: path, Err: err}
+	e := &rehearse.ConfigError{File: d.File, Path: path, Err: err}
 	if n != nil {
 		e.Line, e.Col = n.Line, n.Column
 	}
-	var loc Located
-	if errors.As(err, &loc) {
-		l, c, p, cause := loc.Location()
-		if l > 0 {
-			e.Line, e.Col = l, c
+	// A type that decodes itself with a nested strict decoding (inject's
+	// fault specs) reports its own place, with a path relative to its node.
+	if ce, ok := errors.AsType[*rehearse.ConfigError](err); ok {
+		if ce.Line > 0 {
+			e.Line, e.Col = ce.Line, ce.Col
 		}
-		e.Path, e.Err = JoinPath(path, p), cause
+		e.Path, e.Err = JoinPath(path, ce.Path), ce.Err
 	}
 	d.errs = append(d.errs, e)
 	if !d.All {
@@ -143,11 +131,7 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 			return nil
 		}
 		if v.IsNil() {
-			nv := reflect.New(t.Elem())
-			if df, ok := nv.Interface().(Defaulter); ok {
-				df.SetDefaults()
-			}
-			v.Set(nv)
+			v.Set(reflect.New(t.Elem()))
 		}
 		return d.value(n, v.Elem(), path)
 	case reflect.Struct:
@@ -193,6 +177,9 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 				return err
 			}
 			val := reflect.New(t.Elem()).Elem()
+			if old := v.MapIndex(key); d.Merge && old.IsValid() {
+				val.Set(old)
+			}
 			if err := d.value(vn, val, kp); err != nil {
 				return err
 			}
@@ -200,6 +187,11 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		return nil
 	case reflect.Interface:
+		// An interface that already holds a pointer (a fault's params
+		// struct, chosen by its type) is decoded into strictly.
+		if !v.IsNil() && v.Elem().Kind() == reflect.Pointer && !v.Elem().IsNil() {
+			return d.value(n, v.Elem().Elem(), path)
+		}
 		var x any
 		if err := n.Decode(&x); err != nil {
 			return d.fail(n, path, cleanYAMLError(err))
@@ -234,7 +226,7 @@ func (d *Decoder) structValue(n *yaml.Node, v reflect.Value, path string) error 
 		fp := JoinPath(path, key)
 		idx, ok := fields[key]
 		if !ok {
-			if err := d.fail(kn, fp, fmt.Errorf("unknown field %q; allowed: %s", key, strings.Join(SortedKeys(fields), ", "))); err != nil {
+			if err := d.fail(kn, fp, fmt.Errorf("unknown field %q; allowed: %s", key, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))); err != nil {
 				return err
 			}
 			continue
@@ -304,26 +296,8 @@ func Fields(t reflect.Type) map[string][]int {
 	return out
 }
 
-// SortedKeys returns m's keys in order.
-func SortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // JoinPath appends key to a dotted path.
-func JoinPath(parent, key string) string {
-	switch {
-	case parent == "":
-		return key
-	case key == "":
-		return parent
-	}
-	return parent + "." + key
-}
+func JoinPath(parent, key string) string { return rehearse.JoinPath(parent, key) }
 
 // Describe names a node's kind for messages.
 func Describe(n *yaml.Node) string {
@@ -367,4 +341,55 @@ func cleanYAMLError(err error) error {
 		return errors.New(msg)
 	}
 	return err
+}
+
+// ErrEmpty is returned by ParseDocument for input that holds no YAML
+// document; callers say what they wanted instead.
+var ErrEmpty = errors.New("empty document")
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// ParseDocument parses data, which must hold exactly one YAML document,
+// into a node tree for Decode. Syntax errors are *rehearse.ConfigError at
+// their line; empty input is a *rehearse.ConfigError wrapping ErrEmpty.
+func ParseDocument(file string, data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &rehearse.ConfigError{File: file, Err: ErrEmpty}
+		}
+		return nil, syntaxError(file, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, &rehearse.ConfigError{File: file, Err: ErrEmpty}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &rehearse.ConfigError{File: file, Line: extra.Line, Col: extra.Column, Err: errors.New("more than one YAML document; the file holds one")}
+	}
+	return &doc, nil
+}
+
+// syntaxError turns a yaml.v3 syntax error into a ConfigError at its line.
+func syntaxError(file string, err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		problem := m[2]
+		// yaml.v3 reports a collection that does not end at the line
+		// where that collection starts: zero-based for a flow collection
+		// or a block sequence, one-based for a block mapping. Convert to
+		// one-based and say what the line is.
+		switch {
+		case strings.HasPrefix(problem, "did not find expected ','"),
+			strings.HasPrefix(problem, "did not find expected '-'"):
+			line++
+			problem += " (in the mapping or list that starts on this line)"
+		case strings.HasPrefix(problem, "did not find expected key"):
+			problem += " (in the mapping that starts on this line)"
+		}
+		return &rehearse.ConfigError{File: file, Line: line, Err: fmt.Errorf("invalid YAML: %s", problem)}
+	}
+	return &rehearse.ConfigError{File: file, Err: fmt.Errorf("invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halfopen/rehearse"
 )
 
 type inner struct {
@@ -18,30 +20,23 @@ type withDefault struct {
 	M int `yaml:"m"`
 }
 
-func (w *withDefault) SetDefaults() { w.N, w.M = 7, 8 }
-
-// self decodes itself and fails with a located error for "bad: true".
+// self decodes itself and fails with a positioned error for "bad".
 type self struct{ v string }
-
-type locErr struct{}
-
-func (locErr) Error() string { return "self: bad" }
-func (locErr) Location() (int, int, string, error) {
-	return 9, 3, "inner.bad", errors.New("bad value")
-}
 
 func (s *self) UnmarshalYAML(n *yaml.Node) error {
 	if strings.Contains(n.Value, "bad") {
-		return locErr{}
+		return &rehearse.ConfigError{Line: 9, Col: 3, Path: "inner.bad", Err: errors.New("bad value")}
 	}
 	s.v = n.Value
 	return nil
 }
 
 type outer struct {
-	In   inner        `yaml:"in"`
-	Def  *withDefault `yaml:"def"`
-	Self self         `yaml:"self"`
+	In   inner                  `yaml:"in"`
+	Def  *withDefault           `yaml:"def"`
+	Self self                   `yaml:"self"`
+	Maps map[string]withDefault `yaml:"maps"`
+	Any  any                    `yaml:"any"`
 }
 
 func node(t *testing.T, src string) *yaml.Node {
@@ -67,9 +62,11 @@ func TestFirstErrorOrAll(t *testing.T) {
 	}
 }
 
-func TestDefaulterAndLocated(t *testing.T) {
-	var o outer
-	d := Decoder{Positions: map[string]Pos{}}
+func TestDefaultsAndPositionedErrors(t *testing.T) {
+	// Values already in the target are defaults: a struct or pointer is
+	// decoded in place.
+	o := outer{Def: &withDefault{N: 7, M: 8}}
+	d := Decoder{File: "f.yaml", Positions: map[string]Pos{}}
 	if errs := d.Decode(node(t, "def: {m: 1}\nself: ok\n"), &o, ""); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -80,8 +77,65 @@ func TestDefaulterAndLocated(t *testing.T) {
 		t.Errorf("position of def.m: %+v", p)
 	}
 	errs := d.Decode(node(t, "self: bad\n"), &o, "")
-	if len(errs) != 1 || errs[0].Error() != "9:3: self.inner.bad: bad value" {
-		t.Fatalf("located error: %v", errs)
+	if len(errs) != 1 || errs[0].Error() != "f.yaml:9:3: self.inner.bad: bad value" {
+		t.Fatalf("positioned error: %v", errs)
+	}
+}
+
+func TestMergeMapEntries(t *testing.T) {
+	src := "maps: {a: {m: 1}, b: {n: 2}}\n"
+	defaults := func() outer {
+		return outer{Maps: map[string]withDefault{"a": {N: 7, M: 8}}}
+	}
+	o := defaults()
+	var replace Decoder
+	if errs := replace.Decode(node(t, src), &o, ""); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if o.Maps["a"] != (withDefault{M: 1}) {
+		t.Errorf("without Merge an entry is replaced: %+v", o.Maps["a"])
+	}
+	o = defaults()
+	merge := Decoder{Merge: true}
+	if errs := merge.Decode(node(t, src), &o, ""); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if o.Maps["a"] != (withDefault{N: 7, M: 1}) || o.Maps["b"] != (withDefault{N: 2}) {
+		t.Errorf("with Merge an entry is decoded over its default: %+v", o.Maps)
+	}
+}
+
+func TestInterfaceHoldingPointerIsStrict(t *testing.T) {
+	o := outer{Any: &inner{}}
+	var d Decoder
+	errs := d.Decode(node(t, "any: {a: 3, c: 1}\n"), &o, "")
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `any.c: unknown field "c"; allowed: a, b`) {
+		t.Fatalf("errors: %v", errs)
+	}
+	if o.Any.(*inner).A != 3 {
+		t.Fatalf("decoded %+v", o.Any)
+	}
+	// An empty interface takes what the YAML says.
+	o.Any = nil
+	if errs := d.Decode(node(t, "any: [1, x]\n"), &o, ""); len(errs) > 0 || len(o.Any.([]any)) != 2 {
+		t.Fatalf("any: %v %#v", errs, o.Any)
+	}
+}
+
+func TestParseDocument(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{"", "f.yaml: empty document"},
+		{"# only a comment\n", "f.yaml: empty document"},
+		{"a: 1\n---\nb: 2\n", "f.yaml:2:1: more than one YAML document; the file holds one"},
+		{"x: 1\na: [1, 2\nb: 3\n", "f.yaml:2: invalid YAML: did not find expected ',' or ']' (in the mapping or list that starts on this line)"},
+	} {
+		_, err := ParseDocument("f.yaml", []byte(tt.src))
+		if err == nil || err.Error() != tt.want || !errors.Is(err, rehearse.ErrInvalid) {
+			t.Errorf("%q: %v, want %s", tt.src, err, tt.want)
+		}
+	}
+	if n, err := ParseDocument("f.yaml", []byte("a: 1\n")); err != nil || n.Kind != yaml.DocumentNode {
+		t.Fatal(n, err)
 	}
 }
 
