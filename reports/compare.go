@@ -81,24 +81,6 @@ func Compare(a, b *Analysis, labels [2]string, tol ...Tolerance) *Comparison {
 		}
 		c.Rows = append(c.Rows, r)
 	}
-	i2f := func(p *int) *float64 {
-		if p == nil {
-			return nil
-		}
-		return ptr(float64(*p))
-	}
-	i642f := func(p *int64) *float64 {
-		if p == nil {
-			return nil
-		}
-		return ptr(float64(*p))
-	}
-	boolS := func(p *bool) string {
-		if p == nil {
-			return "—"
-		}
-		return fmt.Sprint(*p)
-	}
 	names := sortedKeys(a.Upstreams)
 	for _, n := range sortedKeys(b.Upstreams) {
 		if _, ok := a.Upstreams[n]; !ok {
@@ -124,21 +106,15 @@ func Compare(a, b *Analysis, labels [2]string, tol ...Tolerance) *Comparison {
 			}
 			x, y = orEmpty(x), orEmpty(y)
 			g := fmt.Sprintf("%s episode %d", n, i+1)
-			word(g, "fault", x.Fault, y.Fault)
-			word(g, "opened", fmt.Sprint(x.Opened), fmt.Sprint(y.Opened))
-			num(g, "opened after fault start", x.OpenedAfterS, y.OpenedAfterS, "s")
-			num(g, "failed calls before open", i642f(x.FailuresBeforeOpen), i642f(y.FailuresBeforeOpen), "")
-			num(g, "first probe after open (cooldown)", x.FirstProbeAfterOpen, y.FirstProbeAfterOpen, "s")
-			num(g, "probe interval min", x.ProbeIntervalS.Min, y.ProbeIntervalS.Min, "s")
-			num(g, "probe interval p50", x.ProbeIntervalS.P50, y.ProbeIntervalS.P50, "s")
-			num(g, "max probes in flight", i2f(x.MaxProbesInFlight), i2f(y.MaxProbesInFlight), "")
-			num(g, "probes", ptr(float64(x.Probes)), ptr(float64(y.Probes)), "")
-			num(g, "leaked", ptr(float64(x.Leaked)), ptr(float64(y.Leaked)), "")
-			num(g, "closed after fault end", x.ClosedAfterRecoveryS, y.ClosedAfterRecoveryS, "s")
-			num(g, "successes to close", i2f(x.SuccessesToClose), i2f(y.SuccessesToClose), "")
-			word(g, "Retry-After honoured", boolS(x.RetryAfterHonoured), boolS(y.RetryAfterHonoured))
-			num(g, "amplification", x.Amplification, y.Amplification, "")
-			num(g, "metrics lag (open)", x.MetricsOpenLagS, y.MetricsOpenLagS, "s")
+			for _, f := range Figures {
+				switch {
+				case f.In&InCompare == 0:
+				case f.Unit == Word:
+					word(g, f.compareLabel(), f.Word(x), f.Word(y))
+				default:
+					num(g, f.compareLabel(), f.Value(x), f.Value(y), unitSuffix(f.Unit))
+				}
+			}
 		}
 	}
 	num("replay", "send lateness p99", msToS(a.Replay.LatenessMs.P99), msToS(b.Replay.LatenessMs.P99), "s")
@@ -218,6 +194,14 @@ func Compare(a, b *Analysis, labels [2]string, tol ...Tolerance) *Comparison {
 	}
 	c.Origins = [2]float64{firstFault(a), firstFault(b)}
 	return c
+}
+
+// unitSuffix is the unit compare writes after a number and its delta.
+func unitSuffix(u Unit) string {
+	if u == Seconds {
+		return "s"
+	}
+	return ""
 }
 
 func orEmpty(e *Episode) *Episode {

@@ -104,8 +104,8 @@ func History(dir string) (*HistoryIndex, error) {
 }
 
 // keyFigures are the figures a weekly trend follows: per upstream, the
-// first episode's open, cooldown, probe spacing, close and leaks; and the
-// run's amplification, client success and replay lateness.
+// first episode's figures marked InHistory in Figures; and the run's
+// amplification, client success and replay lateness.
 func keyFigures(a *Analysis) map[string]*float64 {
 	out := map[string]*float64{
 		"amplification":         a.Amplification.Overall,
@@ -119,11 +119,11 @@ func keyFigures(a *Analysis) map[string]*float64 {
 			continue
 		}
 		ep := ua.Episodes[0]
-		out[n+": opened after s"] = ep.OpenedAfterS
-		out[n+": first probe after open s"] = ep.FirstProbeAfterOpen
-		out[n+": probe interval p50 s"] = ep.ProbeIntervalS.P50
-		out[n+": closed after fault end s"] = ep.ClosedAfterRecoveryS
-		out[n+": leaked"] = ptr(float64(ep.Leaked))
+		for _, f := range Figures {
+			if f.In&InHistory != 0 && f.Unit != Word {
+				out[n+": "+f.historyLabel()] = f.Value(ep)
+			}
+		}
 	}
 	return out
 }

@@ -138,31 +138,10 @@ func buildView(a *Analysis) *reportView {
 		for i, ep := range ua.Episodes {
 			ev := episodeView{Upstream: name, Statement: ep.Statement,
 				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s–%s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), fmtS(ep.StartS), fmtS(ep.EndS))}
-			cool := "—"
-			if len(ep.CooldownsS) > 0 {
-				parts := make([]string, len(ep.CooldownsS))
-				for j, c := range ep.CooldownsS {
-					parts[j] = fmtS(c)
+			for _, f := range Figures {
+				if f.In&InReport != 0 {
+					ev.Rows = append(ev.Rows, kv{f.Label, f.cell(ep)})
 				}
-				cool = strings.Join(parts, " → ")
-			}
-			ra := tri(ep.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", ep.RetryAfterViolations))
-			ev.Rows = []kv{
-				{"opened after fault start", fsec(ep.OpenedAfterS)},
-				{"failed calls before open", fint64(ep.FailuresBeforeOpen)},
-				{"client fast-fails while open", fmt.Sprint(ep.FastFails)},
-				{"probes", fmt.Sprintf("%d (%s; %d ok, %d failed)", ep.Probes, orDash(ep.ProbeSource), ep.ProbeOutcomes.OK, ep.ProbeOutcomes.Failed)},
-				{"first probe after open", fsec(ep.FirstProbeAfterOpen)},
-				{"cooldown progression", cool},
-				{"probe interval min / p50 / max", fmt.Sprintf("%s / %s / %s", fsec(ep.ProbeIntervalS.Min), fsec(ep.ProbeIntervalS.P50), fsec(ep.ProbeIntervalS.Max))},
-				{"max probes in flight", fint(ep.MaxProbesInFlight)},
-				{"calls leaked while open", fmt.Sprint(ep.Leaked)},
-				{"closed after fault end", fsec(ep.ClosedAfterRecoveryS)},
-				{"successes to close", fint(ep.SuccessesToClose)},
-				{"Retry-After honoured", ra},
-				{"amplification (calls / request)", fmt.Sprintf("%s (%d / %d)", fnum(ep.Amplification, "%.2f"), ep.UpstreamCalls, ep.ClientRequests)},
-				{"metrics lag open / close", fmt.Sprintf("%s / %s", fsec(ep.MetricsOpenLagS), fsec(ep.MetricsCloseLagS))},
-				{"open/close cycles", fmt.Sprint(len(ep.Cycles))},
 			}
 			for j, r := range ep.RetryAfter {
 				if j == 10 {

@@ -1,0 +1,241 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// The breaker figures of an episode are declared once, in Figures: the
+// episode objects of run.json, the episode tables of report.html and
+// report.md, report compare and report history all iterate it. Adding a
+// figure is a field of Episode (with its json tag), its computation (in
+// collector.episode) and one row here; docs/analysis.md says how.
+
+// Unit says how a figure is written and compared.
+type Unit int
+
+const (
+	// Seconds are float seconds, shown "4.2 s" or "350 ms".
+	Seconds Unit = iota
+	// Count is a whole number.
+	Count
+	// Ratio is a fraction or a multiple, shown to two decimals.
+	Ratio
+	// Word is text (a name, yes/no), compared for equality.
+	Word
+)
+
+// Shown says where a figure appears besides run.json (every figure is in
+// run.json).
+type Shown uint8
+
+const (
+	// InReport: a row of each episode's table in report.html and report.md.
+	InReport Shown = 1 << iota
+	// InCompare: a row per episode pair in report compare.
+	InCompare
+	// InHistory: a column of report history (each upstream's first
+	// episode), followed as a trend.
+	InHistory
+	// Everywhere is every output.
+	Everywhere = InReport | InCompare | InHistory
+)
+
+// Figure is one breaker figure of a fault episode.
+type Figure struct {
+	// Key is where run.json holds the figure in an episode object: a json
+	// key of Episode, or a dotted path into one ("probe_interval_s.min").
+	// A key that is not one of Episode's is written from Value.
+	Key string
+	// Label names the figure in the report's episode table, and elsewhere
+	// unless CompareLabel or HistoryLabel say otherwise.
+	Label string
+	Unit  Unit
+	// Value reads the figure from an episode; nil when it was not
+	// observed. Every figure but a Word has one. It must be a function of
+	// the episode's run.json fields, so that a run.json read back gives
+	// the same figure.
+	Value func(*Episode) *float64
+	// Word reads a Word figure (compared for equality).
+	Word func(*Episode) string
+	// Cell, when set, is the report's cell (a figure with its context:
+	// "4 (tagged; 1 ok, 3 failed)"); else Value formatted in Unit.
+	Cell func(*Episode) string
+	// In says where the figure appears.
+	In Shown
+	// CompareLabel and HistoryLabel rename the figure in report compare
+	// and report history.
+	CompareLabel, HistoryLabel string
+}
+
+// Figures are the breaker figures of an episode, in report order.
+var Figures = []Figure{
+	{Key: "fault", Label: "fault", Unit: Word, Word: func(e *Episode) string { return e.Fault }, In: InCompare},
+	{Key: "opened", Label: "opened", Unit: Word, Word: func(e *Episode) string { return fmt.Sprint(e.Opened) }, In: InCompare},
+	{Key: "opened_after_s", Label: "opened after fault start", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.OpenedAfterS }, In: Everywhere, HistoryLabel: "opened after s"},
+	{Key: "failures_before_open", Label: "failed calls before open", Unit: Count,
+		Value: func(e *Episode) *float64 { return i64f(e.FailuresBeforeOpen) }, In: InReport | InCompare},
+	{Key: "fast_fails", Label: "client fast-fails while open", Unit: Count,
+		Value: func(e *Episode) *float64 { return ptr(float64(e.FastFails)) }, In: InReport},
+	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return ptr(float64(e.Probes)) },
+		Cell: func(e *Episode) string {
+			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, orDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
+		}, In: InReport | InCompare},
+	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen }, In: Everywhere,
+		CompareLabel: "first probe after open (cooldown)", HistoryLabel: "first probe after open s"},
+	{Key: "cooldowns_s", Label: "cooldown progression", Unit: Word, Word: func(e *Episode) string {
+		if len(e.CooldownsS) == 0 {
+			return "—"
+		}
+		parts := make([]string, len(e.CooldownsS))
+		for j, c := range e.CooldownsS {
+			parts[j] = fmtS(c)
+		}
+		return strings.Join(parts, " → ")
+	}, In: InReport},
+	{Key: "probe_interval_s.min", Label: "probe interval min / p50 / max", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Min },
+		Cell: func(e *Episode) string {
+			return fmt.Sprintf("%s / %s / %s", fsec(e.ProbeIntervalS.Min), fsec(e.ProbeIntervalS.P50), fsec(e.ProbeIntervalS.Max))
+		}, In: InReport | InCompare, CompareLabel: "probe interval min"},
+	{Key: "probe_interval_s.p50", Label: "probe interval p50", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.P50 }, In: InCompare | InHistory, HistoryLabel: "probe interval p50 s"},
+	{Key: "probe_interval_s.max", Label: "probe interval max", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Max }},
+	{Key: "max_probes_in_flight", Label: "max probes in flight", Unit: Count,
+		Value: func(e *Episode) *float64 { return intf(e.MaxProbesInFlight) }, In: InReport | InCompare},
+	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
+		Value: func(e *Episode) *float64 { return ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
+	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS }, In: Everywhere, HistoryLabel: "closed after fault end s"},
+	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
+		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare},
+	{Key: "retry_after_honoured", Label: "Retry-After honoured", Unit: Word, Word: func(e *Episode) string {
+		if e.RetryAfterHonoured == nil {
+			return "—"
+		}
+		return fmt.Sprint(*e.RetryAfterHonoured)
+	}, Cell: func(e *Episode) string {
+		return tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", e.RetryAfterViolations))
+	}, In: InReport | InCompare},
+	{Key: "amplification", Label: "amplification (calls / request)", Unit: Ratio,
+		Value: func(e *Episode) *float64 { return e.Amplification },
+		Cell: func(e *Episode) string {
+			return fmt.Sprintf("%s (%d / %d)", fnum(e.Amplification, "%.2f"), e.UpstreamCalls, e.ClientRequests)
+		}, In: InReport | InCompare, CompareLabel: "amplification"},
+	{Key: "metrics_open_lag_s", Label: "metrics lag open / close", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.MetricsOpenLagS },
+		Cell: func(e *Episode) string {
+			return fmt.Sprintf("%s / %s", fsec(e.MetricsOpenLagS), fsec(e.MetricsCloseLagS))
+		}, In: InReport | InCompare, CompareLabel: "metrics lag (open)"},
+	{Key: "metrics_close_lag_s", Label: "metrics lag (close)", Unit: Seconds,
+		Value: func(e *Episode) *float64 { return e.MetricsCloseLagS }},
+	{Key: "cycles", Label: "open/close cycles", Unit: Count,
+		Value: func(e *Episode) *float64 { return ptr(float64(len(e.Cycles))) }, In: InReport},
+}
+
+// compareLabel and historyLabel are the figure's names in those outputs.
+func (f Figure) compareLabel() string {
+	if f.CompareLabel != "" {
+		return f.CompareLabel
+	}
+	return f.Label
+}
+
+func (f Figure) historyLabel() string {
+	if f.HistoryLabel != "" {
+		return f.HistoryLabel
+	}
+	return f.Label
+}
+
+// cell is the figure's text in the report's episode table.
+func (f Figure) cell(e *Episode) string {
+	switch {
+	case f.Cell != nil:
+		return f.Cell(e)
+	case f.Unit == Word:
+		return f.Word(e)
+	}
+	return formatUnit(f.Value(e), f.Unit)
+}
+
+// formatUnit writes a figure for people; "—" when not observed.
+func formatUnit(v *float64, u Unit) string {
+	switch u {
+	case Seconds:
+		return fsec(v)
+	case Count:
+		return fnum(v, "%.0f")
+	default:
+		return fnum(v, "%.2f")
+	}
+}
+
+func i64f(p *int64) *float64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(float64(*p))
+}
+
+func intf(p *int) *float64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(float64(*p))
+}
+
+// episodeKeys are Episode's json keys: figures under them are written by
+// the struct field, every other figure from its Value.
+var episodeKeys = sync.OnceValue(func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[Episode]()
+	for i := 0; i < t.NumField(); i++ {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
+			keys[tag] = true
+		}
+	}
+	return keys
+})
+
+// episodeJSON is Episode without its methods, for the default encoding.
+type episodeJSON Episode
+
+// MarshalJSON writes the episode's fields and every figure of Figures that
+// no field holds, under its key.
+func (e *Episode) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal((*episodeJSON)(e))
+	if err != nil {
+		return nil, err
+	}
+	keys := episodeKeys()
+	var extra []byte
+	for _, f := range Figures {
+		top, _, _ := strings.Cut(f.Key, ".")
+		if keys[top] {
+			continue
+		}
+		var v any
+		if f.Unit == Word {
+			v = f.Word(e)
+		} else {
+			v = f.Value(e)
+		}
+		k, _ := json.Marshal(f.Key)
+		val, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("figure %s: %w", f.Key, err)
+		}
+		extra = append(append(append(append(extra, ','), k...), ':'), val...)
+	}
+	if len(extra) == 0 {
+		return b, nil
+	}
+	return append(append(b[:len(b)-1], extra...), '}'), nil
+}
