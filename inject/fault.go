@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -225,6 +226,43 @@ func drain(r *http.Request) {
 		io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
 	}
 }
+
+// maxWatchedBody bounds how much of a request body watchBody reads ahead.
+// Agent-gateway requests are a few kilobytes; a larger body is read ahead
+// up to this bound and the rest is left to the handler to stream.
+const maxWatchedBody = 8 << 20
+
+// watchBody reads the request body ahead, before any fault or healthy
+// handler runs, and gives the handler the same bytes to read. net/http
+// watches a connection for the client hanging up only once the handler has
+// read the body to its end; a handler that waits first (a latency fault,
+// a slow healthy answer, a hold) would otherwise not notice a gateway that
+// gave up on a POST until it writes, and the journal would record an
+// exchange completed at the fault's delay instead of the gateway's
+// timeout. Requests without a body are watched from the start already.
+func watchBody(r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	orig := r.Body
+	ahead, err := io.ReadAll(io.LimitReader(orig, maxWatchedBody))
+	var rest io.Reader = orig // EOF again when ahead was the whole body
+	if err != nil {
+		rest = errReader{err}
+	}
+	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(ahead), rest), Closer: orig}
+}
+
+// readCloser joins a reader and the closer of the body it replaces.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// errReader fails every read with err (a body that broke while read ahead).
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // holdUntilGone blocks until the client hangs up, the server closes, or max
 // elapses (0: no limit). It reports whether the client (or server) ended it.

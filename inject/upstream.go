@@ -343,6 +343,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Deferred so that a fault aborting the handler (panic) is recorded too.
 	defer u.record(arrival, ev, x)
 
+	watchBody(r)
 	switch {
 	case f == nil:
 		u.healthy.ServeHTTP(rw, r)
