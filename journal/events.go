@@ -237,10 +237,25 @@ type ClientRequest struct {
 	Late bool `json:"late,omitempty"`
 	// Error is the transport error text, for outcomes other than ok/http.
 	Error string `json:"error,omitempty"`
+	// Resent are the moments (run time) at which the replayer's HTTP
+	// transport sent the request again, each on a new connection, after a
+	// reused one failed before any response byte (Go's Transport re-sends
+	// idempotent requests so). Each is a physical send the gateway may
+	// forward: the request went out 1+len(Resent) times.
+	Resent []time.Duration `json:"resent,omitempty"`
 }
 
 // Kind implements Payload.
 func (*ClientRequest) Kind() Kind { return KindClientRequest }
+
+// Sends is how many times the request went out on the wire: 0 when it was
+// never sent (dropped), else 1 + its re-sends.
+func (r *ClientRequest) Sends() int {
+	if r.Sent == 0 && r.Outcome == OutcomeDropped {
+		return 0
+	}
+	return 1 + len(r.Resent)
+}
 
 // UpstreamRequest is one request the gateway made to an upstream served by
 // the harness, as the upstream saw it. The event's T is the arrival time.

@@ -266,7 +266,8 @@ func TestRetryOnReusedConnectionCounted(t *testing.T) {
 			}(n == 0)
 		}
 	}()
-	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: &url.URL{Scheme: "http", Host: ln.Addr().String()}, Rate: 20, Duration: 100 * time.Millisecond})
+	mem := journal.NewMemory(journal.NewClock(time.Now()))
+	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: &url.URL{Scheme: "http", Host: ln.Addr().String()}, Rate: 20, Duration: 100 * time.Millisecond}, WithRecorder(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,5 +277,18 @@ func TestRetryOnReusedConnectionCounted(t *testing.T) {
 	}
 	if sum.Sent != 2 || sum.ByOutcome[journal.OutcomeOK] != 2 || sum.Retried != 1 {
 		t.Errorf("sent %d outcomes %v retried %d; want 2 ok, 1 retried", sum.Sent, sum.ByOutcome, sum.Retried)
+	}
+	// The re-send is journaled: the second request went out twice, the
+	// second time after it first went out.
+	var sends []int
+	for _, p := range mem.OfKind(journal.KindClientRequest) {
+		ev := p.(*journal.ClientRequest)
+		sends = append(sends, ev.Sends())
+		if len(ev.Resent) == 1 && ev.Resent[0] < ev.Sent {
+			t.Errorf("re-send at %v before the first send at %v", ev.Resent[0], ev.Sent)
+		}
+	}
+	if len(sends) != 2 || sends[0]+sends[1] != 3 || sends[0] != 1 {
+		t.Errorf("journaled sends per request %v, want [1 2]", sends)
 	}
 }

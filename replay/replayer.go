@@ -348,8 +348,21 @@ func (ru *run) send(i uint64, due time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(ru.abortCtx, r.opt.Deadline)
 	defer cancel()
+	// Every connection the transport gets for this request is one send of
+	// it; after the first, each is a re-send the journal must show, or the
+	// upstream's extra call for this seq would look like the gateway's.
+	// The transport calls GotConn before RoundTrip returns; the lock
+	// orders those calls with each other.
 	var conns atomic.Int32
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conns.Add(1) }}
+	var resentMu sync.Mutex
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		if conns.Add(1) > 1 {
+			at := ru.base + ru.clock.Now()
+			resentMu.Lock()
+			ev.Resent = append(ev.Resent, at)
+			resentMu.Unlock()
+		}
+	}}
 	req := t.build(&r.opt, i).WithContext(httptrace.WithClientTrace(ctx, trace))
 
 	sentAt := ru.clock.Now()
