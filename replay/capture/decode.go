@@ -77,6 +77,9 @@ type segment struct {
 	// missing is how many payload bytes the capture lacks at the end of
 	// this segment (cut by the snap length).
 	missing int
+	// fragLoss: the missing bytes are fragments of the datagram that
+	// never arrived (not a snap-length cut).
+	fragLoss bool
 }
 
 // TCP flags.
@@ -174,9 +177,26 @@ func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 	return data, et, true
 }
 
+// fragInfo is an IP fragment as decodePacket found it. data aliases the
+// packet buffer.
+type fragInfo struct {
+	key  fragKey
+	off  int  // offset of data in the datagram's payload, in bytes
+	more bool // more fragments follow (MF / M flag)
+	// next is the protocol of the reassembled payload: IPv4's protocol
+	// field, or the next header of IPv6's fragment header.
+	next uint8
+	data []byte
+	// cut is how many bytes of this fragment the capture lacks (snap
+	// length).
+	cut int
+}
+
 // decodePacket decodes a whole captured packet down to TCP. origLen is the
 // packet's length on the wire, to tell snap-length cuts from short packets.
-func decodePacket(lt int, data []byte, origLen int, s *segment) decodeResult {
+// An IP fragment of a TCP datagram is returned as decFragment with f
+// filled, for the defragmenter.
+func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) decodeResult {
 	caplen := len(data)
 	net, et, ok := decodeLink(lt, data)
 	if !ok {
@@ -194,7 +214,6 @@ func decodePacket(lt int, data []byte, origLen int, s *segment) decodeResult {
 	if cut < 0 {
 		cut = 0
 	}
-	var tcp []byte
 	switch et {
 	case etherIPv4:
 		if len(net) < 20 || net[0]>>4 != 4 {
@@ -206,10 +225,6 @@ func decodePacket(lt int, data []byte, origLen int, s *segment) decodeResult {
 		}
 		if net[9] != 6 {
 			return decNotTCP
-		}
-		frag := binary.BigEndian.Uint16(net[6:8])
-		if frag&0x3FFF != 0 { // MF set or non-zero offset
-			return decFragment
 		}
 		total := int(binary.BigEndian.Uint16(net[2:4]))
 		// Total length 0 comes from TSO/GSO captures: trust the capture.
@@ -224,17 +239,29 @@ func decodePacket(lt int, data []byte, origLen int, s *segment) decodeResult {
 				cut = total - len(net)
 			}
 		}
-		s.src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(net[12:16])), 0)
-		s.dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(net[16:20])), 0)
-		tcp = net[ihl:]
+		src := netip.AddrFrom4([4]byte(net[12:16]))
+		dst := netip.AddrFrom4([4]byte(net[16:20]))
+		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
+			*f = fragInfo{
+				key:  fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: 6},
+				off:  int(frag&0x1FFF) * 8,
+				more: frag&0x2000 != 0,
+				next: 6,
+				data: net[ihl:],
+				cut:  cut,
+			}
+			return decFragment
+		}
+		s.src = netip.AddrPortFrom(src, 0)
+		s.dst = netip.AddrPortFrom(dst, 0)
+		return decodeTCP(net[ihl:], cut, s)
 	case etherIPv6:
 		if len(net) < 40 || net[0]>>4 != 6 {
 			return decMalformed
 		}
 		plen := int(binary.BigEndian.Uint16(net[4:6]))
-		next := net[6]
-		s.src = netip.AddrPortFrom(netip.AddrFrom16([16]byte(net[8:24])), 0)
-		s.dst = netip.AddrPortFrom(netip.AddrFrom16([16]byte(net[24:40])), 0)
+		src := netip.AddrFrom16([16]byte(net[8:24]))
+		dst := netip.AddrFrom16([16]byte(net[24:40]))
 		p := net[40:]
 		if plen != 0 { // 0: jumbogram or TSO capture; trust the capture
 			if plen <= len(p) {
@@ -244,35 +271,63 @@ func decodePacket(lt int, data []byte, origLen int, s *segment) decodeResult {
 				cut = plen - len(p)
 			}
 		}
-		// Walk extension headers to TCP.
-		for next != 6 {
-			switch next {
-			case 0, 43, 60: // hop-by-hop, routing, destination options
-				if len(p) < 8 {
-					return decMalformed
-				}
-				n := (int(p[1]) + 1) * 8
-				if len(p) < n {
-					return decMalformed
-				}
-				next, p = p[0], p[n:]
-			case 44: // fragment
-				if len(p) < 8 {
-					return decMalformed
-				}
-				off := binary.BigEndian.Uint16(p[2:4])
-				if off&0xFFF9 != 0 { // offset or M flag
-					return decFragment
-				}
-				next, p = p[0], p[8:] // atomic fragment
+		s.src = netip.AddrPortFrom(src, 0)
+		s.dst = netip.AddrPortFrom(dst, 0)
+		return decodeIPv6Payload(net[6], p, cut, s, f)
+	}
+	return decNotIP
+}
+
+// decodeIPv6Payload walks IPv6 extension headers from next to TCP. A
+// fragment header of a datagram that is not atomic fills f (only when f
+// is non-nil: a reassembled payload holds no second fragment header).
+func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo) decodeResult {
+	for next != 6 {
+		switch next {
+		case 0, 43, 60: // hop-by-hop, routing, destination options
+			if len(p) < 8 {
+				return decMalformed
+			}
+			n := (int(p[1]) + 1) * 8
+			if len(p) < n {
+				return decMalformed
+			}
+			next, p = p[0], p[n:]
+		case 44: // fragment
+			if len(p) < 8 {
+				return decMalformed
+			}
+			off := binary.BigEndian.Uint16(p[2:4])
+			if off&0xFFF9 == 0 { // atomic fragment (RFC 6946): no offset, no M flag
+				next, p = p[0], p[8:]
+				continue
+			}
+			if f == nil {
+				return decMalformed
+			}
+			switch p[0] {
+			case 0, 43, 60, 6: // TCP, possibly behind more extension headers
 			default:
 				return decNotTCP
 			}
+			*f = fragInfo{
+				key:  fragKey{src: s.src.Addr(), dst: s.dst.Addr(), id: binary.BigEndian.Uint32(p[4:8]), proto: 44},
+				off:  int(off &^ 7),
+				more: off&1 != 0,
+				next: p[0],
+				data: p[8:],
+				cut:  cut,
+			}
+			return decFragment
+		default:
+			return decNotTCP
 		}
-		tcp = p
-	default:
-		return decNotIP
 	}
+	return decodeTCP(p, cut, s)
+}
+
+// decodeTCP decodes a TCP header; s.src and s.dst hold the addresses.
+func decodeTCP(tcp []byte, cut int, s *segment) decodeResult {
 	if len(tcp) < 20 {
 		return decMalformed
 	}
@@ -287,5 +342,6 @@ func decodePacket(lt int, data []byte, origLen int, s *segment) decodeResult {
 	s.flags = tcp[13]
 	s.payload = tcp[off:]
 	s.missing = cut
+	s.fragLoss = false
 	return decTCP
 }

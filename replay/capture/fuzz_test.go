@@ -25,6 +25,7 @@ func FuzzExtract(f *testing.F) {
 		f.Add(b[:min(len(b), 2500)])
 	}
 	f.Add(streamCapture(f, []byte("POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.0\r\n\r\n"), 20, 60))
+	f.Add(fragCapture(f, []byte("POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n"+strings.Repeat("b", 100)), 48, func(p []pkt) []pkt { return append(p, p[0]) }))
 	f.Add([]byte{})
 	f.Add([]byte("\x0a\x0d\x0d\x0a"))
 	f.Fuzz(func(t *testing.T, data []byte) {

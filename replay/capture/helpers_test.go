@@ -25,11 +25,17 @@ type pkt struct {
 // pcapng) with pcapgo.
 func readPackets(t testing.TB, path string) []pkt {
 	t.Helper()
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	return readPacketsFrom(t, b)
+}
+
+// readPacketsFrom is readPackets on a capture in memory.
+func readPacketsFrom(t testing.TB, b []byte) []pkt {
+	t.Helper()
+	f := bytes.NewReader(b)
 	var magic [4]byte
 	if _, err := io.ReadFull(f, magic[:]); err != nil {
 		t.Fatal(err)
@@ -141,6 +147,15 @@ func relink(t testing.TB, in []pkt, lt int, order binary.ByteOrder, af6 uint32, 
 func writePcap(t testing.TB, path string, order binary.ByteOrder, nano bool, lt int, pkts []pkt) {
 	t.Helper()
 	var b bytes.Buffer
+	writePcapTo(t, &b, order, nano, lt, pkts)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writePcapTo is writePcap into a buffer.
+func writePcapTo(t testing.TB, b *bytes.Buffer, order binary.ByteOrder, nano bool, lt int, pkts []pkt) {
+	t.Helper()
 	hdr := make([]byte, 24)
 	magic := uint32(0xa1b2c3d4)
 	if nano {
@@ -165,9 +180,6 @@ func writePcap(t testing.TB, path string, order binary.ByteOrder, nano bool, lt 
 		b.Write(rec)
 		b.Write(p.data)
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // tcpInfo describes the TCP segment in a frame, for the pathology edits.
@@ -183,7 +195,7 @@ type tcpInfo struct {
 
 func tcpOf(p pkt) tcpInfo {
 	var s segment
-	if decodePacket(p.lt, p.data, p.orig, &s) != decTCP {
+	if decodePacket(p.lt, p.data, p.orig, &s, &fragInfo{}) != decTCP {
 		return tcpInfo{}
 	}
 	ip := ipOf(p)

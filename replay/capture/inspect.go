@@ -173,7 +173,11 @@ func writeStats(w io.Writer, st *Stats, routes, hosts map[string]int64) {
 	for _, lt := range sortedCounts(st.LinkTypes) {
 		fmt.Fprintf(tw, "  link type %s\t%d\n", lt.Name, lt.Count)
 	}
-	fmt.Fprintf(tw, "  not IP / not TCP / fragments / malformed\t%d / %d / %d / %d\n", st.NotIP, st.NotTCP, st.Fragments, st.Malformed)
+	fmt.Fprintf(tw, "  not IP / not TCP / malformed\t%d / %d / %d\n", st.NotIP, st.NotTCP, st.Malformed)
+	fmt.Fprintf(tw, "  IP fragments\t%d → %d datagrams reassembled (%d duplicates; peak %d bytes held)\n", st.Fragments, st.Reassembled, st.FragmentDuplicates, st.FragmentBytesPeak)
+	for _, r := range sortedCounts(st.FragmentsDropped) {
+		fmt.Fprintf(tw, "    dropped: %s\t%d\n", r.Name, r.Count)
+	}
 	fmt.Fprintf(tw, "  cut by snap length\t%d\n", st.Cut)
 	fmt.Fprintf(tw, "TCP segments\t%d (%d payload bytes)\n", st.Segments, st.PayloadBytes)
 	fmt.Fprintf(tw, "  retransmitted / overlapping / out of order\t%d / %d / %d\n", st.Retransmitted, st.Overlapping, st.OutOfOrder)

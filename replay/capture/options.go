@@ -28,6 +28,15 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 	// DefaultMaxWarnings caps Stats.Warnings.
 	DefaultMaxWarnings = 1000
+	// DefaultFragmentTimeout gives up a datagram whose fragments have not
+	// all arrived this long (capture time) after its first: RFC 8200's
+	// 60 s, twice Linux's IPv4 default, so that nothing a receiver could
+	// have reassembled is lost.
+	DefaultFragmentTimeout = 60 * time.Second
+	// DefaultMaxFragmentBytes caps the memory held by IP fragments
+	// waiting for the rest of their datagram (Linux's ipfrag_high_thresh
+	// is 4 MB); beyond it the oldest datagrams are given up.
+	DefaultMaxFragmentBytes = 4 << 20
 )
 
 // Options are the reader's filters, rewrites, redaction and limits. The
@@ -48,13 +57,16 @@ type Options struct {
 	// SkipIncomplete drops requests that could not be recovered whole
 	// (they are still counted in Stats.Incomplete and warned about).
 	SkipIncomplete bool
-	// MaxFlows, MaxFlowBuffer, MaxHeaderBytes, IdleTimeout and
-	// MaxWarnings are limits; zero means the Default value.
-	MaxFlows       int
-	MaxFlowBuffer  int
-	MaxHeaderBytes int
-	IdleTimeout    time.Duration
-	MaxWarnings    int
+	// MaxFlows, MaxFlowBuffer, MaxHeaderBytes, IdleTimeout,
+	// MaxWarnings, FragmentTimeout and MaxFragmentBytes are limits; zero
+	// means the Default value.
+	MaxFlows         int
+	MaxFlowBuffer    int
+	MaxHeaderBytes   int
+	IdleTimeout      time.Duration
+	MaxWarnings      int
+	FragmentTimeout  time.Duration
+	MaxFragmentBytes int
 }
 
 func (o Options) withDefaults() Options {
@@ -72,6 +84,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxWarnings <= 0 {
 		o.MaxWarnings = DefaultMaxWarnings
+	}
+	if o.FragmentTimeout <= 0 {
+		o.FragmentTimeout = DefaultFragmentTimeout
+	}
+	if o.MaxFragmentBytes <= 0 {
+		o.MaxFragmentBytes = DefaultMaxFragmentBytes
 	}
 	return o
 }

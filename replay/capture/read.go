@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"os"
 	"time"
 
@@ -77,6 +78,7 @@ func Extract(ctx context.Context, r io.Reader, opt Options, fn func(*Request) er
 	err := x.run(r)
 	// Whatever happened, flush what the flows hold.
 	if x.err == nil {
+		x.flushFragments()
 		for _, c := range x.flows {
 			x.closeConn(c, "capture ended mid-request")
 		}
@@ -90,18 +92,19 @@ func Extract(ctx context.Context, r io.Reader, opt Options, fn func(*Request) er
 
 // extractor is the state of one read.
 type extractor struct {
-	ctx   context.Context
-	opt   Options
-	st    *Stats
-	fn    func(*Request) error
-	err   error // from fn or ctx: stop
-	flows map[flowKey]*conn
-	pkt   int64     // number of the current packet, from 1
-	now   time.Time // its timestamp
-	done  reqHeap   // complete requests waiting for earlier ones
-	seq   int64     // completion order, to keep the heap stable
-	index int
-	sweep time.Time
+	ctx    context.Context
+	opt    Options
+	st     *Stats
+	fn     func(*Request) error
+	err    error // from fn or ctx: stop
+	flows  map[flowKey]*conn
+	pkt    int64     // number of the current packet, from 1
+	now    time.Time // its timestamp
+	done   reqHeap   // complete requests waiting for earlier ones
+	defrag defragger
+	seq    int64 // completion order, to keep the heap stable
+	index  int
+	sweep  time.Time
 	// hrd and hbr are reused by every http.ReadRequest call.
 	hrd bytes.Reader
 	hbr *bufio.Reader
@@ -188,7 +191,10 @@ func headerErr(err error) error {
 
 // loop reads packets until the end of the input.
 func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error {
-	var s segment
+	var (
+		s segment
+		f fragInfo
+	)
 	for {
 		data, lt, origLen, ts, err := next()
 		if err != nil {
@@ -220,7 +226,7 @@ func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error
 			continue
 		}
 		x.st.LinkTypes[LinkTypeName(lt)]++
-		switch decodePacket(lt, data, origLen, &s) {
+		switch decodePacket(lt, data, origLen, &s, &f) {
 		case decTCP:
 			x.st.Segments++
 			x.segment(&s)
@@ -230,18 +236,40 @@ func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error
 			x.st.NotTCP++
 		case decFragment:
 			x.st.Fragments++
-			if x.st.Fragments == 1 {
-				x.warn(Flow{}, "IP fragments are not reassembled; requests in fragmented packets are lost")
-			}
+			x.reassembled(&f, &s)
 		case decMalformed:
 			x.st.Malformed++
 		}
 	}
 }
 
+// reassembled passes a fragment to the defragmenter and, when it
+// completes a datagram, the datagram's TCP segment to the reassembly.
+func (x *extractor) reassembled(f *fragInfo, s *segment) {
+	payload, next, n := x.fragment(f)
+	if n == 0 {
+		return
+	}
+	s.src = netip.AddrPortFrom(f.key.src, 0)
+	s.dst = netip.AddrPortFrom(f.key.dst, 0)
+	var r decodeResult
+	if f.key.proto == 6 {
+		r = decodeTCP(payload, 0, s)
+	} else {
+		r = decodeIPv6Payload(next, payload, 0, s, nil)
+	}
+	if r != decTCP {
+		x.dropFragments(int64(n), fragNotTCP)
+		return
+	}
+	x.st.Segments++
+	x.segment(s)
+}
+
 // housekeeping flushes idle flows and releases requests no longer waiting
 // for earlier ones.
 func (x *extractor) housekeeping() {
+	x.expireFragments()
 	if x.now.Sub(x.sweep) > x.opt.IdleTimeout/4 {
 		x.sweep = x.now
 		x.sweepIdle()

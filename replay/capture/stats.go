@@ -79,15 +79,26 @@ type Stats struct {
 	Bytes   int64 `json:"bytes"`
 	// LinkTypes counts packets per link type name (LinkTypeName).
 	LinkTypes map[string]int64 `json:"link_types"`
-	// NotIP, NotTCP, Fragments and Malformed count packets that did not
-	// reach TCP: other protocols, IP fragments (not reassembled), and
-	// packets too short or inconsistent to decode. UnknownLink counts
-	// packets on interfaces of a link type the reader does not decode.
+	// NotIP, NotTCP and Malformed count packets that did not reach TCP:
+	// other protocols, and packets too short or inconsistent to decode.
+	// UnknownLink counts packets on interfaces of a link type the reader
+	// does not decode.
 	NotIP       int64 `json:"not_ip"`
 	NotTCP      int64 `json:"not_tcp"`
-	Fragments   int64 `json:"fragments"`
 	Malformed   int64 `json:"malformed"`
 	UnknownLink int64 `json:"unknown_link"`
+	// Fragments counts IPv4 and IPv6 fragments of TCP datagrams;
+	// Reassembled the datagrams rebuilt from them (each then counts as one
+	// TCP segment). FragmentsDropped counts, by reason, the fragments
+	// that never became part of a datagram (timeout, memory limit,
+	// overlaps, snap-length cuts, end of capture); FragmentDuplicates the
+	// copies of fragments already held. FragmentBytesPeak is the most
+	// memory the held fragments took (Options.MaxFragmentBytes bounds it).
+	Fragments          int64            `json:"fragments"`
+	Reassembled        int64            `json:"reassembled"`
+	FragmentsDropped   map[string]int64 `json:"fragments_dropped"`
+	FragmentDuplicates int64            `json:"fragment_duplicates"`
+	FragmentBytesPeak  int64            `json:"fragment_bytes_peak"`
 	// Cut counts packets shortened by the capture's snap length.
 	Cut int64 `json:"cut"`
 	// Segments is the number of TCP segments; PayloadBytes the TCP payload
@@ -142,7 +153,7 @@ type Stats struct {
 }
 
 func newStats() *Stats {
-	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}}
+	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}}
 }
 
 func (s *Stats) warn(max int, w Warning) {
@@ -164,6 +175,16 @@ func (s *Stats) String() string {
 	}
 	if s.Gaps > 0 {
 		fmt.Fprintf(&b, "; %d gaps (%d bytes missing)", s.Gaps, s.GapBytes)
+	}
+	if s.Reassembled > 0 || len(s.FragmentsDropped) > 0 {
+		var lost int64
+		for _, n := range s.FragmentsDropped {
+			lost += n
+		}
+		fmt.Fprintf(&b, "; %d IP datagrams reassembled from %d fragments", s.Reassembled, s.Fragments)
+		if lost > 0 {
+			fmt.Fprintf(&b, " (%d fragments dropped: see --stats)", lost)
+		}
 	}
 	if s.Cut > 0 {
 		fmt.Fprintf(&b, "; %d packets cut by the snap length (capture with tcpdump -s 0 to keep whole packets)", s.Cut)

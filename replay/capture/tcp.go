@@ -236,6 +236,9 @@ func (x *extractor) data(c *conn, d int, s *segment) {
 }
 
 func (x *extractor) cutWarning(c *conn, s *segment) {
+	if s.fragLoss {
+		return // the lost fragments were counted and warned about
+	}
 	x.st.Cut++
 	x.warn(Flow{Src: s.src, Dst: s.dst}, fmt.Sprintf("packet cut by the snap length: %d payload bytes not captured", s.missing))
 }
