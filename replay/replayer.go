@@ -58,10 +58,13 @@ type Replayer struct {
 	cfg       config
 	templates []template
 	skipped   int
-	rt        http.RoundTripper
-	ownRT     *http.Transport
-	met       *metrics
-	started   atomic.Bool
+	// unsendable counts, by reason, complete requests net/http cannot
+	// send as captured.
+	unsendable map[string]int
+	rt         http.RoundTripper
+	ownRT      *http.Transport
+	met        *metrics
+	started    atomic.Bool
 }
 
 // New prepares a replay of corpus. It refuses a corpus with write requests
@@ -102,9 +105,23 @@ func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, err
 	if writes.Count > 0 && !o.AllowWrites {
 		return nil, writes
 	}
-	r.templates = make([]template, len(usable))
-	for i, q := range usable {
-		r.templates[i] = prepare(q, &r.opt)
+	r.templates = make([]template, 0, len(usable))
+	sendable := usable[:0]
+	for _, q := range usable {
+		t, why := prepare(q, &r.opt)
+		if why != "" {
+			if r.unsendable == nil {
+				r.unsendable = map[string]int{}
+			}
+			r.unsendable[why]++
+			continue
+		}
+		r.templates = append(r.templates, t)
+		sendable = append(sendable, q)
+	}
+	usable = sendable
+	if len(usable) == 0 {
+		return nil, fmt.Errorf("%w: replay: no request of the corpus can be sent as captured: %v", rehearse.ErrInvalid, r.unsendable)
 	}
 	if r.cfg.pacer == nil {
 		if o.Timing == TimingOriginal {
@@ -276,6 +293,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	sum.ElapsedS = sum.Elapsed.Seconds()
 	sum.LateThresholdMS = float64(r.opt.LateThreshold) / float64(time.Millisecond)
 	sum.SkippedIncomplete = r.skipped
+	sum.SkippedUnsendable = r.unsendable
 	if err != nil {
 		sum.Partial = true
 		return &sum, fmt.Errorf("replay stopped after %d requests: %w", sum.Scheduled, err)

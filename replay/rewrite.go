@@ -37,8 +37,9 @@ type template struct {
 }
 
 // prepare rewrites r for the target: absolute URL on the target, Host,
-// hop-by-hop headers (including those named in Connection) removed.
-func prepare(r *capture.Request, o *Options) template {
+// hop-by-hop headers (including those named in Connection) removed. It
+// returns why the request cannot be sent as captured when it cannot.
+func prepare(r *capture.Request, o *Options) (template, string) {
 	path, query := splitTarget(r.Target)
 	u := *o.Target
 	u.Path = joinPath(o.Target.Path, path)
@@ -49,6 +50,17 @@ func prepare(r *capture.Request, o *Options) template {
 	if esc := joinPath(o.Target.EscapedPath(), path); esc != u.EscapedPath() {
 		if p, err := url.PathUnescape(esc); err == nil {
 			u.Path, u.RawPath = p, esc
+		}
+		if u.EscapedPath() != esc {
+			// net/url has no path for these bytes (an invalid
+			// percent-escape such as "/%", raw non-ASCII bytes): as an
+			// opaque URL, net/http writes them on the request line as
+			// they are (URL.RequestURI).
+			if strings.HasPrefix(esc, "//") {
+				// RequestURI would turn an opaque "//…" into "http://…".
+				return template{}, "target starts with // and is not a valid URL path: net/http cannot send it verbatim"
+			}
+			u.Opaque = esc
 		}
 	}
 
@@ -92,7 +104,7 @@ func prepare(r *capture.Request, o *Options) template {
 			break
 		}
 	}
-	return t
+	return t, ""
 }
 
 // splitTarget returns the path and raw query of a request target of any

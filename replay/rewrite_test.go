@@ -235,9 +235,12 @@ func FuzzPrepare(f *testing.F) {
 			return
 		}
 		req := &capture.Request{Method: method, Target: tgt, Header: []capture.HeaderField{{Name: hname, Value: hval}}, Body: body}
-		tp := prepare(req, &o)
+		tp, why := prepare(req, &o)
+		if why != "" {
+			return // counted as unsendable by New
+		}
 		hr := tp.build(&o, 7)
-		if hr.URL.Host != "127.0.0.1:9" || !strings.HasPrefix(hr.URL.Path, "/base/") {
+		if hr.URL.Host != "127.0.0.1:9" || !strings.HasPrefix(hr.URL.Path, "/base/") || !strings.HasPrefix(hr.URL.RequestURI(), "/base/") {
 			t.Fatalf("URL %v escapes the target", hr.URL)
 		}
 		if hr.Header.Get("X-Rehearse-Seq") != "7" {

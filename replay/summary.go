@@ -67,6 +67,9 @@ type Summary struct {
 	// SkippedIncomplete counts corpus requests not replayed because the
 	// capture held them incompletely.
 	SkippedIncomplete int `json:"skipped_incomplete,omitempty"`
+	// SkippedUnsendable counts, by reason, complete corpus requests not
+	// replayed because net/http cannot send them as captured.
+	SkippedUnsendable map[string]int `json:"skipped_unsendable,omitempty"`
 
 	DurationS float64 `json:"duration_s,omitempty"`
 	ElapsedS  float64 `json:"elapsed_s"`

@@ -2,10 +2,12 @@ package capture
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,7 @@ type httpParser struct {
 	scan int
 	// The request in progress (psBody).
 	req       *http.Request
+	targetErr string // why Go's URL parser refuses req's target, if it does
 	hdrLen    int
 	clen      int64
 	chunked   bool
@@ -369,15 +372,22 @@ func (p *httpParser) header() bool {
 		p.scan = max(0, len(b)-3)
 		return false
 	}
-	req, err := p.x.readRequest(b[:end])
+	req, targetErr, err := p.parseRequest(b[:end])
 	if err != nil {
+		// net/http refuses the header block: the request is reported
+		// (incomplete, so never replayed) with the reason and counted, and
+		// the parser resynchronises after its request line, since its
+		// framing cannot be trusted.
+		why := refusedReason(err)
+		p.x.st.RequestsRefused[why]++
 		p.x.warn(p.flow, "malformed request: "+err.Error()+"; resynchronising")
-		p.x.st.SkippedBytes += int64(lineEnd(b))
+		p.emitPartial("malformed request: net/http refuses it: " + err.Error())
 		p.consume(lineEnd(b))
 		p.state = psResync
 		return true
 	}
 	p.req = req
+	p.targetErr = targetErr
 	p.hdrLen = end
 	p.missing, p.dropped, p.tooBig = 0, 0, false
 	p.chunked = len(req.TransferEncoding) > 0
@@ -416,7 +426,7 @@ func (p *httpParser) body() bool {
 			}
 			return false
 		}
-		full, err := p.x.readRequest(b[:end])
+		full, _, err := p.parseRequest(b[:end])
 		var body []byte
 		if err == nil {
 			body, err = io.ReadAll(full.Body)
@@ -475,6 +485,51 @@ func (p *httpParser) body() bool {
 	p.emit(r)
 	p.consume(int(need))
 	return true
+}
+
+// parseRequest runs http.ReadRequest over a header block (or a whole
+// chunked message). When Go's URL parser refuses the request target (an
+// invalid percent-escape such as "/%" or "/%5", which scanners and broken
+// clients send and gateways must cope with), the block is parsed again
+// with the path replaced by "/" — the target takes no part in framing —
+// and the parser's complaint is returned as targetErr: the request keeps
+// its target as written, and the replayer sends it verbatim.
+func (p *httpParser) parseRequest(block []byte) (req *http.Request, targetErr string, err error) {
+	req, err = p.x.readRequest(block)
+	var ue *url.Error
+	if err == nil || !errors.As(err, &ue) {
+		return req, "", err
+	}
+	method, target, proto, ok := splitRequestLine(block)
+	if !ok {
+		return nil, "", err
+	}
+	stand := "/"
+	if i := strings.Index(target, "://"); i > 0 && method != http.MethodConnect {
+		// Absolute-form: keep the authority, which gives the Host.
+		rest := target[i+3:]
+		auth := rest[:strings.IndexAny(rest+"/", "/?")]
+		stand = target[:i+3] + auth + "/"
+	}
+	fixed := make([]byte, 0, len(block))
+	fixed = append(fixed, method+" "+stand+" "+proto+"\r\n"...)
+	fixed = append(fixed, block[lineEnd(block):]...)
+	req, err2 := p.x.readRequest(fixed)
+	if err2 != nil {
+		return nil, "", err // refused for more than its target
+	}
+	req.RequestURI = target
+	return req, ue.Err.Error(), nil
+}
+
+// refusedReason is net/http's complaint about a request without the
+// bytes it quotes, to count refusals by kind.
+func refusedReason(err error) string {
+	s := err.Error()
+	if i := strings.IndexAny(s, ":\""); i > 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
 }
 
 // chunkEnd advances the chunked-framing scan and returns the offset just
@@ -555,6 +610,8 @@ func (p *httpParser) build(block, body []byte) *Request {
 		Header: rawFields(block[len(line):]),
 		Body:   bytes.Clone(body),
 		pkt:    m.pkt,
+
+		TargetError: p.targetErr,
 	}
 	if body == nil {
 		r.Body = nil

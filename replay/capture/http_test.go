@@ -79,9 +79,30 @@ func TestStreams(t *testing.T) {
 			}},
 		{name: "malformed request skipped, next one recovered",
 			stream: "GET /bad HTTP/1.1\r\nHost: h\r\nBad Header\r\n\r\nGET /good HTTP/1.1\r\nHost: h\r\n\r\n",
-			want:   []string{"GET /good 0"}, check: func(t *testing.T, _ []*Request, st *Stats) {
+			want:   []string{"GET /bad 0 incomplete", "GET /good 0"}, check: func(t *testing.T, reqs []*Request, st *Stats) {
 				if !slices.ContainsFunc(st.Warnings, func(w Warning) bool { return strings.Contains(w.Msg, "malformed request") && w.Packet == 4 }) {
 					t.Errorf("warnings %v", st.Warnings)
+				}
+				if st.RequestsRefused["malformed MIME header"] != 1 || !strings.HasPrefix(reqs[0].Problem, "malformed request: net/http refuses it") || reqs[0].Host != "h" {
+					t.Errorf("refused %v, problem %q, host %q", st.RequestsRefused, reqs[0].Problem, reqs[0].Host)
+				}
+			}},
+		{name: "targets Go's URL parser refuses are kept as written",
+			stream: "GET /% HTTP/1.1\r\nHost: h\r\n\r\n" +
+				"POST /up%zz HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
+				"GET http://other:81/%5?a=1 HTTP/1.1\r\nHost: h\r\n\r\n" +
+				"PUT /x%2 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi" +
+				"GET /ok%20 HTTP/1.1\r\nHost: h\r\n\r\n",
+			cuts: []int{3, 30, 70, 120},
+			want: []string{"GET /% 0", "POST /up%zz 3", "GET http://other:81/%5?a=1 0", "PUT /x%2 2", "GET /ok%20 0"},
+			check: func(t *testing.T, reqs []*Request, st *Stats) {
+				for i, r := range reqs[:4] {
+					if !strings.HasPrefix(r.TargetError, "invalid URL escape") || r.Incomplete {
+						t.Errorf("request %d: target error %q, incomplete %v", i, r.TargetError, r.Incomplete)
+					}
+				}
+				if reqs[4].TargetError != "" || st.RawTargets != 4 || reqs[2].Host != "other:81" || string(reqs[1].Body) != "abc" {
+					t.Errorf("target error %q, raw targets %d, host %q, body %q", reqs[4].TargetError, st.RawTargets, reqs[2].Host, reqs[1].Body)
 				}
 			}},
 		{name: "capture ends mid-request", stream: "POST /cut HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nonly this",

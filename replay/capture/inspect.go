@@ -54,6 +54,9 @@ type record struct {
 	Trailers   map[string][]string `json:"trailers,omitempty"`
 	Incomplete bool                `json:"incomplete,omitempty"`
 	Problem    string              `json:"problem,omitempty"`
+	// TargetError: Go's URL parser refuses the target, which is kept
+	// and replayed as written.
+	TargetError string `json:"target_error,omitempty"`
 }
 
 func toRecord(r *Request) record {
@@ -61,7 +64,7 @@ func toRecord(r *Request) record {
 		Index: r.Index, TS: r.Time.Format(TimeFormat), Flow: r.Flow.String(),
 		Method: r.Method, Target: r.Target, Proto: r.Proto, Host: r.Host,
 		Headers: r.Values(), BodyLen: len(r.Body), Chunked: r.Chunked,
-		Incomplete: r.Incomplete, Problem: r.Problem,
+		Incomplete: r.Incomplete, Problem: r.Problem, TargetError: r.TargetError,
 	}
 	if len(r.Trailer) > 0 {
 		rec.Trailers = (&Request{Header: r.Trailer}).Values()
@@ -105,6 +108,9 @@ func Inspect(ctx context.Context, path string, opt InspectOptions) (*Stats, erro
 			note := ""
 			if r.Chunked {
 				note = "chunked"
+			}
+			if r.TargetError != "" {
+				note = "raw target, sent verbatim (Go's URL parser: " + r.TargetError + ")"
 			}
 			if r.Incomplete {
 				note = "INCOMPLETE: " + r.Problem

@@ -332,6 +332,9 @@ func (x *extractor) deliverRequest(r *Request) {
 	x.index++
 	st.Delivered++
 	st.Methods[r.Method]++
+	if r.TargetError != "" {
+		st.RawTargets++
+	}
 	if err := x.fn(r); err != nil {
 		x.err = err
 	}

@@ -34,10 +34,18 @@ type Request struct {
 	// Trailer holds the trailer fields of a chunked body, in order.
 	Trailer []HeaderField
 	// Incomplete reports that the request could not be recovered whole
-	// (a gap in the stream, or the capture ended mid-request); Problem
-	// says why. Incomplete requests are reported, never replayed silently.
+	// (a gap in the stream, the capture ended mid-request) or that
+	// net/http refuses its header block (Problem starts "malformed
+	// request"); Problem says why. Incomplete requests are reported and
+	// counted, never replayed.
 	Incomplete bool
 	Problem    string
+	// TargetError is why Go's URL parser refuses Target (say `invalid URL
+	// escape "%"` for "GET /% HTTP/1.1"); empty when it parses. Such a
+	// request is kept with its target exactly as written, and the
+	// replayer sends that target verbatim: what a gateway does with odd
+	// input is part of what is rehearsed.
+	TargetError string
 
 	// pkt is the number of the packet carrying the first byte, for
 	// ordering.

@@ -144,6 +144,12 @@ type Stats struct {
 	Filtered   int64 `json:"filtered"`
 	Delivered  int64 `json:"delivered"`
 	Incomplete int64 `json:"incomplete"`
+	// RawTargets counts delivered requests whose target Go's URL parser
+	// refuses (Request.TargetError), kept as written.
+	RawTargets int64 `json:"raw_targets"`
+	// RequestsRefused counts, by net/http's reason, the requests whose
+	// header block net/http refuses; each is also delivered incomplete.
+	RequestsRefused map[string]int64 `json:"requests_refused"`
 	// Methods counts delivered requests per method.
 	Methods map[string]int64 `json:"methods"`
 	// Warnings holds the first MaxWarnings warnings; WarningsDropped counts
@@ -153,7 +159,7 @@ type Stats struct {
 }
 
 func newStats() *Stats {
-	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}}
+	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}, RequestsRefused: map[string]int64{}}
 }
 
 func (s *Stats) warn(max int, w Warning) {
