@@ -95,6 +95,14 @@ type header struct {
 
 // Unmarshal decodes one journal line. Unknown kinds decode to *Unknown.
 func Unmarshal(line []byte) (Event, error) {
+	if ev, ok := unmarshalFast(line); ok {
+		return ev, nil
+	}
+	return unmarshalGeneral(line)
+}
+
+// unmarshalGeneral decodes any line: the header, then the payload.
+func unmarshalGeneral(line []byte) (Event, error) {
 	var h header
 	if err := json.Unmarshal(line, &h); err != nil {
 		return Event{}, err

@@ -3,11 +3,14 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -470,5 +473,19 @@ func TestHealthyUnaffectedFails(t *testing.T) {
 	res = Evaluate(a, Expectations{HealthyUnaffected: &UpstreamSet{All: true}})
 	if res[0].Passed || !strings.Contains(res[0].Message, "no upstream without faults") {
 		t.Errorf("all faulted: %+v", res[0])
+	}
+}
+
+// A corrupt line is an invalid journal naming its line (journal.Decode).
+func TestAnalyzeCorruptLine(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, `{"t":%d,"kind":"log","level":"info","msg":"m"}`+"\n", i)
+	}
+	lines := strings.SplitAfter(b.String(), "\n")
+	lines[1700] = "garbage\n"
+	_, err := Analyze(strings.NewReader(strings.Join(lines, "")))
+	if !errors.Is(err, rehearse.ErrInvalid) || !strings.Contains(err.Error(), "journal line 1701") {
+		t.Errorf("Analyze: %v", err)
 	}
 }

@@ -310,13 +310,13 @@ var ErrNoJournal = errors.New("journal holds no events")
 // wrapping rehearse.ErrInvalid with its line number.
 func Analyze(r io.Reader) (*Analysis, error) {
 	c := newCollector()
-	torn, err := readParallel(r, c.add)
+	torn, err := journal.Decode(r, c.add)
 	if err != nil {
 		var ce *journal.CorruptError
 		if errors.As(err, &ce) {
 			return nil, fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 	}
 	c.torn = torn
 	return c.finish()

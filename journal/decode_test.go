@@ -1,4 +1,4 @@
-package reports
+package journal
 
 import (
 	"bytes"
@@ -11,16 +11,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/halfopen/rehearse/journal"
 )
 
-// TestDecodeLineMatchesJournal checks the one-pass decoder against
-// journal.Unmarshal on every line of the fixtures and on odd lines.
-func TestDecodeLineMatchesJournal(t *testing.T) {
+// TestFastPathMatchesGeneral checks the one-pass decoder of the frequent
+// kinds against the general one on every line of the reports' fixtures and
+// on odd lines.
+func TestFastPathMatchesGeneral(t *testing.T) {
 	var lines [][]byte
 	for _, n := range []string{"clean", "haproxy", "quota-violated"} {
-		b, err := os.ReadFile(filepath.Join("testdata", n+".jsonl"))
+		b, err := os.ReadFile(filepath.Join("..", "reports", "testdata", n+".jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,16 +32,23 @@ func TestDecodeLineMatchesJournal(t *testing.T) {
 		[]byte(`{"t":1,"kind":"client.request","seq":-1}`),
 		[]byte(`{"t":99999999999999999999,"kind":"client.request"}`),
 	)
+	fast := 0
 	for i, l := range lines {
-		want, werr := journal.Unmarshal(l)
-		got, gerr := decodeLine(l)
+		want, werr := unmarshalGeneral(l)
+		got, gerr := Unmarshal(l)
+		if _, ok := unmarshalFast(l); ok {
+			fast++
+		}
 		if (werr == nil) != (gerr == nil) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("line %d %s:\n got %#v, %v\nwant %#v, %v", i, l, got.Payload, gerr, want.Payload, werr)
 		}
 	}
+	if fast < len(lines)/2 {
+		t.Errorf("the fast path decoded %d of %d lines", fast, len(lines))
+	}
 }
 
-func TestParallelReaderTornAndCorrupt(t *testing.T) {
+func TestDecodeTornAndCorrupt(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var b strings.Builder
 	for i := 0; i < 3000; i++ {
@@ -50,24 +56,29 @@ func TestParallelReaderTornAndCorrupt(t *testing.T) {
 	}
 	good := b.String()
 	var n int
-	torn, err := readParallel(strings.NewReader(good+`{"t":3001,"kind":"lo`), func(journal.Event) { n++ })
+	torn, err := Decode(strings.NewReader(good+`{"t":3001,"kind":"lo`), func(Event) { n++ })
 	if err != nil || !torn || n != 3000 {
 		t.Errorf("torn tail: n=%d torn=%v err=%v", n, torn, err)
 	}
 	n = 0
-	torn, err = readParallel(strings.NewReader(good+`{"t":3001,"kind":"log","level":"info","msg":"last"}`), func(journal.Event) { n++ })
+	torn, err = Decode(strings.NewReader(good+`{"t":3001,"kind":"log","level":"info","msg":"last"}`), func(Event) { n++ })
 	if err != nil || torn || n != 3001 {
 		t.Errorf("complete last line without newline: n=%d torn=%v err=%v", n, torn, err)
 	}
 	lines := strings.SplitAfter(good, "\n")
 	lines[1700] = "garbage\n"
-	_, err = readParallel(strings.NewReader(strings.Join(lines, "")), func(journal.Event) {})
-	var ce *journal.CorruptError
+	_, err = Decode(strings.NewReader(strings.Join(lines, "")), func(Event) {})
+	var ce *CorruptError
 	if !errors.As(err, &ce) || ce.Line != 1701 {
 		t.Errorf("corrupt line: %v, want line 1701", err)
 	}
-	_, err = Analyze(strings.NewReader(strings.Join(lines, "")))
-	if err == nil || !strings.Contains(err.Error(), "journal line 1701") {
-		t.Errorf("Analyze: %v", err)
+	// Reader and Decode agree on every event of a journal.
+	want, _, err := ReadAll(strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	if _, err := Decode(strings.NewReader(good), func(e Event) { got = append(got, e) }); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Decode and ReadAll differ (%v)", err)
 	}
 }

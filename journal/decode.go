@@ -1,4 +1,4 @@
-package reports
+package journal
 
 import (
 	"bufio"
@@ -10,69 +10,67 @@ import (
 	"runtime"
 	"strconv"
 	"time"
-
-	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/journal"
 )
 
-// Decoding the journal's JSON is most of the analysis's cost. Lines are
-// decoded by a few workers in parallel, in chunks delivered in order, and
-// the two frequent kinds are decoded in one pass (journal.Unmarshal reads
-// each line twice: header, then payload). The semantics are those of
-// journal.Reader: a torn last line is skipped, any other unreadable line is
-// a *journal.CorruptError with its line number.
+// Decoding a journal's JSON is most of an analysis's cost. Decode reads
+// lines in chunks, decodes them on a few goroutines and delivers the events
+// in order; Unmarshal decodes the two frequent kinds in one pass (the
+// general path reads each line twice: header, then payload). The semantics
+// are those of Reader: a torn last line is skipped, any other unreadable
+// line is a *CorruptError with its line number.
 
 type crLine struct {
 	K string `json:"kind"`
-	*journal.ClientRequest
+	*ClientRequest
 }
 
 type urLine struct {
 	K string `json:"kind"`
-	*journal.UpstreamRequest
+	*UpstreamRequest
 }
 
-// decodeLine decodes one journal line exactly as journal.Unmarshal does.
-func decodeLine(line []byte) (journal.Event, error) {
-	// The writer puts {"t":N,"kind":"K" first; sniff it without decoding.
+// unmarshalFast decodes a client.request or upstream.request line written
+// by the Writer ({"t":N,"kind":"K" first) in one pass; ok is false for any
+// other line, which Unmarshal then decodes the general way.
+func unmarshalFast(line []byte) (ev Event, ok bool) {
 	const pre = `{"t":`
 	if !bytes.HasPrefix(line, []byte(pre)) {
-		return journal.Unmarshal(line)
+		return Event{}, false
 	}
 	rest := line[len(pre):]
 	i := bytes.IndexByte(rest, ',')
 	if i <= 0 {
-		return journal.Unmarshal(line)
+		return Event{}, false
 	}
 	t, err := strconv.ParseInt(string(rest[:i]), 10, 64)
 	if err != nil {
-		return journal.Unmarshal(line)
+		return Event{}, false
 	}
 	rest = rest[i:]
 	const kpre = `,"kind":"`
 	if !bytes.HasPrefix(rest, []byte(kpre)) {
-		return journal.Unmarshal(line)
+		return Event{}, false
 	}
 	rest = rest[len(kpre):]
 	j := bytes.IndexByte(rest, '"')
 	if j <= 0 {
-		return journal.Unmarshal(line)
+		return Event{}, false
 	}
-	switch journal.Kind(rest[:j]) {
-	case journal.KindClientRequest:
-		v := crLine{ClientRequest: new(journal.ClientRequest)}
-		if err := json.Unmarshal(line, &v); err != nil || v.K != string(journal.KindClientRequest) {
-			return journal.Unmarshal(line)
+	switch Kind(rest[:j]) {
+	case KindClientRequest:
+		v := crLine{ClientRequest: new(ClientRequest)}
+		if err := json.Unmarshal(line, &v); err != nil || v.K != string(KindClientRequest) {
+			return Event{}, false
 		}
-		return journal.Event{T: time.Duration(t), Payload: v.ClientRequest}, nil
-	case journal.KindUpstreamRequest:
-		v := urLine{UpstreamRequest: new(journal.UpstreamRequest)}
-		if err := json.Unmarshal(line, &v); err != nil || v.K != string(journal.KindUpstreamRequest) {
-			return journal.Unmarshal(line)
+		return Event{T: time.Duration(t), Payload: v.ClientRequest}, true
+	case KindUpstreamRequest:
+		v := urLine{UpstreamRequest: new(UpstreamRequest)}
+		if err := json.Unmarshal(line, &v); err != nil || v.K != string(KindUpstreamRequest) {
+			return Event{}, false
 		}
-		return journal.Event{T: time.Duration(t), Payload: v.UpstreamRequest}, nil
+		return Event{T: time.Duration(t), Payload: v.UpstreamRequest}, true
 	}
-	return journal.Unmarshal(line)
+	return Event{}, false
 }
 
 const chunkLines = 512
@@ -85,7 +83,7 @@ type chunk struct {
 }
 
 type chunkResult struct {
-	events []journal.Event
+	events []Event
 	torn   bool
 	err    error
 }
@@ -94,20 +92,20 @@ type chunkResult struct {
 // that does not parse is a torn write.
 func decodeChunk(c *chunk) chunkResult {
 	var r chunkResult
-	r.events = make([]journal.Event, 0, len(c.lines))
+	r.events = make([]Event, 0, len(c.lines))
 	for i, raw := range c.lines {
 		complete := len(raw) > 0 && raw[len(raw)-1] == '\n'
 		line := bytes.TrimSpace(raw)
 		if len(line) == 0 {
 			continue
 		}
-		ev, err := decodeLine(line)
+		ev, err := Unmarshal(line)
 		if err != nil {
 			if !complete && c.last && i == len(c.lines)-1 {
 				r.torn = true
 				return r
 			}
-			r.err = &journal.CorruptError{Line: c.first + i, Err: err}
+			r.err = &CorruptError{Line: c.first + i, Err: err}
 			return r
 		}
 		r.events = append(r.events, ev)
@@ -115,9 +113,12 @@ func decodeChunk(c *chunk) chunkResult {
 	return r
 }
 
-// readParallel streams r's events, in order, to add. It returns whether
-// the last line was torn.
-func readParallel(r io.Reader, add func(journal.Event)) (torn bool, err error) {
+// Decode streams r's events, in journal order, to each, decoding lines on
+// up to 8 goroutines; memory stays bounded by a few chunks of lines. It
+// returns whether the last line was torn (skipped, as Reader does). An
+// unreadable line is a *CorruptError with its line number; a failed read
+// is an error from r. each runs on the caller's goroutine.
+func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
 	quit := make(chan struct{})
 	defer close(quit)
@@ -153,7 +154,7 @@ func readParallel(r io.Reader, add func(journal.Event)) (torn bool, err error) {
 			if err != nil {
 				c.last = true
 				if !errors.Is(err, io.EOF) {
-					readErr <- fmt.Errorf("%w: journal: read: %w", rehearse.ErrEnvironment, err)
+					readErr <- fmt.Errorf("journal: read: %w", err)
 				}
 				send()
 				return
@@ -181,7 +182,7 @@ func readParallel(r io.Reader, add func(journal.Event)) (torn bool, err error) {
 			return false, nil
 		}
 		for _, ev := range res.events {
-			add(ev)
+			each(ev)
 		}
 		if res.err != nil {
 			return false, res.err
