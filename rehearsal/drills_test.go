@@ -2,21 +2,27 @@ package rehearsal
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
+	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
 // compress shortens a drill's timeline by factor so that every built-in
 // drill can run end to end in a test. The gateway's own timings (cooldown,
-// window) are not scaled, so the expectations are not asserted here: the
-// drill's full-length run is what judges a gateway.
+// window) are not scaled, so the expectations are not asserted on
+// compressed runs: TestDrillVerdicts (make drills) runs every drill at its
+// full length and asserts every expectation.
 func compress(sc *scenarios.Scenario, factor int) {
 	scale := func(d rehearse.Duration) rehearse.Duration { return d / rehearse.Duration(factor) }
 	sc.Replay.Duration = scale(sc.Replay.Duration)
@@ -65,5 +71,139 @@ func TestEveryDrillRuns(t *testing.T) {
 			}
 			t.Logf("%s: %d events in %s", d.Name, len(events), time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// drillsEnv names the directory make drills keeps the run directories in;
+// TestDrillVerdicts runs only when it is set.
+const drillsEnv = "REHEARSE_DRILLS_OUT"
+
+// TestDrillVerdicts runs every built-in drill at its full length against
+// the built-in gateway, two at a time (go test -parallel 2), and fails for
+// every expectation that is not met, with its message. It is `make drills`
+// (about 25 minutes of run time, half that two at a time) and runs in CI
+// after make test; plain go test skips it. The weekly drill is the one
+// `make rehearse` runs, so its verdict is checked here too.
+func TestDrillVerdicts(t *testing.T) {
+	root := os.Getenv(drillsEnv)
+	if root == "" {
+		t.Skip("full-length drills (about 25 minutes of run time): run them with make drills")
+	}
+	for _, d := range scenarios.Drills() {
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := scenarios.Builtin(d.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := sc.Gateway.Builtin; b != nil && b.Redis == "auto" {
+				if _, err := exec.LookPath("redis-server"); err != nil {
+					// make drills judges every drill: a missing tool is a failure, not a skip.
+					t.Fatal("redis-server not installed (apt-get install redis-server): the fleet drill needs a real Redis")
+				}
+			}
+			if sc.Expectations.IsZero() {
+				t.Fatal("the drill sets no expectations: it cannot judge a gateway")
+			}
+			dir := filepath.Join(root, d.Name)
+			// Warnings and errors only: the verdicts are the output.
+			quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			res, err := Run(context.Background(), sc, Options{OutDir: dir, Logger: quiet})
+			if res == nil {
+				t.Fatalf("run: %v", err)
+			}
+			for _, e := range res.Expectations {
+				if !e.Passed {
+					t.Errorf("%s %s: observed %s, want %s: %s", e.Name, e.Outcome, e.Observed, e.Want, e.Message)
+				}
+			}
+			if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
+				t.Errorf("run: %v", err)
+			}
+			if res.Partial {
+				t.Error("run marked partial")
+			}
+			if len(res.Expectations) == 0 {
+				t.Error("no expectation was evaluated")
+			}
+			t.Logf("%s: %d expectations evaluated; run directory %s", d.Name, len(res.Expectations), dir)
+		})
+	}
+}
+
+// TestStormAgainstNeverProbingGateway runs the 503-storm drill (compressed)
+// against a gateway that opens and then never probes: the built-in
+// gateway with an hour's cooldown and no canary health checks. Every
+// expectation about probes and the close must fail as not observable,
+// naming what was not observed, in the results and in junit.xml.
+func TestStormAgainstNeverProbingGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a compressed drill (about 15 s); skipped with -short")
+	}
+	sc, err := scenarios.Builtin("503-storm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compress(sc, 8)
+	cfg := &sc.Gateway.Builtin.Config
+	cfg.Breaker.Cooldown = rehearse.Duration(time.Hour)
+	cfg.Breaker.CooldownMax = rehearse.Duration(time.Hour)
+	cfg.Canary.Interval = new(rehearse.Duration) // zero: no canary
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), sc, Options{OutDir: dir})
+	if !errors.Is(err, rehearse.ErrExpectations) || rehearse.ExitCode(err) != rehearse.ExitExpectations {
+		t.Fatalf("run: %v, want the expectations error (exit %d)", err, rehearse.ExitExpectations)
+	}
+	got := map[string]reports.ExpectationResult{}
+	for _, e := range res.Expectations {
+		got[e.Name] = e
+	}
+	if e := got["opens_within"]; e.Outcome != reports.Met {
+		t.Fatalf("the gateway did not open as the test needs: %+v", e)
+	}
+	missing := map[string]string{
+		"max_probes_in_flight": "search episode 1 (search-503): the breaker never probed",
+		"probe_spacing_min":    "search episode 1 (search-503): the breaker never probed",
+		"closes_within":        "search episode 1 (search-503): the breaker never closed",
+		"metrics_lag_max":      "search episode 1 (search-503) close: the breaker never closed",
+	}
+	for name, want := range missing {
+		e := got[name]
+		if e.Passed || e.Outcome != reports.NotObservable || !strings.Contains(e.Message, want) {
+			t.Errorf("%s: %+v, want not observable naming %q", name, e, want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Type    string `xml:"type,attr"`
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testsuite>testcase"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, c := range doc.Cases {
+		want, ok := missing[c.Name]
+		if c.Failure != nil {
+			failed++
+		}
+		if ok && (c.Failure == nil || c.Failure.Type != "not_observable" || !strings.Contains(c.Failure.Message, want)) {
+			t.Errorf("junit.xml case %s: %+v, want a not_observable failure naming %q", c.Name, c.Failure, want)
+		}
+	}
+	if doc.Failures != failed || failed < len(missing) {
+		t.Errorf("junit.xml: %d failures (%d cases failed), want at least %d", doc.Failures, failed, len(missing))
 	}
 }
