@@ -107,8 +107,16 @@ type ReplayStats struct {
 	Late    int64 `json:"late"`
 	// LatenessMs is Sent - Scheduled over sent requests, in ms.
 	LatenessMs Percentiles `json:"lateness_ms"`
-	// ObservedRatePerS is sent requests over the replay span.
+	// AskedRatePerS is the rate the scenario asked for (run.start).
+	AskedRatePerS float64 `json:"asked_rate_per_s"`
+	// ObservedRatePerS is the achieved rate: sent requests over the span
+	// of their actual send times (first to last send).
 	ObservedRatePerS float64 `json:"observed_rate_per_s"`
+	// LongestSendGapMs is the longest time between two consecutive sends
+	// (a stall of the replayer or of the machine shows here), and
+	// LongestSendGapAtS when it began; null with fewer than two sends.
+	LongestSendGapMs  *float64 `json:"longest_send_gap_ms"`
+	LongestSendGapAtS *float64 `json:"longest_send_gap_at_s"`
 	// SeqForwarded reports whether the gateway forwarded the sequence
 	// header to at least one upstream.
 	SeqForwarded bool `json:"seq_forwarded"`

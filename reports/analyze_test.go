@@ -489,3 +489,44 @@ func TestAnalyzeCorruptLine(t *testing.T) {
 		t.Errorf("Analyze: %v", err)
 	}
 }
+
+// A replayer stall: requests due in [20 s, 22 s) all went out at 22 s. The
+// achieved rate, the longest gap and the client lane come from the send
+// times, so the stall and the burst after it show.
+func TestReplayStallFromSendTimes(t *testing.T) {
+	evs := base().build()
+	stall, resume := 20*time.Second, 22*time.Second
+	for _, e := range evs {
+		if p, ok := e.Payload.(*journal.ClientRequest); ok && p.Scheduled >= stall && p.Scheduled < resume {
+			d := resume - p.Sent
+			p.Sent, p.HeadersAt, p.Done = resume, p.HeadersAt+d, p.Done+d
+		}
+	}
+	a, err := AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := a.Replay
+	if r.AskedRatePerS != 10 {
+		t.Errorf("asked rate %g", r.AskedRatePerS)
+	}
+	if r.LongestSendGapMs == nil {
+		t.Fatal("no longest gap")
+	}
+	if *r.LongestSendGapMs < 2099 || *r.LongestSendGapMs > 2100 {
+		t.Errorf("longest gap %v ms, want the 2 s stall after the 19.9 s send", *r.LongestSendGapMs)
+	}
+	if r.LongestSendGapAtS == nil || *r.LongestSendGapAtS < 19.9 || *r.LongestSendGapAtS > 20 {
+		t.Errorf("longest gap at %v s, want just before 20 s", r.LongestSendGapAtS)
+	}
+	total := func(s int) int32 {
+		var n int32
+		for _, g := range ClientGroups {
+			n += a.Timeline.Client[g][s]
+		}
+		return n
+	}
+	if total(20) != 0 || total(21) != 0 || total(22) < 25 {
+		t.Errorf("client lane by send time: %d, %d, %d at 20, 21, 22 s; want 0, 0, the burst", total(20), total(21), total(22))
+	}
+}

@@ -327,8 +327,9 @@ func ratio(n, d int64) *float64 {
 
 func (c *collector) replayStats(a *Analysis) {
 	rs := &a.Replay
+	rs.AskedRatePerS = a.Run.RatePerS
 	h := newHist()
-	var first, last int64 = -1, 0
+	var sends []int64
 	dropped := c.outcomes.ids[string(journal.OutcomeDropped)]
 	for i := range c.reqs {
 		r := &c.reqs[i]
@@ -342,14 +343,23 @@ func (c *collector) replayStats(a *Analysis) {
 		}
 		rs.Sent++
 		record(h, r.sent()-r.sched)
-		if first < 0 {
-			first = r.sched
-		}
-		last = max(last, r.sched)
+		sends = append(sends, r.sent())
 	}
 	rs.LatenessMs = percentiles(h, false)
-	if last > first && first >= 0 {
-		rs.ObservedRatePerS = round3(float64(rs.Sent-1) / seconds(time.Duration(last-first)))
+	// The achieved rate and the gaps come from when requests actually
+	// went out, not from the schedule: a stalled replayer sends late, not
+	// less, and only the send times show it.
+	slices.Sort(sends)
+	if n := len(sends); n > 1 && sends[n-1] > sends[0] {
+		rs.ObservedRatePerS = round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
+		var gap, at int64
+		for i := 1; i < n; i++ {
+			if d := sends[i] - sends[i-1]; d > gap {
+				gap, at = d, sends[i-1]
+			}
+		}
+		rs.LongestSendGapMs = ptr(ms(time.Duration(gap)))
+		rs.LongestSendGapAtS = ptr(seconds(time.Duration(at)))
 	}
 	for i := range c.calls {
 		if c.calls[i].hasSeq() {
@@ -545,7 +555,13 @@ func (c *collector) clientTimeline(tl *Timeline) {
 	}
 	for i := range c.reqs {
 		r := &c.reqs[i]
-		s := int(r.sched / int64(time.Second))
+		// Binned by when the request went out, so that a stall and the
+		// burst after it show; a request never sent is binned when due.
+		t := r.sent()
+		if t == 0 {
+			t = r.sched
+		}
+		s := int(t / int64(time.Second))
 		if s < 0 || s >= tl.Seconds {
 			continue
 		}

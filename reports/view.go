@@ -188,7 +188,8 @@ func buildView(a *Analysis) *reportView {
 	r := a.Replay
 	v.Replay = []kv{{"due / sent / dropped / late", fmt.Sprintf("%d / %d / %d / %d", r.Due, r.Sent, r.Dropped, r.Late)},
 		{"send lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fms(r.LatenessMs.P50), fms(r.LatenessMs.P99), fms(r.LatenessMs.Max))},
-		{"observed rate", fmt.Sprintf("%.2f req/s", r.ObservedRatePerS)},
+		{"asked / achieved rate", fmt.Sprintf("%g / %.2f req/s", r.AskedRatePerS, r.ObservedRatePerS)},
+		{"longest gap between sends", longestGap(r)},
 		{"sequence header forwarded", fmt.Sprint(r.SeqForwarded)},
 		{"amplification overall / before / during / after", fmt.Sprintf("%s / %s / %s / %s", fnum(a.Amplification.Overall, "%.2f"),
 			fnum(a.Amplification.Before, "%.2f"), fnum(a.Amplification.During, "%.2f"), fnum(a.Amplification.After, "%.2f"))},
@@ -221,4 +222,11 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+func longestGap(r ReplayStats) string {
+	if r.LongestSendGapMs == nil {
+		return "— (fewer than two sends)"
+	}
+	return fmt.Sprintf("%s at %s", fms(r.LongestSendGapMs), fmtS(*r.LongestSendGapAtS))
 }
