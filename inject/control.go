@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/halfopen/rehearse"
 )
 
@@ -55,13 +53,9 @@ func (s *Server) ControlHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
-		var n yaml.Node
-		if err := yaml.Unmarshal(body, &n); err != nil || len(n.Content) == 0 {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("want a fault as JSON or YAML: %v", err))
-			return
-		}
+		// JSON is YAML: one strict walker decodes either.
 		var spec FaultSpec
-		if err := spec.UnmarshalYAML(n.Content[0]); err != nil {
+		if err := spec.UnmarshalJSON(body); err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,12 +9,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/yamlstrict"
 )
 
 // FaultSpec is one entry of the faults section: which fault, on which
 // upstream, when, and for which requests. Zero values are documented per
-// field. In YAML it is decoded in two phases, both strict: this envelope,
-// then Params by the fault type's factory (see FaultTypes).
+// field. It is decoded strictly in one pass, its params into the type's own
+// params struct, and the fault is built once, when it is decoded (or, for a
+// spec made in Go, when it is added to a server).
 type FaultSpec struct {
 	// Name identifies the fault in the journal, metrics and the control
 	// API; "" means "<upstream>-<type>" (made unique with a suffix).
@@ -46,77 +47,68 @@ type FaultSpec struct {
 	// endpoint often stays up while its API fails.
 	HealthChecks bool `yaml:"health_checks,omitempty" json:"health_checks,omitempty"`
 	// Params are the type's parameters: a pointer to the type's params
-	// struct (*StatusParams, ...), that struct itself, a map decoded from
-	// JSON, or nil for the defaults. After YAML decoding it holds the
-	// pointer.
+	// struct (*StatusParams, ... see NewParams), or nil for the defaults.
+	// Decoding sets it to that pointer.
 	Params any `yaml:"params,omitempty" json:"params,omitempty"`
+
+	// fault is the fault built from Params by decoding, so that it is
+	// built (and its params checked) once.
+	fault Fault
 }
 
-// faultEnvelope is the first decoding phase: params are kept as a node.
-type faultEnvelope struct {
-	Name         string            `yaml:"name"`
-	Type         string            `yaml:"type"`
-	Upstream     string            `yaml:"upstream"`
-	At           rehearse.Duration `yaml:"at"`
-	For          rehearse.Duration `yaml:"for"`
-	Match        *MatchConfig      `yaml:"match"`
-	Probability  float64           `yaml:"probability"`
-	FirstN       int               `yaml:"first_n"`
-	EveryNth     int               `yaml:"every_nth"`
-	HealthChecks bool              `yaml:"health_checks"`
-	Params       yaml.Node         `yaml:"params"`
-}
-
-// UnmarshalYAML decodes a fault strictly in two phases: the envelope, then
-// the params by the type's factory. Unknown fields, unknown types and
-// invalid values are *rehearse.ConfigError with the line and column.
+// UnmarshalYAML decodes a fault strictly in one pass: the type names the
+// params struct, which the walker then decodes like any other field. The
+// fault is built at once, so that invalid params are reported at their
+// place. Errors are *rehearse.ConfigError with the line and column.
 func (f *FaultSpec) UnmarshalYAML(n *yaml.Node) error {
-	var env faultEnvelope
-	if err := decodeStrict(n, &env, ""); err != nil {
+	type plain FaultSpec // the fields, without this method
+	var p plain
+	if n.Kind == yaml.MappingNode {
+		tn := fieldNode(n, "type")
+		switch {
+		case tn == nil:
+			return errAt(n, "type", fmt.Errorf("missing; allowed: %s", strings.Join(FaultTypes(), ", ")))
+		case registry[tn.Value].newParams == nil:
+			return errAt(tn, "type", fmt.Errorf("unknown fault type %q; allowed: %s", tn.Value, strings.Join(FaultTypes(), ", ")))
+		}
+		p.Params = registry[tn.Value].newParams()
+	}
+	if err := decodeStrict(n, &p, ""); err != nil {
 		return err
 	}
-	if env.Type == "" {
-		return errAt(n, "type", fmt.Errorf("missing; allowed: %s", strings.Join(FaultTypes(), ", ")))
-	}
-	fac, ok := registry[env.Type]
-	if !ok {
-		return errAt(fieldNode(n, "type"), "type", fmt.Errorf("unknown fault type %q; allowed: %s", env.Type, strings.Join(FaultTypes(), ", ")))
-	}
-	spec := FaultSpec{
-		Name: env.Name, Type: env.Type, Upstream: env.Upstream, At: env.At, For: env.For,
-		Match: env.Match, Probability: env.Probability, FirstN: env.FirstN, EveryNth: env.EveryNth,
-		HealthChecks: env.HealthChecks,
-	}
-	params := fac.newParams()
-	if env.Params.Kind != 0 {
-		if err := decodeStrict(&env.Params, params, "params"); err != nil {
-			return err
-		}
-	}
-	spec.Params = params
-	if _, err := fac.build(params); err != nil {
-		pn := fieldNode(n, "params")
-		if pn == nil {
-			pn = n
-		}
-		return errAt(pn, "params", fmt.Errorf("%s: %w", env.Type, err))
-	}
-	if err := spec.validateEnvelope(); err != nil {
-		var ce *rehearse.ConfigError
-		if errors.As(err, &ce) && ce.Line == 0 {
-			if fn := fieldNode(n, ce.Path); fn != nil {
-				ce.Line, ce.Col = fn.Line, fn.Column
-			} else {
-				ce.Line, ce.Col = n.Line, n.Column
+	spec := FaultSpec(p)
+	fault, err := spec.compile()
+	if err != nil {
+		if ce, ok := errors.AsType[*rehearse.ConfigError](err); ok && ce.Line == 0 {
+			at := fieldNode(n, ce.Path)
+			if at == nil {
+				at = n
 			}
+			ce.Line, ce.Col = at.Line, at.Column
 		}
 		return err
 	}
+	spec.fault = fault
 	*f = spec
 	return nil
 }
 
-// fieldNode returns the value node of key in mapping n, or nil.
+// UnmarshalJSON decodes a fault from JSON (the control API, a journal)
+// with the same strict walker as YAML: JSON is YAML, and errors carry the
+// line and column in the JSON text.
+func (f *FaultSpec) UnmarshalJSON(b []byte) error {
+	doc, err := yamlstrict.ParseDocument("", b)
+	if errors.Is(err, yamlstrict.ErrEmpty) {
+		return &rehearse.ConfigError{Err: errors.New("empty fault")}
+	}
+	if err != nil {
+		return err
+	}
+	return f.UnmarshalYAML(doc.Content[0])
+}
+
+// fieldNode returns the value node of key (its first dotted part) in
+// mapping n, or nil.
 func fieldNode(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
@@ -167,76 +159,30 @@ func DecodeFaults(n *yaml.Node) ([]FaultSpec, error) {
 	return out, nil
 }
 
-// compile builds the fault from the spec's params, in any of the accepted
-// forms.
+// compile checks the spec and returns its fault: the one built when it
+// was decoded, or, for a spec made in Go, one built from its params now.
+// Params must be nil or a pointer to the type's params struct; nil is
+// replaced by the defaults.
 func (f *FaultSpec) compile() (Fault, error) {
 	fac, ok := registry[f.Type]
 	if !ok {
 		return nil, &rehearse.ConfigError{Path: "type", Err: fmt.Errorf("unknown fault type %q; allowed: %s", f.Type, strings.Join(FaultTypes(), ", "))}
 	}
-	params, err := fac.params(f.Params)
-	if err != nil {
-		return nil, &rehearse.ConfigError{Path: "params", Err: fmt.Errorf("%s: %w", f.Type, err)}
+	if f.Params == nil {
+		f.Params = fac.newParams()
 	}
-	f.Params = params
+	if want := reflect.TypeOf(fac.newParams()); reflect.TypeOf(f.Params) != want {
+		return nil, &rehearse.ConfigError{Path: "params", Err: fmt.Errorf("%s: params must be %s, got %T", f.Type, want, f.Params)}
+	}
 	if err := f.validateEnvelope(); err != nil {
 		return nil, err
 	}
-	fault, err := fac.build(params)
+	if f.fault != nil {
+		return f.fault, nil
+	}
+	fault, err := fac.build(f.Params)
 	if err != nil {
 		return nil, &rehearse.ConfigError{Path: "params", Err: fmt.Errorf("%s: %w", f.Type, err)}
 	}
 	return fault, nil
-}
-
-// params converts raw params to the factory's *P.
-func (fac factory) params(raw any) (any, error) {
-	p := fac.newParams()
-	switch v := raw.(type) {
-	case nil:
-		return p, nil
-	case *yaml.Node:
-		if err := decodeStrict(v, p, "params"); err != nil {
-			return nil, err
-		}
-		return p, nil
-	case map[string]any, json.RawMessage:
-		// From JSON (the control API, a journal): re-read through YAML,
-		// which is a superset of JSON, to decode strictly.
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		var n yaml.Node
-		if err := yaml.Unmarshal(b, &n); err != nil {
-			return nil, err
-		}
-		if err := decodeStrict(&n, p, "params"); err != nil {
-			return nil, err
-		}
-		return p, nil
-	}
-	pt := reflect.TypeOf(p)
-	rv := reflect.ValueOf(raw)
-	switch {
-	case rv.Type() == pt:
-		return raw, nil
-	case reflect.PointerTo(rv.Type()) == pt:
-		reflect.ValueOf(p).Elem().Set(rv)
-		return p, nil
-	}
-	return nil, fmt.Errorf("params must be %s, got %T", pt, raw)
-}
-
-// UnmarshalJSON decodes a fault from JSON (the control API), with the same
-// strictness as YAML.
-func (f *FaultSpec) UnmarshalJSON(b []byte) error {
-	var n yaml.Node
-	if err := yaml.Unmarshal(b, &n); err != nil {
-		return &rehearse.ConfigError{Err: fmt.Errorf("not valid JSON: %w", err)}
-	}
-	if len(n.Content) == 0 {
-		return &rehearse.ConfigError{Err: errors.New("empty fault")}
-	}
-	return f.UnmarshalYAML(n.Content[0])
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/internal/yamlstrict"
+	"github.com/halfopen/rehearse/reports"
 )
 
 // SchemaID is the $id of the generated JSON Schema.
@@ -71,6 +72,9 @@ func (g *schemaGen) schemaFor(t reflect.Type) map[string]any {
 		return map[string]any{"type": "string", "pattern": durationPattern}
 	case t == yamlNodeType:
 		return map[string]any{}
+	case t == upstreamSetType:
+		// true (all), false (none) or a list of upstream names.
+		return map[string]any{"type": []string{"boolean", "array"}, "items": map[string]any{"type": "string"}}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -151,13 +155,16 @@ func defName(t reflect.Type) string {
 }
 
 var (
-	faultSpecType = reflect.TypeFor[inject.FaultSpec]()
-	yamlNodeType  = reflect.TypeFor[yaml.Node]()
+	faultSpecType   = reflect.TypeFor[inject.FaultSpec]()
+	upstreamSetType = reflect.TypeFor[reports.UpstreamSet]()
+	yamlNodeType    = reflect.TypeFor[yaml.Node]()
 )
 
 // faultSchema describes a fault entry: the envelope's fields, the type as
-// an enum of the catalogue, and params as an object (their shape depends on
-// the type; docs/FAULTS.md lists them).
+// an enum of the catalogue, and params by type: one branch of a oneOf per
+// fault type, whose type is that constant and whose params are that type's
+// params struct (the same Go type the decoder fills), so that an editor
+// completes and checks them.
 func (g *schemaGen) faultSchema() map[string]any {
 	const name = "inject.FaultSpec"
 	if _, ok := g.defs[name]; !ok {
@@ -174,7 +181,20 @@ func (g *schemaGen) faultSchema() map[string]any {
 				props[key] = g.schemaFor(f.Type)
 			}
 		}
-		g.defs[name] = map[string]any{"type": "object", "properties": props, "required": []string{"type", "upstream"}, "additionalProperties": false}
+		var byType []any
+		for _, typ := range inject.FaultTypes() {
+			params := g.schemaFor(reflect.TypeOf(inject.NewParams(typ)))
+			byType = append(byType, map[string]any{
+				"properties": map[string]any{
+					"type":   map[string]any{"const": typ},
+					"params": withDescription(params, inject.FaultTypeSummary(typ)),
+				},
+			})
+		}
+		g.defs[name] = map[string]any{
+			"type": "object", "properties": props, "required": []string{"type", "upstream"},
+			"additionalProperties": false, "oneOf": byType,
+		}
 	}
 	return map[string]any{"$ref": "#/$defs/" + name}
 }

@@ -6,7 +6,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+
+	"github.com/halfopen/rehearse/inject"
 )
 
 var update = flag.Bool("update", false, "rewrite the checked-in JSON Schema and golden files")
@@ -72,5 +75,18 @@ func TestSchemaCoversEveryField(t *testing.T) {
 	fault := s.Defs["inject.FaultSpec"]["properties"].(map[string]any)
 	if enum := fault["type"].(map[string]any)["enum"].([]any); len(enum) < 10 {
 		t.Errorf("fault type enum too short: %v", enum)
+	}
+	// Each fault type's params are described, from its own params type.
+	branches := s.Defs["inject.FaultSpec"]["oneOf"].([]any)
+	if len(branches) != len(inject.FaultTypes()) {
+		t.Fatalf("%d params branches for %d fault types", len(branches), len(inject.FaultTypes()))
+	}
+	for i, typ := range inject.FaultTypes() {
+		props := branches[i].(map[string]any)["properties"].(map[string]any)
+		ref, _ := props["params"].(map[string]any)["$ref"].(string)
+		want := "#/$defs/inject." + reflect.TypeOf(inject.NewParams(typ)).Elem().Name()
+		if props["type"].(map[string]any)["const"] != typ || ref != want {
+			t.Errorf("branch %d: %v, want type %s with params %s", i, props, typ, want)
+		}
 	}
 }
