@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -149,7 +148,7 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	// Platform facts take a few hundred milliseconds (timer granularity);
 	// measure them before the clock starts so they cost the run nothing.
 	platform := observe.Facts(ctx)
-	digest, err := c.sc.Digest()
+	start, err := c.sc.RunStart()
 	if err != nil {
 		return res, err
 	}
@@ -166,7 +165,7 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 		c.stop()
 		return res, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 	}
-	c.recordStart(&platform, digest)
+	c.recordStart(start, &platform)
 	// From here on, whatever happens, the journal gets a run.end and the
 	// reports are written from it.
 	var (
@@ -212,31 +211,18 @@ func slug(s string) string {
 	return s
 }
 
-// loadCorpus reads the capture into the requests to replay. Secrets are
-// redacted: production credentials are never replayed; a scenario that
-// needs a token sets it with replay.rewrite.set.
+// loadCorpus reads the capture into the requests to replay, with the
+// scenario's capture options (filter, rewrite; secrets stay redacted).
 func (c *conductor) loadCorpus(ctx context.Context) ([]*capture.Request, error) {
+	opt, err := c.sc.CaptureOptions()
+	if err != nil {
+		return nil, err
+	}
 	rc, name, err := c.sc.OpenCapture()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	opt := capture.Options{SkipIncomplete: true}
-	r := c.sc.Replay
-	if f := r.Filter; f != nil {
-		opt.Filter.Methods = f.Methods
-		opt.Filter.Host = f.Host
-		opt.Filter.Port = uint16(f.Port)
-		if f.Path != "" {
-			opt.Filter.Path = regexp.MustCompile(f.Path) // validated by the scenario
-		}
-	}
-	if rw := r.Rewrite; rw != nil {
-		for k, v := range rw.Set {
-			opt.Rewrite.Set = append(opt.Rewrite.Set, capture.HeaderField{Name: k, Value: v})
-		}
-		opt.Rewrite.Drop = rw.Drop
-	}
 	corpus, stats, err := capture.ReadAll(ctx, rc, opt)
 	if err != nil {
 		return nil, fmt.Errorf("capture %s: %w", name, err)
@@ -264,10 +250,7 @@ func (c *conductor) prepare(ctx context.Context) error {
 		}
 		c.redis = rs
 	}
-	listen := b.Config.Listen
-	if listen == "" || b.Instances > 1 {
-		listen = "127.0.0.1:0"
-	}
+	listen := c.sc.GatewayListen()
 	for i := 0; i < b.Instances; i++ {
 		ln, err := net.Listen("tcp", listen)
 		if err != nil {
@@ -287,62 +270,32 @@ func (c *conductor) prepare(ctx context.Context) error {
 	return nil
 }
 
-// recordStart writes run.start, the journal's first event.
-func (c *conductor) recordStart(platform *journal.Platform, digest string) {
-	sc := c.sc
-	cfgJSON, _ := json.Marshal(sc)
-	names := make([]string, len(sc.Upstreams))
-	for i, u := range sc.Upstreams {
-		names[i] = u.Name
-	}
+// recordStart writes run.start, the journal's first event: the
+// scenario's part, and the run's own.
+func (c *conductor) recordStart(start *journal.RunStart, platform *journal.Platform) {
 	c.runID = runID(c.clock.Start())
-	c.journal.Record(&journal.RunStart{
-		RunID:        c.runID,
-		Scenario:     sc.Name,
-		ScenarioFile: scenarioFile(sc),
-		Seed:         *sc.Seed,
-		WallStart:    c.clock.Start().UTC(),
-		Version:      c.opt.Version,
-		Target:       c.target,
-		Rate:         c.rate(),
-		Duration:     sc.Replay.Duration.D(),
-		Upstreams:    names,
-		Platform:     platform,
-		Config:       cfgJSON,
-
-		ScenarioDigest: digest,
-	})
+	start.RunID = c.runID
+	start.WallStart = c.clock.Start().UTC()
+	start.Version = c.opt.Version
+	start.Target = c.target
+	start.Platform = platform
+	c.journal.Record(start)
 }
 
 // start brings up the upstreams, the gateway and the observers, and waits
 // for the gateway to answer.
 func (c *conductor) start(ctx context.Context) error {
 	sc := c.sc
-	ups := append([]inject.UpstreamConfig(nil), sc.Upstreams...)
-	b := sc.Gateway.Builtin
-	coord := ""
-	if b != nil && b.Redis != "" {
-		redisURL := b.Redis
-		if c.redis != nil {
-			redisURL = c.redis.URL()
-		}
-		coord = redisURL
-		if b.RedisUpstream != "" {
-			u, err := url.Parse(redisURL)
-			if err != nil {
-				return fmt.Errorf("%w: redis URL %q: %w", rehearse.ErrInvalid, redisURL, err)
-			}
-			for i := range ups {
-				if ups[i].Name == b.RedisUpstream {
-					ups[i].Target = u.Host
-				}
-			}
+	harnessRedis, redisAddr := "", ""
+	if c.redis != nil {
+		harnessRedis = c.redis.URL()
+		if u, err := url.Parse(harnessRedis); err == nil {
+			redisAddr = u.Host
 		}
 	}
-
 	// Faults are added when the replay starts, so that "at: 30s" means 30
 	// seconds into the replay whatever the setup took.
-	inj, err := inject.New(ups, nil,
+	inj, err := inject.New(sc.InjectUpstreams(redisAddr), nil,
 		inject.WithRecorder(c.journal), inject.WithClock(c.clock), inject.WithSeed(*sc.Seed),
 		inject.WithRegisterer(c.reg), inject.WithLogger(c.log))
 	if err != nil {
@@ -353,36 +306,29 @@ func (c *conductor) start(ctx context.Context) error {
 	}
 	c.inject = inj
 
-	if b != nil {
+	if b := sc.Gateway.Builtin; b != nil {
+		relay := ""
 		if b.RedisUpstream != "" {
-			coord = "redis://" + inj.Addr(b.RedisUpstream) + "/0"
+			relay = inj.Addr(b.RedisUpstream)
 		}
-		if err := c.startGateways(b, coord); err != nil {
+		if err := c.startGateways(sc.GatewayConfig(inj.URL, sc.GatewayCoord(harnessRedis, relay))); err != nil {
 			return err
 		}
 	}
 
-	readyURL := sc.Gateway.Ready.URL
-	health := c.healthConfig()
-	if readyURL == "" && health != nil {
-		readyURL = health.URL
-	}
-	if readyURL == "" {
-		readyURL = c.target + "/"
-	}
+	ready := sc.ReadyCheck(c.target)
 	client := &http.Client{Timeout: 2 * time.Second}
-	if err := waitReady(ctx, client, readyURL, sc.Gateway.Ready.Timeout.D(), sc.Gateway.Ready.Require2xx); err != nil {
+	if err := waitReady(ctx, client, ready.URL, ready.Timeout, ready.Require2xx); err != nil {
 		return err
 	}
-	c.journal.Record(&journal.Phase{Name: "ready", Detail: "gateway answers at " + readyURL})
-	return c.startObservers(ctx, health)
+	c.journal.Record(&journal.Phase{Name: "ready", Detail: "gateway answers at " + ready.URL})
+	return c.startObservers(ctx)
 }
 
 // startGateways serves the built-in gateway instances on the listeners
 // prepare bound.
-func (c *conductor) startGateways(b *scenarios.BuiltinSpec, coord string) error {
+func (c *conductor) startGateways(cfg gateway.Config) error {
 	for i, ln := range c.gwListeners {
-		cfg := c.gatewayConfig(b, coord)
 		g, err := gateway.New(cfg,
 			gateway.WithRecorder(c.journal), gateway.WithLogger(c.log),
 			gateway.WithInstance(fmt.Sprintf("gw%d", i)), gateway.WithSeed(uint64(*c.sc.Seed)+uint64(i)))
@@ -400,65 +346,9 @@ func (c *conductor) startGateways(b *scenarios.BuiltinSpec, coord string) error 
 	return nil
 }
 
-// gatewayConfig wires the scenario's upstreams into the built-in gateway's
-// configuration.
-func (c *conductor) gatewayConfig(b *scenarios.BuiltinSpec, coord string) gateway.Config {
-	cfg := b.Config
-	ups := make(map[string]gateway.UpstreamConfig, len(c.sc.Upstreams))
-	for _, u := range c.sc.Upstreams {
-		if u.Mode == inject.ModeTCP {
-			continue
-		}
-		gu := cfg.Upstreams[u.Name]
-		gu.URL = c.inject.URL(u.Name)
-		if u.Name == cfg.Primary || u.Name == cfg.Fallback {
-			gu.Kind = gateway.KindModel
-		}
-		ups[u.Name] = gu
-	}
-	cfg.Upstreams = ups
-	cfg.Coord = coord
-	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:0"
-	}
-	return cfg
-}
-
-func (c *conductor) healthConfig() *observe.HealthConfig {
-	h := c.sc.Gateway.Health
-	if h == nil {
-		return nil
-	}
-	hc := *h
-	if hc.URL == "" {
-		hc.URL = c.target + "/healthz"
-	}
-	return &hc
-}
-
-func (c *conductor) scrapeConfigs() []observe.ScrapeConfig {
-	m := c.sc.Gateway.Metrics
-	if m == nil {
-		return nil
-	}
-	if m.URL != "" || m.PromQuery != nil {
-		return []observe.ScrapeConfig{*m}
-	}
-	// The built-in gateway. In a fleet each instance keeps its own
-	// breakers; the first instance's metrics stand for the fleet's view
-	// (the reports keep one state lane per upstream), while the upstream
-	// side still sees every instance's calls.
-	if len(c.gwURLs) == 0 {
-		return nil
-	}
-	mc := *m
-	mc.URL = c.gwURLs[0] + "/metrics"
-	return []observe.ScrapeConfig{mc}
-}
-
 // startObservers starts metrics scraping and the health canary; they run
 // until stopObservers.
-func (c *conductor) startObservers(ctx context.Context, health *observe.HealthConfig) error {
+func (c *conductor) startObservers(ctx context.Context) error {
 	obsCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.obsStop = cancel
 	names := c.inject.Upstreams()
@@ -468,7 +358,7 @@ func (c *conductor) startObservers(ctx context.Context, health *observe.HealthCo
 	ps := observe.NewPlatformSampler(0, observe.WithRecorder(c.journal), observe.WithClock(c.clock))
 	c.obsWG.Add(1)
 	go func() { defer c.obsWG.Done(); _ = ps.Run(obsCtx) }()
-	for _, mc := range c.scrapeConfigs() {
+	for _, mc := range c.sc.ScrapeConfigs(c.gwURLs) {
 		s, err := observe.NewScraper(mc, observe.WithRecorder(c.journal), observe.WithClock(c.clock),
 			observe.WithLogger(c.log), observe.WithUpstreams(names...))
 		if err != nil {
@@ -478,7 +368,7 @@ func (c *conductor) startObservers(ctx context.Context, health *observe.HealthCo
 		c.obsWG.Add(1)
 		go func() { defer c.obsWG.Done(); _ = s.Run(obsCtx) }()
 	}
-	if health != nil {
+	if health := c.sc.HealthConfig(c.target); health != nil {
 		cn, err := observe.NewCanary(*health, observe.WithRecorder(c.journal), observe.WithClock(c.clock), observe.WithLogger(c.log))
 		if err != nil {
 			return err
@@ -489,13 +379,6 @@ func (c *conductor) startObservers(ctx context.Context, health *observe.HealthCo
 	return nil
 }
 
-func (c *conductor) rate() float64 {
-	if c.sc.Replay.Timing == replay.TimingRate {
-		return c.sc.Replay.Rate
-	}
-	return 0
-}
-
 // replay adds the fault timeline and runs the replay.
 func (c *conductor) replay(ctx context.Context, corpus []*capture.Request) (*replay.Summary, error) {
 	sc := c.sc
@@ -503,25 +386,7 @@ func (c *conductor) replay(ctx context.Context, corpus []*capture.Request) (*rep
 	if err != nil {
 		return nil, fmt.Errorf("%w: gateway URL %q: %w", rehearse.ErrInvalid, c.target, err)
 	}
-	opts := replay.Options{
-		Target:       target,
-		Rate:         sc.Replay.Rate,
-		Duration:     sc.Replay.Duration.D(),
-		Once:         sc.Replay.Once,
-		Timing:       sc.Replay.Timing,
-		Speed:        sc.Replay.Speed,
-		MaxInFlight:  sc.Replay.MaxInFlight,
-		Deadline:     sc.Replay.Deadline.D(),
-		RunID:        c.runID,
-		PreserveHost: sc.Replay.PreserveHost,
-		AllowWrites:  sc.Replay.AllowWrites || sc.AllFake(),
-	}
-	for _, r := range sc.Replay.Routes {
-		opts.Routes = append(opts.Routes, replay.RouteMap{Prefix: r.Prefix, Pattern: r.Path, Upstream: r.Upstream, Route: r.Route})
-	}
-	if f := sc.Gateway.FastFail; f != nil {
-		opts.FastFail = replay.FastFailRule{Disabled: f.Disabled, Statuses: f.Statuses, Header: f.Header, JSONField: f.JSONField, JSONValue: f.JSONValue}
-	}
+	opts := sc.ReplayOptions(target, c.runID)
 	var ropts []replay.Option
 	ropts = append(ropts, replay.WithRecorder(c.journal), replay.WithClock(c.clock), replay.WithRegisterer(c.reg))
 	if c.opt.Progress != nil {
@@ -625,16 +490,6 @@ func runID(start time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-func scenarioFile(sc *scenarios.Scenario) string {
-	if sc.Builtin != "" {
-		return ""
-	}
-	if abs, err := filepath.Abs(sc.File); err == nil {
-		return abs
-	}
-	return sc.File
 }
 
 // copyFile copies src to dst atomically (temp file, sync, rename).

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
@@ -220,7 +219,7 @@ func (s *Scenario) Validate() error {
 				add("gateway.builtin.redis_upstream", errors.New("needs redis: auto or a redis:// URL"))
 			}
 		}
-		if err := s.builtinGatewayConfig().Validate(); err != nil {
+		if err := s.GatewayConfig(placeholderURL, "").Validate(); err != nil {
 			add("gateway.builtin.config", err)
 		}
 		for name := range b.Config.Upstreams {
@@ -381,26 +380,9 @@ func (s *Scenario) OpenCapture() (io.ReadCloser, string, error) {
 	return f, p, nil
 }
 
-// builtinGatewayConfig is the built-in gateway's config with every
-// upstream of the scenario wired in at a placeholder address, for
-// validation; the conductor wires the real addresses.
-func (s *Scenario) builtinGatewayConfig() gateway.Config {
-	cfg := s.Gateway.Builtin.Config
-	ups := make(map[string]gateway.UpstreamConfig, len(s.Upstreams))
-	for _, u := range s.Upstreams {
-		if u.Mode == inject.ModeTCP {
-			continue
-		}
-		gu := cfg.Upstreams[u.Name]
-		gu.URL = "http://127.0.0.1:1"
-		if u.Name == cfg.Primary || u.Name == cfg.Fallback {
-			gu.Kind = gateway.KindModel
-		}
-		ups[u.Name] = gu
-	}
-	cfg.Upstreams = ups
-	return cfg
-}
+// placeholderURL stands for an upstream's address in validation; the
+// conductor wires the real addresses.
+func placeholderURL(string) string { return "http://127.0.0.1:1" }
 
 // Overrides are command-line values that win over the file. Zero values
 // leave the file's value.
