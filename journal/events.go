@@ -82,6 +82,10 @@ type RunStart struct {
 	Seed         int64  `json:"seed"`
 	// WallStart is the wall-clock instant of t = 0.
 	WallStart time.Time `json:"wall_start"`
+	// TimeZone is the harness machine's local zone (LocalZone): an IANA
+	// name, or a "+hh:mm" offset when no name could be found; empty in
+	// journals written before it was recorded.
+	TimeZone string `json:"time_zone,omitempty"`
 	// Version is the harness version.
 	Version string `json:"version,omitempty"`
 	// Target is the gateway under test (base URL).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/notify"
 )
 
 // Defaults used by the command-line flags.
@@ -85,6 +86,11 @@ type Job struct {
 	// RunArgs are extra arguments for `rehearse run`, after the ones the
 	// job sets (e.g. "--log-format", "json").
 	RunArgs []string
+	// Notify is a webhook URL that every run POSTs its summary to
+	// (`rehearse run --notify`), so that a scheduled run that fails tells
+	// someone. A webhook URL is a credential: a job with one is written
+	// readable by its owner only (0600).
+	Notify string
 }
 
 var (
@@ -230,7 +236,12 @@ func (j Job) Resolve(home string) (Job, error) {
 	if j.WorkingDirectory, err = absPath(j.WorkingDirectory, home); err != nil {
 		return j, err
 	}
-	for _, p := range append([]string{j.Label, j.Binary, j.Scenario, j.Archive, j.WorkingDirectory}, j.RunArgs...) {
+	if j.Notify != "" {
+		if _, err := notify.ParseURL(j.Notify); err != nil {
+			return j, err
+		}
+	}
+	for _, p := range append([]string{j.Label, j.Binary, j.Scenario, j.Archive, j.WorkingDirectory, j.Notify}, j.RunArgs...) {
 		if strings.ContainsAny(p, "\x00\n\r") {
 			return j, fmt.Errorf("%w: %q: paths and arguments must not contain newlines or NUL", rehearse.ErrInvalid, p)
 		}
@@ -295,6 +306,9 @@ func (j Job) Args() []string {
 		// A Go duration string, which `rehearse run --keep-for` (a
 		// duration flag) and ParseAge both read.
 		args = append(args, "--keep-for", j.KeepFor.String())
+	}
+	if j.Notify != "" {
+		args = append(args, "--notify", j.Notify)
 	}
 	return append(args, j.RunArgs...)
 }

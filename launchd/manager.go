@@ -218,8 +218,11 @@ func checkFiles(j Job) error {
 }
 
 // filePerm is 0600 when the file holds environment values the user allowed
-// despite looking like secrets, else 0644.
+// despite looking like secrets or a webhook URL, else 0644.
 func filePerm(j Job) os.FileMode {
+	if j.Notify != "" {
+		return 0o600
+	}
 	for name := range j.Env {
 		if secretName.MatchString(name) {
 			return 0o600

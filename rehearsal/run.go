@@ -276,6 +276,7 @@ func (c *conductor) recordStart(start *journal.RunStart, platform *journal.Platf
 	c.runID = runID(c.clock.Start())
 	start.RunID = c.runID
 	start.WallStart = c.clock.Start().UTC()
+	start.TimeZone = journal.LocalZone(c.clock.Start())
 	start.Version = c.opt.Version
 	start.Target = c.target
 	start.Platform = platform

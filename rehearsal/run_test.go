@@ -28,7 +28,7 @@ func parse(t *testing.T, src string) *scenarios.Scenario {
 	return sc
 }
 
-var runFiles = []string{"journal.jsonl", "run.json", "report.html", "report.md", "timeline.svg", "junit.xml"}
+var runFiles = []string{"journal.jsonl", "run.json", "report.html", "report.md", "timeline.svg", "timeline.png", "junit.xml"}
 
 func checkRunDir(t *testing.T, dir string) []journal.Event {
 	t.Helper()

@@ -50,22 +50,25 @@ type Analysis struct {
 
 // RunInfo is the run's metadata.
 type RunInfo struct {
-	RunID         string    `json:"run_id"`
-	Scenario      string    `json:"scenario"`
-	ScenarioFile  string    `json:"scenario_file,omitempty"`
-	Seed          int64     `json:"seed"`
-	WallStart     time.Time `json:"wall_start"`
-	Version       string    `json:"version,omitempty"`
-	Target        string    `json:"target,omitempty"`
-	RatePerS      float64   `json:"rate_per_s"`
-	PlannedS      float64   `json:"planned_duration_s"`
-	DurationS     float64   `json:"duration_s"`
-	Partial       bool      `json:"partial"`
-	EndReason     string    `json:"end_reason"`
-	EndError      string    `json:"end_error,omitempty"`
-	TornTail      bool      `json:"torn_tail,omitempty"`
-	Events        int64     `json:"events"`
-	UnknownEvents int64     `json:"unknown_events,omitempty"`
+	RunID        string    `json:"run_id"`
+	Scenario     string    `json:"scenario"`
+	ScenarioFile string    `json:"scenario_file,omitempty"`
+	Seed         int64     `json:"seed"`
+	WallStart    time.Time `json:"wall_start"`
+	// TimeZone is the harness machine's local zone (an IANA name or a
+	// "+hh:mm" offset); reports show wall-clock times in it beside UTC.
+	TimeZone      string  `json:"time_zone,omitempty"`
+	Version       string  `json:"version,omitempty"`
+	Target        string  `json:"target,omitempty"`
+	RatePerS      float64 `json:"rate_per_s"`
+	PlannedS      float64 `json:"planned_duration_s"`
+	DurationS     float64 `json:"duration_s"`
+	Partial       bool    `json:"partial"`
+	EndReason     string  `json:"end_reason"`
+	EndError      string  `json:"end_error,omitempty"`
+	TornTail      bool    `json:"torn_tail,omitempty"`
+	Events        int64   `json:"events"`
+	UnknownEvents int64   `json:"unknown_events,omitempty"`
 }
 
 // PlatformInfo is journal.Platform with units in the names.

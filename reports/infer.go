@@ -211,6 +211,7 @@ func (c *collector) runInfo(a *Analysis, runEnd int64) {
 		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
 		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redactURL(s.Target), s.Rate
 		ri.PlannedS = seconds(s.Duration)
+		ri.TimeZone = s.TimeZone
 		if p := s.Platform; p != nil {
 			pi := &PlatformInfo{OS: p.OS, Arch: p.Arch, Kernel: p.Kernel, CPU: p.CPU, NumCPU: p.NumCPU,
 				GoVersion: p.GoVersion, Hostname: p.Hostname, TCPKeepalive: p.TCPKeepalive}

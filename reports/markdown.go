@@ -48,7 +48,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 	for _, r := range v.Meta {
 		p("| %s | %s |\n", r.K, mdEscape(orDash(r.V)))
 	}
-	p("\n![Timeline](%s)\n\n", TimelineFile)
+	p("\n![Timeline](%s)\n\n[Timeline as SVG](%s)\n\n", TimelinePNGFile, TimelineFile)
 	if len(v.Exp) > 0 {
 		p("## Expectations\n\n| | expectation | observed | want | detail |\n|---|---|---|---|---|\n")
 		for _, r := range v.Exp {

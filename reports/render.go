@@ -16,17 +16,18 @@ import (
 
 // The files of a run directory (DESIGN.md section 6).
 const (
-	JournalFile  = "journal.jsonl"
-	RunFile      = "run.json"
-	HTMLFile     = "report.html"
-	MarkdownFile = "report.md"
-	TimelineFile = "timeline.svg"
-	JUnitFile    = "junit.xml"
+	JournalFile     = "journal.jsonl"
+	RunFile         = "run.json"
+	HTMLFile        = "report.html"
+	MarkdownFile    = "report.md"
+	TimelineFile    = "timeline.svg"
+	TimelinePNGFile = "timeline.png"
+	JUnitFile       = "junit.xml"
 )
 
 // RenderDir reads DIR/journal.jsonl, analyses it, evaluates the
 // expectations the journal's run.start config holds, and writes run.json,
-// report.html, report.md, timeline.svg and junit.xml into DIR, each
+// report.html, report.md, timeline.svg, timeline.png and junit.xml into DIR, each
 // atomically (temp file, sync, rename). It returns the analysis and the
 // expectation results; use Failed to turn those into an exit code. A
 // missing or corrupt journal wraps rehearse.ErrInvalid; a file that cannot
@@ -74,6 +75,7 @@ func WriteReports(dir string, a *Analysis) error {
 		{RunFile, RunJSON},
 		{JUnitFile, JUnit},
 		{TimelineFile, func(a *Analysis) ([]byte, error) { return TimelineSVG(a, SVGOptions{}), nil }},
+		{TimelinePNGFile, func(a *Analysis) ([]byte, error) { return TimelinePNG(a, SVGOptions{}) }},
 		{MarkdownFile, Markdown},
 		{HTMLFile, HTML},
 	}

@@ -1,11 +1,12 @@
 package reports
 
 import (
-	"bytes"
 	"fmt"
-	"html"
+	"image/color"
 	"math"
 	"sort"
+
+	"github.com/halfopen/rehearse/internal/canvas"
 )
 
 // SVGOptions shape the timeline. The zero value draws the whole run, 1200
@@ -23,7 +24,16 @@ type SVGOptions struct {
 	Title string
 }
 
-// lane colours, shared with the HTML legend.
+// PNGScale is the timeline.png resolution: device pixels per drawing
+// pixel. 2 keeps the text sharp when a postmortem document scales the
+// picture down to its column width.
+const PNGScale = 2
+
+// Colours of the timeline's marks, shared with the HTML legend. Fault
+// colours are dark hues kept apart from every outcome and state colour
+// (TestTimelineColoursDistinct), so a fault bar is never read as an
+// outcome; fault names are drawn in black or white, whichever reads better
+// (WCAG AA, TestTimelineTextContrast).
 var groupColour = map[string]string{
 	"ok": "#4caf50", "fast_fail": "#ff9800", "http_4xx": "#fdd835", "http_5xx": "#e53935",
 	"transport": "#8e24aa", "dropped": "#9e9e9e",
@@ -32,50 +42,179 @@ var groupColour = map[string]string{
 var stateColour = map[string]string{"closed": "#c8e6c9", "half_open": "#ffcc80", "open": "#ef9a9a",
 	"healthy": "#c8e6c9", "unhealthy": "#ef9a9a"}
 
-var faultColour = []string{"#e57373", "#ba68c8", "#64b5f6", "#ffb74d", "#4db6ac", "#a1887f"}
+var faultColour = []string{"#283593", "#00695c", "#6d4c41", "#827717", "#ad1457", "#37474f"}
 
-type svgW struct {
-	b           bytes.Buffer
+const (
+	colOpenBand   = "#f8d7da"
+	colProbeOK    = "#1565c0"
+	colProbeFail  = "#e65100"
+	colHealthOK   = "#607d8b"
+	colHealthFail = "#b71c1c"
+	colPause      = "#f9a825"
+	colLaneBG     = "#fafafa"
+	colLaneEdge   = "#e0e0e0"
+	colText       = "#222222"
+	colLabel      = "#333333"
+	colTick       = "#444444"
+	colGrid       = "#ebebeb"
+	colAxis       = "#555555"
+)
+
+// TimelineSVG renders the run's timeline as SVG; see timelineDrawing.
+func TimelineSVG(a *Analysis, o SVGOptions) []byte { return timelineDrawing(a, o).SVG("timeline") }
+
+// TimelinePNG renders the same drawing as TimelineSVG as a PNG at
+// PNGScale, for documents that do not take SVG (Google Docs, Jira,
+// Confluence uploads).
+func TimelinePNG(a *Analysis, o SVGOptions) ([]byte, error) {
+	return timelineDrawing(a, o).PNG(PNGScale)
+}
+
+// tlw is the timeline's layout state: the drawing, the plot's horizontal
+// mapping, the current y and the marks drawn (for the legend).
+type tlw struct {
+	d           *canvas.Drawing
 	left, plotW float64
 	from, to    float64
 	y           float64
-	width       int
+	used        map[string]bool
 }
 
-func (w *svgW) x(t float64) float64 {
+func (w *tlw) x(t float64) float64 {
 	if w.to <= w.from {
 		return w.left
 	}
 	return w.left + (math.Min(math.Max(t, w.from), w.to)-w.from)/(w.to-w.from)*w.plotW
 }
 
-func (w *svgW) f(format string, args ...any) { fmt.Fprintf(&w.b, format, args...) }
+func hex(s string) color.NRGBA { return canvas.Hex(s) }
 
-func esc(s string) string { return html.EscapeString(s) }
-
-func (w *svgW) label(text string, h float64) {
-	w.f(`<text class="lane" x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", int(w.left)-6, w.y+h/2+4, esc(text))
+func (w *tlw) rect(x, y, wd, h float64, fill, title string) {
+	w.d.Rect(x, y, wd, h, canvas.Style{Fill: hex(fill), Title: title})
 }
 
-// TimelineSVG renders the run's timeline: fault windows; client outcomes per
-// second, stacked; per upstream the calls it received (ok/failed per
-// second), probes, health checks and the black-box open intervals; the
-// breaker state the gateway's metrics reported; the gateway's health. It is
-// a pure function of the analysis (its Timeline) and escapes every name.
-func TimelineSVG(a *Analysis, o SVGOptions) []byte {
+func (w *tlw) text(x, y float64, s string, size float64, fill string, anchor canvas.Anchor) {
+	w.d.Text(x, y, s, canvas.TextStyle{Size: size, Fill: hex(fill), Anchor: anchor})
+}
+
+// label draws a lane's name right-aligned before the plot, shortened
+// with "…" to fit the label column.
+func (w *tlw) label(text string, h float64) {
+	w.text(w.left-6, w.y+h/2+4, fitText(text, 11, w.left-10), 11, colLabel, canvas.End)
+}
+
+// fitText shortens s with "…" until it is at most width pixels wide.
+func fitText(s string, size, width float64) string {
+	if canvas.TextWidth(s, size, false) <= width {
+		return s
+	}
+	r := []rune(s)
+	for len(r) > 1 && canvas.TextWidth(string(r)+"…", size, false) > width {
+		r = r[:len(r)-1]
+	}
+	return string(r) + "…"
+}
+
+// faultBar is one fault window laid out: its bar, its label and where the
+// label goes.
+type faultBar struct {
+	f              FaultWindow
+	colour         string
+	x0, x1         float64
+	text           string
+	inside         bool
+	tx             float64 // label x (start-anchored unless anchor is End)
+	anchor         canvas.Anchor
+	extent0, extx1 float64 // horizontal space bar and label take
+	row            int
+}
+
+// layoutFaults places the fault bars of one lane: each bar is labelled
+// with the fault's name and type inside the bar when they fit, else beside
+// it (right, or left near the plot's end); bars whose labels would collide
+// go on separate rows, so that every label is drawn, readable in print and
+// in a screenshot, never only in a hover tooltip.
+func (w *tlw) layoutFaults(faults []FaultWindow, colours map[string]string) ([]faultBar, int) {
+	const size, pad = 11.0, 4.0
+	var bars []faultBar
+	for _, f := range faults {
+		if f.EndS < w.from || f.StartS > w.to {
+			continue
+		}
+		b := faultBar{f: f, colour: colours[f.Name], x0: w.x(f.StartS), x1: w.x(f.EndS)}
+		b.x1 = math.Max(b.x1, b.x0+2)
+		full := f.Name
+		if f.Type != "" {
+			full = f.Name + " (" + f.Type + ")"
+		}
+		switch {
+		case canvas.TextWidth(full, size, false)+2*pad <= b.x1-b.x0:
+			b.text, b.inside = full, true
+		case canvas.TextWidth(f.Name, size, false)+2*pad <= b.x1-b.x0:
+			b.text, b.inside = f.Name, true
+		default:
+			b.text = full
+		}
+		tw := canvas.TextWidth(b.text, size, false)
+		plotEnd := w.left + w.plotW
+		switch {
+		case b.inside:
+			b.tx, b.extent0, b.extx1 = b.x0+pad, b.x0, b.x1
+		case b.x1+pad+tw <= plotEnd:
+			b.tx, b.extent0, b.extx1 = b.x1+pad, b.x0, b.x1+pad+tw
+		case b.x0-pad-tw >= w.left:
+			b.tx, b.anchor, b.extent0, b.extx1 = b.x0-pad, canvas.End, b.x0-pad-tw, b.x1
+		default:
+			// Neither side has room: right-align the label with the
+			// plot's end on the bar's row.
+			b.text = fitText(b.text, size, w.plotW)
+			tw = canvas.TextWidth(b.text, size, false)
+			b.tx, b.anchor, b.extent0, b.extx1 = plotEnd, canvas.End, math.Min(b.x0, plotEnd-tw), plotEnd
+		}
+		bars = append(bars, b)
+	}
+	sort.SliceStable(bars, func(i, j int) bool { return bars[i].extent0 < bars[j].extent0 })
+	var rowEnd []float64
+	for i := range bars {
+		row := -1
+		for r, end := range rowEnd {
+			if bars[i].extent0 >= end+6 {
+				row = r
+				break
+			}
+		}
+		if row < 0 {
+			row = len(rowEnd)
+			rowEnd = append(rowEnd, 0)
+		}
+		bars[i].row, rowEnd[row] = row, bars[i].extx1
+	}
+	return bars, max(len(rowEnd), 1)
+}
+
+// timelineDrawing draws the run's timeline once, for both encoders: fault
+// windows, labelled; client outcomes per second, stacked; per upstream the
+// calls it received (ok/failed per second), probes, health checks and the
+// black-box open intervals; the breaker state the gateway's metrics
+// reported; the gateway's health; an axis in run time, UTC and the run's
+// local zone; and a legend of every kind of mark drawn. It is a pure
+// function of the analysis (its Timeline).
+func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 	tl := a.Timeline
 	if tl == nil {
 		tl = &Timeline{Seconds: 1, Client: map[string][]int32{}, Upstreams: map[string]*UpstreamTimeline{}}
 	}
-	w := &svgW{width: o.Width, left: 150}
-	if w.width <= 0 {
-		w.width = 1200
+	width := float64(o.Width)
+	if width <= 0 {
+		width = 1200
 	}
-	w.plotW = float64(w.width) - w.left - 20
+	w := &tlw{d: canvas.New(width, 0), left: 150, used: map[string]bool{}}
+	w.plotW = width - w.left - 20
 	w.from, w.to = o.From, o.To
 	if w.to <= 0 {
 		w.to = math.Max(a.Run.DurationS, 1)
 	}
+	clock := a.Run.clock()
 	ups := sortedKeys(tl.Upstreams)
 	var faulted []string
 	for _, u := range ups {
@@ -86,38 +225,44 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 			}
 		}
 	}
-	var body svgW
-	body = *w
-	w = &body
 	title := o.Title
 	if title == "" {
 		title = fmt.Sprintf("%s — %s", a.Run.Scenario, a.Run.RunID)
 	}
 	w.y = 4
-	w.f(`<text class="title" x="%d" y="%.1f">%s</text>`+"\n", int(w.left), w.y+14, esc(title))
+	w.d.Text(w.left, w.y+14, fitText(title, 13, w.plotW), canvas.TextStyle{Size: 13, Bold: true, Fill: hex(colText)})
 	w.y += 26
+	gridTop, gridAt := w.y, w.d.Len()
 
-	// Fault windows.
+	// Fault windows, one lane per faulted upstream, labelled bars.
 	fc := map[string]string{}
-	for i, f := range tl.Faults {
+	for _, f := range tl.Faults {
 		if _, ok := fc[f.Name]; !ok {
-			fc[f.Name] = faultColour[i%len(faultColour)]
+			fc[f.Name] = faultColour[len(fc)%len(faultColour)]
 		}
 	}
+	const barH, rowH = 16.0, 19.0
 	for _, u := range faulted {
-		w.label("fault · "+u, 14)
+		var fs []FaultWindow
 		for _, f := range tl.Faults {
-			if f.Upstream != u || f.EndS < w.from || f.StartS > w.to {
-				continue
-			}
-			x0, x1 := w.x(f.StartS), w.x(f.EndS)
-			w.f(`<rect class="fault" x="%.1f" y="%.1f" width="%.1f" height="14" fill="%s"><title>%s (%s) %s–%s</title></rect>`+"\n",
-				x0, w.y, math.Max(x1-x0, 1), fc[f.Name], esc(f.Name), esc(f.Type), fmtDur(f.StartS-o.Origin), fmtDur(f.EndS-o.Origin))
-			if x1-x0 > float64(7*len(f.Name)) {
-				w.f(`<text class="inbar" x="%.1f" y="%.1f">%s</text>`+"\n", x0+3, w.y+11, esc(f.Name))
+			if f.Upstream == u {
+				fs = append(fs, f)
 			}
 		}
-		w.y += 18
+		bars, rows := w.layoutFaults(fs, fc)
+		w.label("fault · "+u, float64(rows)*rowH-3)
+		for _, b := range bars {
+			y := w.y + float64(b.row)*rowH
+			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: hex(b.colour), Class: "fault",
+				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, fmtDur(b.f.StartS-o.Origin), fmtDur(b.f.EndS-o.Origin))})
+			fill := hex(colText)
+			if b.inside {
+				fill = canvas.ReadableOn(hex(b.colour))
+			}
+			w.d.Text(b.tx, y+12, b.text, canvas.TextStyle{Size: 11, Fill: fill, Anchor: b.anchor, Class: "fault-label"})
+			w.used["fault"] = true
+		}
+		w.y += float64(rows)*rowH + 2
 	}
 	w.y += 4
 
@@ -138,6 +283,9 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 		}
 		return n
 	}
+	bg := func(h float64) {
+		w.d.Rect(w.left, w.y, w.plotW, h, canvas.Style{Fill: hex(colLaneBG), Stroke: hex(colLaneEdge), StrokeWidth: 1})
+	}
 
 	// Client outcomes per second, stacked.
 	const ch = 70.0
@@ -150,7 +298,7 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 		peak = max(peak, tot)
 	}
 	w.label(fmt.Sprintf("clients/%ds (max %d)", per, peak), ch)
-	w.f(`<rect class="bg" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`+"\n", w.left, w.y, w.plotW, ch)
+	bg(ch)
 	for i := 0; i < nb; i++ {
 		x, bw := binX(i)
 		base := w.y + ch
@@ -161,7 +309,8 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 			}
 			h := float64(n) / float64(peak) * ch
 			base -= h
-			w.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x, base, bw, h, groupColour[g])
+			w.rect(x, base, bw, h, groupColour[g], "")
+			w.used[g] = true
 		}
 	}
 	w.y += ch + 8
@@ -171,14 +320,15 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 	for _, u := range ups {
 		ut := tl.Upstreams[u]
 		w.label(u, uh)
-		w.f(`<rect class="bg" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`+"\n", w.left, w.y, w.plotW, uh)
+		bg(uh)
 		for _, op := range ut.Open {
 			if op.EndS < w.from || op.StartS > w.to {
 				continue
 			}
 			x0, x1 := w.x(op.StartS), w.x(op.EndS)
-			w.f(`<rect class="open" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>black-box open %s–%s</title></rect>`+"\n",
-				x0, w.y, math.Max(x1-x0, 1), uh, fmtDur(op.StartS-o.Origin), fmtDur(op.EndS-o.Origin))
+			w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: hex(colOpenBand), Class: "open",
+				Title: fmt.Sprintf("black-box open %s–%s", fmtDur(op.StartS-o.Origin), fmtDur(op.EndS-o.Origin))})
+			w.used["open"] = true
 		}
 		// Retry-After pauses the upstream asked for, as a band under the
 		// lane's top edge: calls inside one are violations.
@@ -189,8 +339,9 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 						continue
 					}
 					x0, x1 := w.x(ra.AtS), w.x(ra.AtS+ra.RetryAfterS)
-					w.f(`<rect class="pause" x="%.1f" y="%.1f" width="%.1f" height="3"><title>Retry-After %s from %s</title></rect>`+"\n",
-						x0, w.y+1, math.Max(x1-x0, 1), fmtDur(ra.RetryAfterS), fmtDur(ra.AtS-o.Origin))
+					w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: hex(colPause + "8c"),
+						Title: fmt.Sprintf("Retry-After %s from %s", fmtDur(ra.RetryAfterS), fmtDur(ra.AtS-o.Origin))})
+					w.used["pause"] = true
 				}
 			}
 		}
@@ -198,28 +349,30 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 		for i := 0; i < nb; i++ {
 			up = max(up, sum(ut.OK, i)+sum(ut.Failed, i))
 		}
-		barH := uh - 16
+		callH := uh - 16
 		for i := 0; i < nb; i++ {
 			x, bw := binX(i)
 			ok, bad := sum(ut.OK, i), sum(ut.Failed, i)
-			base := w.y + 8 + barH
+			base := w.y + 8 + callH
 			for _, p := range []struct {
-				n int32
-				c string
-			}{{ok, groupColour["ok"]}, {bad, groupColour["http_5xx"]}} {
+				n    int32
+				c, k string
+			}{{ok, groupColour["ok"], "ok"}, {bad, groupColour["http_5xx"], "http_5xx"}} {
 				if p.n == 0 {
 					continue
 				}
-				h := float64(p.n) / float64(up) * barH
+				h := float64(p.n) / float64(up) * callH
 				base -= h
-				w.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x, base, bw, h, p.c)
+				w.rect(x, base, bw, h, p.c, "")
+				w.used[p.k] = true
 			}
 			if hok, hbad := sum(ut.HealthOK, i), sum(ut.HealthFailed, i); hok+hbad > 0 {
-				c := "#607d8b"
+				c, k := colHealthOK, "health_ok"
 				if hbad > 0 {
-					c = "#b71c1c"
+					c, k = colHealthFail, "health_failed"
 				}
-				w.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s"/>`+"\n", x, w.y+uh-5, math.Max(bw, 1.5), c)
+				w.rect(x, w.y+uh-5, math.Max(bw, 1.5), 4, c, "")
+				w.used[k] = true
 			}
 		}
 		for _, p := range ut.Probes {
@@ -227,12 +380,13 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 				continue
 			}
 			x := w.x(p.AtS)
-			c := "#1565c0"
+			c, k := colProbeOK, "probe_ok"
 			if !p.OK {
-				c = "#e65100"
+				c, k = colProbeFail, "probe_failed"
 			}
-			w.f(`<path class="probe" d="M%.1f %.1f l4 5 l-4 5 l-4 -5 z" fill="%s"><title>%s probe at %s: %s</title></path>`+"\n",
-				x, w.y-1, c, esc(p.Kind), fmtDur(p.AtS-o.Origin), okWord(p.OK))
+			w.d.Polygon(diamond(x, w.y-1), canvas.Style{Fill: hex(c), Stroke: canvas.White, StrokeWidth: 0.5, Class: "probe",
+				Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, fmtDur(p.AtS-o.Origin), okWord(p.OK))})
+			w.used[k] = true
 		}
 		w.y += uh + 2
 		if len(ut.Metrics) > 0 {
@@ -242,8 +396,8 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 					continue
 				}
 				x0, x1 := w.x(m.StartS), w.x(m.EndS)
-				w.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="8" fill="%s"><title>metrics: %s</title></rect>`+"\n",
-					x0, w.y, math.Max(x1-x0, 0.5), stateColour[m.State], esc(m.State))
+				w.rect(x0, w.y, math.Max(x1-x0, 0.5), 8, stateColour[m.State], "metrics: "+m.State)
+				w.used["metrics_"+m.State] = true
 			}
 			w.y += 12
 		}
@@ -256,44 +410,133 @@ func TimelineSVG(a *Analysis, o SVGOptions) []byte {
 				continue
 			}
 			x0, x1 := w.x(h.StartS), w.x(h.EndS)
-			w.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="10" fill="%s"><title>%s</title></rect>`+"\n",
-				x0, w.y, math.Max(x1-x0, 0.5), stateColour[h.State], esc(h.State))
+			w.rect(x0, w.y, math.Max(x1-x0, 0.5), 10, stateColour[h.State], "gateway "+h.State)
+			w.used["gateway_"+h.State] = true
 		}
 		w.y += 16
 	}
+	w.axis(clock, o.Origin, gridTop, gridAt)
+	w.legend()
+	w.d.H = math.Ceil(w.y)
+	return w.d
+}
 
-	// Axis.
+// axis draws the time axis: ticks in run time and, when the run's start is
+// known, the same ticks in UTC and in the run's local zone.
+func (w *tlw) axis(clock wallClock, origin, gridTop float64, gridAt int) {
 	span := w.to - w.from
 	step := niceStep(span / (w.plotW / 90))
-	w.f(`<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", w.left, w.y, w.left+w.plotW, w.y)
-	first := math.Ceil((w.from-o.Origin)/step) * step
-	for v := first; v+o.Origin <= w.to+1e-9; v += step {
-		x := w.x(v + o.Origin)
-		w.f(`<line class="tick" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", x, 30.0, x, w.y+4)
-		w.f(`<text class="tickl" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, w.y+16, axisLabel(v))
+	w.d.Line(w.left, w.y, w.left+w.plotW, w.y, 1, hex(colAxis))
+	type tick struct{ x, v float64 }
+	var ticks []tick
+	first := math.Ceil((w.from-origin)/step) * step
+	for v := first; v+origin <= w.to+1e-9; v += step {
+		ticks = append(ticks, tick{w.x(v + origin), v})
 	}
-	w.y += 24
-	// Legend.
-	lx := w.left
-	for _, it := range []struct{ name, c string }{
-		{"ok", groupColour["ok"]}, {"fast-fail", groupColour["fast_fail"]}, {"4xx", groupColour["http_4xx"]},
-		{"5xx / failed call", groupColour["http_5xx"]}, {"transport error", groupColour["transport"]}, {"dropped", groupColour["dropped"]},
-		{"black-box open", "#f8d7da"}, {"probe ok", "#1565c0"}, {"probe failed", "#e65100"}, {"health check", "#607d8b"},
-		{"Retry-After pause", "#f9a825"},
-	} {
-		w.f(`<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text class="legend" x="%.1f" y="%.1f">%s</text>`+"\n", lx, w.y, it.c, lx+13, w.y+9, it.name)
-		lx += 22 + float64(len(it.name))*6.2
+	// The grid goes under the lanes, drawn now that their height is known.
+	grid := canvas.New(0, 0)
+	for _, t := range ticks {
+		grid.Line(t.x, gridTop, t.x, w.y+4, 1, hex(colGrid))
 	}
-	w.y += 18
+	w.d.Insert(gridAt, grid)
+	rows := []struct {
+		name string
+		f    func(v float64) string
+	}{{"run time", axisLabel}}
+	if clock.known() {
+		rows = append(rows, struct {
+			name string
+			f    func(v float64) string
+		}{"UTC", func(v float64) string { return clock.utc(v+origin, false) }})
+		if clock.local != nil {
+			zone := clock.local.String()
+			if zone == "Local" || zone == "" {
+				zone = clock.zoneAbbrev(w.from)
+			}
+			rows = append(rows, struct {
+				name string
+				f    func(v float64) string
+			}{zone, func(v float64) string { return clock.localTime(v+origin, false) }})
+		}
+	}
+	for i, r := range rows {
+		y := w.y + 15 + float64(i)*14
+		w.text(w.left-6, y, fitText(r.name, 10, w.left-10), 10, colLabel, canvas.End)
+		for _, t := range ticks {
+			// Labels at the plot's edges are kept inside it, clear of
+			// the row names.
+			txt := r.f(t.v)
+			half := canvas.TextWidth(txt, 10, false) / 2
+			switch {
+			case t.x-half < w.left:
+				w.text(w.left, y, txt, 10, colTick, canvas.Start)
+			case t.x+half > w.left+w.plotW+18:
+				w.text(w.left+w.plotW+18, y, txt, 10, colTick, canvas.End)
+			default:
+				w.text(t.x, y, txt, 10, colTick, canvas.Middle)
+			}
+		}
+	}
+	w.y += 15 + float64(len(rows)-1)*14 + 12
+}
 
-	var out bytes.Buffer
-	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" viewBox="0 0 %d %.0f" width="%d" height="%.0f" font-family="system-ui, -apple-system, 'Segoe UI', sans-serif" font-size="11">`+"\n",
-		w.width, w.y, w.width, w.y)
-	out.WriteString(`<style>.title{font-size:13px;font-weight:600;fill:#222}.lane{fill:#333}.tickl,.legend{fill:#444}.inbar{fill:#fff;font-size:10px}` +
-		`.bg{fill:#fafafa;stroke:#e0e0e0}.open{fill:#f8d7da}.axis{stroke:#555}.tick{stroke:#000;stroke-opacity:.08}.probe{stroke:#fff;stroke-width:.5}.pause{fill:#f9a825;fill-opacity:.55}</style>` + "\n")
-	out.Write(w.b.Bytes())
-	out.WriteString("</svg>\n")
-	return out.Bytes()
+// legendItems are every kind of mark the timeline can draw, in legend
+// order, keyed as timelineDrawing records them in used.
+var legendItems = []struct {
+	key, text, colour string
+	shape             string // "box", "diamond", "band", "bar"
+}{
+	{"fault", "fault window (named on or beside the bar)", faultColour[0], "box"},
+	{"ok", "ok / ok call", groupColour["ok"], "box"},
+	{"fast_fail", "fast-fail", groupColour["fast_fail"], "box"},
+	{"http_4xx", "4xx", groupColour["http_4xx"], "box"},
+	{"http_5xx", "5xx / failed call", groupColour["http_5xx"], "box"},
+	{"transport", "transport error", groupColour["transport"], "box"},
+	{"dropped", "dropped (not sent)", groupColour["dropped"], "box"},
+	{"open", "breaker open (black box)", colOpenBand, "box"},
+	{"probe_ok", "probe ok", colProbeOK, "diamond"},
+	{"probe_failed", "probe failed", colProbeFail, "diamond"},
+	{"health_ok", "health checks ok", colHealthOK, "bar"},
+	{"health_failed", "health check failed", colHealthFail, "bar"},
+	{"pause", "Retry-After pause", colPause, "band"},
+	{"metrics_closed", "metrics: closed", stateColour["closed"], "box"},
+	{"metrics_half_open", "metrics: half-open", stateColour["half_open"], "box"},
+	{"metrics_open", "metrics: open", stateColour["open"], "box"},
+	{"gateway_healthy", "gateway healthy", stateColour["healthy"], "box"},
+	{"gateway_unhealthy", "gateway unhealthy", stateColour["unhealthy"], "box"},
+}
+
+// legend explains every kind of mark the drawing holds, wrapping rows.
+func (w *tlw) legend() {
+	x, right := w.left, w.left+w.plotW
+	for _, it := range legendItems {
+		if !w.used[it.key] {
+			continue
+		}
+		iw := 14 + canvas.TextWidth(it.text, 11, false) + 14
+		if x+iw > right && x > w.left {
+			x, w.y = w.left, w.y+16
+		}
+		c := hex(it.colour)
+		switch it.shape {
+		case "diamond":
+			w.d.Polygon(diamond(x+5, w.y), canvas.Style{Fill: c})
+		case "band":
+			w.d.Rect(x, w.y+3, 10, 4, canvas.Style{Fill: c})
+		case "bar":
+			w.d.Rect(x, w.y+6, 10, 4, canvas.Style{Fill: c})
+		default:
+			w.d.Rect(x, w.y, 10, 10, canvas.Style{Fill: c, Stroke: hex(colLaneEdge), StrokeWidth: 0.5})
+		}
+		w.d.Text(x+14, w.y+9.5, it.text, canvas.TextStyle{Size: 11, Fill: hex(colTick), Class: "legend"})
+		x += iw
+	}
+	w.y += 20
+}
+
+// diamond is a probe mark with its top at (x, y).
+func diamond(x, y float64) []canvas.Point {
+	return []canvas.Point{{X: x, Y: y}, {X: x + 4, Y: y + 5}, {X: x, Y: y + 10}, {X: x - 4, Y: y + 5}}
 }
 
 func okWord(ok bool) string {

@@ -16,10 +16,10 @@ import (
 // jobFlags are the flags that describe a scheduled job, shared by
 // `launchd print|install` and `systemd print|install`.
 type jobFlags struct {
-	scenario, label, binary, archive, keepFor, workdir, processType string
-	weekly, daily, env, runArgs                                     []string
-	keep                                                            int
-	allowSecretEnv, caffeinate                                      bool
+	scenario, label, binary, archive, keepFor, workdir, processType, notify string
+	weekly, daily, env, runArgs                                             []string
+	keep                                                                    int
+	allowSecretEnv, caffeinate                                              bool
 }
 
 func (f *jobFlags) bind(cmd *cobra.Command, forLaunchd bool) {
@@ -35,6 +35,7 @@ func (f *jobFlags) bind(cmd *cobra.Command, forLaunchd bool) {
 	fs.StringVar(&f.workdir, "workdir", "", "working directory of the run (default: the scenario's directory)")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable NAME=VALUE for the run (repeatable)")
 	fs.BoolVar(&f.allowSecretEnv, "allow-secret-env", false, "allow --env names that look like secrets (stored in plain text)")
+	fs.StringVar(&f.notify, "notify", "", "webhook URL each run POSTs its JSON summary to (rehearse run --notify); the job file is then written owner-only")
 	fs.StringArrayVar(&f.runArgs, "run-arg", nil, `extra argument for "rehearse run" (repeatable), e.g. --run-arg=--gateway --run-arg=http://127.0.0.1:8080`)
 	if forLaunchd {
 		fs.StringVar(&f.processType, "process-type", launchd.DefaultProcessType, "launchd ProcessType: Background, Standard, Adaptive or Interactive")
@@ -62,7 +63,7 @@ func (f *jobFlags) job() (launchd.Job, error) {
 		Label: f.label, Binary: f.binary, Scenario: f.scenario, Archive: f.archive,
 		Keep: f.keep, KeepFor: keepFor, Schedule: sched, WorkingDirectory: f.workdir,
 		Env: env, AllowSecretEnv: f.allowSecretEnv, ProcessType: f.processType,
-		Caffeinate: f.caffeinate, RunArgs: f.runArgs,
+		Caffeinate: f.caffeinate, RunArgs: f.runArgs, Notify: f.notify,
 	}, nil
 }
 

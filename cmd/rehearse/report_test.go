@@ -32,7 +32,7 @@ func TestReportRender(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "0 of 0 expectations met") {
 		t.Fatalf("code %d out %q err %q", code, out, errOut)
 	}
-	for _, f := range []string{"run.json", "report.html", "report.md", "timeline.svg", "junit.xml"} {
+	for _, f := range []string{"run.json", "report.html", "report.md", "timeline.svg", "timeline.png", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(pass, f)); err != nil {
 			t.Error(err)
 		}

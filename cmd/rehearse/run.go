@@ -13,6 +13,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/launchd"
+	"github.com/halfopen/rehearse/notify"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/scenarios"
@@ -36,14 +37,15 @@ const runExamples = `  rehearse run weekly                              # built-
 
 func newRunCmd() *cobra.Command {
 	var (
-		ov      scenarios.Overrides
-		seed    int64
-		out     string
-		junit   string
-		quiet   bool
-		archive string
-		keep    int
-		keepFor string
+		ov       scenarios.Overrides
+		seed     int64
+		out      string
+		junit    string
+		quiet    bool
+		archive  string
+		keep     int
+		keepFor  string
+		notifyTo string
 	)
 	cmd := &cobra.Command{
 		Use:     "run SCENARIO",
@@ -51,7 +53,15 @@ func newRunCmd() *cobra.Command {
 		Long:    runLong,
 		Example: runExamples,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			var res *rehearsal.Result
+			if notifyTo != "" {
+				if _, err := notify.ParseURL(notifyTo); err != nil {
+					return err
+				}
+				// However the run ends, from here on, say so.
+				defer func() { notifyRun(cmd.Context(), notifyTo, args[0], res, err) }()
+			}
 			if cmd.Flags().Changed("seed") {
 				ov.Seed = &seed
 			}
@@ -80,7 +90,7 @@ func newRunCmd() *cobra.Command {
 					return err
 				}
 				opt.OutDir = dir
-				res, err := rehearsal.Run(cmd.Context(), sc, opt)
+				res, err = rehearsal.Run(cmd.Context(), sc, opt)
 				if res != nil {
 					printRunResult(cmd.OutOrStdout(), res)
 				}
@@ -91,7 +101,7 @@ func newRunCmd() *cobra.Command {
 				}
 				return err
 			}
-			res, err := rehearsal.Run(cmd.Context(), sc, opt)
+			res, err = rehearsal.Run(cmd.Context(), sc, opt)
 			if res != nil {
 				printRunResult(cmd.OutOrStdout(), res)
 			}
@@ -109,6 +119,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
+	f.StringVar(&notifyTo, "notify", "", "when the run ends, POST a JSON summary to this webhook URL (Slack or any JSON receiver); a failed delivery is logged, the exit code is the run's")
 	return cmd
 }
 

@@ -1,0 +1,106 @@
+package reports
+
+import (
+	"math"
+	"time"
+	// The zone database travels with the binary: a report rebuilt on a
+	// machine without /usr/share/zoneinfo (a slim CI image) still shows
+	// the run's local times.
+	_ "time/tzdata"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// wallClock turns run seconds (from t = 0) into wall-clock times: UTC and
+// the harness machine's local zone where the journal recorded it. The
+// report prints both beside every run time, so that a reader lines its
+// figures up with gateway logs and dashboards without arithmetic.
+type wallClock struct {
+	start time.Time
+	local *time.Location // nil when unknown or the same as UTC
+}
+
+func (r *RunInfo) clock() wallClock {
+	c := wallClock{start: r.WallStart}
+	if loc := journal.LoadZone(r.TimeZone); loc != nil && !c.start.IsZero() {
+		// A machine on UTC has no second zone to show.
+		if _, off := c.start.In(loc).Zone(); off != 0 || !isUTCName(loc.String()) {
+			c.local = loc
+		}
+	}
+	return c
+}
+
+func isUTCName(n string) bool {
+	return n == "UTC" || n == "Etc/UTC" || n == "UTC+00:00" || n == "Etc/GMT"
+}
+
+func (c wallClock) known() bool { return !c.start.IsZero() }
+
+// at is the instant of run second s.
+func (c wallClock) at(s float64) time.Time {
+	return c.start.Add(time.Duration(math.Round(s*1e3)) * time.Millisecond)
+}
+
+// utc formats run second s as UTC "15:04:05"; precise adds milliseconds.
+func (c wallClock) utc(s float64, precise bool) string {
+	return c.at(s).UTC().Format(clockLayout(precise))
+}
+
+// localTime formats run second s in the local zone, or "" when unknown.
+func (c wallClock) localTime(s float64, precise bool) string {
+	if c.local == nil {
+		return ""
+	}
+	return c.at(s).In(c.local).Format(clockLayout(precise))
+}
+
+// zoneAbbrev is the local zone's abbreviation at run second s ("CET").
+func (c wallClock) zoneAbbrev(s float64) string {
+	if c.local == nil {
+		return ""
+	}
+	return c.at(s).In(c.local).Format("MST")
+}
+
+func clockLayout(precise bool) string {
+	if precise {
+		return "15:04:05.000"
+	}
+	return "15:04:05"
+}
+
+// stamp is run second s as wall-clock text, "10:31:30 UTC / 11:31:30 CET",
+// or "" when the run's start is unknown.
+func (c wallClock) stamp(s float64) string {
+	if !c.known() {
+		return ""
+	}
+	out := c.utc(s, false) + " UTC"
+	if l := c.localTime(s, false); l != "" {
+		out += " / " + l + " " + c.zoneAbbrev(s)
+	}
+	return out
+}
+
+// span is a run-time span with its wall-clock times:
+// "1m0s–2m0s (10:31:30–10:32:30 UTC / 11:31:30–11:32:30 CET)".
+func (c wallClock) span(from, to float64) string {
+	out := fmtS(from) + "–" + fmtS(to)
+	if !c.known() {
+		return out
+	}
+	out += " (" + c.utc(from, false) + "–" + c.utc(to, false) + " UTC"
+	if l := c.localTime(from, false); l != "" {
+		out += " / " + l + "–" + c.localTime(to, false) + " " + c.zoneAbbrev(from)
+	}
+	return out + ")"
+}
+
+// moment is a run time with its wall-clock time: "1m0s (10:31:30 UTC / …)".
+func (c wallClock) moment(s float64) string {
+	if st := c.stamp(s); st != "" {
+		return fmtS(s) + " (" + st + ")"
+	}
+	return fmtS(s)
+}
