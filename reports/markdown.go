@@ -4,24 +4,88 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
-// mdEscape makes text from the journal inert in Markdown: table pipes,
-// emphasis, links, HTML and code spans are escaped; newlines become spaces.
+// mdEscape makes text from the journal inert in Markdown while leaving
+// ordinary text alone: a backslash escape is written only before a
+// character that would otherwise start markup at that place (an HTML tag
+// or autolink, emphasis, a link, a code span, an entity, a table cell
+// break, a heading or quote at the start of a line). Renderers that do not
+// implement CommonMark's escapes (Confluence's, plain viewers) then show
+// "<=", "fast_fail" and "p99" as written, and a hostile name still cannot
+// inject markup (TestMarkdownCommonMark). Newlines become spaces.
 func mdEscape(s string) string {
+	r := []rune(s)
 	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '#', '!', '{', '}':
-			b.WriteByte('\\')
-			b.WriteRune(r)
+	b.Grow(len(s))
+	alnum := func(i int) bool {
+		return i >= 0 && i < len(r) && (unicode.IsLetter(r[i]) || unicode.IsDigit(r[i]))
+	}
+	at := func(i int) rune {
+		if i < 0 || i >= len(r) {
+			return 0
+		}
+		return r[i]
+	}
+	for i, c := range r {
+		esc := false
+		switch c {
+		case '\\':
+			// Only a backslash before ASCII punctuation is an escape.
+			n := at(i + 1)
+			esc = n < 0x80 && (unicode.IsPunct(n) || unicode.IsSymbol(n))
+		case '<':
+			// An HTML tag, comment, declaration or autolink starts "<"
+			// followed by a letter, "/", "!" or "?".
+			n := at(i + 1)
+			esc = unicode.IsLetter(n) || n == '/' || n == '!' || n == '?'
+		case '*', '~':
+			esc = true
+		case '_':
+			// Intraword underscores never make emphasis.
+			esc = !(alnum(i-1) && alnum(i+1))
+		case '[', ']', '`', '|':
+			esc = true
+		case '!':
+			esc = at(i+1) == '['
+		case '&':
+			// Only "&name;" or "&#...;" is an entity reference.
+			j := i + 1
+			for j < len(r) && (unicode.IsLetter(r[j]) || unicode.IsDigit(r[j]) || r[j] == '#') {
+				j++
+			}
+			esc = j > i+1 && at(j) == ';'
 		case '\n', '\r':
 			b.WriteByte(' ')
-		default:
-			b.WriteRune(r)
+			continue
 		}
+		if esc {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// mdLine is mdEscape for text that begins a line of its own (a paragraph,
+// a list item's text), where a leading "#", ">", "-", "+", "=" or "1." would
+// start a block: only such a first character is escaped.
+func mdLine(s string) string {
+	e := mdEscape(s)
+	t := strings.TrimLeft(e, " ")
+	lead := e[:len(e)-len(t)]
+	if t == "" {
+		return e
+	}
+	switch t[0] {
+	case '#', '>', '-', '+', '=':
+		return lead + "\\" + t
+	}
+	if i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && (t[i] == '.' || t[i] == ')') {
+		return lead + t[:i] + "\\" + t[i:]
+	}
+	return e
 }
 
 // Markdown renders report.md, for postmortem templates: the verdict, the
@@ -68,13 +132,13 @@ func Markdown(a *Analysis) ([]byte, error) {
 		p("No fault episodes in this run.\n\n")
 	}
 	for _, e := range v.Episodes {
-		p("### %s\n\n%s\n\n| figure | value |\n|---|---|\n", mdEscape(e.Title), mdEscape(e.Statement))
+		p("### %s\n\n%s\n\n| figure | value |\n|---|---|\n", mdEscape(e.Title), mdLine(e.Statement))
 		for _, r := range e.Rows {
 			p("| %s | %s |\n", r.K, mdEscape(r.V))
 		}
 		p("\n")
 		for _, r := range e.RetryAfter {
-			p("- %s\n", mdEscape(r))
+			p("- %s\n", mdLine(r))
 		}
 		if len(e.RetryAfter) > 0 {
 			p("\n")
@@ -92,7 +156,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 	if len(v.Disagree) > 0 {
 		p("Health/breaker disagreements:\n\n")
 		for _, d := range v.Disagree {
-			p("- %s\n", mdEscape(d))
+			p("- %s\n", mdLine(d))
 		}
 		p("\n")
 	}
@@ -117,7 +181,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 				p("- … %d more in run.json\n", len(v.MetricsTrs)-50)
 				break
 			}
-			p("- %s\n", mdEscape(m))
+			p("- %s\n", mdLine(m))
 		}
 	}
 	p("\n---\nBlack-box figures; definitions in docs/analysis.md. Rebuild with `rehearse report render DIR`.\n")

@@ -1,0 +1,153 @@
+package reports
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+var (
+	commonMark = goldmark.New()                                         // the CommonMark core, as plain renderers see it
+	gfm        = goldmark.New(goldmark.WithExtensions(extension.Table)) // GitHub's and GitLab's tables
+)
+
+func htmlText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}
+
+func render(t *testing.T, md goldmark.Markdown, src string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := md.Convert([]byte(src), &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// mdSamples are strings people and hostile journals put in reports.
+func mdSamples() []string {
+	fixed := []string{"<= 200ms", ">= 1", "fast_fail", "_private_", "llm-primary", "a*b*c", "**bold**", "`code`", "[x](http://e)",
+		"![i](x)", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "a|b", "&amp; &#65; & AT&T", `back\slash \*`,
+		"# heading", "> quote", "- item", "+ item", "1. one", "2) two", "=== ", "--- ", "~~strike~~", "http://example.com/x_y",
+		"<http://e.x>", "s<e>arch|x", `"><img src=x>`, "p99 ≤ 10 s — ok", "a_b_c", "x__y", "__init__", "*", "_", "\\", "a\\"}
+	rng := rand.New(rand.NewPCG(18, 18))
+	alphabet := []rune("abcXYZ019 -_*`[]()<>!&#;|\\/~=+.:\"'{}—≤é")
+	for i := 0; i < 3000; i++ {
+		n := 1 + rng.IntN(14)
+		r := make([]rune, n)
+		for j := range r {
+			r[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		fixed = append(fixed, string(r))
+	}
+	return fixed
+}
+
+// TestMarkdownEscapeIsExact: any text, escaped, renders in CommonMark as
+// exactly that text — in a paragraph (mdLine) and in a GFM table cell
+// (mdEscape) — so no markup can be injected and nothing is lost.
+func TestMarkdownEscapeIsExact(t *testing.T) {
+	bad := 0
+	for _, s := range mdSamples() {
+		want := strings.TrimSpace(s)
+		if want == "" {
+			continue
+		}
+		got := render(t, commonMark, mdLine(s))
+		if got != "<p>"+htmlText(want)+"</p>\n" {
+			t.Errorf("paragraph %q → %q renders %q", s, mdLine(s), got)
+			bad++
+		}
+		cell := render(t, gfm, "| a | b |\n|---|---|\n| x | "+mdEscape(s)+" |\n")
+		if !strings.Contains(cell, "<td>"+htmlText(want)+"</td>") {
+			t.Errorf("cell %q → %q renders %q", s, mdEscape(s), cell)
+			bad++
+		}
+		if bad > 10 {
+			t.Fatal("too many failures")
+		}
+	}
+}
+
+// TestMarkdownEscapesOnlyWhatNeedsIt: ordinary report text is written as
+// is, so renderers without CommonMark escapes (Confluence, plain viewers)
+// show it right.
+func TestMarkdownEscapesOnlyWhatNeedsIt(t *testing.T) {
+	for _, s := range []string{"<= 200ms", ">= 1", "fast_fail", "llm-primary", "p99 ≤ 10 s — ok", "search: open → closed at 47.0 s",
+		"worst 300ms, want >= 200ms, over 1 episodes", "AT&T", "http://example.com/x_y", "5xx / failed call", "1m0s–2m0s (03:00:00 UTC)"} {
+		if got := mdEscape(s); got != s {
+			t.Errorf("mdEscape(%q) = %q, want it unchanged", s, got)
+		}
+		if got := mdLine(s); got != s && s[0] != '>' {
+			t.Errorf("mdLine(%q) = %q, want it unchanged", s, got)
+		}
+	}
+}
+
+// TestMarkdownCommonMark parses every fixture's report.md with a
+// CommonMark renderer: no raw HTML reaches the output, the only
+// backslashes are in the hostile fixture, and GFM sees the tables with
+// the upstream names intact.
+func TestMarkdownCommonMark(t *testing.T) {
+	for name := range fixtures() {
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(renderFixture(t, name), MarkdownFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != "hostile" && bytes.ContainsRune(src, '\\') {
+				for _, l := range strings.Split(string(src), "\n") {
+					if strings.Contains(l, `\`) {
+						t.Errorf("backslash in report.md: %s", l)
+					}
+				}
+			}
+			for _, md := range []goldmark.Markdown{commonMark, gfm} {
+				doc := md.Parser().Parse(text.NewReader(src))
+				ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+					if entering && (n.Kind() == ast.KindHTMLBlock || n.Kind() == ast.KindRawHTML) {
+						t.Errorf("raw HTML in report.md: %q", n.Text(src)) //nolint:staticcheck // Text is enough for a message
+					}
+					return ast.WalkContinue, nil
+				})
+			}
+			doc := gfm.Parser().Parse(text.NewReader(src))
+			var tables, images int
+			ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+				if !entering {
+					return ast.WalkContinue, nil
+				}
+				switch n.Kind() {
+				case east.KindTable:
+					tables++
+				case ast.KindImage:
+					if string(n.(*ast.Image).Destination) == TimelinePNGFile {
+						images++
+					}
+				}
+				return ast.WalkContinue, nil
+			})
+			if tables < 4 || images != 1 {
+				t.Errorf("GFM sees %d tables and %d timeline images; want the report's tables and timeline.png", tables, images)
+			}
+			html := render(t, gfm, string(src))
+			if name == "hostile" {
+				if !strings.Contains(html, "<td>s&lt;e&gt;arch|x</td>") {
+					t.Error("the hostile upstream name does not come through a GFM table intact")
+				}
+				if strings.Contains(html, "<script") || strings.Contains(html, "<img src=\"x") {
+					t.Error("hostile markup reached the rendered HTML")
+				}
+			}
+		})
+	}
+}
