@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,10 +45,28 @@ type paceResult struct {
 	sent, dropped, errors int
 	late                  int     // sent later than DefaultLateThreshold
 	p50, p99, max         float64 // ms
+	cpu                   float64 // the process's CPU time over the run's wall time (sink included)
+}
+
+// cpuTime returns the process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measureCPU runs f and sets its result's cpu share.
+func measureCPU(f func() paceResult) paceResult {
+	c0, t0 := cpuTime(), time.Now()
+	r := f()
+	r.cpu = float64(cpuTime()-c0) / float64(time.Since(t0))
+	return r
 }
 
 func (p paceResult) String() string {
-	return fmt.Sprintf("sent %6d late %5d dropped %5d errors %4d  lateness p50 %7.3fms p99 %8.3fms max %8.3fms", p.sent, p.late, p.dropped, p.errors, p.p50, p.p99, p.max)
+	return fmt.Sprintf("sent %6d late %5d dropped %5d errors %4d  lateness p50 %7.3fms p99 %8.3fms max %8.3fms  cpu %5.2f%%", p.sent, p.late, p.dropped, p.errors, p.p50, p.p99, p.max, 100*p.cpu)
 }
 
 func runReplayer(b *testing.B, target *url.URL, rate float64, d time.Duration) paceResult {
@@ -115,12 +134,12 @@ func BenchmarkLateness(b *testing.B) {
 		for round := 1; round <= 2; round++ {
 			b.Run(fmt.Sprintf("rate=%g/replay#%d", rate, round), func(b *testing.B) {
 				for range b.N {
-					report(b, runReplayer(b, target, rate, d))
+					report(b, measureCPU(func() paceResult { return runReplayer(b, target, rate, d) }))
 				}
 			})
 			b.Run(fmt.Sprintf("rate=%g/vegeta#%d", rate, round), func(b *testing.B) {
 				for range b.N {
-					report(b, runVegeta(b, target, rate, d))
+					report(b, measureCPU(func() paceResult { return runVegeta(b, target, rate, d) }))
 				}
 			})
 		}
@@ -130,7 +149,7 @@ func BenchmarkLateness(b *testing.B) {
 				spinWindow = -1
 				defer func() { spinWindow = saved }()
 				for range b.N {
-					report(b, runReplayer(b, target, rate, d))
+					report(b, measureCPU(func() paceResult { return runReplayer(b, target, rate, d) }))
 				}
 			})
 		}
@@ -145,6 +164,7 @@ func report(b *testing.B, r paceResult) {
 	b.ReportMetric(float64(r.dropped), "dropped")
 	b.ReportMetric(float64(r.late), "late")
 	b.ReportMetric(float64(r.errors), "errors")
+	b.ReportMetric(100*r.cpu, "cpu-%")
 	fmt.Fprintf(os.Stderr, "%-40s %s\n", b.Name(), r)
 }
 

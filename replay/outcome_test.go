@@ -91,7 +91,9 @@ func replayOne(t *testing.T, target *url.URL, req *capture.Request, opt Options)
 	t.Helper()
 	opt.Target = target
 	opt.Once = true
-	opt.Rate = 100
+	if opt.Rate == 0 {
+		opt.Rate = 100
+	}
 	if opt.Deadline == 0 {
 		opt.Deadline = 2 * time.Second
 	}

@@ -188,6 +188,7 @@ type run struct {
 	abortCtx  context.Context
 	abort     context.CancelFunc
 	threshold time.Duration
+	lead      time.Duration // requests are dispatched this long before due; the sender waits the rest
 }
 
 // Run replays until the schedule ends (Duration, or one pass with Once)
@@ -200,11 +201,11 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	if !r.started.CompareAndSwap(false, true) {
 		return nil, errors.New("replay: a Replayer runs once; build a new one")
 	}
-	var spin time.Duration
+	var spin, lead time.Duration
 	if r.cfg.waiter == nil {
 		// Calibrates once per process, before the start.
 		if d, ok := r.cfg.pacer.Due(1); ok {
-			spin = spinFor(d)
+			spin, lead = spinFor(d), leadFor(d)
 		}
 	}
 	start := time.Now()
@@ -218,6 +219,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		base:      clock.At(start),
 		st:        newStats(),
 		threshold: r.opt.LateThreshold,
+		lead:      lead,
 	}
 	if r.cfg.waiter != nil {
 		ru.clock = r.cfg.waiter
@@ -242,6 +244,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		maxLateness: r.opt.MaxLateness,
 		maxInFlight: int64(r.opt.MaxInFlight),
 		inFlight:    &ru.inFlight,
+		lead:        lead,
 		dispatch:    ru.dispatch,
 		drop:        ru.drop,
 	}
@@ -364,8 +367,21 @@ func (ru *run) send(i uint64, due time.Duration) {
 		Scheduled: ru.base + due,
 		Expected:  -1,
 	}
-	ctx, cancel := context.WithTimeout(ru.abortCtx, r.opt.Deadline)
-	defer cancel()
+	// The send is stamped when the transport has written the request's
+	// header into the connection's buffer, just before the flush that
+	// puts it on the wire (WroteHeaders), so that lateness includes the
+	// request's build, the worker hand-off and the connection pool, as
+	// the gateway sees it. A request that never reached a connection (a
+	// refused dial) is stamped when the exchange started. Whichever comes
+	// first stamps, once (docs/replay.md, "Timer accuracy").
+	var stamped atomic.Bool
+	var sentAt atomic.Int64
+	stamp := func(at time.Duration) {
+		if stamped.CompareAndSwap(false, true) {
+			sentAt.Store(int64(at))
+			ru.markSent(due, at)
+		}
+	}
 	// Every connection the transport gets for this request is one send of
 	// it; after the first, each is a re-send the journal must show, or the
 	// upstream's extra call for this seq would look like the gateway's.
@@ -373,28 +389,34 @@ func (ru *run) send(i uint64, due time.Duration) {
 	// orders those calls with each other.
 	var conns atomic.Int32
 	var resentMu sync.Mutex
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
-		if conns.Add(1) > 1 {
-			at := ru.base + ru.clock.Now()
-			resentMu.Lock()
-			ev.Resent = append(ev.Resent, at)
-			resentMu.Unlock()
-		}
-	}}
-	req := t.build(&r.opt, i).WithContext(httptrace.WithClientTrace(ctx, trace))
+	trace := &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			if conns.Add(1) > 1 {
+				at := ru.base + ru.clock.Now()
+				resentMu.Lock()
+				ev.Resent = append(ev.Resent, at)
+				resentMu.Unlock()
+			}
+		},
+		WroteHeaders: func() { stamp(ru.clock.Now()) },
+	}
+	req := t.build(&r.opt, i)
+	if ru.lead > 0 {
+		// Dispatched early, built: now the precise wait (leadFor). An
+		// abort ends it and then the exchange, recorded as aborted.
+		_ = ru.clock.WaitUntil(ru.abortCtx, due)
+	}
+	ctx, cancel := context.WithTimeout(ru.abortCtx, r.opt.Deadline)
+	defer cancel()
+	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
 
-	sentAt := ru.clock.Now()
-	ev.Sent = ru.base + sentAt
-	ev.Late = sentAt-due > ru.threshold
-	ru.st.sent(due, sentAt, ev.Late)
 	r.met.inFlight.Inc()
 	defer r.met.inFlight.Dec()
-	r.met.lateness.Observe((sentAt - due).Seconds())
-	if ev.Late {
-		r.met.late.Inc()
-	}
-
+	started := ru.clock.Now()
 	resp, err := r.rt.RoundTrip(req)
+	stamp(started) // no-op when the hook stamped
+	ev.Sent = ru.base + time.Duration(sentAt.Load())
+	ev.Late = time.Duration(sentAt.Load())-due > ru.threshold
 	if err != nil {
 		ev.Outcome = classifyNoResponse(err, conns.Load() > 0)
 		ev.Error = err.Error()
@@ -449,6 +471,16 @@ func (ru *run) send(i uint64, due time.Duration) {
 		}
 	}
 	ru.finish(ev, conns.Load() > 1)
+}
+
+// markSent counts a request sent at run time at, due at due.
+func (ru *run) markSent(due, at time.Duration) {
+	late := at-due > ru.threshold
+	ru.st.sent(due, at, late)
+	ru.r.met.lateness.Observe((at - due).Seconds())
+	if late {
+		ru.r.met.late.Inc()
+	}
 }
 
 // finish stamps the end of an exchange and records it.

@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,21 +22,33 @@ type waiter interface {
 // spin window; a negative value disables spinning.
 var spinWindow time.Duration
 
-// calibrateSpin measures once per process how late short sleeps wake up
-// and returns the spin window: the last part of each wait that the
-// replayer spends yielding instead of sleeping. Go's timers wake through
-// the network poller, whose timeout has millisecond granularity on Linux,
-// so a sleep shorter than 1 ms returns about 1 ms late; macOS also
-// coalesces timers. Sleeping to due − window and yielding the rest puts
-// sends within microseconds of their due time (docs/benchmarks.md).
-// The window is 1 ms plus the 90th percentile oversleep of a 2 ms sleep,
-// capped at 3 ms; it costs about 1 % of a CPU at 10 requests per second.
+// coarseMargin is how long before a due time the Go timer is asked to
+// wake the scheduler; the rest is a precise sleep (preciseSleep). Go's
+// timers wake through the network poller, whose timeout has millisecond
+// granularity on Linux (a timer due in 0.5 ms fires about 1 ms late), so
+// the margin covers that granularity plus the usual oversleep of a loaded
+// machine. It only bounds how long a cancellation can wait: the precise
+// sleep is not interrupted by ctx.
+const coarseMargin = 3 * time.Millisecond
+
+// maxSpin caps the spin window wherever it comes from: at 10 requests per
+// second it bounds the spinning to 0.5 % of a core.
+const maxSpin = 500 * time.Microsecond
+
+// calibrateSpin measures once per process how late the precise sleep
+// wakes up and returns the spin window: the last part of each wait spent
+// polling the clock instead of sleeping. It is the 90th percentile
+// oversleep of 21 precise sleeps of 500 µs (about 11 ms at start-up),
+// capped at maxSpin: on Linux tens of µs (docs/replay.md, "Timer accuracy").
 var calibrateSpin = sync.OnceValue(func() time.Duration {
-	_, p90 := measureOversleep(15, 2*time.Millisecond)
-	return min(time.Millisecond+p90, 3*time.Millisecond)
+	_, p90 := measureOversleep(21, 500*time.Microsecond, preciseSleep)
+	return min(p90, maxSpin)
 })
 
-// realWaiter is the monotonic wall clock.
+// realWaiter is the monotonic wall clock. A wait is a Go timer (which ctx
+// can cancel) to coarseMargin before the due time, a precise sleep to
+// spin before it, and a poll of the clock for the rest: at most spin of
+// busy CPU per send (docs/replay.md, "Timer accuracy").
 type realWaiter struct {
 	start time.Time
 	timer *time.Timer
@@ -53,7 +64,7 @@ func newRealWaiter(start time.Time, spin time.Duration) *realWaiter {
 func (w *realWaiter) Now() time.Duration { return time.Since(w.start) }
 
 func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
-	if d := t - w.Now() - w.spin; d > 0 {
+	if d := t - w.Now() - coarseMargin; d > 0 {
 		w.timer.Reset(d)
 		select {
 		case <-ctx.Done():
@@ -62,20 +73,24 @@ func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
 		case <-w.timer.C:
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d := t - w.Now() - w.spin; d > 0 {
+		preciseSleep(d)
+	}
+	// Bounded by spin, or by less when the sleep overslept: the precise
+	// sleep never returns early.
 	for w.Now() < t {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		runtime.Gosched()
 	}
 	return nil
 }
 
 // spinFor returns the spin window for a run whose requests are interval
-// apart. Above about 200 requests per second the window would cover much
-// of every interval and the yielding loop would take the CPU the senders
-// need (measured: p50 lateness 28 ms instead of 0.9 ms at 1,000/s on a
-// busy 2-core machine), so fast schedules only sleep.
+// apart: the calibrated window when it is at most a twentieth of the
+// interval (so spinning never takes more than 5 % of a core), else none:
+// fast schedules only sleep precisely, which is already within tens of µs
+// on Linux.
 func spinFor(interval time.Duration) time.Duration {
 	switch {
 	case spinWindow < 0:
@@ -84,20 +99,38 @@ func spinFor(interval time.Duration) time.Duration {
 		return spinWindow
 	}
 	w := calibrateSpin()
-	if interval < 4*w {
+	if interval < 20*w {
 		return 0
 	}
 	return w
 }
 
-// measureOversleep sleeps n times for d and returns the median and 90th
-// percentile of how late the sleeps returned.
-func measureOversleep(n int, d time.Duration) (p50, p90 time.Duration) {
+// leadFor returns how long before its due time each request of a run
+// whose requests are interval apart is handed to its sender: coarseMargin
+// for slow schedules (at most one request in every four margins, about
+// 83/s and slower, which includes a rehearsal's 10/s), else 0. With a
+// lead, the scheduler's Go timer wakes it early, it dispatches, and the
+// sender builds the request and then makes the precise wait itself, so
+// the hand-off from the scheduler to a sender goroutine (tens of µs on a
+// virtual machine, where the sender's thread may be on an idle vCPU) and
+// the request's build are off the send path. Fast schedules keep the
+// precise wait in the scheduler: a lead there would have several senders
+// asleep in the kernel at once, one thread each.
+func leadFor(interval time.Duration) time.Duration {
+	if interval >= 4*coarseMargin {
+		return coarseMargin
+	}
+	return 0
+}
+
+// measureOversleep sleeps n times for d with sleep and returns the median
+// and 90th percentile of how late the sleeps returned.
+func measureOversleep(n int, d time.Duration, sleep func(time.Duration)) (p50, p90 time.Duration) {
 	late := make([]time.Duration, n)
 	for i := range late {
 		t0 := time.Now()
-		time.Sleep(d)
-		late[i] = time.Since(t0) - d
+		sleep(d)
+		late[i] = max(time.Since(t0)-d, 0)
 	}
 	slices.Sort(late)
 	return late[n/2], late[n*9/10]
@@ -120,6 +153,9 @@ type scheduler struct {
 	maxLateness time.Duration // lateness beyond which a slot counts as missed when its successor is due too
 	maxInFlight int64
 	inFlight    *atomic.Int64
+	// lead is how long before its due time a request is dispatched; the
+	// sender then waits for the due time itself (leadFor).
+	lead time.Duration
 
 	// dispatch starts request i; it must not block. The scheduler has
 	// already counted it in inFlight; the sender decrements when done.
@@ -149,7 +185,7 @@ func (s *scheduler) run(ctx context.Context) (uint64, error) {
 		if !ok {
 			return i, nil
 		}
-		if err := s.clock.WaitUntil(ctx, due); err != nil {
+		if err := s.clock.WaitUntil(ctx, due-s.lead); err != nil {
 			return i, err
 		}
 		now := s.clock.Now()
