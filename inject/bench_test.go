@@ -177,6 +177,13 @@ var benchSetups = []benchSetup{
 	{"direct", func(b *testing.B, backend string) string { return backend }},
 	{"stdlib-reverseproxy", startStdlibProxy},
 	{"inject-proxy", func(b *testing.B, backend string) string { return startInject(b, ModeProxy, backend) }},
+	{"inject-proxy-full", func(b *testing.B, backend string) string {
+		// Every request through net/http's server and reverse proxy, as
+		// before the fast path (and as a request a fault could target).
+		fastPathOff = true
+		defer func() { fastPathOff = false }()
+		return startInject(b, ModeProxy, backend)
+	}},
 	{"inject-tcp", func(b *testing.B, backend string) string { return startInject(b, ModeTCP, backend) }},
 	{"inject-proxy-process", func(b *testing.B, backend string) string { return startInjectProcess(b, ModeProxy, backend) }},
 	{"inject-tcp-process", func(b *testing.B, backend string) string { return startInjectProcess(b, ModeTCP, backend) }},

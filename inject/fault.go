@@ -171,7 +171,9 @@ func ExchangeFrom(ctx context.Context) *Exchange {
 // timeout makes close(2) abort the connection, so the peer's next read or
 // write fails with ECONNRESET.
 func resetConn(c net.Conn) error {
-	if tc, ok := c.(*net.TCPConn); ok {
+	// An interface, not *net.TCPConn: a connection the proxy's fast path
+	// handed over embeds the TCP connection (fastpath.go).
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
 		if err := tc.SetLinger(0); err != nil {
 			c.Close()
 			return err

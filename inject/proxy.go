@@ -1,8 +1,6 @@
 package inject
 
 import (
-	"errors"
-	"fmt"
 	"log"
 	"net"
 	"net/http"
@@ -28,6 +26,10 @@ func newProxyHandler(target string) (http.Handler, func(), error) {
 		MaxIdleConnsPerHost:   1024,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0, // the gateway's deadline governs, through the request context
+		// The upstream sees the gateway's Accept-Encoding, not one the
+		// transport adds (and then decodes behind the gateway's back);
+		// the fast path forwards the header as it is, too.
+		DisableCompression: true,
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -46,13 +48,7 @@ func newProxyHandler(target string) (http.Handler, func(), error) {
 			if r.Context().Err() != nil {
 				return // the gateway hung up; recorded as client_gone
 			}
-			msg := fmt.Sprintf("rehearse proxy: upstream %s unreachable: %v", t.Host, err)
-			var ne net.Error
-			code := http.StatusBadGateway
-			if errors.As(err, &ne) && ne.Timeout() {
-				code = http.StatusGatewayTimeout
-			}
-			body := fmt.Appendf(nil, `{"error":{"code":"proxy_error","message":%q}}`+"\n", msg)
+			code, body := proxyError(t.Host, err)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
 			w.Write(body)

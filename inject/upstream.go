@@ -27,7 +27,8 @@ type upstream struct {
 	s       *Server
 	cfg     UpstreamConfig
 	healthy http.Handler
-	closeFn func() // releases the healthy handler's resources (proxy pools)
+	closeFn func()     // releases the healthy handler's resources (proxy pools)
+	fast    *fastProxy // proxy mode's fast path; nil: every request takes the full path
 	probeUA *regexp.Regexp
 	nameKey uint64
 
@@ -61,6 +62,9 @@ func newUpstream(s *Server, cfg UpstreamConfig) (*upstream, error) {
 			return nil, &rehearse.ConfigError{Path: fmt.Sprintf("upstreams[%s].target", cfg.Name), Err: err}
 		}
 		u.healthy, u.closeFn = h, closeFn
+		if !fastPathOff {
+			u.fast = newFastProxy(cfg.Target)
+		}
 	}
 	empty := []*faultState{}
 	u.faults.Store(&empty)
@@ -117,6 +121,16 @@ func (u *upstream) start() error {
 			// client and holding requests open is what faults do.
 		}
 	}
+	if u.fast != nil {
+		// The full path serves what the fast path hands over, for the
+		// server's whole life (pauses included).
+		u.fast.handoff = newConnQueue(ln.Addr())
+		u.serving.Add(1)
+		go func() {
+			defer u.serving.Done()
+			u.srv.Serve(u.fast.handoff)
+		}()
+	}
 	u.serveLocked(ln)
 	return nil
 }
@@ -126,11 +140,14 @@ func (u *upstream) serveLocked(ln net.Listener) {
 	u.serving.Add(1)
 	go func() {
 		defer u.serving.Done()
-		if u.srv != nil {
+		switch {
+		case u.fast != nil:
+			u.acceptProxy(ln)
+		case u.srv != nil:
 			u.srv.Serve(ln)
-			return
+		default:
+			u.acceptTCP(ln)
 		}
-		u.acceptTCP(ln)
 	}()
 }
 
@@ -219,7 +236,7 @@ func (u *upstream) stop() error {
 	u.stopped = true
 	var err error
 	srv := u.srv
-	if srv == nil && u.ln != nil && u.pauses == 0 {
+	if (srv == nil || u.fast != nil) && u.ln != nil && u.pauses == 0 {
 		err = u.ln.Close()
 	}
 	for c := range u.conns {
@@ -247,32 +264,38 @@ func (u *upstream) stop() error {
 
 // classify reads what targeting and the journal need from a request.
 func (u *upstream) classify(r *http.Request) (reqInfo, string) {
-	info := reqInfo{method: r.Method, path: r.URL.Path, header: r.Header}
-	if v := r.Header.Get(u.cfg.SeqHeader); v != "" {
+	return u.classifyParts(r.Method, r.URL.Path, r.Header)
+}
+
+// classifyParts is classify from a request's method, path and header (the
+// proxy's fast path has no *http.Request).
+func (u *upstream) classifyParts(method, path string, h http.Header) (reqInfo, string) {
+	info := reqInfo{method: method, path: path, header: h}
+	if v := h.Get(u.cfg.SeqHeader); v != "" {
 		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
 			info.seq = &n
 		}
 	}
 	hc := u.cfg.HealthCheck
-	if slices.Contains(hc.Paths, r.URL.Path) {
+	if slices.Contains(hc.Paths, path) {
 		info.health = true
 	}
-	for _, h := range hc.Headers {
-		if r.Header.Get(h) != "" {
+	for _, name := range hc.Headers {
+		if h.Get(name) != "" {
 			info.health = true
 		}
 	}
 	probe := ""
-	if h := u.cfg.ProbeTag.Header; h != "-" {
-		if vals := r.Header.Values(h); len(vals) > 0 {
+	if ph := u.cfg.ProbeTag.Header; ph != "-" {
+		if vals := h.Values(ph); len(vals) > 0 {
 			probe = vals[0]
 			if probe == "" {
-				probe = h
+				probe = ph
 			}
 		}
 	}
-	if probe == "" && u.probeUA != nil && u.probeUA.MatchString(r.UserAgent()) {
-		probe = r.UserAgent()
+	if probe == "" && u.probeUA != nil && u.probeUA.MatchString(h.Get("User-Agent")) {
+		probe = h.Get("User-Agent")
 	}
 	return info, probe
 }
