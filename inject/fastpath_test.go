@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -212,7 +213,7 @@ func TestFastPathHandsOverToFaults(t *testing.T) {
 		t.Fatalf("after the fault, on the full path: %v %v", err, resp)
 	}
 	s.Close()
-	evs := upstreamEvents(mem)
+	evs := byArrival(mem)
 	if len(evs) != 5 {
 		t.Fatalf("%d events, want 5", len(evs))
 	}
@@ -227,6 +228,21 @@ func TestFastPathHandsOverToFaults(t *testing.T) {
 	if fs := s.Faults(); len(fs) != 0 {
 		t.Errorf("faults left: %+v", fs)
 	}
+}
+
+// byArrival returns the upstream.request events in arrival order: each is
+// recorded when its response has gone, so the next request on the
+// connection (on the other path) can be recorded first.
+func byArrival(mem *journal.Memory) []*journal.UpstreamRequest {
+	evs := mem.Events()
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
+	var out []*journal.UpstreamRequest
+	for _, e := range evs {
+		if u, ok := e.Payload.(*journal.UpstreamRequest); ok {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // A reset fault through a handed-over connection still resets (the
