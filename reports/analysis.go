@@ -297,6 +297,11 @@ type Cycle struct {
 	CooldownsS         []float64 `json:"cooldowns_s"`
 
 	intervals []float64 // probe spacing, all of it (Probes may be capped)
+	// openAt and closeAt (< 0: never closed) are the cycle's open and
+	// close moments, firstProbe its first probe's arrival (< 0: none):
+	// the figures are computed from these, never from the rounded
+	// seconds above.
+	openAt, closeAt, firstProbe time.Duration
 }
 
 // Probe is one call through an open breaker.

@@ -11,135 +11,81 @@ import (
 	"github.com/halfopen/rehearse/journal"
 )
 
-// The collector keeps compact records (tens of bytes per request, never the
-// decoded events or their text), aggregated state for metrics and health,
-// and the run's metadata; inference runs once the journal is read.
+// The collector keeps one plain record per client request and per upstream
+// call (never the decoded events or their text), aggregated state for
+// metrics and health, and the run's metadata; inference runs once the
+// journal is read. Times are run times (time.Duration since the run's
+// start) until the JSON boundary. Strings are shared through canon, so a
+// record holds no copy of its upstream's or route's name.
 
-// call flags.
-const (
-	fHealth uint8 = 1 << iota
-	fTagged
-	fFailed
-	fHasSeq
-	fHasDone
-)
-
-// call is one upstream.request, compacted to 32 bytes.
+// call is one upstream.request.
 type call struct {
-	t      int64  // arrival, run time in ns
-	seq    uint64 // forwarded sequence number (fHasSeq)
-	dur    uint32 // µs from arrival to end (fHasDone)
-	raMs   uint32 // Retry-After in ms; 0 when none
-	up     uint16 // interned upstream
-	tag    uint16 // interned probe tag (0 = none)
-	status int16
-	flags  uint8
+	t   time.Duration // arrival
+	end time.Duration // when the exchange ended; t when unknown (hasEnd false)
+	// retryAfter is the advertised Retry-After; 0 when none.
+	retryAfter time.Duration
+	seq        uint64 // forwarded sequence number (hasSeq)
+	upstream   string
+	tag        string // probe tag; "" = none
+	status     int
+	hasEnd     bool
+	hasSeq     bool
+	health     bool
+	tagged     bool
+	failed     bool
 }
 
-func (c *call) health() bool { return c.flags&fHealth != 0 }
-func (c *call) tagged() bool { return c.flags&fTagged != 0 }
-func (c *call) failed() bool { return c.flags&fFailed != 0 }
-func (c *call) hasSeq() bool { return c.flags&fHasSeq != 0 }
-
-// end is when the call ended, or its arrival when unknown.
-func (c *call) end() int64 {
-	if c.flags&fHasDone != 0 {
-		return c.t + int64(c.dur)*int64(time.Microsecond)
-	}
-	return c.t
-}
-
-// retryAfter is the advertised Retry-After in ns, 0 when none.
-func (c *call) retryAfter() int64 { return int64(c.raMs) * int64(time.Millisecond) }
-
-// clampU32 converts a non-negative duration in units of unit to uint32,
-// saturating.
-func clampU32(d, unit int64) uint32 {
-	return uint32(min(max(d/unit, 0), 1<<32-1))
-}
-
-// creq is one client.request, compacted to 32 bytes.
+// creq is one client.request.
 type creq struct {
-	seq     uint64
-	sched   int64  // scheduled send, run time in ns
-	sentD   int32  // µs from sched to the send (rSent)
-	doneD   uint32 // µs from sched to the end (rDone)
-	route   uint16 // interned route
-	up      uint16 // interned upstream; 0 = not given
-	outcome uint16 // interned outcome
-	flags   uint8
-}
-
-// creq flags.
-const (
-	rSent uint8 = 1 << iota
-	rDone
-	rFastFail
-	rLate
-)
-
-// sent is when the request went out, 0 when it did not.
-func (r *creq) sent() int64 {
-	if r.flags&rSent == 0 {
-		return 0
-	}
-	return max(r.sched+int64(r.sentD)*int64(time.Microsecond), 1)
-}
-
-// done is when the exchange ended, 0 when it did not.
-func (r *creq) done() int64 {
-	if r.flags&rDone == 0 {
-		return 0
-	}
-	return max(r.sched+int64(r.doneD)*int64(time.Microsecond), 1)
+	seq   uint64
+	sched time.Duration // scheduled send
+	sent  time.Duration // when it went out; 0 when it did not
+	done  time.Duration // when the exchange ended; 0 when it did not
+	route string
+	// upstream is the upstream the replayer named; "" = not given.
+	upstream string
+	outcome  journal.Outcome
+	fastFail bool
+	late     bool
 }
 
 // lat is the latency from the scheduled send (what a user waited).
-func (r *creq) lat() int64 { return int64(r.doneD) * int64(time.Microsecond) }
-
-func (r *creq) fastFail() bool { return r.flags&rFastFail != 0 }
-func (r *creq) late() bool     { return r.flags&rLate != 0 }
+func (r *creq) lat() time.Duration { return r.done - r.sched }
 
 // statePoint is a change of a sampled state.
 type statePoint struct {
-	t     int64
+	t     time.Duration
 	state string
 }
 
 // faultRec is one fault window as journalled.
 type faultRec struct {
 	name, typ, upstream string
-	start, end          int64 // end < 0: no fault.end seen
+	start, end          time.Duration // end < 0: no fault.end seen
 	planned             time.Duration
 }
 
-// interner maps strings to small integers; index 0 is "".
-type interner struct {
-	ids   map[string]uint16
-	names []string
-}
+// canon returns one shared copy of each distinct string, so that a
+// million records naming a few upstreams hold a few strings.
+type canon map[string]string
 
-func newInterner() *interner { return &interner{ids: map[string]uint16{"": 0}, names: []string{""}} }
-
-func (in *interner) id(s string) uint16 {
-	if id, ok := in.ids[s]; ok {
-		return id
+func (m canon) of(s string) string {
+	if c, ok := m[s]; ok {
+		return c
 	}
-	if len(in.names) >= 1<<16-1 {
+	if len(m) >= 1<<16 {
 		// A journal with 65k distinct routes or tags is not a rehearsal;
-		// fold the rest into one bucket rather than grow without bound.
-		return uint16(len(in.names) - 1)
+		// stop sharing rather than grow the table without bound.
+		return s
 	}
-	id := uint16(len(in.names))
-	in.ids[s] = id
-	in.names = append(in.names, s)
-	return id
+	m[s] = s
+	return s
 }
 
 type collector struct {
 	start      *journal.RunStart
 	end        *journal.RunEnd
-	lastT      int64
+	lastT      time.Duration
 	events     int64
 	unknown    int64
 	torn       bool
@@ -147,35 +93,43 @@ type collector struct {
 	reqs       []creq
 	faults     []faultRec
 	openFaults map[string]int // fault name -> index in faults
-	ups        *interner
-	routes     *interner
-	tags       *interner
-	outcomes   *interner
-	metrics    map[string][]statePoint // upstream -> change points
-	metricsN   int64
-	health     []statePoint
-	healthN    int64
-	healthBad  int64
-	upNames    map[string]bool // upstreams named in run.start
+	strs       canon
+	// upstreams are the upstream names in order of first mention.
+	upstreams []string
+	upOrder   map[string]int // 1-based position in upstreams
+	metrics   map[string][]statePoint // upstream -> change points
+	metricsN  int64
+	health    []statePoint
+	healthN   int64
+	healthBad int64
+	upNames   map[string]bool // upstreams named in run.start
 }
 
 func newCollector() *collector {
 	return &collector{
 		openFaults: map[string]int{},
-		ups:        newInterner(),
-		routes:     newInterner(),
-		tags:       newInterner(),
-		outcomes:   newInterner(),
+		strs:       canon{},
+		upOrder:    map[string]int{},
 		metrics:    map[string][]statePoint{},
 		upNames:    map[string]bool{},
 	}
+}
+
+// upstream records an upstream name and returns its shared copy.
+func (c *collector) upstreamName(u string) string {
+	u = c.strs.of(u)
+	if _, ok := c.upOrder[u]; u != "" && !ok {
+		c.upstreams = append(c.upstreams, u)
+		c.upOrder[u] = len(c.upstreams)
+	}
+	return u
 }
 
 // add takes one event. Events may come slightly out of time order (an
 // upstream call is written when it completes, stamped with its arrival).
 func (c *collector) add(ev journal.Event) {
 	c.events++
-	t := int64(ev.T)
+	t := ev.T
 	if t > c.lastT {
 		c.lastT = t
 	}
@@ -185,61 +139,43 @@ func (c *collector) add(ev journal.Event) {
 			c.start = p
 			for _, u := range p.Upstreams {
 				c.upNames[u] = true
-				c.ups.id(u)
+				c.upstreamName(u)
 			}
 		}
 	case *journal.RunEnd:
 		c.end = p
 	case *journal.FaultStart:
 		c.openFaults[p.Name] = len(c.faults)
-		c.faults = append(c.faults, faultRec{name: p.Name, typ: p.Type, upstream: p.Upstream, start: t, end: -1, planned: p.For})
-		c.ups.id(p.Upstream)
+		c.faults = append(c.faults, faultRec{name: p.Name, typ: p.Type, upstream: c.upstreamName(p.Upstream), start: t, end: -1, planned: p.For})
 	case *journal.FaultEnd:
 		if i, ok := c.openFaults[p.Name]; ok {
 			c.faults[i].end = t
 			delete(c.openFaults, p.Name)
 		}
 	case *journal.ClientRequest:
-		r := creq{seq: p.Seq, sched: int64(p.Scheduled), route: c.routes.id(p.Route), outcome: c.outcomes.id(string(p.Outcome))}
+		r := creq{seq: p.Seq, sched: p.Scheduled, route: c.strs.of(p.Route), outcome: journal.Outcome(c.strs.of(string(p.Outcome))),
+			fastFail: p.FastFail || p.Outcome == journal.OutcomeFastFail, late: p.Late}
 		if p.Sent > 0 {
-			r.flags |= rSent
-			d := min(max((int64(p.Sent)-r.sched)/int64(time.Microsecond), -(1<<31)), 1<<31-1)
-			r.sentD = int32(d)
+			r.sent = p.Sent
 		}
 		if p.Done > 0 {
-			r.flags |= rDone
-			r.doneD = clampU32(int64(p.Done)-r.sched, int64(time.Microsecond))
-		}
-		if p.FastFail || p.Outcome == journal.OutcomeFastFail {
-			r.flags |= rFastFail
-		}
-		if p.Late {
-			r.flags |= rLate
+			r.done = max(p.Done, r.sched)
 		}
 		if p.Upstream != "" {
-			r.up = c.ups.id(p.Upstream)
+			r.upstream = c.upstreamName(p.Upstream)
 		}
 		c.reqs = append(c.reqs, r)
 	case *journal.UpstreamRequest:
-		k := call{t: t, raMs: clampU32(int64(p.RetryAfter), int64(time.Millisecond)), up: c.ups.id(p.Upstream),
-			status: int16(min(max(p.Status, 0), 32767))}
-		if p.Done > 0 && int64(p.Done) >= t {
-			k.flags |= fHasDone
-			k.dur = clampU32(int64(p.Done)-t, int64(time.Microsecond))
+		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), status: p.Status,
+			health: p.HealthCheck, failed: upstreamFailed(p)}
+		if p.Done > 0 && p.Done >= t {
+			k.end, k.hasEnd = p.Done, true
 		}
 		if p.Seq != nil {
-			k.seq = *p.Seq
-			k.flags |= fHasSeq
-		}
-		if p.HealthCheck {
-			k.flags |= fHealth
+			k.seq, k.hasSeq = *p.Seq, true
 		}
 		if p.ProbeTag != "" {
-			k.flags |= fTagged
-			k.tag = c.tags.id(p.ProbeTag)
-		}
-		if upstreamFailed(p) {
-			k.flags |= fFailed
+			k.tagged, k.tag = true, c.strs.of(p.ProbeTag)
 		}
 		c.calls = append(c.calls, k)
 	case *journal.MetricsSample:

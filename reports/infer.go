@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"container/heap"
 	"encoding/json"
 	"fmt"
@@ -47,14 +48,14 @@ const (
 )
 
 type window struct {
-	start, end int64
+	start, end time.Duration
 	names      []string
 	types      []string
 	endedByRun bool
 }
 
 type cyc struct {
-	openAt, closeAt int64 // closeAt < 0: never closed
+	openAt, closeAt time.Duration // closeAt < 0: never closed
 	blocked, ff     int64
 	liveProbes      map[int32]bool // call indexes
 }
@@ -73,25 +74,25 @@ func (c *collector) finish() (*Analysis, error) {
 	runEnd := c.lastT
 	c.runInfo(a, runEnd)
 
-	slices.SortStableFunc(c.calls, func(x, y call) int { return cmp64(x.t, y.t) })
-	slices.SortStableFunc(c.reqs, func(x, y creq) int { return cmp64(x.sched, y.sched) })
+	slices.SortStableFunc(c.calls, func(x, y call) int { return cmp.Compare(x.t, y.t) })
+	slices.SortStableFunc(c.reqs, func(x, y creq) int { return cmp.Compare(x.sched, y.sched) })
 	c.markAbandoned()
 
 	wins := c.windows(runEnd)
-	var durStart, durEnd int64 = -1, -1
+	fr := frame{end: runEnd, faultStart: -1, faultEnd: -1}
 	for _, ws := range wins {
 		for _, w := range ws {
-			if durStart < 0 || w.start < durStart {
-				durStart = w.start
+			if fr.faultStart < 0 || w.start < fr.faultStart {
+				fr.faultStart = w.start
 			}
-			durEnd = max(durEnd, w.end)
+			fr.faultEnd = max(fr.faultEnd, w.end)
 		}
 	}
 	c.replayStats(a)
-	c.phases(a, durStart, durEnd, runEnd)
+	c.phases(a, fr)
 	reqUp := c.routeUpstreams(a)
 
-	secs := runEnd/int64(time.Second) + 1
+	secs := runEnd/time.Second + 1
 	if secs > maxTimelineSeconds {
 		secs = maxTimelineSeconds
 		a.Notes = append(a.Notes, fmt.Sprintf("the run is longer than %d hours: the timeline shows its first %d hours", maxTimelineSeconds/3600, maxTimelineSeconds/3600))
@@ -103,32 +104,30 @@ func (c *collector) finish() (*Analysis, error) {
 		end := f.end
 		if end < 0 {
 			end = runEnd
-			if f.planned > 0 && f.start+int64(f.planned) < runEnd {
-				end = f.start + int64(f.planned)
+			if f.planned > 0 && f.start+f.planned < runEnd {
+				end = f.start + f.planned
 			}
 		}
-		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: seconds(time.Duration(f.start)), EndS: seconds(time.Duration(end))})
+		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: seconds(f.start), EndS: seconds(end)})
 	}
 
 	// Per upstream.
-	callsBy := map[uint16][]int32{}
+	callsBy := map[string][]int32{}
 	for i := range c.calls {
-		callsBy[c.calls[i].up] = append(callsBy[c.calls[i].up], int32(i))
+		callsBy[c.calls[i].upstream] = append(callsBy[c.calls[i].upstream], int32(i))
 	}
-	reqsBy := map[uint16][]int32{}
+	reqsBy := map[string][]int32{}
 	for i := range c.reqs {
-		if u := reqUp[i]; u != 0 {
+		if u := reqUp[i]; u != "" {
 			reqsBy[u] = append(reqsBy[u], int32(i))
 		}
 	}
-	for id := 1; id < len(c.ups.names); id++ {
-		name := c.ups.names[id]
-		u := uint16(id)
-		if len(callsBy[u]) == 0 && len(reqsBy[u]) == 0 && len(wins[name]) == 0 && !c.upNames[name] {
+	for _, name := range c.upstreams {
+		if len(callsBy[name]) == 0 && len(reqsBy[name]) == 0 && len(wins[name]) == 0 && !c.upNames[name] {
 			continue
 		}
-		ua := c.upstream(a, name, u, callsBy[u], reqsBy[u], wins[name], runEnd, durStart, durEnd)
-		a.Upstreams[name] = ua
+		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr}
+		a.Upstreams[name] = u.analyse(a, reqsBy[name])
 	}
 	for _, h := range healthIntervals(c.health, runEnd) {
 		tl.Health = append(tl.Health, h)
@@ -185,7 +184,7 @@ func (c *collector) unstarted() []PlannedFault {
 	var out []PlannedFault
 	for _, u := range sortedKeys(by) {
 		fs := by[u]
-		slices.SortStableFunc(fs, func(x, y PlannedFault) int { return cmp64(int64(x.At), int64(y.At)) })
+		slices.SortStableFunc(fs, func(x, y PlannedFault) int { return cmp.Compare(x.At, y.At) })
 		if n := started[u]; n < len(fs) {
 			out = append(out, fs[n:]...)
 		}
@@ -193,20 +192,17 @@ func (c *collector) unstarted() []PlannedFault {
 	return out
 }
 
-func cmp64(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+// frame is the run's time frame: its end, and the span from the first
+// fault's start to the last one's end (-1 without faults).
+type frame struct {
+	end                  time.Duration
+	faultStart, faultEnd time.Duration
 }
 
-func (c *collector) runInfo(a *Analysis, runEnd int64) {
+func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 	ri := &a.Run
 	ri.Events, ri.UnknownEvents, ri.TornTail = c.events, c.unknown, c.torn
-	ri.DurationS = seconds(time.Duration(runEnd))
+	ri.DurationS = seconds(runEnd)
 	if s := c.start; s != nil {
 		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
 		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redactURL(s.Target), s.Rate
@@ -260,21 +256,21 @@ func ms(d time.Duration) float64 {
 
 // windows merges each upstream's fault windows; a fault without fault.end
 // lasts its planned length or to the run's end.
-func (c *collector) windows(runEnd int64) map[string][]window {
+func (c *collector) windows(runEnd time.Duration) map[string][]window {
 	by := map[string][]faultRec{}
 	for _, f := range c.faults {
 		by[f.upstream] = append(by[f.upstream], f)
 	}
 	out := map[string][]window{}
 	for u, fs := range by {
-		slices.SortStableFunc(fs, func(x, y faultRec) int { return cmp64(x.start, y.start) })
+		slices.SortStableFunc(fs, func(x, y faultRec) int { return cmp.Compare(x.start, y.start) })
 		var ws []window
 		for _, f := range fs {
 			end, byRun := f.end, false
 			if end < 0 {
 				end, byRun = runEnd, true
-				if f.planned > 0 && f.start+int64(f.planned) < runEnd {
-					end, byRun = f.start+int64(f.planned), false
+				if f.planned > 0 && f.start+f.planned < runEnd {
+					end, byRun = f.start+f.planned, false
 				}
 			}
 			end = max(end, f.start)
@@ -299,8 +295,8 @@ func newHist() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, int64(24*time.Hour/time.Microsecond), 3)
 }
 
-func record(h *hdrhistogram.Histogram, d int64) {
-	us := max(d/int64(time.Microsecond), 0)
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	us := max(int64(d/time.Microsecond), 0)
 	_ = h.RecordValue(min(us, h.HighestTrackableValue()))
 }
 
@@ -330,21 +326,20 @@ func (c *collector) replayStats(a *Analysis) {
 	rs := &a.Replay
 	rs.AskedRatePerS = a.Run.RatePerS
 	h := newHist()
-	var sends []int64
-	dropped := c.outcomes.ids[string(journal.OutcomeDropped)]
+	var sends []time.Duration
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		rs.Due++
-		if r.late() {
+		if r.late {
 			rs.Late++
 		}
-		if (dropped != 0 && r.outcome == dropped) || r.sent() == 0 {
+		if r.outcome == journal.OutcomeDropped || r.sent == 0 {
 			rs.Dropped++
 			continue
 		}
 		rs.Sent++
-		record(h, r.sent()-r.sched)
-		sends = append(sends, r.sent())
+		record(h, r.sent-r.sched)
+		sends = append(sends, r.sent)
 	}
 	rs.LatenessMs = percentiles(h, false)
 	// The achieved rate and the gaps come from when requests actually
@@ -353,17 +348,17 @@ func (c *collector) replayStats(a *Analysis) {
 	slices.Sort(sends)
 	if n := len(sends); n > 1 && sends[n-1] > sends[0] {
 		rs.ObservedRatePerS = round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
-		var gap, at int64
+		var gap, at time.Duration
 		for i := 1; i < n; i++ {
 			if d := sends[i] - sends[i-1]; d > gap {
 				gap, at = d, sends[i-1]
 			}
 		}
-		rs.LongestSendGapMs = ptr(ms(time.Duration(gap)))
-		rs.LongestSendGapAtS = ptr(seconds(time.Duration(at)))
+		rs.LongestSendGapMs = ptr(ms(gap))
+		rs.LongestSendGapAtS = ptr(seconds(at))
 	}
 	for i := range c.calls {
-		if c.calls[i].hasSeq() {
+		if c.calls[i].hasSeq {
 			rs.SeqForwarded = true
 			break
 		}
@@ -371,39 +366,39 @@ func (c *collector) replayStats(a *Analysis) {
 }
 
 // phases computes client figures before, during and after the faults.
-func (c *collector) phases(a *Analysis, durStart, durEnd, runEnd int64) {
+func (c *collector) phases(a *Analysis, fr frame) {
 	type span struct {
 		name       string
-		start, end int64
+		start, end time.Duration
 	}
+	runEnd := fr.end
 	spans := []span{{"before", 0, runEnd + 1}}
-	if durStart >= 0 {
-		spans = []span{{"before", 0, durStart}, {"during", durStart, durEnd}, {"after", durEnd, runEnd + 1}}
+	if fr.faultStart >= 0 {
+		spans = []span{{"before", 0, fr.faultStart}, {"during", fr.faultStart, fr.faultEnd}, {"after", fr.faultEnd, runEnd + 1}}
 	}
-	okID := c.outcomes.ids[string(journal.OutcomeOK)]
 	var totalCalls, totalReqs int64
 	for _, sp := range spans {
-		ps := &PhaseStats{StartS: seconds(time.Duration(sp.start)), EndS: seconds(time.Duration(min(sp.end, runEnd))), Outcomes: map[string]int64{}}
+		ps := &PhaseStats{StartS: seconds(sp.start), EndS: seconds(min(sp.end, runEnd)), Outcomes: map[string]int64{}}
 		h := newHist()
 		var ok, sent int64
 		lo := sort.Search(len(c.reqs), func(i int) bool { return c.reqs[i].sched >= sp.start })
 		for i := lo; i < len(c.reqs) && c.reqs[i].sched < sp.end; i++ {
 			r := &c.reqs[i]
 			ps.Requests++
-			ps.Outcomes[c.outcomes.names[r.outcome]]++
-			if okID != 0 && r.outcome == okID {
+			ps.Outcomes[string(r.outcome)]++
+			if r.outcome == journal.OutcomeOK {
 				ok++
 			}
-			if r.sent() > 0 {
+			if r.sent > 0 {
 				sent++
 			}
-			if r.done() > 0 {
+			if r.done > 0 {
 				record(h, r.lat())
 			}
 		}
 		lo = sort.Search(len(c.calls), func(i int) bool { return c.calls[i].t >= sp.start })
 		for i := lo; i < len(c.calls) && c.calls[i].t < sp.end; i++ {
-			if !c.calls[i].health() {
+			if !c.calls[i].health {
 				ps.UpstreamCalls++
 			}
 		}
@@ -429,49 +424,51 @@ func (c *collector) phases(a *Analysis, durStart, durEnd, runEnd int64) {
 // request's own upstream field, else the upstream its route reaches most
 // often by forwarded sequence numbers. It returns one interned upstream per
 // request (0 = unknown).
-func (c *collector) routeUpstreams(a *Analysis) []uint16 {
-	out := make([]uint16, len(c.reqs))
-	routeUp := map[uint16]uint16{}
+func (c *collector) routeUpstreams(a *Analysis) []string {
+	out := make([]string, len(c.reqs))
+	routeUp := map[string]string{}
 	direct := false
 	for i := range c.reqs {
-		if c.reqs[i].up != 0 {
+		if c.reqs[i].upstream != "" {
 			direct = true
-			routeUp[c.reqs[i].route] = c.reqs[i].up
+			routeUp[c.reqs[i].route] = c.reqs[i].upstream
 		}
 	}
 	if a.Replay.SeqForwarded {
 		bySeq := c.seqIndex()
-		votes := map[[2]uint16]int{}
+		type vote struct{ route, upstream string }
+		votes := map[vote]int{}
 		seen := map[uint64]bool{}
 		for i := range c.calls {
 			k := &c.calls[i]
-			if !k.hasSeq() || k.health() || seen[k.seq] {
+			if !k.hasSeq || k.health || seen[k.seq] {
 				continue
 			}
 			seen[k.seq] = true
 			if ri, ok := bySeq(k.seq); ok {
-				votes[[2]uint16{c.reqs[ri].route, k.up}]++
+				votes[vote{c.reqs[ri].route, k.upstream}]++
 			}
 		}
-		best := map[uint16]int{}
-		for k, n := range votes {
-			if _, ok := routeUp[k[0]]; ok && direct {
+		best := map[string]int{}
+		for v, n := range votes {
+			if _, ok := routeUp[v.route]; ok && direct {
 				continue
 			}
-			if n > best[k[0]] || (n == best[k[0]] && k[1] < routeUp[k[0]]) {
-				best[k[0]] = n
-				routeUp[k[0]] = k[1]
+			// Ties go to the upstream mentioned first in the journal.
+			if n > best[v.route] || (n == best[v.route] && c.upOrder[v.upstream] < c.upOrder[routeUp[v.route]]) {
+				best[v.route] = n
+				routeUp[v.route] = v.upstream
 			}
 		}
 	}
 	known := 0
 	for i := range c.reqs {
-		u := c.reqs[i].up
-		if u == 0 {
+		u := c.reqs[i].upstream
+		if u == "" {
 			u = routeUp[c.reqs[i].route]
 		}
 		out[i] = u
-		if u != 0 {
+		if u != "" {
 			known++
 		}
 	}
@@ -494,14 +491,10 @@ func (c *collector) routeUpstreams(a *Analysis) []uint16 {
 // write fails, and a delayed handler that has not read the request body
 // gets no cancellation. The gateway's answer to the client tells.
 func (c *collector) markAbandoned() {
-	bad, ok := c.outcomes.ids[string(journal.OutcomeHTTP5xx)]
-	if !ok {
-		return
-	}
 	bySeq := c.seqIndex()
 	for i := range c.calls {
 		k := &c.calls[i]
-		if k.failed() || !k.hasSeq() || k.flags&fHasDone == 0 {
+		if k.failed || !k.hasSeq || !k.hasEnd {
 			continue
 		}
 		ri, ok := bySeq(k.seq)
@@ -509,8 +502,8 @@ func (c *collector) markAbandoned() {
 			continue
 		}
 		r := &c.reqs[ri]
-		if r.outcome == bad && !r.fastFail() && r.done() > 0 && r.done() < k.end() {
-			k.flags |= fFailed
+		if r.outcome == journal.OutcomeHTTP5xx && !r.fastFail && r.done > 0 && r.done < k.end {
+			k.failed = true
 		}
 	}
 }
@@ -558,61 +551,62 @@ func (c *collector) clientTimeline(tl *Timeline) {
 		r := &c.reqs[i]
 		// Binned by when the request went out, so that a stall and the
 		// burst after it show; a request never sent is binned when due.
-		t := r.sent()
+		t := r.sent
 		if t == 0 {
 			t = r.sched
 		}
-		s := int(t / int64(time.Second))
+		s := int(t / time.Second)
 		if s < 0 || s >= tl.Seconds {
 			continue
 		}
-		g := clientGroup(c.outcomes.names[r.outcome])
-		if r.fastFail() {
+		g := clientGroup(string(r.outcome))
+		if r.fastFail {
 			g = "fast_fail"
 		}
 		tl.Client[g][s]++
 	}
 }
 
-func healthIntervals(pts []statePoint, runEnd int64) []StateInterval {
+func healthIntervals(pts []statePoint, runEnd time.Duration) []StateInterval {
 	var out []StateInterval
 	for i, p := range pts {
 		end := runEnd
 		if i+1 < len(pts) {
 			end = pts[i+1].t
 		}
-		out = append(out, StateInterval{StartS: seconds(time.Duration(p.t)), EndS: seconds(time.Duration(end)), State: p.state})
+		out = append(out, StateInterval{StartS: seconds(p.t), EndS: seconds(end), State: p.state})
 	}
 	return out
 }
 
-// int64Heap is a min-heap of end times, for probe concurrency.
-type int64Heap []int64
+// endHeap is a min-heap of end times, for probe concurrency.
+type endHeap []time.Duration
 
-func (h int64Heap) Len() int           { return len(h) }
-func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
-func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *int64Heap) Pop() any {
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(time.Duration)) }
+func (h *endHeap) Pop() any {
 	old := *h
 	v := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return v
 }
 
-// maxInFlight is the most probes whose [arrival, end) intervals overlap;
-// a probe with an unknown end counts at its arrival only.
-func maxInFlight(ps []Probe) int {
-	h := &int64Heap{}
+// maxInFlight is the most calls (probes, in arrival order) whose
+// [arrival, end) intervals overlap; a call with an unknown end counts at
+// its arrival only.
+func (c *collector) maxInFlight(probes []int32) int {
+	h := &endHeap{}
 	best := 0
-	for _, p := range ps {
-		t := int64(p.AtS * 1e9)
-		for h.Len() > 0 && (*h)[0] <= t {
+	for _, i := range probes {
+		k := &c.calls[i]
+		for h.Len() > 0 && (*h)[0] <= k.t {
 			heap.Pop(h)
 		}
-		end := int64(p.DoneS * 1e9)
-		if end <= t {
-			end = t + 1
+		end := k.end
+		if end <= k.t {
+			end = k.t + 1
 		}
 		heap.Push(h, end)
 		best = max(best, h.Len())

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,13 +19,14 @@ func (c *collector) okProbeLike(k int32) bool {
 		return false
 	}
 	x := &c.calls[k]
-	return (x.tagged() || x.health()) && !x.failed()
+	return (x.tagged || x.health) && !x.failed
 }
 
 // machine runs the open/close state machine over the upstream's sent
 // client requests, each classified blocked, passed or probe (match holds
 // the call a request reached).
-func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32) []*cyc {
+func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
+	c, sent := u.c, u.sent
 	var out []*cyc
 	var cur *cyc
 	br, brFirst := 0, 0
@@ -41,10 +43,10 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 				}
 				br++
 				if br >= OpenRunMin {
-					cur = &cyc{openAt: c.openMoment(c.reqs[sent[brFirst]].sent(), lastPassed), closeAt: -1, liveProbes: map[int32]bool{}}
+					cur = &cyc{openAt: c.openMoment(c.reqs[sent[brFirst]].sent, lastPassed), closeAt: -1, liveProbes: map[int32]bool{}}
 					for q := brFirst; q <= j; q++ {
 						cur.blocked++
-						if c.reqs[sent[q]].fastFail() {
+						if c.reqs[sent[q]].fastFail {
 							cur.ff++
 						}
 					}
@@ -63,7 +65,7 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 		switch k {
 		case clsBlocked:
 			cur.blocked++
-			if r.fastFail() {
+			if r.fastFail {
 				cur.ff++
 			}
 			run = run[:0]
@@ -72,12 +74,12 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 			// traffic nor a block.
 		case clsPassed:
 			kc := match[j]
-			if prev == clsBlocked && !c.okProbeLike(c.lastCallBefore(ci, c.calls[kc].t)) {
+			if prev == clsBlocked && !c.okProbeLike(u.lastCallBefore(c.calls[kc].t)) {
 				cur.liveProbes[kc] = true
 			}
 			run = append(run, j)
 			if len(run) >= CloseRunMin {
-				cur.closeAt = c.closeMoment(cur, match[run[0]], match[run[1]], ci)
+				cur.closeAt = u.closeMoment(cur, match[run[0]], match[run[1]])
 				lastPassed = match[run[len(run)-1]]
 				cur, br, run = nil, 0, run[:0]
 			}
@@ -92,11 +94,11 @@ func (c *collector) machine(cls []uint8, match []int32, sent []int32, ci []int32
 // that did not (notBefore). Breakers trip on a failure's response, so when
 // that last call failed its end is the estimate; otherwise the first
 // blocked request is.
-func (c *collector) openMoment(firstBlocked int64, lastPassed int32) int64 {
+func (c *collector) openMoment(firstBlocked time.Duration, lastPassed int32) time.Duration {
 	if lastPassed >= 0 {
 		k := &c.calls[lastPassed]
-		if k.failed() && k.end() <= firstBlocked {
-			return k.end()
+		if k.failed && k.end <= firstBlocked {
+			return k.end
 		}
 	}
 	return firstBlocked
@@ -107,16 +109,17 @@ func (c *collector) openMoment(firstBlocked int64, lastPassed int32) int64 {
 // response: the end of the successful tagged probe or health check just
 // before the traffic resumed, or of the live-traffic probe that began the
 // run; else the resumed traffic's first arrival.
-func (c *collector) closeMoment(cy *cyc, first, second int32, ci []int32) int64 {
+func (u *upstreamRun) closeMoment(cy *cyc, first, second int32) time.Duration {
+	c := u.c
 	if cy.liveProbes[first] {
-		if e := c.calls[first].end(); e <= c.calls[second].t {
+		if e := c.calls[first].end; e <= c.calls[second].t {
 			return e
 		}
 		return c.calls[second].t
 	}
 	t := c.calls[first].t
-	if p := c.lastCallBefore(ci, t); c.okProbeLike(p) && c.calls[p].t >= cy.openAt && c.calls[p].end() <= t {
-		return c.calls[p].end()
+	if p := u.lastCallBefore(t); c.okProbeLike(p) && c.calls[p].t >= cy.openAt && c.calls[p].end <= t {
+		return c.calls[p].end
 	}
 	return t
 }
@@ -124,21 +127,22 @@ func (c *collector) closeMoment(cy *cyc, first, second int32, ci []int32) int64 
 // gapMachine infers open intervals from gaps in untagged live arrivals
 // alone, when no client request can be attributed to the upstream. It
 // returns the expected interval it used.
-func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) {
+func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
+	c, live, wins := u.c, u.live, u.wins
 	var arr []int32
 	for _, i := range live {
-		if !c.calls[i].tagged() {
+		if !c.calls[i].tagged {
 			arr = append(arr, i)
 		}
 	}
 	if len(arr) < 3 {
 		return 0, nil
 	}
-	firstFault := int64(1<<63 - 1)
+	firstFault := time.Duration(1<<63 - 1)
 	if len(wins) > 0 {
 		firstFault = wins[0].start
 	}
-	var before, all []int64
+	var before, all []time.Duration
 	for i := 1; i < len(arr); i++ {
 		d := c.calls[arr[i]].t - c.calls[arr[i-1]].t
 		all = append(all, d)
@@ -152,7 +156,7 @@ func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) 
 	}
 	slices.Sort(base)
 	exp := base[len(base)/2]
-	gap := max(GapFactor*exp, int64(MinGap))
+	gap := max(GapFactor*exp, MinGap)
 	var out []*cyc
 	var cur *cyc
 	var run []int32
@@ -168,7 +172,7 @@ func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) 
 			run = run[:0]
 		}
 		if big {
-			if !c.okProbeLike(c.lastCallBefore(ci, t)) {
+			if !c.okProbeLike(u.lastCallBefore(t)) {
 				cur.liveProbes[arr[i]] = true
 			}
 			run = append(run[:0], arr[i])
@@ -176,7 +180,7 @@ func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) 
 		}
 		run = append(run, arr[i])
 		if len(run) >= CloseRunMin {
-			cur.closeAt = c.closeMoment(cur, run[0], run[1], ci)
+			cur.closeAt = u.closeMoment(cur, run[0], run[1])
 			cur, run = nil, run[:0]
 		}
 	}
@@ -192,12 +196,13 @@ func (c *collector) gapMachine(live, ci []int32, wins []window) (int64, []*cyc) 
 
 // cycleFigures computes one cycle's probes, leaks and counts. segStart is
 // where failures before the open are counted from.
-func (c *collector) cycleFigures(cy *cyc, segStart int64, ci []int32, runEnd int64) *Cycle {
-	out := &Cycle{OpenedAtS: seconds(time.Duration(cy.openAt)), Blocked: cy.blocked, FastFails: cy.ff,
-		Probes: []Probe{}, CooldownsS: []float64{}}
-	end := runEnd + 1
+func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
+	c, ci := u.c, u.calls
+	out := &Cycle{OpenedAtS: seconds(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
+		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
+	end := u.frame.end + 1
 	if cy.closeAt >= 0 {
-		out.ClosedAtS = ptr(seconds(time.Duration(cy.closeAt)))
+		out.ClosedAtS = ptr(seconds(cy.closeAt))
 		end = cy.closeAt
 	}
 	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= segStart })
@@ -209,15 +214,15 @@ func (c *collector) cycleFigures(cy *cyc, segStart int64, ci []int32, runEnd int
 			break
 		}
 		if k.t < cy.openAt {
-			if !k.health() && k.failed() {
+			if !k.health && k.failed {
 				out.FailuresBeforeOpen++
 			}
 			continue
 		}
 		switch {
-		case k.health():
+		case k.health:
 			health = append(health, i)
-		case k.tagged():
+		case k.tagged:
 			tagged = append(tagged, i)
 		case cy.liveProbes[i]:
 			liveP = append(liveP, i)
@@ -239,26 +244,27 @@ func (c *collector) cycleFigures(cy *cyc, segStart int64, ci []int32, runEnd int
 	all := make([]Probe, 0, len(probes))
 	for _, i := range probes {
 		k := &c.calls[i]
-		p := Probe{AtS: seconds(time.Duration(k.t)), OK: !k.failed(), Kind: out.ProbeSource}
-		if k.end() > k.t {
-			p.DoneS = seconds(time.Duration(k.end()))
+		p := Probe{AtS: seconds(k.t), OK: !k.failed, Kind: out.ProbeSource}
+		if k.end > k.t {
+			p.DoneS = seconds(k.end)
 		}
-		if k.tagged() {
-			p.Tag = c.tags.names[k.tag]
+		if k.tagged {
+			p.Tag = k.tag
 		}
 		all = append(all, p)
 	}
 	out.ProbeCount = int64(len(all))
-	out.MaxProbesInFlight = maxInFlight(all)
+	out.MaxProbesInFlight = c.maxInFlight(probes)
 	for i := 1; i < len(probes); i++ {
-		out.intervals = append(out.intervals, seconds(time.Duration(c.calls[probes[i]].t-c.calls[probes[i-1]].t)))
+		out.intervals = append(out.intervals, seconds(c.calls[probes[i]].t-c.calls[probes[i-1]].t))
 	}
 	if len(probes) > 0 {
-		out.CooldownsS = append(out.CooldownsS, round3(seconds(time.Duration(c.calls[probes[0]].t-cy.openAt))))
+		out.firstProbe = c.calls[probes[0]].t
+		out.CooldownsS = append(out.CooldownsS, round3(seconds(c.calls[probes[0]].t-cy.openAt)))
 		for i := 0; i+1 < len(probes); i++ {
 			k := &c.calls[probes[i]]
-			if k.failed() {
-				out.CooldownsS = append(out.CooldownsS, round3(seconds(time.Duration(c.calls[probes[i+1]].t-k.end()))))
+			if k.failed {
+				out.CooldownsS = append(out.CooldownsS, round3(seconds(c.calls[probes[i+1]].t-k.end)))
 			}
 		}
 	}
@@ -277,9 +283,10 @@ func (c *collector) cycleFigures(cy *cyc, segStart int64, ci []int32, runEnd int
 }
 
 // episode fills the figures of one fault episode from its cycles.
-func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []int32, mpts []statePoint, runEnd int64) {
+func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
+	c, live, sent, mpts := u.c, u.live, u.sent, u.mpts
 	ep.Fault, ep.FaultTypes = joinNames(w.names), w.types
-	ep.StartS, ep.EndS, ep.EndedByRun = seconds(time.Duration(w.start)), seconds(time.Duration(w.end)), w.endedByRun
+	ep.StartS, ep.EndS, ep.EndedByRun = seconds(w.start), seconds(w.end), w.endedByRun
 	ep.CooldownsS, ep.RetryAfter = []float64{}, []RetryAfter{}
 	if ep.Cycles == nil {
 		ep.Cycles = []*Cycle{}
@@ -289,7 +296,7 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 		first, last := ep.Cycles[0], ep.Cycles[n-1]
 		ep.Opened = true
 		ep.OpenedAtS = ptr(first.OpenedAtS)
-		ep.OpenedAfterS = ptr(round3(first.OpenedAtS - ep.StartS))
+		ep.OpenedAfterS = ptr(seconds(first.openAt - w.start))
 		ep.FailuresBeforeOpen = ptr(first.FailuresBeforeOpen)
 		var ivs []float64
 		mif := 0
@@ -316,16 +323,16 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 		ep.ProbeIntervalS = minP50Max(ivs)
 		if ep.Probes > 0 {
 			ep.MaxProbesInFlight = ptr(mif)
-			if len(first.Probes) > 0 {
-				ep.FirstProbeAfterOpen = ptr(round3(first.Probes[0].AtS - first.OpenedAtS))
+			if first.firstProbe >= 0 {
+				ep.FirstProbeAfterOpen = ptr(seconds(first.firstProbe - first.openAt))
 			}
 		}
 		if last.ClosedAtS != nil {
 			ep.Closed = true
 			ep.ClosedAtS = last.ClosedAtS
-			ep.ClosedAfterRecoveryS = ptr(round3(*last.ClosedAtS - ep.EndS))
+			ep.ClosedAfterRecoveryS = ptr(seconds(last.closeAt - w.end))
 			ep.SuccessesToClose = last.SuccessesToClose
-			ampEnd = max(ampEnd, int64(*last.ClosedAtS*1e9))
+			ampEnd = max(ampEnd, last.closeAt)
 		} else {
 			ampEnd = spanEnd
 		}
@@ -333,7 +340,7 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 	ampEnd = min(ampEnd, spanEnd)
 
 	// Retry-After compliance and amplification over the episode's span.
-	type pause struct{ from, until int64 }
+	type pause struct{ from, until time.Duration }
 	var pauses []pause
 	for _, i := range live {
 		k := &c.calls[i]
@@ -343,36 +350,36 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 		if k.t < ampEnd {
 			ep.UpstreamCalls++
 		}
-		if k.status == 429 && k.raMs > 0 {
-			pauses = append(pauses, pause{k.end(), k.end() + k.retryAfter()})
+		if k.status == 429 && k.retryAfter > 0 {
+			pauses = append(pauses, pause{k.end, k.end + k.retryAfter})
 		}
 	}
 	for _, i := range sent {
-		if s := c.reqs[i].sent(); s >= w.start && s < ampEnd {
+		if s := c.reqs[i].sent; s >= w.start && s < ampEnd {
 			ep.ClientRequests++
 		}
 	}
 	ep.Amplification = ratio(ep.UpstreamCalls, ep.ClientRequests)
 	if len(pauses) > 0 {
-		slices.SortFunc(pauses, func(x, y pause) int { return cmp64(x.from, y.from) })
+		slices.SortFunc(pauses, func(x, y pause) int { return cmp.Compare(x.from, y.from) })
 		lo := sort.Search(len(live), func(j int) bool { return c.calls[live[j]].t >= w.start })
 		// Per 429: the next non-health call after its response.
 		for _, p := range pauses {
 			if len(ep.RetryAfter) >= maxListed {
 				break
 			}
-			ra := RetryAfter{AtS: seconds(time.Duration(p.from)), RetryAfterS: seconds(time.Duration(p.until - p.from)), Honoured: true}
+			ra := RetryAfter{AtS: seconds(p.from), RetryAfterS: seconds(p.until - p.from), Honoured: true}
 			j := sort.Search(len(live), func(j int) bool { return c.calls[live[j]].t > p.from })
 			if j < len(live) {
 				nt := c.calls[live[j]].t
-				ra.NextCallS = ptr(round3(seconds(time.Duration(nt - p.from))))
-				ra.Honoured = nt >= p.until-int64(RetryAfterSlack)
+				ra.NextCallS = ptr(round3(seconds(nt - p.from)))
+				ra.Honoured = nt >= p.until-RetryAfterSlack
 			}
 			ep.RetryAfter = append(ep.RetryAfter, ra)
 		}
 		// Violations: calls inside any pause that began before them.
 		pi := 0
-		var until int64 = -1
+		var until time.Duration = -1
 		for _, i := range live[lo:] {
 			k := &c.calls[i]
 			if k.t >= spanEnd {
@@ -382,7 +389,7 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 				until = max(until, pauses[pi].until)
 				pi++
 			}
-			if k.t < until-int64(RetryAfterSlack) {
+			if k.t < until-RetryAfterSlack {
 				ep.RetryAfterViolations++
 			}
 		}
@@ -391,7 +398,7 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 
 	// Metrics lag behind the black-box open and close.
 	if ep.Opened {
-		openAt := int64(*ep.OpenedAtS * 1e9)
+		openAt := ep.Cycles[0].openAt
 		from := sort.Search(len(mpts), func(i int) bool { return mpts[i].t >= w.start })
 		already := from > 0 && mpts[from-1].state != journal.StateClosed
 		if !already {
@@ -399,14 +406,14 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 				if mpts[i].state == journal.StateClosed {
 					continue
 				}
-				ep.MetricsOpenLagS = ptr(round3(seconds(time.Duration(mpts[i].t - openAt))))
+				ep.MetricsOpenLagS = ptr(round3(seconds(mpts[i].t - openAt)))
 				if ep.Closed {
 					// The close the metrics show is the first closed
 					// point after the last open one at or before the
 					// black-box close: with several open/close cycles in
 					// the episode (a flapping gateway), earlier cycles'
 					// closes are not this one.
-					closeAt := int64(*ep.ClosedAtS * 1e9)
+					closeAt := ep.Cycles[len(ep.Cycles)-1].closeAt
 					lastOpen := i
 					for j := i + 1; j < len(mpts) && mpts[j].t <= closeAt; j++ {
 						if mpts[j].state != journal.StateClosed {
@@ -415,8 +422,8 @@ func (c *collector) episode(ep *Episode, w window, spanEnd int64, live, sent []i
 					}
 					for j := lastOpen + 1; j < len(mpts); j++ {
 						if mpts[j].state == journal.StateClosed {
-							if mpts[j].t >= closeAt-int64(30*time.Second) {
-								ep.MetricsCloseLagS = ptr(round3(seconds(time.Duration(mpts[j].t - closeAt))))
+							if mpts[j].t >= closeAt-30*time.Second {
+								ep.MetricsCloseLagS = ptr(round3(seconds(mpts[j].t - closeAt)))
 							}
 							break
 						}
@@ -503,9 +510,10 @@ func fmtS(s float64) string {
 // healthDisagreement finds intervals where the upstream's health checks
 // and its breaker (metrics when the gateway reports them, else black-box)
 // disagree.
-func (c *collector) healthDisagreement(ua *UpstreamAnalysis, ci []int32, mpts []statePoint, open []StateInterval, runEnd int64) {
+func (u *upstreamRun) healthDisagreement(ua *UpstreamAnalysis, opens [][2]time.Duration) {
+	c, ci, mpts, runEnd := u.c, u.calls, u.mpts, u.frame.end
 	type ev struct {
-		t      int64
+		t      time.Duration
 		canary string // "" = no change
 		brk    string
 	}
@@ -513,11 +521,11 @@ func (c *collector) healthDisagreement(ua *UpstreamAnalysis, ci []int32, mpts []
 	last := ""
 	for _, i := range ci {
 		k := &c.calls[i]
-		if !k.health() {
+		if !k.health {
 			continue
 		}
 		s := "up"
-		if k.failed() {
+		if k.failed {
 			s = "down"
 		}
 		if s != last {
@@ -540,18 +548,18 @@ func (c *collector) healthDisagreement(ua *UpstreamAnalysis, ci []int32, mpts []
 	} else {
 		src = "black_box"
 		evs = append(evs, ev{t: 0, brk: "closed"})
-		for _, o := range open {
-			evs = append(evs, ev{t: int64(o.StartS * 1e9), brk: "open"}, ev{t: int64(o.EndS * 1e9), brk: "closed"})
+		for _, o := range opens {
+			evs = append(evs, ev{t: o[0], brk: "open"}, ev{t: o[1], brk: "closed"})
 		}
 	}
-	slices.SortStableFunc(evs, func(x, y ev) int { return cmp64(x.t, y.t) })
+	slices.SortStableFunc(evs, func(x, y ev) int { return cmp.Compare(x.t, y.t) })
 	canary, brk := "", ""
 	var cur *Disagreement
-	var maxD float64
-	flush := func(t int64) {
+	var maxD, curStart time.Duration
+	flush := func(t time.Duration) {
 		if cur != nil {
-			cur.EndS = seconds(time.Duration(t))
-			maxD = max(maxD, round3(cur.EndS-cur.StartS))
+			cur.EndS = seconds(t)
+			maxD = max(maxD, t-curStart)
 			if len(ua.HealthDisagreements) < maxListed {
 				ua.HealthDisagreements = append(ua.HealthDisagreements, *cur)
 			}
@@ -570,11 +578,11 @@ func (c *collector) healthDisagreement(ua *UpstreamAnalysis, ci []int32, mpts []
 		case dis && cur != nil && cur.Health == canary && cur.Breaker == brk:
 		case dis:
 			flush(e.t)
-			cur = &Disagreement{StartS: seconds(time.Duration(e.t)), Health: canary, Breaker: brk, Source: src}
+			cur, curStart = &Disagreement{StartS: seconds(e.t), Health: canary, Breaker: brk, Source: src}, e.t
 		default:
 			flush(e.t)
 		}
 	}
 	flush(runEnd)
-	ua.HealthDisagreementMaxS = ptr(maxD)
+	ua.HealthDisagreementMaxS = ptr(seconds(maxD))
 }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -8,9 +9,25 @@ import (
 	"github.com/halfopen/rehearse/journal"
 )
 
-// upstream analyses one upstream: attribution, the open/close state
-// machine, episodes, Retry-After, metrics and health cross-checks.
-func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32, wins []window, runEnd, durStart, durEnd int64) *UpstreamAnalysis {
+// upstreamRun is what the inference of one upstream works on: its records
+// (indexes into the collector's calls and requests), its fault windows,
+// its metrics state changes and the run's time frame.
+type upstreamRun struct {
+	c     *collector
+	name  string
+	calls []int32 // every call to it, in arrival order
+	live  []int32 // its non-health calls
+	sent  []int32 // the client requests attributed to it that were sent, in send order
+	wins  []window
+	mpts  []statePoint
+	frame frame
+}
+
+// analyse analyses one upstream, given the client requests attributed to
+// it: attribution, the open/close state machine, episodes, Retry-After,
+// metrics and health cross-checks.
+func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
+	c, name, wins, runEnd := u.c, u.name, u.wins, u.frame.end
 	ua := &UpstreamAnalysis{Name: name, Faulted: len(wins) > 0, Episodes: []*Episode{}, UnprovokedOpens: []*Cycle{},
 		MetricsTransitions: []MetricsTransition{}, HealthDisagreements: []Disagreement{}}
 	tl := &UpstreamTimeline{}
@@ -18,14 +35,13 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 	n := a.Timeline.Seconds
 	tl.OK, tl.Failed, tl.HealthOK, tl.HealthFailed = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 
-	var live []int32 // non-health calls
-	for _, i := range ci {
+	for _, i := range u.calls {
 		k := &c.calls[i]
-		s := int(k.t / int64(time.Second))
-		if k.health() {
+		s := int(k.t / time.Second)
+		if k.health {
 			ua.HealthChecks++
 			if s >= 0 && s < n {
-				if k.failed() {
+				if k.failed {
 					tl.HealthFailed[s]++
 				} else {
 					tl.HealthOK[s]++
@@ -33,16 +49,16 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 			}
 			continue
 		}
-		live = append(live, i)
+		u.live = append(u.live, i)
 		ua.Calls++
-		if k.failed() {
+		if k.failed {
 			ua.Failed++
 		}
-		if k.tagged() {
+		if k.tagged {
 			ua.TaggedProbes++
 		}
-		if s >= 0 && s < n && !k.tagged() {
-			if k.failed() {
+		if s >= 0 && s < n && !k.tagged {
+			if k.failed {
 				tl.Failed[s]++
 			} else {
 				tl.OK[s]++
@@ -50,28 +66,27 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 		}
 	}
 	// Client requests that were sent, in send order.
-	var sent []int32
-	for _, i := range ri {
-		if c.reqs[i].sent() > 0 {
-			sent = append(sent, i)
+	for _, i := range reqs {
+		if c.reqs[i].sent > 0 {
+			u.sent = append(u.sent, i)
 		}
 	}
-	slices.SortStableFunc(sent, func(x, y int32) int { return cmp64(c.reqs[x].sent(), c.reqs[y].sent()) })
+	sent, live := u.sent, u.live
+	slices.SortStableFunc(sent, func(x, y int32) int { return cmp.Compare(c.reqs[x].sent, c.reqs[y].sent) })
 	ua.ClientRequests = int64(len(sent))
 	ua.Amplification = ratio(ua.Calls, ua.ClientRequests)
 
-	okID := c.outcomes.ids[string(journal.OutcomeOK)]
 	var okB, nB, okD, nD int64
 	for _, i := range sent {
 		r := &c.reqs[i]
-		ok := okID != 0 && r.outcome == okID
+		ok := r.outcome == journal.OutcomeOK
 		switch {
-		case durStart < 0 || r.sched < durStart:
+		case u.frame.faultStart < 0 || r.sched < u.frame.faultStart:
 			nB++
 			if ok {
 				okB++
 			}
-		case r.sched < durEnd:
+		case r.sched < u.frame.faultEnd:
 			nD++
 			if ok {
 				okD++
@@ -82,14 +97,15 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 
 	// Expected interval between live calls at the replay rate.
 	if len(sent) > 1 {
-		span := c.reqs[sent[len(sent)-1]].sent() - c.reqs[sent[0]].sent()
-		ua.ExpectedIntervalS = ptr(round3(seconds(time.Duration(span)) / float64(len(sent)-1)))
+		span := c.reqs[sent[len(sent)-1]].sent - c.reqs[sent[0]].sent
+		ua.ExpectedIntervalS = ptr(round3(seconds(span) / float64(len(sent)-1)))
 	}
 
 	var cycles []*cyc
+	var opens [][2]time.Duration // black-box open intervals, for health
 	hasSeq := false
 	for _, i := range live {
-		if c.calls[i].hasSeq() {
+		if c.calls[i].hasSeq {
 			hasSeq = true
 			break
 		}
@@ -97,18 +113,16 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 	switch {
 	case len(sent) > 0 && hasSeq:
 		ua.Routing = "seq"
-		cls, match := c.classifySeq(sent, live)
-		cycles = c.machine(cls, match, sent, ci)
+		cycles = u.machine(u.classifySeq())
 	case len(sent) > 0:
 		ua.Routing = "time_match"
-		cls, match := c.classifyTime(sent, live)
-		cycles = c.machine(cls, match, sent, ci)
+		cycles = u.machine(u.classifyTime())
 	default:
 		ua.Routing = "gaps_only"
-		var exp int64
-		exp, cycles = c.gapMachine(live, ci, wins)
+		var exp time.Duration
+		exp, cycles = u.gapMachine()
 		if exp > 0 {
-			ua.ExpectedIntervalS = ptr(round3(seconds(time.Duration(exp))))
+			ua.ExpectedIntervalS = ptr(round3(seconds(exp)))
 		}
 		// Without client attribution a quiet upstream (a fallback that only
 		// gets traffic while the primary is open, a route the capture
@@ -127,21 +141,21 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 	}
 
 	// Metrics transitions.
-	mpts := c.metrics[name]
+	mpts := u.mpts
 	for i := 1; i < len(mpts) && len(ua.MetricsTransitions) < maxListed; i++ {
-		ua.MetricsTransitions = append(ua.MetricsTransitions, MetricsTransition{AtS: seconds(time.Duration(mpts[i].t)), From: mpts[i-1].state, To: mpts[i].state})
+		ua.MetricsTransitions = append(ua.MetricsTransitions, MetricsTransition{AtS: seconds(mpts[i].t), From: mpts[i-1].state, To: mpts[i].state})
 	}
 	for i, p := range mpts {
 		end := runEnd
 		if i+1 < len(mpts) {
 			end = mpts[i+1].t
 		}
-		tl.Metrics = append(tl.Metrics, StateInterval{StartS: seconds(time.Duration(p.t)), EndS: seconds(time.Duration(end)), State: p.state})
+		tl.Metrics = append(tl.Metrics, StateInterval{StartS: seconds(p.t), EndS: seconds(end), State: p.state})
 	}
 
 	// Cycles to episodes.
-	var prevClose int64
-	for ci2, cy := range cycles {
+	var prevClose time.Duration
+	for _, cy := range cycles {
 		segStart := prevClose
 		epi := -1
 		for j := len(wins) - 1; j >= 0; j-- {
@@ -153,14 +167,14 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 		if epi >= 0 && wins[epi].start > segStart {
 			segStart = wins[epi].start
 		}
-		out := c.cycleFigures(cy, segStart, ci, runEnd)
+		out := u.cycleFigures(cy, segStart)
 		closeAt := runEnd
 		if cy.closeAt >= 0 {
 			closeAt = cy.closeAt
 			prevClose = cy.closeAt
 		}
-		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: seconds(time.Duration(closeAt)), State: journal.StateOpen})
-		_ = ci2
+		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: seconds(closeAt), State: journal.StateOpen})
+		opens = append(opens, [2]time.Duration{cy.openAt, closeAt})
 		if epi < 0 {
 			ua.UnprovokedOpens = append(ua.UnprovokedOpens, out)
 			continue
@@ -184,14 +198,14 @@ func (c *collector) upstream(a *Analysis, name string, u uint16, ci, ri []int32,
 		if j+1 < len(wins) {
 			spanEnd = wins[j+1].start
 		}
-		c.episode(ua.Episodes[j], w, spanEnd, live, sent, mpts, runEnd)
+		u.episode(ua.Episodes[j], w, spanEnd)
 	}
 	for _, p := range cyclesProbes(ua) {
 		if len(tl.Probes) < 5000 {
 			tl.Probes = append(tl.Probes, p)
 		}
 	}
-	c.healthDisagreement(ua, ci, mpts, tl.Open, runEnd)
+	u.healthDisagreement(ua, opens)
 	return ua
 }
 
@@ -210,11 +224,12 @@ func cyclesProbes(ua *UpstreamAnalysis) []Probe {
 
 // classifySeq marks each sent request blocked, passed or probe by its
 // forwarded sequence number: the first non-health call carrying it.
-func (c *collector) classifySeq(sent, live []int32) ([]uint8, []int32) {
+func (u *upstreamRun) classifySeq() ([]uint8, []int32) {
+	c, sent, live := u.c, u.sent, u.live
 	first := make(map[uint64]int32, len(live))
 	for _, i := range live {
 		k := &c.calls[i]
-		if k.hasSeq() {
+		if k.hasSeq {
 			if _, ok := first[k.seq]; !ok {
 				first[k.seq] = i
 			}
@@ -227,7 +242,7 @@ func (c *collector) classifySeq(sent, live []int32) ([]uint8, []int32) {
 		if k, ok := first[c.reqs[ri].seq]; ok {
 			match[j] = k
 			cls[j] = clsPassed
-			if c.calls[k].tagged() {
+			if c.calls[k].tagged {
 				cls[j] = clsProbe
 			}
 		}
@@ -238,25 +253,26 @@ func (c *collector) classifySeq(sent, live []int32) ([]uint8, []int32) {
 // classifyTime matches requests to non-health calls greedily in time: a
 // request is forwarded if an unmatched call arrived between its send and
 // its end.
-func (c *collector) classifyTime(sent, live []int32) ([]uint8, []int32) {
+func (u *upstreamRun) classifyTime() ([]uint8, []int32) {
+	c, sent, live := u.c, u.sent, u.live
 	cls := make([]uint8, len(sent))
 	match := make([]int32, len(sent))
 	p := 0
 	for j, ri := range sent {
 		r := &c.reqs[ri]
 		match[j] = -1
-		end := r.done()
-		if end <= r.sent() {
-			end = r.sent() + int64(30*time.Second)
+		end := r.done
+		if end <= r.sent {
+			end = r.sent + 30*time.Second
 		}
-		for p < len(live) && c.calls[live[p]].t < r.sent() {
+		for p < len(live) && c.calls[live[p]].t < r.sent {
 			p++
 		}
 		if p < len(live) && c.calls[live[p]].t <= end {
 			k := live[p]
 			match[j] = k
 			cls[j] = clsPassed
-			if c.calls[k].tagged() {
+			if c.calls[k].tagged {
 				cls[j] = clsProbe
 			}
 			p++
@@ -265,10 +281,11 @@ func (c *collector) classifyTime(sent, live []int32) ([]uint8, []int32) {
 	return cls, match
 }
 
-// lastCallBefore returns the last call of ci (any kind) that arrived
-// before t, or -1.
-func (c *collector) lastCallBefore(ci []int32, t int64) int32 {
-	j := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= t })
+// lastCallBefore returns the last call to the upstream (any kind) that
+// arrived before t, or -1.
+func (u *upstreamRun) lastCallBefore(t time.Duration) int32 {
+	ci := u.calls
+	j := sort.Search(len(ci), func(i int) bool { return u.c.calls[ci[i]].t >= t })
 	if j == 0 {
 		return -1
 	}
