@@ -96,7 +96,7 @@ type collector struct {
 	strs       canon
 	// upstreams are the upstream names in order of first mention.
 	upstreams []string
-	upOrder   map[string]int // 1-based position in upstreams
+	upOrder   map[string]int          // 1-based position in upstreams
 	metrics   map[string][]statePoint // upstream -> change points
 	metricsN  int64
 	health    []statePoint
