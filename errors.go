@@ -27,7 +27,7 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 )
 
-// Exit codes of the run contract (DESIGN.md 5.5).
+// Exit codes of the run contract (docs/contracts.md).
 const (
 	ExitOK           = 0
 	ExitExpectations = 1

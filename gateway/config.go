@@ -128,7 +128,7 @@ type UpstreamConfig struct {
 }
 
 // BreakerConfig holds the parameters of every dependency's breaker. The
-// defaults are the reference values of DESIGN.md section 2.
+// defaults are the reference values of docs/gateway.md ("The field's practice").
 type BreakerConfig struct {
 	// Window is the sliding window over which outcomes are counted (30s),
 	// in 30 buckets of Window/30.

@@ -1,6 +1,6 @@
 // Package gateway is rehearse's built-in reference gateway: a small HTTP
-// gateway whose circuit breakers implement the field's practice (DESIGN.md
-// section 2) faithfully. It is the embedded default of a rehearsal (a
+// gateway whose circuit breakers implement the field's practice (the
+// reference values of docs/gateway.md) faithfully. It is the embedded default of a rehearsal (a
 // newcomer needs no gateway of their own), the gateway the project's
 // end-to-end tests measure, and the conformance reference users compare
 // their own gateway with.

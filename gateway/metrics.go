@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metric names (DESIGN.md section 2, prefix openclaw_breaker_). Labels are
+// Metric names (the contract of docs/contracts.md, prefix openclaw_breaker_). Labels are
 // dependency, region and env, plus from/to on transitions, class on
 // failures and result on probes: all of small, fixed cardinality.
 const (

@@ -429,7 +429,7 @@ func fillArchive(st *Status, now time.Time) {
 	}
 }
 
-// verdict reads the few fields of run.json (DESIGN.md section 6) that say
+// verdict reads the few fields of run.json (docs/contracts.md) that say
 // how a run ended, without depending on the reports package.
 func verdict(runDir string) string {
 	data, err := os.ReadFile(filepath.Join(runDir, "run.json"))

@@ -25,7 +25,7 @@ import (
 // them as their defaults.
 const (
 	// DefaultScrapeInterval is the scrape interval: the reference gateway's
-	// SLO signals are scraped every 5 s in production (DESIGN.md 2).
+	// SLO signals are scraped every 5 s in production (docs/gateway.md).
 	DefaultScrapeInterval = 5 * time.Second
 	// DefaultMaxScrapeTimeout caps the default scrape timeout (the interval)
 	// like Prometheus' own default scrape_timeout.

@@ -10,7 +10,7 @@ import (
 const SchemaVersion = "rehearse.run/v1"
 
 // Analysis is everything the reports say about one run. Marshalled as JSON
-// it is run.json (the contract of DESIGN.md section 6): snake_case keys,
+// it is run.json (the contract of docs/contracts.md): snake_case keys,
 // units in the names, null for "not applicable / not observed".
 type Analysis struct {
 	Schema   string        `json:"schema"`

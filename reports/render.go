@@ -14,7 +14,7 @@ import (
 	"github.com/halfopen/rehearse"
 )
 
-// The files of a run directory (DESIGN.md section 6).
+// The files of a run directory (docs/contracts.md).
 const (
 	JournalFile     = "journal.jsonl"
 	RunFile         = "run.json"

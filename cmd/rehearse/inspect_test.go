@@ -15,7 +15,7 @@ import (
 
 const bundled = "../../scenarios/captures/agent-gateway.pcapng"
 
-// The JSON Lines contract of DESIGN.md section 6.
+// The JSON Lines contract of docs/contracts.md.
 func TestInspectJSONL(t *testing.T) {
 	out, errOut, code := execute(t, "inspect", bundled, "--format", "jsonl")
 	if code != 0 {

@@ -39,7 +39,7 @@ type InspectOptions struct {
 // writes "ts".
 const TimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
-// record is one line of `inspect --format jsonl` (DESIGN.md section 6).
+// record is one line of `inspect --format jsonl` (docs/contracts.md).
 type record struct {
 	Index      int                 `json:"index"`
 	TS         string              `json:"ts"`
