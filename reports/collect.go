@@ -27,7 +27,7 @@ type call struct {
 	seq        uint64 // forwarded sequence number (hasSeq)
 	upstream   string
 	tag        string // probe tag; "" = none
-	status     int
+	status     int16
 	hasEnd     bool
 	hasSeq     bool
 	health     bool
@@ -166,7 +166,7 @@ func (c *collector) add(ev journal.Event) {
 		}
 		c.reqs = append(c.reqs, r)
 	case *journal.UpstreamRequest:
-		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), status: p.Status,
+		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), status: int16(min(max(p.Status, 0), 999)),
 			health: p.HealthCheck, failed: upstreamFailed(p)}
 		if p.Done > 0 && p.Done >= t {
 			k.end, k.hasEnd = p.Done, true
