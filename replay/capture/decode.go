@@ -223,7 +223,7 @@ func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) dec
 		if ihl < 20 || len(net) < ihl {
 			return decMalformed
 		}
-		if net[9] != 6 {
+		if net[9] != 6 && net[9] != ipAH {
 			return decNotTCP
 		}
 		total := int(binary.BigEndian.Uint16(net[2:4]))
@@ -242,6 +242,9 @@ func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) dec
 		src := netip.AddrFrom4([4]byte(net[12:16]))
 		dst := netip.AddrFrom4([4]byte(net[16:20]))
 		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
+			if net[9] != 6 {
+				return decNotTCP // fragments of AH-protected datagrams are not reassembled
+			}
 			*f = fragInfo{
 				key:  fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: 6},
 				off:  int(frag&0x1FFF) * 8,
@@ -254,6 +257,9 @@ func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) dec
 		}
 		s.src = netip.AddrPortFrom(src, 0)
 		s.dst = netip.AddrPortFrom(dst, 0)
+		if net[9] == ipAH {
+			return decodeAH(net[ihl:], cut, s)
+		}
 		return decodeTCP(net[ihl:], cut, s)
 	case etherIPv6:
 		if len(net) < 40 || net[0]>>4 != 6 {
@@ -293,6 +299,15 @@ func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo) d
 				return decMalformed
 			}
 			next, p = p[0], p[n:]
+		case ipAH: // IPsec authentication header (RFC 4302): length in 4-byte units, minus 2
+			if len(p) < 8 {
+				return decMalformed
+			}
+			n := (int(p[1]) + 2) * 4
+			if len(p) < n {
+				return decMalformed
+			}
+			next, p = p[0], p[n:]
 		case 44: // fragment
 			if len(p) < 8 {
 				return decMalformed
@@ -324,6 +339,25 @@ func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo) d
 		}
 	}
 	return decodeTCP(p, cut, s)
+}
+
+// ipAH is the protocol number of IPsec's authentication header, which
+// leaves what it protects in the clear (ESP does not).
+const ipAH = 51
+
+// decodeAH skips an IPv4 authentication header to the TCP segment.
+func decodeAH(p []byte, cut int, s *segment) decodeResult {
+	if len(p) < 8 {
+		return decMalformed
+	}
+	n := (int(p[1]) + 2) * 4
+	if len(p) < n {
+		return decMalformed
+	}
+	if p[0] != 6 {
+		return decNotTCP
+	}
+	return decodeTCP(p[n:], cut, s)
 }
 
 // decodeTCP decodes a TCP header; s.src and s.dst hold the addresses.
