@@ -27,7 +27,16 @@ credential query parameters) are redacted unless --show-secrets is given.
 
 A summary line with the count at each stage (packets → TCP segments → streams →
 requests → incomplete) goes to stderr, with a hint when the capture holds TLS or
-HTTP/2 streams that cannot be replayed.`,
+HTTP/2 streams that cannot be replayed.
+
+--stats adds what a replay of the capture will exercise: the counts at each stage
+(IP fragments reassembled and dropped, gaps, streams by kind), the method mix and
+the share of non-idempotent requests, the most frequent hosts and routes, the
+responses the servers sent (status classes, streaming responses such as
+server-sent events, chunked ones), and what the replay will skip or send
+differently, and why (incomplete or malformed requests, TLS and HTTP/2 streams,
+write requests without --allow-writes, OPTIONS *, HTTP/1.0). Targets Go's URL
+parser refuses ("GET /%") are marked: the replayer sends them verbatim.`,
 		Example: `  rehearse inspect capture.pcapng
   rehearse inspect capture.pcap --format jsonl --method POST --path '^/tools/'
   tcpdump -i any -w - port 8080 | rehearse inspect - --stats`,
@@ -48,7 +57,7 @@ HTTP/2 streams that cannot be replayed.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opt.Format, "format", capture.DefaultInspectFormat, "output format: table or jsonl (one JSON object per request)")
-	f.BoolVar(&opt.Stats, "stats", false, "add counts per stage, link type, method and route, and the warnings")
+	f.BoolVar(&opt.Stats, "stats", false, "add counts per stage, methods, routes, responses, what the replay skips and why, and the warnings")
 	f.BoolVar(&showSecrets, "show-secrets", false, "do not redact Authorization, Cookie and API-key headers")
 	f.StringSliceVar(&opt.Filter.Methods, "method", nil, "keep only these methods (repeatable or comma-separated)")
 	f.StringVar(&path, "path", "", "keep only requests whose path matches this regular expression")

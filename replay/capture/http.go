@@ -73,6 +73,9 @@ type httpParser struct {
 	lastEvent parserEvent
 	stopAfter bool // set by a CONNECT: the rest of the stream is a tunnel
 	damaged   bool // the stream had a hole or was seen mid-way
+	// methods are those of the requests not yet answered, oldest first,
+	// for the response tracker (HEAD and CONNECT change response framing).
+	methods []string
 }
 
 func newParser(x *extractor, flow Flow, midStream bool) *httpParser {
@@ -380,8 +383,8 @@ func (p *httpParser) header() bool {
 		// framing cannot be trusted.
 		why := refusedReason(err)
 		p.x.st.RequestsRefused[why]++
-		p.x.warn(p.flow, "malformed request: "+err.Error()+"; resynchronising")
-		p.emitPartial("malformed request: net/http refuses it: " + err.Error())
+		p.x.warn(p.flow, "malformed request: "+why+"; resynchronising")
+		p.emitPartial("malformed request: net/http refuses it: " + why)
 		p.consume(lineEnd(b))
 		p.state = psResync
 		return true
@@ -523,13 +526,14 @@ func (p *httpParser) parseRequest(block []byte) (req *http.Request, targetErr st
 }
 
 // refusedReason is net/http's complaint about a request without the
-// bytes it quotes, to count refusals by kind.
+// bytes it quotes (a header line net/http refuses may carry a secret),
+// which also makes refusals countable by kind.
 func refusedReason(err error) string {
 	s := err.Error()
-	if i := strings.IndexAny(s, ":\""); i > 0 {
+	if i := strings.IndexByte(s, '"'); i > 0 {
 		s = s[:i]
 	}
-	return strings.TrimSpace(s)
+	return strings.TrimRight(s, ": ")
 }
 
 // chunkEnd advances the chunked-framing scan and returns the offset just
@@ -652,6 +656,7 @@ func (p *httpParser) emitPartial(why string) {
 
 func (p *httpParser) emit(r *Request) {
 	p.requests++
+	p.sent(r.Method)
 	p.state = psHeader
 	p.req = nil
 	p.lastEvent = evRequest

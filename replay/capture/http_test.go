@@ -83,7 +83,7 @@ func TestStreams(t *testing.T) {
 				if !slices.ContainsFunc(st.Warnings, func(w Warning) bool { return strings.Contains(w.Msg, "malformed request") && w.Packet == 4 }) {
 					t.Errorf("warnings %v", st.Warnings)
 				}
-				if st.RequestsRefused["malformed MIME header"] != 1 || !strings.HasPrefix(reqs[0].Problem, "malformed request: net/http refuses it") || reqs[0].Host != "h" {
+				if st.RequestsRefused["malformed MIME header: missing colon"] != 1 || !strings.HasPrefix(reqs[0].Problem, "malformed request: net/http refuses it") || reqs[0].Host != "h" {
 					t.Errorf("refused %v, problem %q, host %q", st.RequestsRefused, reqs[0].Problem, reqs[0].Host)
 				}
 			}},

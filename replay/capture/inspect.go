@@ -89,8 +89,7 @@ func Inspect(ctx context.Context, path string, opt InspectOptions) (*Stats, erro
 	default:
 		return nil, fmt.Errorf("%w: format %q: want table or jsonl", rehearse.ErrInvalid, opt.Format)
 	}
-	routes := map[string]int64{}
-	hosts := map[string]int64{}
+	mix := newMix()
 	var (
 		emit  func(*Request) error
 		flush func() error
@@ -126,8 +125,7 @@ func Inspect(ctx context.Context, path string, opt InspectOptions) (*Stats, erro
 		flush = tw.Flush
 	}
 	st, err := ExtractFile(ctx, path, opt.Options, func(r *Request) error {
-		routes[r.Method+" "+r.Path()]++
-		hosts[r.Host]++
+		mix.add(r)
 		return emit(r)
 	})
 	if ferr := flush(); err == nil && ferr != nil {
@@ -138,7 +136,7 @@ func Inspect(ctx context.Context, path string, opt InspectOptions) (*Stats, erro
 		if opt.Format == FormatJSONL {
 			w = stderr
 		}
-		writeStats(w, st, routes, hosts)
+		writeStats(w, st, mix)
 	}
 	// A file that could not be read at all gets its error, not a summary
 	// of nothing.
@@ -172,7 +170,83 @@ func cell(s string, n int) string {
 	return s
 }
 
-func writeStats(w io.Writer, st *Stats, routes, hosts map[string]int64) {
+// mix is what `inspect --stats` tells of the requests a replay would
+// send: methods, routes, hosts, idempotency, and what the replayer will
+// send differently or not at all.
+type mix struct {
+	routes, hosts map[string]int64
+	total         int64
+	nonIdempotent int64 // RFC 9110 section 9.2.2
+	writes        int64 // what the replayer refuses without --allow-writes
+	raw           int64 // targets Go refuses, sent verbatim
+	rawSlash      int64 // ... of which start with "//"
+	noPath        int64 // "*" and authority-form targets, sent to "/"
+	http10        int64 // sent as HTTP/1.1
+	incomplete    map[string]int64
+}
+
+func newMix() *mix {
+	return &mix{routes: map[string]int64{}, hosts: map[string]int64{}, incomplete: map[string]int64{}}
+}
+
+func (m *mix) add(r *Request) {
+	m.total++
+	if r.Incomplete {
+		m.incomplete[reasonKind(r.Problem)]++
+		return
+	}
+	m.routes[r.Method+" "+r.Path()]++
+	m.hosts[r.Host]++
+	switch strings.ToUpper(r.Method) {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+	default:
+		m.nonIdempotent++
+	}
+	switch strings.ToUpper(r.Method) {
+	case "POST", "PUT", "PATCH", "DELETE":
+		m.writes++
+	}
+	if r.TargetError != "" {
+		m.raw++
+		if strings.HasPrefix(r.Path(), "//") {
+			m.rawSlash++
+		}
+	}
+	if p := r.Path(); p == "" || p[0] != '/' {
+		m.noPath++
+	}
+	if r.Proto == "HTTP/1.0" {
+		m.http10++
+	}
+}
+
+// reasonKind turns a problem into its kind, numbers replaced by N, so
+// that problems can be counted together.
+func reasonKind(p string) string {
+	var b strings.Builder
+	digits := false
+	for _, c := range p {
+		if c >= '0' && c <= '9' {
+			if !digits {
+				b.WriteByte('N')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteRune(c)
+	}
+	return cell(b.String(), 100)
+}
+
+func pct(n, of int64) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", 100*float64(n)/float64(of))
+}
+
+func writeStats(w io.Writer, st *Stats, m *mix) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nformat\t%s\n", st.Format)
 	fmt.Fprintf(tw, "packets\t%d (%d bytes)\n", st.Packets, st.Bytes)
@@ -182,7 +256,7 @@ func writeStats(w io.Writer, st *Stats, routes, hosts map[string]int64) {
 	fmt.Fprintf(tw, "  not IP / not TCP / malformed\t%d / %d / %d\n", st.NotIP, st.NotTCP, st.Malformed)
 	fmt.Fprintf(tw, "  IP fragments\t%d → %d datagrams reassembled (%d duplicates; peak %d bytes held)\n", st.Fragments, st.Reassembled, st.FragmentDuplicates, st.FragmentBytesPeak)
 	for _, r := range sortedCounts(st.FragmentsDropped) {
-		fmt.Fprintf(tw, "    dropped: %s\t%d\n", r.Name, r.Count)
+		fmt.Fprintf(tw, "    dropped\t%d  %s\n", r.Count, r.Name)
 	}
 	fmt.Fprintf(tw, "  cut by snap length\t%d\n", st.Cut)
 	fmt.Fprintf(tw, "TCP segments\t%d (%d payload bytes)\n", st.Segments, st.PayloadBytes)
@@ -196,21 +270,61 @@ func writeStats(w io.Writer, st *Stats, routes, hosts map[string]int64) {
 	fmt.Fprintf(tw, "requests\t%d\n", st.Requests)
 	fmt.Fprintf(tw, "  incomplete\t%d\n", st.Incomplete)
 	fmt.Fprintf(tw, "  filtered out\t%d\n", st.Filtered)
-	for _, m := range sortedCounts(st.Methods) {
-		fmt.Fprintf(tw, "  method %s\t%d\n", m.Name, m.Count)
+	complete := m.total - sum(m.incomplete)
+	for _, x := range sortedCounts(st.Methods) {
+		fmt.Fprintf(tw, "  method %s\t%d (%s)\n", x.Name, x.Count, pct(x.Count, st.Delivered))
 	}
-	for i, h := range sortedCounts(hosts) {
+	fmt.Fprintf(tw, "  non-idempotent\t%d (%s of complete requests; methods other than GET, HEAD, OPTIONS, TRACE, PUT, DELETE)\n", m.nonIdempotent, pct(m.nonIdempotent, complete))
+	fmt.Fprintf(tw, "  raw targets\t%d (Go's URL parser refuses them; sent verbatim)\n", m.raw)
+	for i, h := range sortedCounts(m.hosts) {
 		if i == 10 {
+			fmt.Fprintf(tw, "  … %d more hosts\t\n", len(m.hosts)-10)
 			break
 		}
 		fmt.Fprintf(tw, "  host %s\t%d\n", cell(h.Name, 60), h.Count)
 	}
-	for i, r := range sortedCounts(routes) {
+	for i, r := range sortedCounts(m.routes) {
 		if i == 10 {
-			fmt.Fprintf(tw, "  … %d more routes\t\n", len(routes)-10)
+			fmt.Fprintf(tw, "  … %d more routes\t\n", len(m.routes)-10)
 			break
 		}
-		fmt.Fprintf(tw, "  route %s\t%d\n", cell(r.Name, 80), r.Count)
+		fmt.Fprintf(tw, "  route %s\t%d (%s)\n", cell(r.Name, 80), r.Count, pct(r.Count, complete))
+	}
+	fmt.Fprintf(tw, "responses\t%d (followed, not kept)\n", st.Responses)
+	for _, c := range sortedCounts(st.ResponseStatus) {
+		fmt.Fprintf(tw, "  status %s\t%d\n", c.Name, c.Count)
+	}
+	for _, c := range sortedCounts(st.StreamingResponses) {
+		fmt.Fprintf(tw, "  streaming %s\t%d\n", c.Name, c.Count)
+	}
+	fmt.Fprintf(tw, "  chunked\t%d\n", st.ChunkedResponses)
+	if st.ResponsesLost > 0 {
+		fmt.Fprintf(tw, "  count lost\t%d times, at holes or framing errors (responses there are not counted)\n", st.ResponsesLost)
+	}
+	fmt.Fprintf(tw, "replay\t%d of %d requests complete; skipped or sent differently:\n", complete, m.total)
+	for _, r := range sortedCounts(m.incomplete) {
+		fmt.Fprintf(tw, "  skipped\t%d  %s\n", r.Count, r.Name)
+	}
+	if n := st.Incomplete - sum(m.incomplete); n > 0 {
+		fmt.Fprintf(tw, "  skipped\t%d  incomplete (left out here by --skip-incomplete)\n", n)
+	}
+	if st.TLSStreams+st.HTTP2Streams+st.OtherStreams > 0 {
+		fmt.Fprintf(tw, "  not replayable\t%d TLS / %d HTTP/2 / %d other streams\n", st.TLSStreams, st.HTTP2Streams, st.OtherStreams)
+	}
+	if m.writes > 0 {
+		fmt.Fprintf(tw, "  write requests\t%d  POST, PUT, PATCH, DELETE: the replay refuses to start without --allow-writes\n", m.writes)
+	}
+	if m.rawSlash > 0 {
+		fmt.Fprintf(tw, "  skipped\t%d  raw targets starting with //, when --target has no path (net/http cannot write them verbatim)\n", m.rawSlash)
+	}
+	if m.noPath > 0 {
+		fmt.Fprintf(tw, "  sent to /\t%d  OPTIONS * and authority-form targets have no path to replay\n", m.noPath)
+	}
+	if m.http10 > 0 {
+		fmt.Fprintf(tw, "  sent as HTTP/1.1\t%d  captured as HTTP/1.0\n", m.http10)
+	}
+	if m.writes == 0 && m.rawSlash == 0 && m.noPath == 0 && m.http10 == 0 && complete == m.total && st.TLSStreams+st.HTTP2Streams+st.OtherStreams == 0 {
+		fmt.Fprintf(tw, "  nothing\t\n")
 	}
 	tw.Flush()
 	if len(st.Warnings) > 0 {
@@ -223,4 +337,12 @@ func writeStats(w io.Writer, st *Stats, routes, hosts map[string]int64) {
 			fmt.Fprintf(w, "  %s\n", cell(wn.String(), 200))
 		}
 	}
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

@@ -150,6 +150,18 @@ type Stats struct {
 	// RequestsRefused counts, by net/http's reason, the requests whose
 	// header block net/http refuses; each is also delivered incomplete.
 	RequestsRefused map[string]int64 `json:"requests_refused"`
+	// Responses counts the final responses seen on HTTP connections
+	// (responses are followed, not kept); ResponseStatus splits them by
+	// class ("2xx", "5xx"). StreamingResponses counts, by media type,
+	// those that stream events (text/event-stream, NDJSON);
+	// ChunkedResponses those with chunked transfer coding. ResponsesLost
+	// counts the times a hole or a framing error in a server's stream
+	// made the tracker lose count (responses in it are not counted).
+	Responses          int64            `json:"responses"`
+	ResponseStatus     map[string]int64 `json:"response_status"`
+	StreamingResponses map[string]int64 `json:"streaming_responses"`
+	ChunkedResponses   int64            `json:"chunked_responses"`
+	ResponsesLost      int64            `json:"responses_lost"`
 	// Methods counts delivered requests per method.
 	Methods map[string]int64 `json:"methods"`
 	// Warnings holds the first MaxWarnings warnings; WarningsDropped counts
@@ -159,7 +171,8 @@ type Stats struct {
 }
 
 func newStats() *Stats {
-	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}, RequestsRefused: map[string]int64{}}
+	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}, RequestsRefused: map[string]int64{},
+		ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{}}
 }
 
 func (s *Stats) warn(max int, w Warning) {

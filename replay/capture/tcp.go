@@ -61,6 +61,7 @@ type conn struct {
 	lastSeen time.Time
 	mid      bool // counted as a mid-stream start
 	requests int
+	resp     *respTracker // the server's direction, once known to be HTTP
 }
 
 // seqDiff is b-a in sequence space (RFC 1982 serial arithmetic).
@@ -184,8 +185,12 @@ func (x *extractor) parserFor(c *conn, d int) *httpParser {
 func (x *extractor) data(c *conn, d int, s *segment) {
 	h := &c.h[d]
 	p := x.parserFor(c, d)
-	if p == nil || p.state == psDead || p.state == psServer {
-		return // responses and non-HTTP bytes are not kept
+	if p == nil || p.state == psServer {
+		x.serverData(c, d, s) // responses are followed, not kept
+		return
+	}
+	if p.state == psDead {
+		return // non-HTTP bytes are not kept
 	}
 	if !h.started {
 		h.started, h.next, h.first = true, s.seq, s.seq

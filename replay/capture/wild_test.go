@@ -2,8 +2,10 @@ package capture
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -31,4 +33,60 @@ func TestOddTargets(t *testing.T) {
 		t.Errorf("raw targets %q (%d), want %q; %d incomplete", raw, st.RawTargets, w, st.Incomplete)
 	}
 	compareTshark(t, path, reqs, false, "")
+}
+
+// TestInspectStats: --stats tells the method mix, idempotency, routes,
+// streaming responses and what the replay will skip or send differently.
+func TestInspectStats(t *testing.T) {
+	var out, errOut strings.Builder
+	_, err := Inspect(context.Background(), filepath.Join("..", "..", "scenarios", "captures", "agent-gateway.pcapng"),
+		InspectOptions{Stats: true, Stdout: &out, Stderr: &errOut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"method POST  180 (90.0 %)",
+		"non-idempotent  180 (90.0 % of complete requests",
+		"route POST /tools/search  70 (35.0 %)",
+		"streaming text/event-stream  20",
+		"status 2xx  200",
+		"write requests  180  POST, PUT, PATCH, DELETE: the replay refuses to start without --allow-writes",
+	} {
+		if !strings.Contains(squash(out.String()), squash(want)) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+
+	// Incomplete and refused requests are skipped with their reason,
+	// numbers folded; raw targets and HTTP/1.0 are named.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "odd.pcap")
+	stream := "GET /%zz HTTP/1.1\r\nHost: h\r\n\r\nGET /bad HTTP/1.1\r\nHost: h\r\nNo colon\r\n\r\nGET /old HTTP/1.0\r\n\r\nPOST /cut HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nabc"
+	if err := os.WriteFile(path, streamCapture(t, []byte(stream)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if _, err := Inspect(context.Background(), path, InspectOptions{Stats: true, Stdout: &out, Stderr: &errOut}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"raw target, sent verbatim (Go's URL parser: invalid URL escape \"%zz\")",
+		"raw targets  1 (Go's URL parser refuses them; sent verbatim)",
+		"replay  2 of 4 requests complete",
+		"skipped  1  connection closed mid-request",
+		"skipped  1  malformed request: net/http refuses it: malformed MIME header: missing colon\n",
+		"sent as HTTP/1.1  1  captured as HTTP/1.0",
+	} {
+		if !strings.Contains(squash(out.String()), squash(want)) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "No colon") {
+		t.Error("the bytes of a refused header line are shown")
+	}
+}
+
+// squash folds runs of spaces, so that table alignment does not matter.
+func squash(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ")
 }
