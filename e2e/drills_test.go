@@ -71,6 +71,11 @@ type runView struct {
 	h      *haproxy
 	res    *rehearsal.Result
 	events []journal.Event
+	// stopAt is when the harness began to stop (the journal's "stop"
+	// phase), in run time: from then on the upstreams close, and HAProxy
+	// marking a server DOWN for "Connection refused" is the harness
+	// shutting down, not the breaker under test.
+	stopAt float64
 	fig    *figures
 	// inFlightAllowance is how many more errors than error-limit may
 	// precede the open: calls already forwarded when HAProxy counted the
@@ -84,7 +89,13 @@ func newView(t *testing.T, h *haproxy, res *rehearsal.Result) *runView {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runView{t: t, h: h, res: res, events: events, fig: &figures{}}
+	stopAt := math.Inf(1)
+	for _, e := range events {
+		if p, ok := e.Payload.(*journal.Phase); ok && p.Name == "stop" {
+			stopAt = e.T.Seconds()
+		}
+	}
+	return &runView{t: t, h: h, res: res, events: events, stopAt: stopAt, fig: &figures{}}
 }
 
 // runTime converts a wall-clock instant to run time.
@@ -102,8 +113,10 @@ func (v *runView) episode(up string) *reports.Episode {
 	return ua.Episodes[0]
 }
 
-// downs returns HAProxy's DOWN changes for up within [from, to) run time.
+// changes returns HAProxy's changes to state for up within [from, to) run
+// time, and never from the moment the harness began to stop.
 func (v *runView) changes(up, state string, from, to float64) []serverChange {
+	to = math.Min(to, v.stopAt)
 	var out []serverChange
 	for _, c := range v.h.Changes(up) {
 		if at := v.runTime(c.At); c.State == state && at >= from && at < to {
