@@ -104,6 +104,12 @@ func TestFragmentedCaptures(t *testing.T) {
 					t.Errorf("body %d bytes, ends %q", len(r.Body), r.Body[max(0, len(r.Body)-20):])
 				}
 			}},
+		{name: "IPv6 fragments, scapy's fragment6 (scripts/frag6.py)", make: testdata("frag-ipv6.pcap"), want: edgeWant(20000),
+			check: func(t *testing.T, st *Stats, reqs []*Request) {
+				if st.Fragments != 26 || st.Reassembled != 6 || len(st.FragmentsDropped) != 0 {
+					t.Errorf("fragments %d reassembled %d dropped %v", st.Fragments, st.Reassembled, st.FragmentsDropped)
+				}
+			}},
 		{name: "IPv4 fragments of 64 KB loopback segments, last first", make: derived("edge-eth.pcap.gz", false, le, linkRaw, fragmented(552, reversed)), want: edgeWant(300000),
 			check: fragChecks(false)},
 		{name: "IPv6 fragments (fragment header), last first", make: derived("edge-ipv6.pcapng", false, le, linkRaw, fragmented(1232, reversed)), want: edgeWant(20000),
