@@ -63,6 +63,9 @@ func prepare(r *capture.Request, o *Options) (template, string) {
 			u.Opaque = esc
 		}
 	}
+	if strings.ContainsFunc(u.RequestURI(), func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return template{}, "target has control characters: net/http refuses to write them"
+	}
 
 	h := make(http.Header, len(r.Header))
 	for _, f := range r.Header {

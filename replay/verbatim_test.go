@@ -127,6 +127,7 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 		{Method: "GET", Target: "/%", Proto: "HTTP/1.1", TargetError: `invalid URL escape "%"`},
 		{Method: "GET", Target: "http://h/a%zz?x=%4", Proto: "HTTP/1.1", TargetError: `invalid URL escape "%zz"`},
 		{Method: "GET", Target: "//%", Proto: "HTTP/1.1", TargetError: `invalid URL escape "%"`},
+		{Method: "GET", Target: "/a\x01b", Proto: "HTTP/1.1", TargetError: `net/url: invalid control character in URL`},
 	}
 	r, err := New(corpus, Options{Target: u, Once: true, Rate: 50})
 	if err != nil {
@@ -144,7 +145,7 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 			t.Errorf("%q not sent; got %q", l, got)
 		}
 	}
-	if len(sum.SkippedUnsendable) != 0 {
+	if n := sum.SkippedUnsendable["target has control characters: net/http refuses to write them"]; n != 1 || len(sum.SkippedUnsendable) != 1 {
 		t.Errorf("skipped %v", sum.SkippedUnsendable)
 	}
 

@@ -720,7 +720,10 @@ func isRequestLine(b []byte) (ok, more bool) {
 		if c == ' ' {
 			break
 		}
-		if c < 0x21 || c == 0x7f {
+		if c == '\r' || c == '\n' {
+			// Other control bytes are kept: Go's URL parser refuses
+			// them, so the request is kept with its raw target and
+			// counted, never lost as if it were not a request.
 			return false, false
 		}
 	}

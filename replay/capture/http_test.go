@@ -92,16 +92,20 @@ func TestStreams(t *testing.T) {
 				"POST /up%zz HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
 				"GET http://other:81/%5?a=1 HTTP/1.1\r\nHost: h\r\n\r\n" +
 				"PUT /x%2 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi" +
-				"GET /ok%20 HTTP/1.1\r\nHost: h\r\n\r\n",
+				"GET /ok%20 HTTP/1.1\r\nHost: h\r\n\r\n" +
+				"GET /a\x01b\tc HTTP/1.1\r\nHost: h\r\n\r\n",
 			cuts: []int{3, 30, 70, 120},
-			want: []string{"GET /% 0", "POST /up%zz 3", "GET http://other:81/%5?a=1 0", "PUT /x%2 2", "GET /ok%20 0"},
+			want: []string{"GET /% 0", "POST /up%zz 3", "GET http://other:81/%5?a=1 0", "PUT /x%2 2", "GET /ok%20 0", "GET /a\x01b\tc 0"},
 			check: func(t *testing.T, reqs []*Request, st *Stats) {
 				for i, r := range reqs[:4] {
 					if !strings.HasPrefix(r.TargetError, "invalid URL escape") || r.Incomplete {
 						t.Errorf("request %d: target error %q, incomplete %v", i, r.TargetError, r.Incomplete)
 					}
 				}
-				if reqs[4].TargetError != "" || st.RawTargets != 4 || reqs[2].Host != "other:81" || string(reqs[1].Body) != "abc" {
+				if !strings.Contains(reqs[5].TargetError, "invalid control character") {
+					t.Errorf("control bytes: target error %q", reqs[5].TargetError)
+				}
+				if reqs[4].TargetError != "" || st.RawTargets != 5 || reqs[2].Host != "other:81" || string(reqs[1].Body) != "abc" {
 					t.Errorf("target error %q, raw targets %d, host %q, body %q", reqs[4].TargetError, st.RawTargets, reqs[2].Host, reqs[1].Body)
 				}
 			}},

@@ -180,6 +180,7 @@ type mix struct {
 	writes        int64 // what the replayer refuses without --allow-writes
 	raw           int64 // targets Go refuses, sent verbatim
 	rawSlash      int64 // ... of which start with "//"
+	rawCtl        int64 // ... of which hold control bytes (net/http will not write them)
 	noPath        int64 // "*" and authority-form targets, sent to "/"
 	http10        int64 // sent as HTTP/1.1
 	incomplete    map[string]int64
@@ -210,6 +211,9 @@ func (m *mix) add(r *Request) {
 		m.raw++
 		if strings.HasPrefix(r.Path(), "//") {
 			m.rawSlash++
+		}
+		if strings.ContainsFunc(r.Target, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+			m.rawCtl++
 		}
 	}
 	if p := r.Path(); p == "" || p[0] != '/' {
@@ -317,13 +321,16 @@ func writeStats(w io.Writer, st *Stats, m *mix) {
 	if m.rawSlash > 0 {
 		fmt.Fprintf(tw, "  skipped\t%d  raw targets starting with //, when --target has no path (net/http cannot write them verbatim)\n", m.rawSlash)
 	}
+	if m.rawCtl > 0 {
+		fmt.Fprintf(tw, "  skipped\t%d  targets with control bytes (net/http refuses to write them)\n", m.rawCtl)
+	}
 	if m.noPath > 0 {
 		fmt.Fprintf(tw, "  sent to /\t%d  OPTIONS * and authority-form targets have no path to replay\n", m.noPath)
 	}
 	if m.http10 > 0 {
 		fmt.Fprintf(tw, "  sent as HTTP/1.1\t%d  captured as HTTP/1.0\n", m.http10)
 	}
-	if m.writes == 0 && m.rawSlash == 0 && m.noPath == 0 && m.http10 == 0 && complete == m.total && st.TLSStreams+st.HTTP2Streams+st.OtherStreams == 0 {
+	if m.writes == 0 && m.rawSlash == 0 && m.rawCtl == 0 && m.noPath == 0 && m.http10 == 0 && complete == m.total && st.TLSStreams+st.HTTP2Streams+st.OtherStreams == 0 {
 		fmt.Fprintf(tw, "  nothing\t\n")
 	}
 	tw.Flush()
