@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/halfopen/rehearse/replay/capture"
 )
 
@@ -91,6 +93,9 @@ func prepare(r *capture.Request, o *Options) (template, string) {
 	host := u.Host
 	if o.PreserveHost && r.Host != "" {
 		host = r.Host
+		if !httpguts.ValidHostHeader(host) {
+			return template{}, "captured Host header net/http refuses to send (--preserve-host)"
+		}
 	}
 	t := template{
 		method: r.Method,

@@ -132,6 +132,20 @@ func (s *Summary) WriteText(w io.Writer) error {
 		pf(" %s %d", o, s.ByOutcome[o])
 	}
 	pf("\n")
+	if s.SkippedIncomplete > 0 || len(s.SkippedUnsendable) > 0 {
+		// Corpus requests never sent: said, so that nothing is lost
+		// without a word.
+		pf("  skipped    %d incomplete in the capture", s.SkippedIncomplete)
+		why := make([]string, 0, len(s.SkippedUnsendable))
+		for w := range s.SkippedUnsendable {
+			why = append(why, w)
+		}
+		slices.Sort(why)
+		for _, w := range why {
+			pf("; %d %s", s.SkippedUnsendable[w], w)
+		}
+		pf("\n")
+	}
 	if len(s.FastFailCodes) > 0 {
 		codes := make([]string, 0, len(s.FastFailCodes))
 		for c := range s.FastFailCodes {

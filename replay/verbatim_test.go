@@ -162,6 +162,24 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 	if n := sum.SkippedUnsendable["target starts with // and is not a valid URL path: net/http cannot send it verbatim"]; n != 1 || r.Corpus() != 2 {
 		t.Errorf("skipped %v, corpus %d", sum.SkippedUnsendable, r.Corpus())
 	}
+	var text strings.Builder
+	sum.WriteText(&text)
+	if !strings.Contains(text.String(), "skipped    0 incomplete in the capture; 1 target has control characters: net/http refuses to write them; 1 target starts with //") {
+		t.Errorf("summary text:\n%s", text.String())
+	}
+	// A captured Host net/http will not write is skipped with
+	// --preserve-host, not sent to fail on the wire.
+	r, err = New([]*capture.Request{{Method: "GET", Target: "/a", Proto: "HTTP/1.1", Host: "a b"}, {Method: "GET", Target: "/b", Proto: "HTTP/1.1", Host: "ok"}},
+		Options{Target: u, Once: true, Rate: 50, PreserveHost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err = r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := sum.SkippedUnsendable["captured Host header net/http refuses to send (--preserve-host)"]; n != 1 || sum.Sent != 1 || sum.Completed != 1 {
+		t.Errorf("skipped %v, sent %d, completed %d", sum.SkippedUnsendable, sum.Sent, sum.Completed)
+	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	for _, l := range srv.lines {
