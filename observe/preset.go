@@ -262,3 +262,13 @@ func (m *mapping) States(series []journal.Series, r resolver) []journal.BreakerS
 	sort.Slice(out, func(i, j int) bool { return out[i].Dependency < out[j].Dependency })
 	return out
 }
+
+// PresetMetric returns the breaker-state series a preset reads, or "" for
+// an unknown name or "custom" (whose metric is in its CustomPreset).
+// Reports use it to link to the series in Prometheus for a run's window.
+func PresetMetric(name string) string {
+	if p, ok := presets[name]; ok && p.mapping != nil {
+		return p.mapping.metric
+	}
+	return ""
+}

@@ -43,6 +43,19 @@ type Analysis struct {
 	// note says it).
 	Unstarted []PlannedFault `json:"-"`
 
+	// Injected lists every fault window as run: type, parameters,
+	// targeting, health checks, requests applied to.
+	Injected []InjectedFault `json:"injected"`
+	// Coverage lists every episode of every upstream and whether the
+	// expectations judged it.
+	Coverage []EpisodeCoverage `json:"coverage"`
+	// BuiltinGateway holds the built-in gateway's settings when it was the
+	// gateway under test.
+	BuiltinGateway *GatewaySettings `json:"builtin_gateway,omitempty"`
+	// Links are the docs and the scenario's dashboards for the run's
+	// window.
+	Links []Link `json:"links"`
+
 	// Timeline is the per-second data the timeline renders; it is not
 	// part of run.json (rebuild it from the journal).
 	Timeline *Timeline `json:"-"`
@@ -57,7 +70,9 @@ type RunInfo struct {
 	WallStart    time.Time `json:"wall_start"`
 	// TimeZone is the harness machine's local zone (an IANA name or a
 	// "+hh:mm" offset); reports show wall-clock times in it beside UTC.
-	TimeZone      string  `json:"time_zone,omitempty"`
+	TimeZone string `json:"time_zone,omitempty"`
+	// Description is the scenario's description.
+	Description   string  `json:"description,omitempty"`
 	Version       string  `json:"version,omitempty"`
 	Target        string  `json:"target,omitempty"`
 	RatePerS      float64 `json:"rate_per_s"`
@@ -230,6 +245,9 @@ type Episode struct {
 	FaultTypes []string `json:"fault_types"`
 	StartS     float64  `json:"start_s"`
 	EndS       float64  `json:"end_s"`
+	// StartWall and EndWall are StartS and EndS as UTC wall-clock times.
+	StartWall time.Time `json:"start_wall,omitzero"`
+	EndWall   time.Time `json:"end_wall,omitzero"`
 	// EndedByRun reports that the fault was still active when the run
 	// ended.
 	EndedByRun bool `json:"ended_by_run,omitempty"`

@@ -63,6 +63,10 @@ type faultRec struct {
 	name, typ, upstream string
 	start, end          time.Duration // end < 0: no fault.end seen
 	planned             time.Duration
+	// spec is the fault.start as recorded and applied its fault.end's
+	// count (-1 without one), for the report's "What was injected".
+	spec    journal.FaultStart
+	applied int64
 }
 
 // canon returns one shared copy of each distinct string, so that a
@@ -146,10 +150,14 @@ func (c *collector) add(ev journal.Event) {
 		c.end = p
 	case *journal.FaultStart:
 		c.openFaults[p.Name] = len(c.faults)
-		c.faults = append(c.faults, faultRec{name: p.Name, typ: p.Type, upstream: c.upstreamName(p.Upstream), start: t, end: -1, planned: p.For})
+		spec := *p
+		spec.Params = append(json.RawMessage(nil), p.Params...)
+		c.faults = append(c.faults, faultRec{name: p.Name, typ: p.Type, upstream: c.upstreamName(p.Upstream), start: t, end: -1, planned: p.For,
+			spec: spec, applied: -1})
 	case *journal.FaultEnd:
 		if i, ok := c.openFaults[p.Name]; ok {
 			c.faults[i].end = t
+			c.faults[i].applied = p.Applied
 			delete(c.openFaults, p.Name)
 		}
 	case *journal.ClientRequest:

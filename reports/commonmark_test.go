@@ -16,8 +16,8 @@ import (
 )
 
 var (
-	commonMark = goldmark.New()                                         // the CommonMark core, as plain renderers see it
-	gfm        = goldmark.New(goldmark.WithExtensions(extension.Table)) // GitHub's and GitLab's tables
+	commonMark = goldmark.New()                                                                  // the CommonMark core, as plain renderers see it
+	gfm        = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough)) // GitHub's and GitLab's tables and strikethrough
 )
 
 func htmlText(s string) string {
@@ -37,7 +37,7 @@ func render(t *testing.T, md goldmark.Markdown, src string) string {
 func mdSamples() []string {
 	fixed := []string{"<= 200ms", ">= 1", "fast_fail", "_private_", "llm-primary", "a*b*c", "**bold**", "`code`", "[x](http://e)",
 		"![i](x)", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "a|b", "&amp; &#65; & AT&T", `back\slash \*`,
-		"# heading", "> quote", "- item", "+ item", "1. one", "2) two", "=== ", "--- ", "~~strike~~", "http://example.com/x_y",
+		"# heading", "> quote", "- item", "* item", "a * b", "x ~ y", "~a~", "~~a~~ b", "+ item", "1. one", "2) two", "=== ", "--- ", "~~strike~~", "http://example.com/x_y",
 		"<http://e.x>", "s<e>arch|x", `"><img src=x>`, "p99 ≤ 10 s — ok", "a_b_c", "x__y", "__init__", "*", "_", "\\", "a\\"}
 	rng := rand.New(rand.NewPCG(18, 18))
 	alphabet := []rune("abcXYZ019 -_*`[]()<>!&#;|\\/~=+.:\"'{}—≤é")

@@ -89,14 +89,7 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen }, In: Everywhere,
 		CompareLabel: "first probe after open (cooldown)", HistoryLabel: "first probe after open s"},
 	{Key: "cooldowns_s", Label: "cooldown progression", Unit: Word, Word: func(e *Episode) string {
-		if len(e.CooldownsS) == 0 {
-			return "—"
-		}
-		parts := make([]string, len(e.CooldownsS))
-		for j, c := range e.CooldownsS {
-			parts[j] = fmtS(c)
-		}
-		return strings.Join(parts, " → ")
+		return progression(e.CooldownsS)
 	}, In: InReport},
 	{Key: "probe_interval_s.min", Label: "probe interval min / p50 / max", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Min },
@@ -238,4 +231,30 @@ func (e *Episode) MarshalJSON() ([]byte, error) {
 		return b, nil
 	}
 	return append(append(b[:len(b)-1], extra...), '}'), nil
+}
+
+// progressionShown is how many values of a progression the report lists
+// before summarising the rest; run.json has them all.
+const progressionShown = 6
+
+// progression writes a series of waits for people: all of them when few,
+// else the first few, then "… N more (min X, max Y; all in run.json)".
+func progression(vs []float64) string {
+	if len(vs) == 0 {
+		return "—"
+	}
+	n := min(len(vs), progressionShown)
+	parts := make([]string, n)
+	for j, c := range vs[:n] {
+		parts[j] = fmtS(c)
+	}
+	out := strings.Join(parts, " → ")
+	if rest := vs[n:]; len(rest) > 0 {
+		lo, hi := vs[0], vs[0]
+		for _, c := range vs {
+			lo, hi = min(lo, c), max(hi, c)
+		}
+		out += fmt.Sprintf(" → … %d more (min %s, max %s over all %d; every value in run.json)", len(rest), fmtS(lo), fmtS(hi), len(vs))
+	}
+	return out
 }

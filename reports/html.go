@@ -16,11 +16,22 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <style>{{.CSS}}</style></head>
 <body>
 <h1>{{.V.Title}}</h1>
+{{range .Desc}}<p class="description">{{.}}</p>{{end}}
 <div class="verdict {{if .V.Passed}}pass{{else}}fail{{end}}">{{.V.Verdict}}</div>
 {{range .V.Notes}}<div class="note">{{.}}</div>{{end}}
 <div class="meta">{{range .V.Meta}}<div><span>{{.K}}</span>{{if .V}}{{.V}}{{else}}—{{end}}</div>{{end}}</div>
 <h2>Timeline</h2>
 <div class="timeline-wrap" id="timeline">{{.SVG}}</div>
+{{if .V.Coverage}}<h2>Episodes</h2>
+<table><tr><th>episode</th><th>window</th><th>what happened</th><th>judged by an expectation</th></tr>
+{{range .V.Coverage}}<tr><td>{{.Episode}}</td><td>{{.Window}}</td><td>{{.Summary}}</td><td class="{{if .IsCovered}}pass-cell{{else}}fail-cell{{end}}">{{.Covered}}</td></tr>
+{{end}}</table>{{end}}
+<h2>What was injected</h2>
+{{if .V.Injected}}<table><tr><th>fault</th><th>upstream</th><th>window</th><th>type</th><th>parameters</th><th>targeting</th><th>health checks faulted</th><th>requests faulted</th></tr>
+{{range .V.Injected}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{else}}<p>No fault was injected.</p>{{end}}
+{{if .V.Gateway}}<h2>Built-in gateway settings</h2><p>The gateway under test was rehearse's built-in gateway, with these settings (defaults applied):</p>
+<table>{{range .V.Gateway}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>{{end}}
 {{if .V.Exp}}<h2>Expectations</h2>
 <table><tr><th></th><th>expectation</th><th>observed</th><th>want</th><th>detail</th></tr>
 {{range .V.Exp}}<tr><td class="{{if .Passed}}pass-cell{{else}}fail-cell{{end}}">{{if .Passed}}pass{{else if eq .Outcome "not_observable"}}FAIL: not observable{{else}}FAIL{{end}}</td><td><code>{{.Name}}</code></td><td>{{.Observed}}</td><td>{{.Want}}</td><td>{{.Message}}</td></tr>
@@ -44,7 +55,8 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <div class="side"><div><h2>Replay accuracy</h2><table>{{range .V.Replay}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table></div>
 <div><h2>Platform</h2><table>{{range .V.Platform}}<tr><td>{{.K}}</td><td>{{if .V}}{{.V}}{{else}}—{{end}}</td></tr>{{end}}</table></div></div>
 {{if .V.MetricsTrs}}<h2>Transitions reported by the gateway's metrics</h2><ul>{{range .V.MetricsTrs}}<li>{{.}}</li>{{end}}</ul>{{end}}
-<footer>Black-box figures, measured from outside the gateway; definitions in docs/analysis.md. Rebuild with <code>rehearse report render DIR</code>.</footer>
+{{if gt (len .V.Links) 1}}<h2>Links</h2><ul>{{range slice .V.Links 1}}<li><a href="{{.URL}}">{{.Label}}</a></li>{{end}}</ul>{{end}}
+<footer>Black-box figures, measured from outside the gateway; <a href="{{.Docs}}">how to read them</a>. Rebuild with <code>rehearse report render DIR</code>.</footer>
 </body></html>
 `))
 
@@ -59,9 +71,11 @@ func HTML(a *Analysis) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	err := reportTmpl.Execute(&b, struct {
-		V   *reportView
-		CSS template.CSS
-		SVG template.HTML
-	}{v, template.CSS(reportCSS), template.HTML(TimelineSVG(a, SVGOptions{}))})
+		V    *reportView
+		CSS  template.CSS
+		SVG  template.HTML
+		Desc []string
+		Docs string
+	}{v, template.CSS(reportCSS), template.HTML(TimelineSVG(a, SVGOptions{})), paragraphs(v.Description), DocsURL(a.Run.Version, "analysis.md")})
 	return b.Bytes(), err
 }

@@ -157,6 +157,7 @@ func (c *collector) finish() (*Analysis, error) {
 			a.Notes = append(a.Notes, fmt.Sprintf("%d planned faults never started (the run ended first): %s", len(names), strings.Join(names, ", ")))
 		}
 	}
+	c.annotate(a)
 	return a, nil
 }
 

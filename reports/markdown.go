@@ -41,7 +41,9 @@ func mdEscape(s string) string {
 			n := at(i + 1)
 			esc = unicode.IsLetter(n) || n == '/' || n == '!' || n == '?'
 		case '*', '~':
-			esc = true
+			// A delimiter with white space (or nothing) on both sides
+			// can neither open nor close emphasis or strikethrough.
+			esc = !(unicode.IsSpace(at(i-1)) || i == 0) || !(unicode.IsSpace(at(i+1)) || i == len(r)-1)
 		case '_':
 			// Intraword underscores never make emphasis.
 			esc = !(alnum(i-1) && alnum(i+1))
@@ -79,7 +81,7 @@ func mdLine(s string) string {
 		return e
 	}
 	switch t[0] {
-	case '#', '>', '-', '+', '=':
+	case '#', '>', '-', '+', '=', '*':
 		return lead + "\\" + t
 	}
 	if i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && (t[i] == '.' || t[i] == ')') {
@@ -97,6 +99,9 @@ func Markdown(a *Analysis) ([]byte, error) {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("# %s\n\n", mdEscape(v.Title))
+	for _, para := range paragraphs(v.Description) {
+		p("%s\n\n", mdLine(para))
+	}
 	mark := "✅"
 	if !v.Passed {
 		mark = "❌"
@@ -113,6 +118,34 @@ func Markdown(a *Analysis) ([]byte, error) {
 		p("| %s | %s |\n", r.K, mdEscape(orDash(r.V)))
 	}
 	p("\n![Timeline](%s)\n\n[Timeline as SVG](%s)\n\n", TimelinePNGFile, TimelineFile)
+	if len(v.Coverage) > 0 {
+		p("## Episodes\n\n| episode | window | what happened | judged by an expectation |\n|---|---|---|---|\n")
+		for _, c := range v.Coverage {
+			cov := c.Covered
+			if !c.IsCovered {
+				cov = "**no**"
+			}
+			p("| %s | %s | %s | %s |\n", mdEscape(c.Episode), mdEscape(c.Window), mdEscape(c.Summary), cov)
+		}
+		p("\n")
+	}
+	p("## What was injected\n\n")
+	if len(v.Injected) == 0 {
+		p("No fault was injected.\n\n")
+	} else {
+		p("| fault | upstream | window | type | parameters | targeting | health checks faulted | requests faulted |\n|---|---|---|---|---|---|---|---|\n")
+		for _, r := range v.Injected {
+			p("| %s |\n", strings.Join(mdCells(r), " | "))
+		}
+		p("\n")
+	}
+	if len(v.Gateway) > 0 {
+		p("## Built-in gateway settings\n\nThe gateway under test was rehearse's built-in gateway, with these settings (defaults applied):\n\n| setting | value |\n|---|---|\n")
+		for _, r := range v.Gateway {
+			p("| %s | %s |\n", mdEscape(r.K), mdEscape(r.V))
+		}
+		p("\n")
+	}
 	if len(v.Exp) > 0 {
 		p("## Expectations\n\n| | expectation | observed | want | detail |\n|---|---|---|---|---|\n")
 		for _, r := range v.Exp {
@@ -184,6 +217,40 @@ func Markdown(a *Analysis) ([]byte, error) {
 			p("- %s\n", mdLine(m))
 		}
 	}
-	p("\n---\nBlack-box figures; definitions in docs/analysis.md. Rebuild with `rehearse report render DIR`.\n")
+	if len(v.Links) > 1 {
+		p("\n## Links\n\n")
+		for _, l := range v.Links[1:] {
+			p("- [%s](<%s>)\n", mdEscape(l.Label), mdURL(l.URL))
+		}
+	}
+	docs := DocsURL(a.Run.Version, "analysis.md")
+	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>). Rebuild with `rehearse report render DIR`.\n", mdURL(docs))
 	return b.Bytes(), nil
+}
+
+// mdCells escapes a table row's cells.
+func mdCells(r []string) []string {
+	out := make([]string, len(r))
+	for i, c := range r {
+		out[i] = mdEscape(c)
+	}
+	return out
+}
+
+// mdURL makes a URL safe inside a CommonMark "<...>" link destination,
+// which ends at ">" and may not hold a line break or "<".
+func mdURL(u string) string {
+	return strings.NewReplacer("<", "%3C", ">", "%3E", " ", "%20", "\n", "", "\r", "").Replace(u)
+}
+
+// paragraphs splits a description at blank lines, joining each
+// paragraph's lines.
+func paragraphs(s string) []string {
+	var out []string
+	for _, p := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
+		if p = strings.TrimSpace(strings.Join(strings.Fields(p), " ")); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

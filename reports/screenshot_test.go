@@ -2,6 +2,7 @@ package reports
 
 import (
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -32,25 +33,7 @@ func TestScreenshot(t *testing.T) {
 	if bin == "" {
 		t.Skip("chromium not installed: install Debian's chromium package to run the screenshot test")
 	}
-	dir := renderFixture(t, "clean")
-	shot := filepath.Join(t.TempDir(), "shot.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--no-first-run", "--user-data-dir="+t.TempDir(), "--window-size=1280,900", "--hide-scrollbars",
-		"--screenshot="+shot, "file://"+filepath.Join(dir, HTMLFile))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := screenshot(t, bin, renderFixture(t, "clean"), 900)
 	b := img.Bounds()
 	if b.Dx() < 1000 || b.Dy() < 800 {
 		t.Fatalf("screenshot %v is too small", b)
@@ -87,3 +70,90 @@ func TestScreenshot(t *testing.T) {
 }
 
 func near8(v, want uint32) bool { return v+6 >= want && v <= want+6 }
+
+// screenshot opens dir's report.html in headless Chromium, 1280 pixels
+// wide and height tall, and returns the decoded PNG.
+func screenshot(t *testing.T, bin, dir string, height int) image.Image {
+	t.Helper()
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(),
+		fmt.Sprintf("--window-size=1280,%d", height), "--hide-scrollbars",
+		"--screenshot="+shot, "file://"+filepath.Join(dir, HTMLFile))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestScreenshotFaultBarsLabelled: in Chromium's rendering of report.html
+// each fault bar shows in its own colour with its name written on it
+// (light text pixels inside the bar), as a reader of a pasted screenshot
+// sees it.
+func TestScreenshotFaultBarsLabelled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("screenshot test skipped in -short mode")
+	}
+	bin := chromium()
+	if bin == "" {
+		t.Skip("chromium not installed: install Debian's chromium package to run the screenshot test")
+	}
+	dir, _ := postmortemRun(t)
+	img := screenshot(t, bin, dir, 1400)
+	b := img.Bounds()
+	for i, name := range []string{"storm", "cut"} {
+		c := hex(faultColour[i])
+		// The bar is the first band of rows holding many pixels of its
+		// colour (the legend's swatch has the first colour too, but is
+		// small).
+		box := image.Rectangle{Min: b.Max, Max: b.Min}
+		n := 0
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			row, x0, x1 := 0, b.Max.X, b.Min.X
+			for x := b.Min.X; x < b.Max.X; x++ {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if near8(r>>8, uint32(c.R)) && near8(g>>8, uint32(c.G)) && near8(bl>>8, uint32(c.B)) {
+					row++
+					x0, x1 = min(x0, x), max(x1, x+1)
+				}
+			}
+			if row >= 20 {
+				n += row
+				box = box.Union(image.Rect(x0, y, x1, y+1))
+			} else if n > 0 {
+				break
+			}
+		}
+		if n < 300 {
+			t.Errorf("fault %s: %d pixels of its colour %s in the screenshot; want its bar", name, n, faultColour[i])
+			continue
+		}
+		light := 0
+		for y := box.Min.Y; y < box.Max.Y; y++ {
+			for x := box.Min.X; x < box.Max.X; x++ {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if r>>8 > 200 && g>>8 > 200 && bl>>8 > 200 {
+					light++
+				}
+			}
+		}
+		t.Logf("fault %s: bar %v, %d bar pixels, %d label pixels", name, box, n, light)
+		if box.Dy() < 10 || box.Dy() > 40 {
+			t.Errorf("fault %s: bar %v is not one bar's height", name, box)
+		}
+		if light < 30 {
+			t.Errorf("fault %s: %d light pixels inside its bar %v; want its name written on it", name, light, box)
+		}
+	}
+}

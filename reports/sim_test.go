@@ -12,6 +12,8 @@ import (
 // windows, and the gateway's white-box transitions (which the analysis
 // must not read, and tests compare against).
 type sim struct {
+	// ends are the fault.end events, counting the calls each fault served.
+	ends       map[string]*journal.FaultEnd
 	rate       float64 // client requests per second
 	dur        time.Duration
 	upstreams  []string // routes round-robin over these
@@ -91,6 +93,9 @@ func (s *sim) serve(u string, t time.Duration, seq *uint64, tag string, health b
 	if f := s.fault(u, t); f != nil && !(health && s.canary) {
 		p.Fault, p.FaultType = f.name, f.typ
 		p.Status = 503
+		if e := s.ends[f.name]; e != nil {
+			e.Applied++
+		}
 		if f.typ == "retry_after" {
 			p.Status, p.RetryAfter = 429, f.retryAfter
 			ra = f.retryAfter
@@ -166,7 +171,11 @@ func (s *sim) build() []journal.Event {
 			TCPKeepalive:     map[string]string{"net.ipv4.tcp_keepalive_time": "7200"}}, Config: cfg})
 	for _, f := range s.faults {
 		s.add(f.at, &journal.FaultStart{Name: f.name, Type: f.typ, Upstream: f.upstream, For: f.for_})
-		s.add(f.at+f.for_, &journal.FaultEnd{Name: f.name, Upstream: f.upstream})
+		if s.ends == nil {
+			s.ends = map[string]*journal.FaultEnd{}
+		}
+		s.ends[f.name] = &journal.FaultEnd{Name: f.name, Upstream: f.upstream}
+		s.add(f.at+f.for_, s.ends[f.name])
 	}
 	br := map[string]*simBreaker{}
 	for _, u := range s.upstreams {

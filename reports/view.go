@@ -1,8 +1,10 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -41,6 +43,21 @@ type reportView struct {
 	Platform   []kv
 	Disagree   []string
 	MetricsTrs []string
+
+	// Postmortem parts: the scenario's description, what was not
+	// covered, every episode in one line, what was injected, the built-in
+	// gateway's breaker settings, links.
+	Description string
+	NotCovered  []string
+	Coverage    []coverageView
+	Injected    [][]string // fault, upstream, window, type, parameters, targeting, health checks, applied
+	Gateway     []kv
+	Links       []Link
+}
+
+type coverageView struct {
+	Episode, Window, Summary, Covered string
+	IsCovered                         bool
 }
 
 func fsec(p *float64) string {
@@ -118,11 +135,25 @@ func buildView(a *Analysis) *reportView {
 	if a.Run.Partial {
 		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
 	}
-	wall := "—"
-	if !a.Run.WallStart.IsZero() {
-		wall = a.Run.WallStart.UTC().Format("2006-01-02 15:04:05 MST")
+	clock := a.Run.clock()
+	v.Description = a.Run.Description
+	for _, c := range a.Coverage {
+		if !c.Covered {
+			v.NotCovered = append(v.NotCovered, c.Summary)
+		}
 	}
-	v.Meta = []kv{{"scenario", scen}, {"run id", a.Run.RunID}, {"started", wall},
+	if len(v.NotCovered) > 0 {
+		v.Verdict += " · not covered by any expectation: " + strings.Join(v.NotCovered, "; ")
+	}
+	wall, ended := "—", "—"
+	if clock.known() {
+		wall = a.Run.WallStart.UTC().Format("2006-01-02 15:04:05 UTC")
+		if l := clock.localTime(0, false); l != "" {
+			wall += " (" + a.Run.WallStart.In(clock.local).Format("2006-01-02 15:04:05 MST") + ", " + clock.local.String() + ")"
+		}
+		ended = clock.stamp(a.Run.DurationS)
+	}
+	v.Meta = []kv{{"scenario", scen}, {"run id", a.Run.RunID}, {"started", wall}, {"ended", ended},
 		{"duration", fmt.Sprintf("%s of %s planned", fmtS(a.Run.DurationS), fmtS(a.Run.PlannedS))},
 		{"end", a.Run.EndReason}, {"target", a.Run.Target}, {"rate", fmt.Sprintf("%g req/s", a.Run.RatePerS)},
 		{"seed", fmt.Sprint(a.Run.Seed)}, {"version", a.Run.Version}, {"events", fmt.Sprint(a.Run.Events)}}
@@ -137,11 +168,18 @@ func buildView(a *Analysis) *reportView {
 			fsec(ua.HealthDisagreementMaxS)})
 		for i, ep := range ua.Episodes {
 			ev := episodeView{Upstream: name, Statement: ep.Statement,
-				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s–%s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), fmtS(ep.StartS), fmtS(ep.EndS))}
+				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.span(ep.StartS, ep.EndS))}
 			for _, f := range Figures {
 				if f.In&InReport != 0 {
 					ev.Rows = append(ev.Rows, kv{f.Label, f.cell(ep)})
 				}
+			}
+			// The moments, on the clock the gateway's logs use.
+			if ep.OpenedAtS != nil {
+				ev.Rows = append(ev.Rows, kv{"opened at", clock.moment(*ep.OpenedAtS)})
+			}
+			if ep.ClosedAtS != nil {
+				ev.Rows = append(ev.Rows, kv{"closed at", clock.moment(*ep.ClosedAtS)})
 			}
 			for j, r := range ep.RetryAfter {
 				if j == 10 {
@@ -156,16 +194,16 @@ func buildView(a *Analysis) *reportView {
 				if !r.Honoured {
 					verdict = "too early"
 				}
-				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", fmtS(r.AtS), fmtS(r.RetryAfterS), next, verdict))
+				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", clock.moment(r.AtS), fmtS(r.RetryAfterS), next, verdict))
 			}
 			v.Episodes = append(v.Episodes, ev)
 		}
 		for _, d := range ua.HealthDisagreements {
-			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s–%s (%s)", name, d.Health, d.Breaker, d.Source,
-				fmtS(d.StartS), fmtS(d.EndS), fmtS(d.EndS-d.StartS)))
+			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s, lasting %s", name, d.Health, d.Breaker, d.Source,
+				clock.span(d.StartS, d.EndS), fmtS(d.EndS-d.StartS)))
 		}
 		for _, m := range ua.MetricsTransitions {
-			v.MetricsTrs = append(v.MetricsTrs, fmt.Sprintf("%s: %s → %s at %s", name, m.From, m.To, fmtS(m.AtS)))
+			v.MetricsTrs = append(v.MetricsTrs, fmt.Sprintf("%s: %s → %s at %s", name, m.From, m.To, clock.moment(m.AtS)))
 		}
 	}
 	for _, name := range []string{"before", "during", "after"} {
@@ -180,7 +218,7 @@ func buildView(a *Analysis) *reportView {
 			}
 		}
 		sort.Strings(other)
-		v.Phases = append(v.Phases, phaseView{Name: name, Span: fmt.Sprintf("%s–%s", fmtS(ps.StartS), fmtS(ps.EndS)),
+		v.Phases = append(v.Phases, phaseView{Name: name, Span: clock.span(ps.StartS, ps.EndS),
 			Requests: fmt.Sprint(ps.Requests), OK: fpct(ps.SuccessRatio), FastFail: fmt.Sprint(ps.Outcomes["fast_fail"]),
 			Errors: fmt.Sprint(ps.Outcomes["http_5xx"]), Other: orDash(strings.Join(other, ", ")),
 			P50: fms(ps.LatencyMs.P50), P99: fms(ps.LatencyMs.P99), Max: fms(ps.LatencyMs.Max), Amp: fnum(ps.Amplification, "%.2f")})
@@ -195,7 +233,83 @@ func buildView(a *Analysis) *reportView {
 			fnum(a.Amplification.Before, "%.2f"), fnum(a.Amplification.During, "%.2f"), fnum(a.Amplification.After, "%.2f"))},
 		{"gateway health samples (unhealthy)", fmt.Sprintf("%d (%d)", a.Health.Samples, a.Health.Unhealthy)}}
 	v.Platform = platformRows(a.Platform)
+	postmortemView(v, a, clock)
 	return v
+}
+
+// postmortemView fills the parts of the view a postmortem reader needs
+// first: every episode in one line, what was injected, the gateway's
+// breaker settings and the links.
+func postmortemView(v *reportView, a *Analysis, clock wallClock) {
+	eps := map[string][]*Episode{}
+	for name, ua := range a.Upstreams {
+		eps[name] = ua.Episodes
+	}
+	for _, c := range a.Coverage {
+		cv := coverageView{Episode: fmt.Sprintf("%s #%d: %s", c.Upstream, c.Episode, c.Fault), Summary: c.Summary, Covered: "no", IsCovered: c.Covered}
+		if c.Covered {
+			cv.Covered = "yes"
+		}
+		if l := eps[c.Upstream]; c.Episode >= 1 && c.Episode <= len(l) {
+			cv.Window = clock.span(l[c.Episode-1].StartS, l[c.Episode-1].EndS)
+		}
+		v.Coverage = append(v.Coverage, cv)
+	}
+	for _, f := range a.Injected {
+		window := fmtS(f.StartS) + "– (still on at the run's end)"
+		if f.EndS != nil {
+			window = clock.span(f.StartS, *f.EndS)
+		} else if st := clock.stamp(f.StartS); st != "" {
+			window = fmtS(f.StartS) + " (" + st + ") – still on at the run's end"
+		}
+		applied := "unknown (no fault.end)"
+		if f.Applied != nil {
+			applied = fmt.Sprint(*f.Applied)
+		}
+		hc := "no"
+		if f.HealthChecks {
+			hc = "yes"
+		}
+		v.Injected = append(v.Injected, []string{f.Name, f.Upstream, window, f.Type, paramsText(f.Params), f.Targeting, hc, applied})
+	}
+	if g := a.BuiltinGateway; g != nil {
+		v.Gateway = append(v.Gateway, kv{"instances", fmt.Sprint(g.Instances)})
+		for _, s := range g.Breaker {
+			v.Gateway = append(v.Gateway, kv{"breaker." + s.Key, s.Value})
+		}
+	}
+	v.Links = a.Links
+}
+
+// paramsText writes a fault's parameters as "code=503, body=…", keys
+// sorted; "defaults" when none were given.
+func paramsText(raw []byte) string {
+	if len(raw) == 0 {
+		return "defaults"
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return string(raw)
+	}
+	if len(m) == 0 {
+		return "defaults"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		val := m[k]
+		var txt string
+		switch x := val.(type) {
+		case string:
+			txt = x
+		case float64:
+			txt = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			b, _ := json.Marshal(x)
+			txt = string(b)
+		}
+		parts = append(parts, k+"="+txt)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func platformRows(p *PlatformInfo) []kv {

@@ -321,6 +321,9 @@ func (s *Scenario) Validate() error {
 			add("", err)
 		}
 	}
+	if err := s.Report.Validate(); err != nil {
+		add("report", err)
+	}
 	if e := s.Expectations; e != nil {
 		if err := e.Validate(); err != nil {
 			add("expectations", err)

@@ -37,6 +37,8 @@ type Scenario struct {
 	// Expectations are what the run asserts; nil asserts nothing (exit 0
 	// whenever the run completes).
 	Expectations *reports.Expectations `yaml:"expectations,omitempty" json:"expectations,omitempty" doc:"what the run asserts; each becomes a JUnit test case"`
+	// Report is what the report adds for its readers (dashboard links).
+	Report *reports.ReportSpec `yaml:"report,omitempty" json:"report,omitempty" doc:"what the report adds for its readers: dashboard links for the run's window"`
 
 	// File is the path the scenario was read from ("" for a built-in drill
 	// or bytes).

@@ -1,0 +1,201 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/observe"
+)
+
+// ReportSpec is the scenario's `report` section: what the report adds
+// for the people who read it.
+type ReportSpec struct {
+	// Links turns dashboards into links for the run's exact window.
+	Links *ReportLinks `yaml:"links,omitempty" json:"links,omitempty" doc:"dashboard links for the run's window"`
+}
+
+// ReportLinks are dashboards the report links to, each for the run's
+// time window, so that a postmortem carries the metrics panel beside the
+// timeline.
+type ReportLinks struct {
+	// Grafana is a dashboard URL. "{from}" and "{to}" in it are replaced
+	// by the window in Unix milliseconds; without them the from and to
+	// query parameters are set.
+	Grafana string `yaml:"grafana,omitempty" json:"grafana,omitempty" doc:"Grafana dashboard URL; {from}/{to} (Unix ms) or the from/to parameters are set to the run's window"`
+	// Prometheus is a Prometheus server's base URL; the report links a
+	// graph of the breaker series the gateway's metrics preset reads.
+	Prometheus string `yaml:"prometheus,omitempty" json:"prometheus,omitempty" doc:"Prometheus base URL; the report links graphs of the preset's breaker series for the run's window"`
+}
+
+// Validate checks that every link is an absolute http(s) URL.
+func (r *ReportSpec) Validate() error {
+	if r == nil || r.Links == nil {
+		return nil
+	}
+	for name, v := range map[string]string{"links.grafana": r.Links.Grafana, "links.prometheus": r.Links.Prometheus} {
+		if v == "" {
+			continue
+		}
+		u, err := url.Parse(strings.NewReplacer("{from}", "0", "{to}", "0").Replace(v))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &rehearse.ConfigError{Path: name, Err: fmt.Errorf("%q: want an absolute http:// or https:// URL", redactURL(v))}
+		}
+	}
+	return nil
+}
+
+// Link is a link the report shows.
+type Link struct {
+	Label string `json:"label"`
+	URL   string `json:"url"`
+}
+
+// DocsBase is where the project's documentation is published, from the
+// module path; DocsURL ties it to the harness version that wrote the run.
+const DocsBase = "https://github.com/halfopen/rehearse/blob/"
+
+var (
+	releaseRE = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+	// A pseudo-version or `git describe` output ends in a commit hash.
+	commitRE = regexp.MustCompile(`(?:^|[-.g])([0-9a-f]{12,40})(?:-dirty)?$`)
+)
+
+// DocsURL links a file under docs/ for the version that wrote the run: a
+// release tag, else the commit a pseudo-version or describe string names,
+// else main (a development build).
+func DocsURL(version, file string) string {
+	ref := "main"
+	v := strings.TrimSuffix(strings.TrimSpace(version), "+dirty")
+	switch {
+	case releaseRE.MatchString(v) && !commitRE.MatchString(v):
+		ref = v
+	case commitRE.MatchString(v):
+		ref = commitRE.FindStringSubmatch(v)[1]
+	}
+	return DocsBase + ref + "/docs/" + file
+}
+
+// window is the span a dashboard link covers: the run, with a minute of
+// context either side so that the baseline and the recovery show.
+func (c wallClock) window(durationS float64) (from, to time.Time) {
+	return c.at(0).Add(-time.Minute), c.at(durationS).Add(time.Minute)
+}
+
+// reportLinks builds the run's links: the docs, and the scenario's
+// dashboards for the run's window.
+func reportLinks(a *Analysis, rec *scenarioRecord) []Link {
+	links := []Link{{Label: "How to read these figures", URL: DocsURL(a.Run.Version, "analysis.md")}}
+	clock := a.Run.clock()
+	if rec == nil || rec.Report == nil || rec.Report.Links == nil || !clock.known() {
+		return links
+	}
+	from, to := clock.window(a.Run.DurationS)
+	fromMs, toMs := strconv.FormatInt(from.UnixMilli(), 10), strconv.FormatInt(to.UnixMilli(), 10)
+	if g := rec.Report.Links.Grafana; g != "" {
+		var out string
+		if strings.Contains(g, "{from}") || strings.Contains(g, "{to}") {
+			out = strings.NewReplacer("{from}", fromMs, "{to}", toMs).Replace(g)
+		} else if u, err := url.Parse(g); err == nil {
+			q := u.Query()
+			q.Set("from", fromMs)
+			q.Set("to", toMs)
+			u.RawQuery = q.Encode()
+			out = u.String()
+		}
+		if out != "" {
+			links = append(links, Link{Label: "Grafana dashboard for the run's window", URL: out})
+		}
+	}
+	if p := rec.Report.Links.Prometheus; p != "" {
+		for _, m := range rec.breakerSeries() {
+			links = append(links, Link{Label: "Prometheus: " + m + " over the run", URL: promGraphURL(p, m, from, to)})
+		}
+	}
+	return links
+}
+
+// promGraphURL is a Prometheus graph page for expr over [from, to], in the
+// parameters both the classic and the current Prometheus UI read.
+func promGraphURL(base, expr string, from, to time.Time) string {
+	q := url.Values{}
+	q.Set("g0.expr", expr)
+	q.Set("g0.tab", "0")
+	q.Set("g0.range_input", strconv.FormatInt(int64(to.Sub(from).Round(time.Second)/time.Second), 10)+"s")
+	q.Set("g0.end_input", to.UTC().Format("2006-01-02 15:04:05"))
+	return strings.TrimRight(base, "/") + "/graph?" + q.Encode()
+}
+
+// scenarioRecord is the part of the compiled scenario (run.start's config)
+// the report shows: the description, what was injected and how, the
+// built-in gateway's settings and the report section. It is decoded
+// loosely: a journal from another version still renders.
+type scenarioRecord struct {
+	Description string `json:"description"`
+	Gateway     struct {
+		URL     string `json:"url"`
+		Builtin *struct {
+			Instances int             `json:"instances"`
+			Config    json.RawMessage `json:"config"`
+		} `json:"builtin"`
+		Metrics *struct {
+			Preset string `json:"preset"`
+			Custom *struct {
+				Metric string `json:"metric"`
+			} `json:"custom"`
+		} `json:"metrics"`
+	} `json:"gateway"`
+	Faults []struct {
+		Name         string          `json:"name"`
+		Type         string          `json:"type"`
+		Upstream     string          `json:"upstream"`
+		At           json.RawMessage `json:"at"`
+		For          json.RawMessage `json:"for"`
+		Match        json.RawMessage `json:"match"`
+		Probability  float64         `json:"probability"`
+		FirstN       int             `json:"first_n"`
+		EveryNth     int             `json:"every_nth"`
+		HealthChecks bool            `json:"health_checks"`
+		Params       json.RawMessage `json:"params"`
+	} `json:"faults"`
+	Report *ReportSpec `json:"report"`
+}
+
+func decodeScenarioRecord(cfg json.RawMessage) *scenarioRecord {
+	if len(cfg) == 0 {
+		return nil
+	}
+	var r scenarioRecord
+	if json.Unmarshal(cfg, &r) != nil {
+		return nil
+	}
+	return &r
+}
+
+// breakerSeries is the metric the gateway's metrics preset reads: the
+// reference gateway's by default (built-in), none for a URL gateway
+// without metrics.
+func (r *scenarioRecord) breakerSeries() []string {
+	m := r.Gateway.Metrics
+	switch {
+	case m == nil && r.Gateway.Builtin != nil:
+		return []string{observe.PresetMetric(observe.DefaultPreset)}
+	case m == nil:
+		return nil
+	case m.Custom != nil && m.Custom.Metric != "":
+		return []string{m.Custom.Metric}
+	}
+	preset := m.Preset
+	if preset == "" {
+		preset = observe.DefaultPreset
+	}
+	if s := observe.PresetMetric(preset); s != "" {
+		return []string{s}
+	}
+	return nil
+}

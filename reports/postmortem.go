@@ -1,0 +1,326 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/halfopen/rehearse/gateway"
+)
+
+// What a postmortem reader needs beside the figures: what was injected,
+// which episodes the expectations covered, the built-in gateway's breaker
+// settings, wall-clock times and links. All of it is in run.json too.
+
+// InjectedFault is one fault window as the harness ran it.
+type InjectedFault struct {
+	Name     string  `json:"name"`
+	Upstream string  `json:"upstream"`
+	Type     string  `json:"type"`
+	StartS   float64 `json:"start_s"`
+	// EndS is when the fault ended; null when the journal has no
+	// fault.end (it was still active when the run stopped).
+	EndS      *float64  `json:"end_s"`
+	StartWall time.Time `json:"start_wall,omitzero"`
+	EndWall   time.Time `json:"end_wall,omitzero"`
+	// PlannedForS is the planned length; 0 means until the run's end.
+	PlannedForS float64 `json:"planned_for_s"`
+	// Params are the type's parameters as written in the scenario.
+	Params json.RawMessage `json:"params,omitempty"`
+	// Targeting says which requests it applied to, in words.
+	Targeting string `json:"targeting"`
+	// HealthChecks reports whether the gateway's health checks were
+	// faulted too.
+	HealthChecks bool `json:"health_checks"`
+	// Applied counts the requests the fault was applied to; null without
+	// a fault.end.
+	Applied *int64 `json:"applied"`
+}
+
+// EpisodeCoverage says whether the scenario's expectations judged an
+// episode, and what happened in it, in one line.
+type EpisodeCoverage struct {
+	Upstream string `json:"upstream"`
+	Episode  int    `json:"episode"` // 1-based, in the upstream's order
+	Fault    string `json:"fault"`
+	Covered  bool   `json:"covered"`
+	Summary  string `json:"summary"`
+}
+
+// GatewaySettings are the built-in gateway's settings with defaults
+// applied, when it was the gateway under test.
+type GatewaySettings struct {
+	Instances int `json:"instances"`
+	// Breaker is every breaker parameter by its scenario key, in the
+	// configuration's order.
+	Breaker []Setting `json:"breaker"`
+}
+
+// Setting is one configuration value as the scenario writes it.
+type Setting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// annotate fills the postmortem parts of the analysis from the collector's
+// faults and run.start's config.
+func (c *collector) annotate(a *Analysis) {
+	var rec *scenarioRecord
+	if c.start != nil {
+		rec = decodeScenarioRecord(c.start.Config)
+	}
+	if rec != nil {
+		a.Run.Description = strings.TrimSpace(rec.Description)
+		a.BuiltinGateway = builtinSettings(rec)
+	}
+	clock := a.Run.clock()
+	a.Injected = []InjectedFault{}
+	for _, f := range c.faults {
+		in := InjectedFault{Name: f.name, Upstream: f.upstream, Type: f.typ, StartS: seconds(time.Duration(f.start)),
+			PlannedForS: seconds(f.planned), Params: f.spec.Params, HealthChecks: f.spec.HealthChecks}
+		if len(in.Params) == 0 || string(in.Params) == "null" {
+			in.Params = nil
+		}
+		if f.end >= 0 {
+			in.EndS = ptr(seconds(time.Duration(f.end)))
+		}
+		if f.applied >= 0 {
+			in.Applied = ptr(f.applied)
+		}
+		if clock.known() {
+			in.StartWall = clock.at(in.StartS).UTC()
+			if in.EndS != nil {
+				in.EndWall = clock.at(*in.EndS).UTC()
+			}
+		}
+		in.Targeting = targeting(f.spec.Probability, rec, f.name)
+		a.Injected = append(a.Injected, in)
+	}
+	if clock.known() {
+		for _, ua := range a.Upstreams {
+			for _, ep := range ua.Episodes {
+				ep.StartWall, ep.EndWall = clock.at(ep.StartS).UTC(), clock.at(ep.EndS).UTC()
+			}
+		}
+	}
+	a.Coverage = coverage(a)
+	a.Links = reportLinks(a, rec)
+}
+
+// targeting describes which requests a fault applied to.
+func targeting(probability float64, rec *scenarioRecord, name string) string {
+	var parts []string
+	if rec != nil {
+		for _, f := range rec.Faults {
+			if f.Name != name {
+				continue
+			}
+			var m struct {
+				Path   string            `json:"path"`
+				Method string            `json:"method"`
+				Header map[string]string `json:"header"`
+			}
+			if len(f.Match) > 0 && json.Unmarshal(f.Match, &m) == nil {
+				if m.Method != "" {
+					parts = append(parts, "method "+strings.ToUpper(m.Method))
+				}
+				if m.Path != "" {
+					parts = append(parts, "path ~ "+m.Path)
+				}
+				for _, h := range sortedKeys(m.Header) {
+					if m.Header[h] == "" {
+						parts = append(parts, "header "+h+" present")
+					} else {
+						parts = append(parts, "header "+h+" ~ "+m.Header[h])
+					}
+				}
+			}
+			if f.FirstN > 0 {
+				parts = append(parts, fmt.Sprintf("first %d", f.FirstN))
+			}
+			if f.EveryNth > 1 {
+				parts = append(parts, fmt.Sprintf("every %s", ordinal(f.EveryNth)))
+			}
+			break
+		}
+	}
+	if probability > 0 && probability < 1 {
+		parts = append(parts, fmt.Sprintf("probability %g", probability))
+	}
+	if len(parts) == 0 {
+		return "every request"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
+
+// builtinSettings reads the built-in gateway's configuration from the
+// scenario record, defaults applied as the gateway applies them.
+func builtinSettings(rec *scenarioRecord) *GatewaySettings {
+	b := rec.Gateway.Builtin
+	if b == nil {
+		return nil
+	}
+	var cfg gateway.Config
+	if len(b.Config) > 0 && string(b.Config) != "null" {
+		if json.Unmarshal(b.Config, &cfg) != nil {
+			return nil
+		}
+	}
+	cfg = cfg.WithDefaults()
+	gs := &GatewaySettings{Instances: max(b.Instances, 1)}
+	v := reflect.ValueOf(cfg.Breaker)
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if key == "" || key == "-" || !f.IsExported() {
+			continue
+		}
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() {
+				gs.Breaker = append(gs.Breaker, Setting{key, "default"})
+				continue
+			}
+			fv = fv.Elem()
+		}
+		gs.Breaker = append(gs.Breaker, Setting{key, fmt.Sprint(fv.Interface())})
+	}
+	return gs
+}
+
+// breakerExpectations reports whether any expectation judges episodes.
+func breakerExpectations(e *Expectations) bool {
+	return e != nil && (e.OpensWithin != nil || e.FailuresBeforeOpenMax != nil || e.CooldownMin != nil ||
+		e.ProbeSpacingMin != nil || e.MaxProbesInFlight != nil || e.HonoursRetryAfter != nil ||
+		e.ClosesWithin != nil || e.SuccessesToCloseMin != nil || e.MetricsLagMax != nil || e.LeakedMax != nil)
+}
+
+// faultNoun names what a fault type did to the requests it applied to.
+var faultNoun = map[string][2]string{
+	"status":        {"error response", "error responses"},
+	"retry_after":   {"429 with Retry-After", "429s with Retry-After"},
+	"reset":         {"connection reset", "connection resets"},
+	"abort":         {"aborted response", "aborted responses"},
+	"stream_cut":    {"mid-stream cut", "mid-stream cuts"},
+	"slow_body":     {"slow body", "slow bodies"},
+	"bandwidth":     {"throttled transfer", "throttled transfers"},
+	"latency":       {"delayed response", "delayed responses"},
+	"headers_never": {"unanswered request", "unanswered requests"},
+	"blackhole":     {"black-holed request", "black-holed requests"},
+	"malformed":     {"malformed response", "malformed responses"},
+	"truncate":      {"truncated body", "truncated bodies"},
+	"refuse":        {"refused connection", "refused connections"},
+}
+
+func faultCount(n int64, typ string) string {
+	if code, ok := strings.CutPrefix(typ, "status:"); ok {
+		if n == 1 {
+			return "1 HTTP " + code + " response"
+		}
+		return fmt.Sprintf("%d HTTP %s responses", n, code)
+	}
+	w, ok := faultNoun[typ]
+	if !ok {
+		w = [2]string{"faulted request (" + typ + ")", "faulted requests (" + typ + ")"}
+	}
+	if n == 1 {
+		return "1 " + w[0]
+	}
+	return fmt.Sprintf("%d %s", n, w[1])
+}
+
+// faultKind is the fault's type, with the status code for a status fault
+// ("status:500"), so that the summary says "HTTP 500 responses".
+func faultKind(f InjectedFault) string {
+	if f.Type != "status" {
+		return f.Type
+	}
+	var p struct {
+		Code int `json:"code"`
+	}
+	if len(f.Params) > 0 {
+		_ = json.Unmarshal(f.Params, &p)
+	}
+	if p.Code == 0 {
+		p.Code = 503 // the status fault's default
+	}
+	return fmt.Sprintf("status:%d", p.Code)
+}
+
+// coverage lists every episode of every upstream, covered by the
+// expectations or not, with a one-line account of it.
+func coverage(a *Analysis) []EpisodeCoverage {
+	out := []EpisodeCoverage{}
+	judged := breakerExpectations(a.Expected)
+	for _, name := range sortedKeys(a.Upstreams) {
+		ua := a.Upstreams[name]
+		covered := judged && (len(a.Expected.Upstreams) == 0 || slices.Contains(a.Expected.Upstreams, name))
+		for i, ep := range ua.Episodes {
+			out = append(out, EpisodeCoverage{Upstream: name, Episode: i + 1, Fault: ep.Fault, Covered: covered,
+				Summary: episodeSummary(name, ep, a.Injected)})
+		}
+	}
+	return out
+}
+
+// episodeSummary: "llm-primary had 89 mid-stream cuts and its breaker did
+// not open".
+func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) string {
+	by := map[string]int64{}
+	known := true
+	for _, f := range injected {
+		if f.Upstream != upstream || f.StartS < ep.StartS-1e-3 || f.StartS > ep.EndS+1e-3 {
+			continue
+		}
+		if f.Applied == nil {
+			known = false
+			continue
+		}
+		by[faultKind(f)] += *f.Applied
+	}
+	var what []string
+	types := sortedKeys(by)
+	sort.Strings(types)
+	for _, t := range types {
+		what = append(what, faultCount(by[t], t))
+	}
+	had := strings.Join(what, " and ")
+	switch {
+	case had == "" && !known:
+		had = strings.Join(ep.FaultTypes, "+") + " faults (count unknown: the run stopped during the fault)"
+	case had == "":
+		had = "no faulted request"
+	case !known:
+		had += " and more (count unknown: the run stopped during the fault)"
+	}
+	var breaker string
+	switch {
+	case !ep.Opened:
+		breaker = "its breaker did not open"
+	case ep.OpenedAfterS != nil && ep.Closed && ep.ClosedAfterRecoveryS != nil:
+		breaker = fmt.Sprintf("its breaker opened %s after the fault started and closed %s after it ended", fmtS(*ep.OpenedAfterS), fmtS(*ep.ClosedAfterRecoveryS))
+	case ep.OpenedAfterS != nil && !ep.Closed:
+		breaker = fmt.Sprintf("its breaker opened %s after the fault started and had not closed by the run's end", fmtS(*ep.OpenedAfterS))
+	default:
+		breaker = "its breaker opened"
+	}
+	return fmt.Sprintf("%s had %s and %s", upstream, had, breaker)
+}

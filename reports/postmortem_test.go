@@ -1,0 +1,216 @@
+package reports
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// postmortemRun renders a run with everything a postmortem reader needs:
+// a description, the built-in gateway with one breaker setting changed,
+// dashboard links, a targeted status fault on search (judged by the
+// expectations) and a reset fault on weather (not judged).
+func postmortemRun(t *testing.T) (string, *Analysis) {
+	t.Helper()
+	s := base()
+	s.faults = append(s.faults, simFault{name: "cut", upstream: "weather", typ: "reset", at: 40 * time.Second, for_: 10 * time.Second})
+	s.expect = []byte(`{"upstreams":["search"],"opens_within":"10s"}`)
+	evs := s.build()
+	rs := evs[0].Payload.(*journal.RunStart)
+	rs.TimeZone = "Europe/Berlin"
+	rs.Version = "v1.4.0"
+	cfg := map[string]any{}
+	if err := json.Unmarshal(rs.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["description"] = "Search fails for 20 s.\n\nThe breaker must open fast."
+	cfg["gateway"] = map[string]any{"builtin": map[string]any{"config": map[string]any{"breaker": map[string]any{"failure_ratio": 0.4}}}}
+	cfg["faults"] = []map[string]any{
+		{"name": "storm", "type": "status", "upstream": "search", "match": map[string]any{"method": "post", "path": "^/v1/"}, "every_nth": 2},
+		{"name": "cut", "type": "reset", "upstream": "weather"},
+	}
+	cfg["report"] = map[string]any{"links": map[string]any{"grafana": "https://grafana.example/d/abc/gw?var-env=prod", "prometheus": "http://prom.example:9090/"}}
+	rs.Config, _ = json.Marshal(cfg)
+	for _, e := range evs {
+		if fs, ok := e.Payload.(*journal.FaultStart); ok && fs.Name == "storm" {
+			fs.Params, fs.Probability, fs.HealthChecks = json.RawMessage(`{"code":500}`), 0.5, true
+		}
+	}
+	dir := t.TempDir()
+	writeJournal(t, filepath.Join(dir, JournalFile), evs)
+	a, _, err := RenderDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, a
+}
+
+func TestPostmortemReport(t *testing.T) {
+	dir, a := postmortemRun(t)
+	md := readFile(t, dir, MarkdownFile)
+	html := readFile(t, dir, HTMLFile)
+	for _, want := range []string{
+		"Search fails for 20 s.\n\nThe breaker must open fast.",
+		"not covered by any expectation: weather had ",
+		"connection resets and its breaker",
+		"| search #1: storm | 10.0 s–30.0 s (03:00:10–03:00:30 UTC / 04:00:10–04:00:30 CET) |",
+		"| weather #1: cut |",
+		"| **no** |",
+		"## What was injected",
+		"| storm | search | 10.0 s–30.0 s (03:00:10–03:00:30 UTC / 04:00:10–04:00:30 CET) | status | code=500 | method POST, path ~ ^/v1/, every 2nd, probability 0.5 | yes |",
+		"| cut | weather |",
+		"## Built-in gateway settings",
+		"| breaker.failure_ratio | 0.4 |",
+		"| breaker.cooldown | 5s |",
+		"| started | 2026-11-30 03:00:00 UTC (2026-11-30 04:00:00 CET, Europe/Berlin) |",
+		"(<https://github.com/halfopen/rehearse/blob/v1.4.0/docs/analysis.md>)",
+		"[Grafana dashboard for the run's window]",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(md, "Search fails"), strings.Index(md, "expectations"); i < 0 || i > j {
+		t.Error("the description is not at the top of report.md")
+	}
+	for _, want := range []string{`<p class="description">Search fails for 20 s.</p>`, "not covered by any expectation: weather had",
+		"<h2>What was injected</h2>", "<td>code=500</td>", "<td>breaker.failure_ratio</td><td>0.4</td>",
+		`href="https://github.com/halfopen/rehearse/blob/v1.4.0/docs/analysis.md"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+
+	// The links cover the run's window: a minute either side.
+	from := time.Date(2026, 11, 30, 2, 59, 0, 0, time.UTC).UnixMilli()
+	to := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC).Add(time.Duration(a.Run.DurationS*1e9) + time.Minute).Round(time.Millisecond).UnixMilli()
+	var grafana, prom *url.URL
+	for _, l := range a.Links {
+		u, err := url.Parse(l.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch u.Host {
+		case "grafana.example":
+			grafana = u
+		case "prom.example:9090":
+			prom = u
+		}
+	}
+	if grafana == nil || grafana.Query().Get("from") != strconv.FormatInt(from, 10) || grafana.Query().Get("to") != strconv.FormatInt(to, 10) ||
+		grafana.Query().Get("var-env") != "prod" || grafana.Path != "/d/abc/gw" {
+		t.Errorf("grafana link %v, want from=%d to=%d and the dashboard's own parameters", grafana, from, to)
+	}
+	if prom == nil || prom.Path != "/graph" || prom.Query().Get("g0.expr") != "openclaw_breaker_state" ||
+		prom.Query().Get("g0.end_input") != time.UnixMilli(to).UTC().Format("2006-01-02 15:04:05") {
+		t.Errorf("prometheus link %v", prom)
+	}
+
+	// run.json keeps run time and wall-clock time, and all of the above.
+	var rj map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, dir, RunFile)), &rj); err != nil {
+		t.Fatal(err)
+	}
+	inj, _ := rj["injected"].([]any)
+	if len(inj) != 2 {
+		t.Fatalf("run.json injected: %v", rj["injected"])
+	}
+	f0 := inj[0].(map[string]any)
+	if f0["start_s"] != 10.0 || f0["start_wall"] != "2026-11-30T03:00:10Z" || f0["health_checks"] != true || f0["applied"].(float64) <= 0 {
+		t.Errorf("run.json injected[0] %v", f0)
+	}
+	cov, _ := rj["coverage"].([]any)
+	if len(cov) != 2 || cov[0].(map[string]any)["covered"] != true || cov[1].(map[string]any)["covered"] != false {
+		t.Errorf("run.json coverage %v", rj["coverage"])
+	}
+	ep := rj["upstreams"].(map[string]any)["search"].(map[string]any)["episodes"].([]any)[0].(map[string]any)
+	if ep["start_s"] != 10.0 || ep["start_wall"] != "2026-11-30T03:00:10Z" {
+		t.Errorf("episode times in run.json: start_s %v start_wall %v", ep["start_s"], ep["start_wall"])
+	}
+	if rj["run"].(map[string]any)["time_zone"] != "Europe/Berlin" || rj["builtin_gateway"] == nil {
+		t.Error("run.json lacks time_zone or builtin_gateway")
+	}
+}
+
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestProgressionSummarised(t *testing.T) {
+	if got := progression([]float64{1, 2, 4}); got != "1.0 s → 2.0 s → 4.0 s" {
+		t.Errorf("short: %q", got)
+	}
+	long := make([]float64, 99)
+	for i := range long {
+		long[i] = float64(1 + i%7)
+	}
+	long[50] = 0.5
+	got := progression(long)
+	if !strings.HasPrefix(got, "1.0 s → 2.0 s → 3.0 s → 4.0 s → 5.0 s → 6.0 s → … 93 more (min 500 ms, max 7.0 s over all 99") {
+		t.Errorf("long: %q", got)
+	}
+	if strings.Count(got, "→") > progressionShown {
+		t.Errorf("long progression lists %d values", strings.Count(got, "→"))
+	}
+	if progression(nil) != "—" {
+		t.Error("empty")
+	}
+}
+
+func TestDocsURL(t *testing.T) {
+	for v, want := range map[string]string{
+		"v1.4.0":                             "v1.4.0",
+		"v1.4.0-rc.1":                        "v1.4.0-rc.1",
+		"v0.0.0-20261201103000-3a0e90b1c2d4": "3a0e90b1c2d4",
+		"v1.3.0-12-g3a0e90b1c2d4":            "3a0e90b1c2d4",
+		"v1.3.0-12-g3a0e90b1c2d4-dirty":      "3a0e90b1c2d4",
+		"dev":                                "main",
+		"":                                   "main",
+	} {
+		if got := DocsURL(v, "analysis.md"); got != DocsBase+want+"/docs/analysis.md" {
+			t.Errorf("DocsURL(%q) = %s, want ref %s", v, got, want)
+		}
+	}
+}
+
+func TestReportSpecValidate(t *testing.T) {
+	ok := &ReportSpec{Links: &ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}", Prometheus: "http://127.0.0.1:9090"}}
+	if err := ok.Validate(); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []ReportLinks{{Grafana: "grafana.example/d/x"}, {Prometheus: "ftp://p"}, {Prometheus: "http://u:secret@/x"}} {
+		err := (&ReportSpec{Links: &bad}).Validate()
+		if err == nil {
+			t.Errorf("%+v accepted", bad)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("error shows a password: %v", err)
+		}
+	}
+	var none *ReportSpec
+	if none.Validate() != nil {
+		t.Error("nil spec")
+	}
+}
+
+func TestGrafanaPlaceholders(t *testing.T) {
+	a := &Analysis{Run: RunInfo{WallStart: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), DurationS: 60}}
+	rec := &scenarioRecord{Report: &ReportSpec{Links: &ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}&orgId=1"}}}
+	links := reportLinks(a, rec)
+	want := "https://g.example/d/x?from=" + strconv.FormatInt(a.Run.WallStart.Add(-time.Minute).UnixMilli(), 10) +
+		"&to=" + strconv.FormatInt(a.Run.WallStart.Add(2*time.Minute).UnixMilli(), 10) + "&orgId=1"
+	if len(links) != 2 || links[1].URL != want {
+		t.Errorf("links %v, want %s", links, want)
+	}
+}
