@@ -216,7 +216,7 @@ func breakerExpectations(e *Expectations) bool {
 // faultNoun names what a fault type did to the requests it applied to.
 var faultNoun = map[string][2]string{
 	"status":        {"error response", "error responses"},
-	"retry_after":   {"429 with Retry-After", "429s with Retry-After"},
+	"retry_after":   {"429 response with Retry-After", "429 responses with Retry-After"},
 	"reset":         {"connection reset", "connection resets"},
 	"abort":         {"aborted response", "aborted responses"},
 	"stream_cut":    {"mid-stream cut", "mid-stream cuts"},
