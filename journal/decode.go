@@ -33,6 +33,9 @@ type urLine struct {
 // by the Writer ({"t":N,"kind":"K" first) in one pass; ok is false for any
 // other line, which Unmarshal then decodes the general way.
 func unmarshalFast(line []byte) (ev Event, ok bool) {
+	if ev, ok := decodeFast(line, nil); ok {
+		return ev, true
+	}
 	const pre = `{"t":`
 	if !bytes.HasPrefix(line, []byte(pre)) {
 		return Event{}, false
@@ -90,7 +93,7 @@ type chunkResult struct {
 
 // decodeChunk decodes a chunk's lines; a final line without its newline
 // that does not parse is a torn write.
-func decodeChunk(c *chunk) chunkResult {
+func decodeChunk(c *chunk, in interner) chunkResult {
 	var r chunkResult
 	r.events = make([]Event, 0, len(c.lines))
 	for i, raw := range c.lines {
@@ -99,7 +102,11 @@ func decodeChunk(c *chunk) chunkResult {
 		if len(line) == 0 {
 			continue
 		}
-		ev, err := Unmarshal(line)
+		ev, ok := decodeFast(line, in)
+		var err error
+		if !ok {
+			ev, err = Unmarshal(line)
+		}
 		if err != nil {
 			if !complete && c.last && i == len(c.lines)-1 {
 				r.torn = true
@@ -169,8 +176,9 @@ func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 	}()
 	for w := 0; w < workers; w++ {
 		go func() {
+			in := interner{} // one per worker: no locking
 			for c := range jobs {
-				c.res <- decodeChunk(c) // buffered: never blocks
+				c.res <- decodeChunk(c, in) // buffered: never blocks
 			}
 		}()
 	}

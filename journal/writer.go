@@ -224,13 +224,23 @@ func Marshal(e Event) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// encodeEvent writes {"t":N,"kind":"k",<payload fields>}\n. The payload is
+// encodeEvent writes {"t":N,"kind":"k",<payload fields>}\n. The frequent
+// kinds have hand-written encoders (codec.go); any other payload is
 // encoded with encoding/json and its opening brace replaced, so the fields
 // sit flat beside t and kind.
 func encodeEvent(buf *bytes.Buffer, e Event) error {
 	if e.Payload == nil {
 		return errors.New("journal: event without payload")
 	}
+	if b, ok := appendEventFast(buf.AvailableBuffer(), e); ok {
+		buf.Write(b) // no copy when it fitted the buffer's spare room
+		return nil
+	}
+	return encodeEventJSON(buf, e)
+}
+
+// encodeEventJSON is encodeEvent through encoding/json, for every kind.
+func encodeEventJSON(buf *bytes.Buffer, e Event) error {
 	start := buf.Len()
 	var scratch [24]byte
 	buf.WriteString(`{"t":`)

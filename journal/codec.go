@@ -1,0 +1,657 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The two frequent kinds, client.request and upstream.request (nearly every
+// line of a journal), are encoded and decoded here by hand, without
+// reflection: encoding/json spent most of a 1 M-event analysis in
+// Unmarshal and a few % of a 5,000/s replay in Marshal
+// (docs/benchmarks.md). The encoders write exactly the bytes
+// encoding/json writes for the same value (field order, omitempty, string
+// escaping with HTML escaping off, float format), which a fuzz test checks,
+// so the format is unchanged. The decoders take only lines in that form
+// and leave anything else (unknown or reordered fields are fine; odd
+// spellings, numbers json would refuse, escapes they cannot be sure of) to
+// encoding/json, so a line decodes to the same value, or fails the same
+// way, whichever path reads it.
+
+// appendEventFast appends e's journal line, newline included; ok is false
+// for payloads without a hand-written encoder (or values encoding/json
+// refuses), which encodeEvent then writes with encoding/json.
+func appendEventFast(b []byte, e Event) ([]byte, bool) {
+	switch p := e.Payload.(type) {
+	case *ClientRequest:
+		if math.IsNaN(p.Fraction) || math.IsInf(p.Fraction, 0) {
+			return b, false
+		}
+		b = appendHead(b, e.T, KindClientRequest)
+		return append(appendClientRequest(b, p), "}\n"...), true
+	case *UpstreamRequest:
+		b = appendHead(b, e.T, KindUpstreamRequest)
+		return append(appendUpstreamRequest(b, p), "}\n"...), true
+	}
+	return b, false
+}
+
+func appendHead(b []byte, t time.Duration, k Kind) []byte {
+	b = append(b, `{"t":`...)
+	b = strconv.AppendInt(b, int64(t), 10)
+	b = append(b, `,"kind":`...)
+	return appendString(b, string(k))
+}
+
+func appendClientRequest(b []byte, p *ClientRequest) []byte {
+	b = appendUint(b, `,"seq":`, p.Seq)
+	b = appendStr(b, `,"method":`, p.Method)
+	b = appendStr(b, `,"route":`, p.Route)
+	b = appendStrOmit(b, `,"upstream":`, p.Upstream)
+	b = appendInt(b, `,"scheduled":`, int64(p.Scheduled))
+	b = appendIntOmit(b, `,"sent":`, int64(p.Sent))
+	b = appendIntOmit(b, `,"headers_at":`, int64(p.HeadersAt))
+	b = appendIntOmit(b, `,"done":`, int64(p.Done))
+	b = appendIntOmit(b, `,"latency_ns":`, int64(p.Latency))
+	b = appendIntOmit(b, `,"service_ns":`, int64(p.Service))
+	b = appendIntOmit(b, `,"status":`, int64(p.Status))
+	b = appendIntOmit(b, `,"bytes":`, p.Bytes)
+	b = appendIntOmit(b, `,"expected":`, p.Expected)
+	if p.Fraction != 0 {
+		b = append(b, `,"fraction":`...)
+		b = appendFloat(b, p.Fraction)
+	}
+	b = appendIntOmit(b, `,"sse_events":`, int64(p.SSEEvents))
+	b = appendStr(b, `,"outcome":`, string(p.Outcome))
+	b = appendBoolOmit(b, `,"fast_fail":`, p.FastFail)
+	b = appendStrOmit(b, `,"fast_fail_code":`, p.FastFailCode)
+	b = appendBoolOmit(b, `,"late":`, p.Late)
+	b = appendStrOmit(b, `,"error":`, p.Error)
+	if len(p.Resent) > 0 {
+		b = append(b, `,"resent":[`...)
+		for i, d := range p.Resent {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(d), 10)
+		}
+		b = append(b, ']')
+	}
+	return b
+}
+
+func appendUpstreamRequest(b []byte, p *UpstreamRequest) []byte {
+	b = appendStr(b, `,"upstream":`, p.Upstream)
+	b = appendStr(b, `,"method":`, p.Method)
+	b = appendStr(b, `,"path":`, p.Path)
+	if p.Seq != nil {
+		b = appendUint(b, `,"seq":`, *p.Seq)
+	}
+	b = appendStrOmit(b, `,"remote":`, p.Remote)
+	b = appendStrOmit(b, `,"user_agent":`, p.UserAgent)
+	b = appendStrOmit(b, `,"probe_tag":`, p.ProbeTag)
+	b = appendBoolOmit(b, `,"health_check":`, p.HealthCheck)
+	b = appendStrOmit(b, `,"fault":`, p.Fault)
+	b = appendStrOmit(b, `,"fault_type":`, p.FaultType)
+	b = appendInt(b, `,"in_flight":`, int64(p.InFlight))
+	b = appendIntOmit(b, `,"status":`, int64(p.Status))
+	b = appendIntOmit(b, `,"retry_after_ns":`, int64(p.RetryAfter))
+	b = appendIntOmit(b, `,"bytes":`, p.Bytes)
+	b = appendIntOmit(b, `,"done":`, int64(p.Done))
+	b = appendStr(b, `,"outcome":`, string(p.Outcome))
+	return b
+}
+
+func appendUint(b []byte, key string, v uint64) []byte {
+	return strconv.AppendUint(append(b, key...), v, 10)
+}
+
+func appendInt(b []byte, key string, v int64) []byte {
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+func appendIntOmit(b []byte, key string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return appendInt(b, key, v)
+}
+
+func appendStr(b []byte, key, v string) []byte { return appendString(append(b, key...), v) }
+
+func appendStrOmit(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendStr(b, key, v)
+}
+
+func appendBoolOmit(b []byte, key string, v bool) []byte {
+	if !v {
+		return b
+	}
+	return append(append(b, key...), "true"...)
+}
+
+// appendFloat formats f as encoding/json does: the shortest
+// representation, in exponent form below 1e-6 and from 1e21, with a
+// one-digit negative exponent written without its leading zero.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string the way encoding/json does with
+// HTML escaping off: quote, backslash and control characters escaped
+// (\b \f \n \r \t by name, the rest as \u00XX), U+2028 and U+2029 escaped,
+// invalid UTF-8 replaced by U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// interner shares the strings a decoder reads again and again (methods,
+// routes, upstreams, outcomes, remotes) instead of allocating each.
+type interner map[string]string
+
+func (in interner) str(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if s, ok := in[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if len(in) >= 4096 {
+		return string(b) // a journal of unique values: stop growing
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
+// scanner reads one flat JSON object written in the journal's form. Any
+// surprise sets bad; the caller then leaves the line to encoding/json.
+type scanner struct {
+	b   []byte
+	i   int
+	bad bool
+	in  interner
+	tmp []byte // unescaped string bytes
+}
+
+func (s *scanner) fail() { s.bad = true }
+
+// expect consumes c or fails.
+func (s *scanner) expect(c byte) {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return
+	}
+	s.fail()
+}
+
+// key reads `"name":` and returns name (pointing into the line; keys need
+// no unescaping in the journal's form).
+func (s *scanner) key() []byte {
+	s.expect('"')
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] != '"' {
+		if s.b[s.i] == '\\' || s.b[s.i] < 0x20 {
+			s.fail()
+			return nil
+		}
+		s.i++
+	}
+	k := s.b[start:s.i]
+	s.expect('"')
+	s.expect(':')
+	return k
+}
+
+// rawString reads a string value and returns its content, unescaped.
+func (s *scanner) rawString() []byte {
+	s.expect('"')
+	if s.bad {
+		return nil
+	}
+	start := s.i
+	ascii := true
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			if !ascii && !utf8.Valid(v) {
+				s.fail() // encoding/json would replace the bad bytes
+			}
+			return v
+		case c == '\\':
+			return s.escapedString(start)
+		case c < 0x20:
+			s.fail()
+			return nil
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		s.i++
+	}
+	s.fail()
+	return nil
+}
+
+// escapedString continues rawString at the first backslash.
+func (s *scanner) escapedString(start int) []byte {
+	out := append(s.tmp[:0], s.b[start:s.i]...)
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			s.tmp = out
+			if !utf8.Valid(out) {
+				s.fail()
+			}
+			return out
+		case c < 0x20:
+			s.fail()
+			return nil
+		case c != '\\':
+			out = append(out, c)
+			s.i++
+			continue
+		}
+		if s.i+1 >= len(s.b) {
+			s.fail()
+			return nil
+		}
+		e := s.b[s.i+1]
+		s.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if s.i+4 > len(s.b) {
+				s.fail()
+				return nil
+			}
+			v, err := strconv.ParseUint(string(s.b[s.i:s.i+4]), 16, 32)
+			if err != nil || (v >= 0xd800 && v < 0xe000) {
+				s.fail() // surrogates: leave pairing to encoding/json
+				return nil
+			}
+			s.i += 4
+			out = utf8.AppendRune(out, rune(v))
+		default:
+			s.fail()
+			return nil
+		}
+	}
+	s.fail()
+	return nil
+}
+
+func (s *scanner) str() string {
+	v := s.rawString()
+	if s.bad {
+		return ""
+	}
+	return string(v)
+}
+
+func (s *scanner) internStr() string {
+	v := s.rawString()
+	if s.bad {
+		return ""
+	}
+	return s.in.str(v)
+}
+
+// number returns the next number token if it is a plain integer (what the
+// journal writes for integer fields); anything else fails.
+func (s *scanner) intToken() []byte {
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	if s.i == digits || (s.b[digits] == '0' && s.i-digits > 1) {
+		s.fail()
+		return nil
+	}
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.fail() // json refuses these for integer fields: let it say so
+		return nil
+	}
+	return s.b[start:s.i]
+}
+
+func (s *scanner) int64() int64 {
+	t := s.intToken()
+	if s.bad {
+		return 0
+	}
+	v, err := strconv.ParseInt(string(t), 10, 64)
+	if err != nil {
+		s.fail()
+	}
+	return v
+}
+
+func (s *scanner) int() int {
+	v := s.int64()
+	if v != int64(int(v)) {
+		s.fail()
+	}
+	return int(v)
+}
+
+func (s *scanner) uint64() uint64 {
+	t := s.intToken()
+	if s.bad {
+		return 0
+	}
+	v, err := strconv.ParseUint(string(t), 10, 64)
+	if err != nil {
+		s.fail()
+	}
+	return v
+}
+
+func (s *scanner) float() float64 {
+	start := s.i
+	for s.i < len(s.b) && bytes.IndexByte([]byte("+-.0123456789eE"), s.b[s.i]) >= 0 {
+		s.i++
+	}
+	tok := s.b[start:s.i]
+	if !json.Valid(tok) {
+		s.fail()
+		return 0
+	}
+	v, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		s.fail()
+	}
+	return v
+}
+
+func (s *scanner) bool() bool {
+	switch {
+	case bytes.HasPrefix(s.b[s.i:], []byte("true")):
+		s.i += 4
+		return true
+	case bytes.HasPrefix(s.b[s.i:], []byte("false")):
+		s.i += 5
+		return false
+	}
+	s.fail()
+	return false
+}
+
+// null consumes a null if one is next.
+func (s *scanner) null() bool {
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// fields calls field for each key after the head, until the closing
+// brace; field returns false for a key it does not know.
+func (s *scanner) fields(field func(k []byte) bool) {
+	for !s.bad {
+		if s.i >= len(s.b) {
+			s.fail()
+			return
+		}
+		switch s.b[s.i] {
+		case '}':
+			s.i++
+			if s.i != len(s.b) {
+				s.fail() // trailing bytes: json's error, not ours
+			}
+			return
+		case ',':
+			s.i++
+		default:
+			s.fail()
+			return
+		}
+		k := s.key()
+		if s.bad || !field(k) {
+			s.fail()
+			return
+		}
+	}
+}
+
+// decodeClientRequest decodes the fields after `{"t":N,"kind":"…"`.
+func decodeClientRequest(s *scanner) *ClientRequest {
+	p := new(ClientRequest)
+	s.fields(func(k []byte) bool {
+		if s.null() {
+			return true // json leaves the field as it is
+		}
+		switch string(k) {
+		case "seq":
+			p.Seq = s.uint64()
+		case "method":
+			p.Method = s.internStr()
+		case "route":
+			p.Route = s.internStr()
+		case "upstream":
+			p.Upstream = s.internStr()
+		case "scheduled":
+			p.Scheduled = time.Duration(s.int64())
+		case "sent":
+			p.Sent = time.Duration(s.int64())
+		case "headers_at":
+			p.HeadersAt = time.Duration(s.int64())
+		case "done":
+			p.Done = time.Duration(s.int64())
+		case "latency_ns":
+			p.Latency = time.Duration(s.int64())
+		case "service_ns":
+			p.Service = time.Duration(s.int64())
+		case "status":
+			p.Status = s.int()
+		case "bytes":
+			p.Bytes = s.int64()
+		case "expected":
+			p.Expected = s.int64()
+		case "fraction":
+			p.Fraction = s.float()
+		case "sse_events":
+			p.SSEEvents = s.int()
+		case "outcome":
+			p.Outcome = Outcome(s.internStr())
+		case "fast_fail":
+			p.FastFail = s.bool()
+		case "fast_fail_code":
+			p.FastFailCode = s.internStr()
+		case "late":
+			p.Late = s.bool()
+		case "error":
+			p.Error = s.internStr()
+		case "resent":
+			s.expect('[')
+			p.Resent = []time.Duration{}
+			for !s.bad && s.i < len(s.b) && s.b[s.i] != ']' {
+				if len(p.Resent) > 0 {
+					s.expect(',')
+				}
+				p.Resent = append(p.Resent, time.Duration(s.int64()))
+			}
+			s.expect(']')
+		default:
+			return false
+		}
+		return true
+	})
+	return p
+}
+
+// decodeUpstreamRequest decodes the fields after `{"t":N,"kind":"…"`.
+func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
+	p := new(UpstreamRequest)
+	s.fields(func(k []byte) bool {
+		if string(k) == "seq" && s.null() {
+			p.Seq = nil
+			return true
+		}
+		if s.null() {
+			return true
+		}
+		switch string(k) {
+		case "upstream":
+			p.Upstream = s.internStr()
+		case "method":
+			p.Method = s.internStr()
+		case "path":
+			p.Path = s.internStr()
+		case "seq":
+			v := s.uint64()
+			p.Seq = &v
+		case "remote":
+			p.Remote = s.internStr()
+		case "user_agent":
+			p.UserAgent = s.internStr()
+		case "probe_tag":
+			p.ProbeTag = s.internStr()
+		case "health_check":
+			p.HealthCheck = s.bool()
+		case "fault":
+			p.Fault = s.internStr()
+		case "fault_type":
+			p.FaultType = s.internStr()
+		case "in_flight":
+			p.InFlight = s.int()
+		case "status":
+			p.Status = s.int()
+		case "retry_after_ns":
+			p.RetryAfter = time.Duration(s.int64())
+		case "bytes":
+			p.Bytes = s.int64()
+		case "done":
+			p.Done = time.Duration(s.int64())
+		case "outcome":
+			p.Outcome = Outcome(s.internStr())
+		default:
+			return false
+		}
+		return true
+	})
+	return p
+}
+
+// decodeFast decodes a client.request or upstream.request line written in
+// the journal's form ({"t":N,"kind":"K",…} with no spaces) without
+// reflection; ok is false for any other line, which Unmarshal then decodes
+// with encoding/json. in, when not nil, shares repeated strings.
+func decodeFast(line []byte, in interner) (Event, bool) {
+	const pre = `{"t":`
+	if !bytes.HasPrefix(line, []byte(pre)) {
+		return Event{}, false
+	}
+	s := scanner{b: line, i: len(pre), in: in}
+	t := s.int64()
+	if s.bad || !bytes.HasPrefix(line[s.i:], []byte(`,"kind":"`)) {
+		return Event{}, false
+	}
+	s.i += len(`,"kind":"`)
+	end := bytes.IndexByte(line[s.i:], '"')
+	if end < 0 {
+		return Event{}, false
+	}
+	kind := line[s.i : s.i+end]
+	s.i += end + 1
+	var p Payload
+	switch string(kind) {
+	case string(KindClientRequest):
+		p = decodeClientRequest(&s)
+	case string(KindUpstreamRequest):
+		p = decodeUpstreamRequest(&s)
+	default:
+		return Event{}, false
+	}
+	if s.bad {
+		return Event{}, false
+	}
+	return Event{T: time.Duration(t), Payload: p}, true
+}
