@@ -2,6 +2,7 @@
 #
 #   make rehearse   run the default weekly drill on the embedded defaults
 #   make test       the full test suite (what CI runs)
+#   make bench      the harness against Vegeta, Toxiproxy and tshark (not in make test)
 #   make drills     every built-in drill at full length; fails on any unmet expectation
 
 GO       ?= go
@@ -17,7 +18,7 @@ SCENARIO ?= weekly
 # Where make drills keeps its run directories (one per drill).
 DRILLS_OUT ?= runs/drills-$(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all build rehearse test drills bench lint cross fuzz-smoke clean
+.PHONY: all build rehearse test drills bench bench-go lint cross fuzz-smoke clean
 
 all: lint test build
 
@@ -41,7 +42,13 @@ test:
 drills:
 	REHEARSE_DRILLS_OUT=$(abspath $(DRILLS_OUT)) $(GO) test -count=1 -run '^TestDrillVerdicts$$' -parallel 2 -timeout 40m -v ./rehearsal
 
+# The harness against Vegeta, Toxiproxy and tshark in one run, paired and
+# alternating, with ratios (scripts/bench.sh; BENCHFLAGS="-rounds 5" etc.).
 bench:
+	scripts/bench.sh $(BENCHFLAGS)
+
+# Every package's go test benchmarks, once each.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 lint:

@@ -32,8 +32,9 @@ var spinWindow time.Duration
 const coarseMargin = 3 * time.Millisecond
 
 // maxSpin caps the spin window wherever it comes from: at 10 requests per
-// second it bounds the spinning to 0.5 % of a core.
-const maxSpin = 500 * time.Microsecond
+// second it bounds the spinning to 0.2 % of a core; a longer window would
+// only chase the oversleep of a loaded machine.
+const maxSpin = 200 * time.Microsecond
 
 // calibrateSpin measures once per process how late the precise sleep
 // wakes up and returns the spin window: the last part of each wait spent

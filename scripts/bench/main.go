@@ -1,0 +1,599 @@
+// Command bench measures the harness against the tools people would use
+// instead, side by side in one run, and prints each figure with min /
+// median / max over paired, alternating rounds and the ratio of the pair:
+//
+//   - proxy: inject's HTTP proxy mode (and TCP mode) as its own process
+//     against Toxiproxy passthrough, in front of the same loopback backend:
+//     p50/p99 added over direct (sequential keep-alive client), wrk -t2 -c64
+//     throughput, and CPU per request (from /proc);
+//   - pacing: the replayer against Vegeta (as a library) into the same sink,
+//     send lateness at 10, 1,000 and 5,000/s, and the process's CPU;
+//   - capture: capture.ExtractFile against tshark on the same generated
+//     capture (go test -bench BenchmarkExtract);
+//   - analysis: a 953k-event journal analysed on one core (go test -bench
+//     Analyze1M -cpu 1);
+//   - drill: `rehearse run 503-storm --duration 2m`, its CPU share and the
+//     replay's p99 send lateness.
+//
+// Each round runs the members of a pair back to back, the order swapped
+// every round, so that machine load hits both alike. scripts/bench.sh
+// (make bench) installs Toxiproxy, builds rehearse and runs this:
+//
+//	go run ./scripts/bench -rehearse bin/rehearse -toxiproxy /path/to/server -rounds 3
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/halfopen/rehearse/replay"
+	"github.com/halfopen/rehearse/replay/capture"
+)
+
+var (
+	rounds    = flag.Int("rounds", 3, "paired rounds per comparison")
+	only      = flag.String("only", "proxy,pacing,capture,analysis,drill", "comma-separated sections to run")
+	rehearse  = flag.String("rehearse", "bin/rehearse", "the rehearse binary")
+	toxiproxy = flag.String("toxiproxy", "", "the Toxiproxy server binary (proxy section)")
+	captureMB = flag.Int("capture-mb", 16, "size of the generated capture (capture section)")
+	drillFor  = flag.Duration("drill-duration", 2*time.Minute, "length of the drill (drill section)")
+	tmp       string
+)
+
+func main() {
+	log.SetFlags(0)
+	flag.Parse()
+	var err error
+	if tmp, err = os.MkdirTemp("", "rehearse-bench-"); err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Printf("# rehearse bench, %s UTC, %s/%s, %d CPUs, %s\n", time.Now().UTC().Format("2006-01-02 15:04"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	fmt.Printf("# load average at start: %s; %d rounds, figures are min / median / max\n", loadavg(), *rounds)
+	sections := map[string]func(){
+		"proxy": benchProxy, "pacing": benchPacing, "capture": benchCapture,
+		"analysis": benchAnalysis, "drill": benchDrill,
+	}
+	for _, name := range strings.Split(*only, ",") {
+		f, ok := sections[strings.TrimSpace(name)]
+		if !ok {
+			log.Fatalf("unknown section %q", name)
+		}
+		fmt.Printf("\n## %s (load %s)\n", name, loadavg())
+		f()
+	}
+	fmt.Printf("\n# load average at end: %s\n", loadavg())
+}
+
+// series collects one figure over the rounds.
+type series []float64
+
+func (s series) String() string {
+	if len(s) == 0 {
+		return "n/a"
+	}
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return fmt.Sprintf("%s / %s / %s", num(c[0]), num(median(c)), num(c[len(c)-1]))
+}
+
+func median(c []float64) float64 {
+	n := len(c)
+	if n%2 == 1 {
+		return c[n/2]
+	}
+	return (c[n/2-1] + c[n/2]) / 2
+}
+
+func num(v float64) string {
+	switch a := max(v, -v); {
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+func row(name string, s series, unit string) { fmt.Printf("  %-44s %-32s %s\n", name, s, unit) }
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:3], " ")
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			return strings.TrimSpace(l[strings.Index(l, ":")+1:])
+		}
+	}
+	return "unknown CPU"
+}
+
+// rotate returns xs rotated by r, so that each round starts elsewhere.
+func rotate[T any](xs []T, r int) []T {
+	r %= len(xs)
+	return append(slices.Clone(xs[r:]), xs[:r]...)
+}
+
+// ---- proxy ----
+
+const backendBody = 512
+
+func startBackend() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("x"), backendBody)
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	return ln.Addr().String()
+}
+
+type proxyProc struct {
+	name string
+	addr string
+	pid  int
+}
+
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func startInject(mode, backend string) (proxyProc, func()) {
+	target := backend
+	if mode == "proxy" {
+		target = "http://" + backend
+	}
+	cfg := filepath.Join(tmp, "inject-"+mode+".yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "upstreams:\n  - {name: bench, mode: %s, target: %q}\n", mode, target), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(*rehearse, "inject", "serve", "--config", cfg, "--control", "", "--log-level", "error")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("starting %s: %v", *rehearse, err)
+	}
+	stop := func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 4 && f[0] == "upstream" && f[1] == "bench" {
+			go io.Copy(io.Discard, out)
+			return proxyProc{name: "inject-" + mode, addr: strings.TrimPrefix(f[3], "http://"), pid: cmd.Process.Pid}, stop
+		}
+	}
+	stop()
+	log.Fatalf("rehearse inject serve printed no address")
+	return proxyProc{}, nil
+}
+
+func startToxiproxy(backend string) (proxyProc, func()) {
+	port := freePort()
+	cmd := exec.Command(*toxiproxy, "-host", "127.0.0.1", "-port", port)
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("starting toxiproxy: %v", err)
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	api := "http://127.0.0.1:" + port
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get(api + "/version")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			log.Fatalf("toxiproxy did not come up: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Post(api+"/proxies", "application/json", strings.NewReader(fmt.Sprintf(`{"name":"bench","listen":"127.0.0.1:0","upstream":%q,"enabled":true}`, backend)))
+	if err != nil {
+		stop()
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p struct{ Listen string }
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != 201 {
+		stop()
+		log.Fatalf("creating the toxiproxy proxy: %d %v", resp.StatusCode, err)
+	}
+	return proxyProc{name: "toxiproxy", addr: p.Listen, pid: cmd.Process.Pid}, stop
+}
+
+// procCPU returns a process's user + system CPU time (Linux /proc).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// latency returns the p50 and p99 of n sequential keep-alive GETs.
+func latency(addr string, n int) (p50, p99 float64) {
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer c.CloseIdleConnections()
+	get := func() {
+		resp, err := c.Get("http://" + addr + "/")
+		if err != nil {
+			log.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for range 200 {
+		get()
+	}
+	lat := make([]float64, n)
+	for i := range lat {
+		t0 := time.Now()
+		get()
+		lat[i] = float64(time.Since(t0).Nanoseconds()) / 1e3
+	}
+	slices.Sort(lat)
+	return lat[n/2], lat[n*99/100]
+}
+
+var wrkReqs = regexp.MustCompile(`(\d+) requests in`)
+var wrkRate = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+
+// throughput runs wrk -t2 -c64 for d and returns requests per second and
+// the requests made.
+func throughput(addr string, d time.Duration) (float64, float64) {
+	out, err := exec.Command("wrk", "-t2", "-c64", "-d"+strconv.Itoa(int(d.Seconds()))+"s", "http://"+addr+"/").CombinedOutput()
+	if err != nil {
+		log.Fatalf("wrk: %v\n%s", err, out)
+	}
+	rate := wrkRate.FindSubmatch(out)
+	reqs := wrkReqs.FindSubmatch(out)
+	if rate == nil || reqs == nil {
+		log.Fatalf("wrk printed no rate:\n%s", out)
+	}
+	r, _ := strconv.ParseFloat(string(rate[1]), 64)
+	n, _ := strconv.ParseFloat(string(reqs[1]), 64)
+	return r, n
+}
+
+func benchProxy() {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		fmt.Println("  skipped: wrk not found (apt-get install wrk)")
+		return
+	}
+	backend := startBackend()
+	procs := []proxyProc{{name: "direct", addr: backend}}
+	p, stop := startInject("proxy", backend)
+	defer stop()
+	procs = append(procs, p)
+	p, stop2 := startInject("tcp", backend)
+	defer stop2()
+	procs = append(procs, p)
+	if *toxiproxy != "" {
+		p, stop3 := startToxiproxy(backend)
+		defer stop3()
+		procs = append(procs, p)
+	} else {
+		fmt.Println("  toxiproxy not given (-toxiproxy): its rows and the ratios are missing")
+	}
+	fmt.Printf("  backend: net/http answering %d bytes; latency: 3,000 sequential keep-alive GETs; throughput: wrk -t2 -c64 -d5s\n", backendBody)
+	p50 := map[string]series{}
+	p99 := map[string]series{}
+	added := map[string]series{}
+	rps := map[string]series{}
+	cpu := map[string]series{}
+	ratioLat := map[string]series{}
+	ratioRPS := map[string]series{}
+	for r := range *rounds {
+		got50 := map[string]float64{}
+		gotRPS := map[string]float64{}
+		for _, p := range rotate(procs, r) {
+			a, b := latency(p.addr, 3000)
+			p50[p.name] = append(p50[p.name], a)
+			p99[p.name] = append(p99[p.name], b)
+			got50[p.name] = a
+			c0 := procCPU(p.pid)
+			rate, n := throughput(p.addr, 5*time.Second)
+			if p.pid != 0 {
+				cpu[p.name] = append(cpu[p.name], float64((procCPU(p.pid)-c0).Microseconds())/n)
+			}
+			rps[p.name] = append(rps[p.name], rate)
+			gotRPS[p.name] = rate
+		}
+		for _, p := range procs[1:] {
+			added[p.name] = append(added[p.name], got50[p.name]-got50["direct"])
+		}
+		if _, ok := got50["toxiproxy"]; ok {
+			for _, name := range []string{"inject-proxy", "inject-tcp"} {
+				ratioLat[name] = append(ratioLat[name], (got50[name]-got50["direct"])/(got50["toxiproxy"]-got50["direct"]))
+				ratioRPS[name] = append(ratioRPS[name], gotRPS[name]/gotRPS["toxiproxy"])
+			}
+		}
+	}
+	for _, p := range procs {
+		row(p.name+" p50", p50[p.name], "µs")
+		row(p.name+" p99", p99[p.name], "µs")
+		if p.name != "direct" {
+			row(p.name+" added at p50 (vs direct, same round)", added[p.name], "µs")
+		}
+		row(p.name+" throughput", rps[p.name], "req/s")
+		if s, ok := cpu[p.name]; ok {
+			row(p.name+" CPU per request", s, "µs")
+		}
+	}
+	for _, name := range []string{"inject-proxy", "inject-tcp"} {
+		if s, ok := ratioRPS[name]; ok {
+			row(name+" ÷ toxiproxy: added p50", ratioLat[name], "ratio (<1: less added)")
+			row(name+" ÷ toxiproxy: throughput", s, "ratio (>1: more)")
+		}
+	}
+}
+
+// ---- pacing ----
+
+type paced struct{ p50, p99, max, cpu float64 }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func sink() *url.URL {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+func runReplay(target *url.URL, rate float64, d time.Duration) paced {
+	req := &capture.Request{Method: "GET", Target: "/tools/search?q=bench", Proto: "HTTP/1.1", Host: "bench",
+		Header: []capture.HeaderField{{Name: "Host", Value: "bench"}}}
+	r, err := replay.New([]*capture.Request{req}, replay.Options{Target: target, Rate: rate, Duration: d, Deadline: 5 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c0, t0 := cpuTime(), time.Now()
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	return paced{sum.Lateness.P50, sum.Lateness.P99, sum.Lateness.Max, float64(cpuTime()-c0) / float64(time.Since(t0))}
+}
+
+func runVegeta(target *url.URL, rate float64, d time.Duration) paced {
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: target.String() + "/tools/search?q=bench"})
+	atk := vegeta.NewAttacker(vegeta.Timeout(5 * time.Second))
+	h := hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+	c0, began := cpuTime(), time.Now()
+	for res := range atk.Attack(tr, vegeta.Rate{Freq: int(rate), Per: time.Second}, d, "bench") {
+		// Vegeta's constant pacer makes hit i due at (i+1)/rate; it
+		// stamps a hit before building it.
+		due := began.Add(time.Duration(float64(res.Seq+1) * float64(time.Second) / rate))
+		h.RecordValue(max(int64(res.Timestamp.Sub(due)/time.Microsecond), 0))
+	}
+	ms := func(v int64) float64 { return float64(v) / 1000 }
+	return paced{ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(99)), ms(h.Max()), float64(cpuTime()-c0) / float64(time.Since(began))}
+}
+
+func benchPacing() {
+	target := sink()
+	fmt.Println("  send lateness (ms) into one in-process loopback sink; the replayer stamps at the write, Vegeta before building; CPU is the whole process's (sink included)")
+	for _, rate := range []float64{10, 1000, 5000} {
+		d := 2 * time.Second
+		if rate <= 100 {
+			d = 10 * time.Second // 100 requests: the p99 is the worst but one
+		}
+		runVegeta(target, rate, time.Second) // warm-up, unmeasured
+		res := map[string][]paced{}
+		var ratio series
+		for r := range *rounds {
+			got := map[string]paced{}
+			for _, tool := range rotate([]string{"replay", "vegeta"}, r) {
+				if tool == "replay" {
+					got[tool] = runReplay(target, rate, d)
+				} else {
+					got[tool] = runVegeta(target, rate, d)
+				}
+				res[tool] = append(res[tool], got[tool])
+			}
+			if got["vegeta"].p99 > 0 {
+				ratio = append(ratio, got["replay"].p99/got["vegeta"].p99)
+			}
+		}
+		fmt.Printf("  %g/s for %s per run:\n", rate, d)
+		for _, tool := range []string{"replay", "vegeta"} {
+			var p50, p99, mx, cpu series
+			for _, p := range res[tool] {
+				p50, p99, mx, cpu = append(p50, p.p50), append(p99, p.p99), append(mx, p.max), append(cpu, 100*p.cpu)
+			}
+			row("    "+tool+" lateness p50", p50, "ms")
+			row("    "+tool+" lateness p99", p99, "ms")
+			row("    "+tool+" lateness max", mx, "ms")
+			row("    "+tool+" process CPU", cpu, "% of a core")
+		}
+		row("    replay ÷ vegeta: p99", ratio, "ratio (≤1: replay at least as punctual)")
+	}
+}
+
+// ---- go test benchmarks ----
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+// goBench runs go test with args (env added) and returns each benchmark's
+// metrics by unit.
+func goBench(env []string, args ...string) map[string]map[string]float64 {
+	cmd := exec.Command("go", append([]string{"test", "-run", "^$"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log.Fatalf("go test %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	res := map[string]map[string]float64{}
+	for _, l := range strings.Split(string(out), "\n") {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[3])
+		metrics := map[string]float64{}
+		for i := 0; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				metrics[f[i+1]] = v
+			}
+		}
+		res[m[1]] = metrics
+	}
+	return res
+}
+
+func benchCapture() {
+	if _, err := exec.LookPath("tshark"); err != nil {
+		fmt.Println("  skipped: tshark not found (apt-get install tshark)")
+		return
+	}
+	fmt.Printf("  a generated %d MB capture (replay/capture/bench_test.go), rehearse's capture.ExtractFile vs tshark -Y http.request, each a child process\n", *captureMB)
+	env := []string{"REHEARSE_BENCH_MB=" + strconv.Itoa(*captureMB)}
+	mbps := map[string]series{}
+	rss := map[string]series{}
+	reqs := map[string]series{}
+	var ratio, rssRatio series
+	for r := range *rounds {
+		got := map[string]map[string]float64{}
+		for _, tool := range rotate([]string{"rehearse", "tshark"}, r) {
+			res := goBench(env, "-bench", "^BenchmarkExtract$/^"+tool+"$", "-benchtime", "1x", "./replay/capture/")
+			m := res["BenchmarkExtract/"+tool]
+			got[tool] = m
+			mbps[tool] = append(mbps[tool], m["MB/cpu-s"])
+			rss[tool] = append(rss[tool], m["peak-RSS-MB"])
+			reqs[tool] = append(reqs[tool], m["req/s"])
+		}
+		if t := got["tshark"]["MB/cpu-s"]; t > 0 {
+			ratio = append(ratio, got["rehearse"]["MB/cpu-s"]/t)
+			rssRatio = append(rssRatio, got["rehearse"]["peak-RSS-MB"]/got["tshark"]["peak-RSS-MB"])
+		}
+	}
+	for _, tool := range []string{"rehearse", "tshark"} {
+		row(tool+" MB per CPU-second", mbps[tool], "MB/s")
+		row(tool+" requests per second (wall)", reqs[tool], "req/s")
+		row(tool+" peak RSS", rss[tool], "MB")
+	}
+	row("rehearse ÷ tshark: MB per CPU-second", ratio, "ratio (>1: faster)")
+	row("rehearse ÷ tshark: peak RSS", rssRatio, "ratio (<1: less memory)")
+}
+
+func benchAnalysis() {
+	fmt.Println("  reports.Analyze of a generated 953,473-event journal (reports/bench_test.go), GOMAXPROCS=1")
+	var cpuPerM, wallPerM series
+	for range *rounds {
+		res := goBench(nil, "-bench", "^BenchmarkAnalyze1M$", "-benchtime", "1x", "-cpu", "1", "./reports/")
+		m := res["BenchmarkAnalyze1M"]
+		const events = 953473
+		cpuPerM = append(cpuPerM, m["cpu-s/op"]*1e6/events)
+		wallPerM = append(wallPerM, m["ns/op"]/1e9*1e6/events)
+	}
+	row("CPU per 1 M events, one core", cpuPerM, "s")
+	row("wall per 1 M events, one core", wallPerM, "s (the load average inflates it)")
+}
+
+// findKey returns the first value of key anywhere in v.
+func findKey(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if val, ok := x[key]; ok {
+			return val
+		}
+		for _, val := range x {
+			if f := findKey(val, key); f != nil {
+				return f
+			}
+		}
+	case []any:
+		for _, val := range x {
+			if f := findKey(val, key); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+func benchDrill() {
+	fmt.Printf("  rehearse run 503-storm --duration %s (built-in gateway and upstreams in the same process)\n", *drillFor)
+	var cpu, p50, p99 series
+	for r := range *rounds {
+		out := filepath.Join(tmp, fmt.Sprintf("drill-%d", r))
+		cmd := exec.Command(*rehearse, "run", "503-storm", "--duration", drillFor.String(), "-q", "-o", out)
+		t0 := time.Now()
+		if b, err := cmd.CombinedOutput(); err != nil {
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 { // 1: an expectation failed, still a run
+				log.Fatalf("drill: %v\n%s", err, b)
+			}
+		}
+		wall := time.Since(t0)
+		used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		cpu = append(cpu, 100*float64(used)/float64(wall))
+		b, err := os.ReadFile(filepath.Join(out, "run.json"))
+		if err != nil {
+			log.Fatal(err)
+		}
+		var v any
+		json.Unmarshal(b, &v)
+		if l, ok := findKey(v, "lateness_ms").(map[string]any); ok {
+			p50 = append(p50, l["p50"].(float64))
+			p99 = append(p99, l["p99"].(float64))
+		}
+	}
+	row("process CPU over the run", cpu, "% of a core")
+	row("replay send lateness p50", p50, "ms")
+	row("replay send lateness p99", p99, "ms")
+}
