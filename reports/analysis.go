@@ -314,7 +314,7 @@ type Cycle struct {
 	MaxProbesInFlight  int       `json:"max_probes_in_flight"`
 	CooldownsS         []float64 `json:"cooldowns_s"`
 
-	intervals []float64 // probe spacing, all of it (Probes may be capped)
+	intervals []time.Duration // probe spacing, all of it (Probes may be capped)
 	// openAt and closeAt (< 0: never closed) are the cycle's open and
 	// close moments, firstProbe its first probe's arrival (< 0: none):
 	// the figures are computed from these, never from the rounded

@@ -256,15 +256,15 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
 	out.ProbeCount = int64(len(all))
 	out.MaxProbesInFlight = c.maxInFlight(probes)
 	for i := 1; i < len(probes); i++ {
-		out.intervals = append(out.intervals, seconds(c.calls[probes[i]].t-c.calls[probes[i-1]].t))
+		out.intervals = append(out.intervals, c.calls[probes[i]].t-c.calls[probes[i-1]].t)
 	}
 	if len(probes) > 0 {
 		out.firstProbe = c.calls[probes[0]].t
-		out.CooldownsS = append(out.CooldownsS, round3(seconds(c.calls[probes[0]].t-cy.openAt)))
+		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
 		for i := 0; i+1 < len(probes); i++ {
 			k := &c.calls[probes[i]]
 			if k.failed {
-				out.CooldownsS = append(out.CooldownsS, round3(seconds(c.calls[probes[i+1]].t-k.end)))
+				out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[i+1]].t-k.end))
 			}
 		}
 	}
@@ -298,7 +298,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		ep.OpenedAtS = ptr(first.OpenedAtS)
 		ep.OpenedAfterS = ptr(seconds(first.openAt - w.start))
 		ep.FailuresBeforeOpen = ptr(first.FailuresBeforeOpen)
-		var ivs []float64
+		var ivs []time.Duration
 		mif := 0
 		srcs := []string{}
 		for _, cy := range ep.Cycles {
@@ -372,7 +372,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 			j := sort.Search(len(live), func(j int) bool { return c.calls[live[j]].t > p.from })
 			if j < len(live) {
 				nt := c.calls[live[j]].t
-				ra.NextCallS = ptr(round3(seconds(nt - p.from)))
+				ra.NextCallS = ptr(seconds(nt - p.from))
 				ra.Honoured = nt >= p.until-RetryAfterSlack
 			}
 			ep.RetryAfter = append(ep.RetryAfter, ra)
@@ -406,7 +406,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 				if mpts[i].state == journal.StateClosed {
 					continue
 				}
-				ep.MetricsOpenLagS = ptr(round3(seconds(mpts[i].t - openAt)))
+				ep.MetricsOpenLagS = ptr(seconds(mpts[i].t - openAt))
 				if ep.Closed {
 					// The close the metrics show is the first closed
 					// point after the last open one at or before the
@@ -423,7 +423,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 					for j := lastOpen + 1; j < len(mpts); j++ {
 						if mpts[j].state == journal.StateClosed {
 							if mpts[j].t >= closeAt-30*time.Second {
-								ep.MetricsCloseLagS = ptr(round3(seconds(mpts[j].t - closeAt)))
+								ep.MetricsCloseLagS = ptr(seconds(mpts[j].t - closeAt))
 							}
 							break
 						}
@@ -436,13 +436,14 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	ep.Statement = statement(ep)
 }
 
-func minP50Max(v []float64) MinP50Max {
+// minP50Max summarises durations in seconds (the JSON boundary).
+func minP50Max(v []time.Duration) MinP50Max {
 	if len(v) == 0 {
 		return MinP50Max{}
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	return MinP50Max{Min: ptr(round3(s[0])), P50: ptr(round3(s[len(s)/2])), Max: ptr(round3(s[len(s)-1]))}
+	return MinP50Max{Min: ptr(seconds(s[0])), P50: ptr(seconds(s[len(s)/2])), Max: ptr(seconds(s[len(s)-1]))}
 }
 
 // statement says what happened in one plain sentence.

@@ -98,7 +98,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 	// Expected interval between live calls at the replay rate.
 	if len(sent) > 1 {
 		span := c.reqs[sent[len(sent)-1]].sent - c.reqs[sent[0]].sent
-		ua.ExpectedIntervalS = ptr(round3(seconds(span) / float64(len(sent)-1)))
+		ua.ExpectedIntervalS = ptr(seconds(span / time.Duration(len(sent)-1)))
 	}
 
 	var cycles []*cyc
@@ -122,7 +122,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		var exp time.Duration
 		exp, cycles = u.gapMachine()
 		if exp > 0 {
-			ua.ExpectedIntervalS = ptr(round3(seconds(exp)))
+			ua.ExpectedIntervalS = ptr(seconds(exp))
 		}
 		// Without client attribution a quiet upstream (a fallback that only
 		// gets traffic while the primary is open, a route the capture
