@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unique"
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
@@ -15,8 +16,9 @@ import (
 // call (never the decoded events or their text), aggregated state for
 // metrics and health, and the run's metadata; inference runs once the
 // journal is read. Times are run times (time.Duration since the run's
-// start) until the JSON boundary. Strings are shared through canon, so a
-// record holds no copy of its upstream's or route's name.
+// start) until the JSON boundary. Names (upstreams, routes, tags,
+// outcomes) are unique.Handle values: a record holds an 8-byte handle, not
+// a copy of the name, and compares names by handle.
 
 // call is one upstream.request.
 type call struct {
@@ -25,8 +27,8 @@ type call struct {
 	// retryAfter is the advertised Retry-After; 0 when none.
 	retryAfter time.Duration
 	seq        uint64 // forwarded sequence number (hasSeq)
-	upstream   string
-	tag        string // probe tag; "" = none
+	upstream   name
+	tag        name // probe tag; noName = none
 	status     int16
 	hasEnd     bool
 	hasSeq     bool
@@ -41,10 +43,10 @@ type creq struct {
 	sched time.Duration // scheduled send
 	sent  time.Duration // when it went out; 0 when it did not
 	done  time.Duration // when the exchange ended; 0 when it did not
-	route string
-	// upstream is the upstream the replayer named; "" = not given.
-	upstream string
-	outcome  journal.Outcome
+	route name
+	// upstream is the upstream the replayer named; noName = not given.
+	upstream name
+	outcome  name
 	fastFail bool
 	late     bool
 }
@@ -69,22 +71,19 @@ type faultRec struct {
 	applied int64
 }
 
-// canon returns one shared copy of each distinct string, so that a
+// name is a canonical string: records hold a handle (8 bytes), so a
 // million records naming a few upstreams hold a few strings.
-type canon map[string]string
+type name = unique.Handle[string]
 
-func (m canon) of(s string) string {
-	if c, ok := m[s]; ok {
-		return c
-	}
-	if len(m) >= 1<<16 {
-		// A journal with 65k distinct routes or tags is not a rehearsal;
-		// stop sharing rather than grow the table without bound.
-		return s
-	}
-	m[s] = s
-	return s
-}
+func nameOf(s string) name { return unique.Make(s) }
+
+// The names the analysis compares records with.
+var (
+	noName     = nameOf("")
+	outOK      = nameOf(string(journal.OutcomeOK))
+	outDropped = nameOf(string(journal.OutcomeDropped))
+	outHTTP5xx = nameOf(string(journal.OutcomeHTTP5xx))
+)
 
 type collector struct {
 	start      *journal.RunStart
@@ -97,7 +96,6 @@ type collector struct {
 	reqs       []creq
 	faults     []faultRec
 	openFaults map[string]int // fault name -> index in faults
-	strs       canon
 	// upstreams are the upstream names in order of first mention.
 	upstreams []string
 	upOrder   map[string]int          // 1-based position in upstreams
@@ -112,21 +110,19 @@ type collector struct {
 func newCollector() *collector {
 	return &collector{
 		openFaults: map[string]int{},
-		strs:       canon{},
 		upOrder:    map[string]int{},
 		metrics:    map[string][]statePoint{},
 		upNames:    map[string]bool{},
 	}
 }
 
-// upstream records an upstream name and returns its shared copy.
-func (c *collector) upstreamName(u string) string {
-	u = c.strs.of(u)
+// upstreamName records an upstream's name and returns its handle.
+func (c *collector) upstreamName(u string) name {
 	if _, ok := c.upOrder[u]; u != "" && !ok {
 		c.upstreams = append(c.upstreams, u)
 		c.upOrder[u] = len(c.upstreams)
 	}
-	return u
+	return nameOf(u)
 }
 
 // add takes one event. Events may come slightly out of time order (an
@@ -150,9 +146,10 @@ func (c *collector) add(ev journal.Event) {
 		c.end = p
 	case *journal.FaultStart:
 		c.openFaults[p.Name] = len(c.faults)
+		c.upstreamName(p.Upstream)
 		spec := *p
 		spec.Params = append(json.RawMessage(nil), p.Params...)
-		c.faults = append(c.faults, faultRec{name: p.Name, typ: p.Type, upstream: c.upstreamName(p.Upstream), start: t, end: -1, planned: p.For,
+		c.faults = append(c.faults, faultRec{name: p.Name, typ: p.Type, upstream: p.Upstream, start: t, end: -1, planned: p.For,
 			spec: spec, applied: -1})
 	case *journal.FaultEnd:
 		if i, ok := c.openFaults[p.Name]; ok {
@@ -161,7 +158,7 @@ func (c *collector) add(ev journal.Event) {
 			delete(c.openFaults, p.Name)
 		}
 	case *journal.ClientRequest:
-		r := creq{seq: p.Seq, sched: p.Scheduled, route: c.strs.of(p.Route), outcome: journal.Outcome(c.strs.of(string(p.Outcome))),
+		r := creq{seq: p.Seq, sched: p.Scheduled, route: nameOf(p.Route), upstream: noName, outcome: nameOf(string(p.Outcome)),
 			fastFail: p.FastFail || p.Outcome == journal.OutcomeFastFail, late: p.Late}
 		if p.Sent > 0 {
 			r.sent = p.Sent
@@ -174,7 +171,7 @@ func (c *collector) add(ev journal.Event) {
 		}
 		c.reqs = append(c.reqs, r)
 	case *journal.UpstreamRequest:
-		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), status: int16(min(max(p.Status, 0), 999)),
+		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), tag: noName, status: int16(min(max(p.Status, 0), 999)),
 			health: p.HealthCheck, failed: upstreamFailed(p)}
 		if p.Done > 0 && p.Done >= t {
 			k.end, k.hasEnd = p.Done, true
@@ -183,7 +180,7 @@ func (c *collector) add(ev journal.Event) {
 			k.seq, k.hasSeq = *p.Seq, true
 		}
 		if p.ProbeTag != "" {
-			k.tagged, k.tag = true, c.strs.of(p.ProbeTag)
+			k.tagged, k.tag = true, nameOf(p.ProbeTag)
 		}
 		c.calls = append(c.calls, k)
 	case *journal.MetricsSample:
@@ -248,8 +245,8 @@ func upstreamFailed(p *journal.UpstreamRequest) bool {
 var ErrNoJournal = errors.New("journal holds no events")
 
 // Analyze reads a journal from r in one streaming pass and analyses it.
-// Memory grows with the number of requests in compact records (tens of
-// bytes each), never with the journal's text. A torn last line (a run
+// Memory grows with the number of requests in plain records (56 bytes per
+// upstream call, 64 per client request), never with the journal's text. A torn last line (a run
 // killed mid-write) is tolerated and noted; a corrupt line is an error
 // wrapping rehearse.ErrInvalid with its line number.
 func Analyze(r io.Reader) (*Analysis, error) {

@@ -114,12 +114,13 @@ func (c *collector) finish() (*Analysis, error) {
 	// Per upstream.
 	callsBy := map[string][]int32{}
 	for i := range c.calls {
-		callsBy[c.calls[i].upstream] = append(callsBy[c.calls[i].upstream], int32(i))
+		u := c.calls[i].upstream.Value()
+		callsBy[u] = append(callsBy[u], int32(i))
 	}
 	reqsBy := map[string][]int32{}
 	for i := range c.reqs {
-		if u := reqUp[i]; u != "" {
-			reqsBy[u] = append(reqsBy[u], int32(i))
+		if u := reqUp[i]; u != noName {
+			reqsBy[u.Value()] = append(reqsBy[u.Value()], int32(i))
 		}
 	}
 	for _, name := range c.upstreams {
@@ -334,7 +335,7 @@ func (c *collector) replayStats(a *Analysis) {
 		if r.late {
 			rs.Late++
 		}
-		if r.outcome == journal.OutcomeDropped || r.sent == 0 {
+		if r.outcome == outDropped || r.sent == 0 {
 			rs.Dropped++
 			continue
 		}
@@ -386,8 +387,8 @@ func (c *collector) phases(a *Analysis, fr frame) {
 		for i := lo; i < len(c.reqs) && c.reqs[i].sched < sp.end; i++ {
 			r := &c.reqs[i]
 			ps.Requests++
-			ps.Outcomes[string(r.outcome)]++
-			if r.outcome == journal.OutcomeOK {
+			ps.Outcomes[r.outcome.Value()]++
+			if r.outcome == outOK {
 				ok++
 			}
 			if r.sent > 0 {
@@ -425,19 +426,19 @@ func (c *collector) phases(a *Analysis, fr frame) {
 // request's own upstream field, else the upstream its route reaches most
 // often by forwarded sequence numbers. It returns one interned upstream per
 // request (0 = unknown).
-func (c *collector) routeUpstreams(a *Analysis) []string {
-	out := make([]string, len(c.reqs))
-	routeUp := map[string]string{}
+func (c *collector) routeUpstreams(a *Analysis) []name {
+	out := make([]name, len(c.reqs))
+	routeUp := map[name]name{}
 	direct := false
 	for i := range c.reqs {
-		if c.reqs[i].upstream != "" {
+		if c.reqs[i].upstream != noName {
 			direct = true
 			routeUp[c.reqs[i].route] = c.reqs[i].upstream
 		}
 	}
 	if a.Replay.SeqForwarded {
 		bySeq := c.seqIndex()
-		type vote struct{ route, upstream string }
+		type vote struct{ route, upstream name }
 		votes := map[vote]int{}
 		seen := map[uint64]bool{}
 		for i := range c.calls {
@@ -450,13 +451,13 @@ func (c *collector) routeUpstreams(a *Analysis) []string {
 				votes[vote{c.reqs[ri].route, k.upstream}]++
 			}
 		}
-		best := map[string]int{}
+		best := map[name]int{}
 		for v, n := range votes {
 			if _, ok := routeUp[v.route]; ok && direct {
 				continue
 			}
 			// Ties go to the upstream mentioned first in the journal.
-			if n > best[v.route] || (n == best[v.route] && c.upOrder[v.upstream] < c.upOrder[routeUp[v.route]]) {
+			if cur, ok := routeUp[v.route]; !ok || n > best[v.route] || (n == best[v.route] && c.upOrder[v.upstream.Value()] < c.upOrder[cur.Value()]) {
 				best[v.route] = n
 				routeUp[v.route] = v.upstream
 			}
@@ -465,11 +466,13 @@ func (c *collector) routeUpstreams(a *Analysis) []string {
 	known := 0
 	for i := range c.reqs {
 		u := c.reqs[i].upstream
-		if u == "" {
-			u = routeUp[c.reqs[i].route]
+		if u == noName {
+			if r, ok := routeUp[c.reqs[i].route]; ok {
+				u = r
+			}
 		}
 		out[i] = u
-		if u != "" {
+		if u != noName {
 			known++
 		}
 	}
@@ -503,7 +506,7 @@ func (c *collector) markAbandoned() {
 			continue
 		}
 		r := &c.reqs[ri]
-		if r.outcome == journal.OutcomeHTTP5xx && !r.fastFail && r.done > 0 && r.done < k.end {
+		if r.outcome == outHTTP5xx && !r.fastFail && r.done > 0 && r.done < k.end {
 			k.failed = true
 		}
 	}
@@ -560,7 +563,7 @@ func (c *collector) clientTimeline(tl *Timeline) {
 		if s < 0 || s >= tl.Seconds {
 			continue
 		}
-		g := clientGroup(string(r.outcome))
+		g := clientGroup(r.outcome.Value())
 		if r.fastFail {
 			g = "fast_fail"
 		}

@@ -249,7 +249,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
 			p.DoneS = seconds(k.end)
 		}
 		if k.tagged {
-			p.Tag = k.tag
+			p.Tag = k.tag.Value()
 		}
 		all = append(all, p)
 	}

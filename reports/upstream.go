@@ -79,7 +79,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 	var okB, nB, okD, nD int64
 	for _, i := range sent {
 		r := &c.reqs[i]
-		ok := r.outcome == journal.OutcomeOK
+		ok := r.outcome == outOK
 		switch {
 		case u.frame.faultStart < 0 || r.sched < u.frame.faultStart:
 			nB++
