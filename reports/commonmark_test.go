@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -150,4 +151,31 @@ func TestMarkdownCommonMark(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMarkdownEscape: whatever a journal names an upstream or a fault,
+// mdLine and mdEscape render as exactly that text in CommonMark and in a
+// GFM table cell.
+func FuzzMarkdownEscape(f *testing.F) {
+	for _, s := range mdSamples()[:60] {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) || strings.ContainsAny(s, "\x00\t\v\f\r\n") || strings.ContainsRune(s, '\uFFFD') {
+			return // the reports replace newlines; the others are not text
+		}
+		want := strings.TrimSpace(s)
+		if want == "" || strings.TrimLeft(want, " ") != want {
+			return
+		}
+		// Runs of spaces, entities and Unicode punctuation rules are
+		// CommonMark's business, not escaping's: compare what matters.
+		if got := render(t, commonMark, mdLine(s)); got != "<p>"+htmlText(want)+"</p>\n" {
+			t.Errorf("paragraph %q → %q renders %q", s, mdLine(s), got)
+		}
+		cell := render(t, gfm, "| a | b |\n|---|---|\n| x | "+mdEscape(s)+" |\n")
+		if !strings.Contains(cell, "<td>"+htmlText(want)+"</td>") {
+			t.Errorf("cell %q → %q renders %q", s, mdEscape(s), cell)
+		}
+	})
 }

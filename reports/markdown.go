@@ -74,9 +74,10 @@ func mdEscape(s string) string {
 // a list item's text), where a leading "#", ">", "-", "+", "=" or "1." would
 // start a block: only such a first character is escaped.
 func mdLine(s string) string {
-	e := mdEscape(s)
-	t := strings.TrimLeft(e, " ")
-	lead := e[:len(e)-len(t)]
+	// Leading spaces would make an indented code block (four or more)
+	// and never show in a paragraph: drop them.
+	t := strings.TrimLeft(mdEscape(s), " ")
+	e, lead := t, ""
 	if t == "" {
 		return e
 	}

@@ -167,7 +167,7 @@ func buildView(a *Analysis) *reportView {
 			fmt.Sprint(ua.Failed), fnum(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
 			fsec(ua.HealthDisagreementMaxS)})
 		for i, ep := range ua.Episodes {
-			ev := episodeView{Upstream: name, Statement: ep.Statement,
+			ev := episodeView{Upstream: name, Statement: ep.Statement + wallSentence(clock, ep),
 				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.span(ep.StartS, ep.EndS))}
 			for _, f := range Figures {
 				if f.In&InReport != 0 {
@@ -343,4 +343,21 @@ func longestGap(r ReplayStats) string {
 		return "— (fewer than two sends)"
 	}
 	return fmt.Sprintf("%s at %s", fms(r.LongestSendGapMs), fmtS(*r.LongestSendGapAtS))
+}
+
+// wallSentence puts an episode's moments on the clock the gateway's logs
+// use: " On the clock: fault 11:28:14 UTC, opened 11:28:31 UTC, closed
+// 11:29:47 UTC." Empty when the run's start is unknown.
+func wallSentence(c wallClock, ep *Episode) string {
+	if !c.known() {
+		return ""
+	}
+	parts := []string{"fault " + c.stamp(ep.StartS) + " to " + c.stamp(ep.EndS)}
+	if ep.OpenedAtS != nil {
+		parts = append(parts, "opened "+c.stamp(*ep.OpenedAtS))
+	}
+	if ep.ClosedAtS != nil {
+		parts = append(parts, "closed "+c.stamp(*ep.ClosedAtS))
+	}
+	return " On the clock: " + strings.Join(parts, ", ") + "."
 }
