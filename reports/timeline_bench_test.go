@@ -50,4 +50,3 @@ func BenchmarkTimeline(b *testing.B) {
 		b.ReportMetric(float64(n), "bytes")
 	})
 }
-
