@@ -1,9 +1,9 @@
 // Package launchd schedules weekly rehearsals: it renders a macOS
 // LaunchAgent property list (or, for hosts without launchd, a systemd user
 // service and timer) that runs `rehearse run` on a calendar schedule,
-// installs and controls it through launchctl (or systemctl --user), and keeps
-// the archive of scheduled runs: one directory per run, a `latest` link, and
-// retention.
+// installs and controls it through launchctl (or systemctl --user). It only
+// schedules: the archive the runs go to (one directory per run, `latest`,
+// retention, the history index) belongs to the runs package.
 //
 // Rendering is pure and works on every OS, so `rehearse launchd print` can
 // produce a Mac's plist on a Linux laptop. Only the default command runner
@@ -15,5 +15,5 @@
 //
 // The date of a run's directory is decided when the run starts, not when the
 // agent is installed: the agent runs `rehearse run SCENARIO --archive DIR`,
-// and that command calls Archive.NewRunDir and Archive.Finish.
+// and that command calls runs.Archive.NewRunDir and runs.Archive.Finish.
 package launchd

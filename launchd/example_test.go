@@ -2,8 +2,6 @@ package launchd_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/halfopen/rehearse/launchd"
@@ -43,26 +41,4 @@ func ExampleJob_Args() {
 	// Output:
 	// dev.rehearse.weekly
 	// [/usr/local/bin/rehearse run /Users/ci/rehearsals/weekly.yaml --archive /Users/ci/rehearse/runs --keep 12]
-}
-
-// The bookkeeping `rehearse run --archive` does around a run.
-func ExampleArchive() {
-	dir, _ := os.MkdirTemp("", "archive")
-	defer os.RemoveAll(dir)
-	a := launchd.Archive{Dir: dir, Keep: 2}
-	start := time.Date(2026, 11, 2, 3, 0, 0, 0, time.UTC)
-	for week := range 3 {
-		now := start.Add(time.Duration(week) * 7 * 24 * time.Hour)
-		run, _ := a.NewRunDir("weekly.yaml", now)
-		// ... rehearsal.Run writes the reports into run ...
-		removed, _ := a.Finish(run, now, nil)
-		for _, r := range removed {
-			fmt.Println("pruned", filepath.Base(r))
-		}
-	}
-	latest, _ := a.Latest()
-	fmt.Println("latest", filepath.Base(latest))
-	// Output:
-	// pruned 2026-11-02T030000Z-weekly
-	// latest 2026-11-16T030000Z-weekly
 }

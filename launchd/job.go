@@ -13,6 +13,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/notify"
+	"github.com/halfopen/rehearse/runs"
 )
 
 // Defaults used by the command-line flags.
@@ -94,33 +95,15 @@ type Job struct {
 }
 
 var (
-	slugUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
-	labelRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	// secretName matches environment names that usually carry credentials.
 	secretName = regexp.MustCompile(`(?i)(secret|token|passw|api[_-]?key|apikey|auth|credential|cookie|private[_-]?key|session|bearer)`)
 	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// Slug turns a scenario path or name into the lowercase [a-z0-9-] form used
-// in labels and archive directory names: "CI 503 storm.yaml" → "ci-503-storm".
-func Slug(scenario string) string {
-	base := filepath.Base(scenario)
-	for _, ext := range []string{".yaml", ".yml", ".json"} {
-		if strings.HasSuffix(strings.ToLower(base), ext) {
-			base = base[:len(base)-len(ext)]
-			break
-		}
-	}
-	s := strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(base), "-"), "-")
-	if s == "" {
-		s = "scenario"
-	}
-	return s
-}
-
 // LabelFor derives the reverse-DNS label of a scenario's job:
 // "weekly.yaml" → "dev.rehearse.weekly".
-func LabelFor(scenario string) string { return LabelPrefix + Slug(scenario) }
+func LabelFor(scenario string) string { return LabelPrefix + runs.Slug(scenario) }
 
 // ValidateLabel checks a label given by hand: reverse-DNS characters only,
 // because it is also a file name and a systemd unit name.
@@ -148,45 +131,6 @@ func ParseEnv(pairs []string) (map[string]string, error) {
 		env[name] = value
 	}
 	return env, nil
-}
-
-// ParseAge parses a retention age: a number of weeks ("8w") or days ("30d"),
-// or a Go duration ("720h"). Zero means no age limit.
-func ParseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "0" {
-		return 0, nil
-	}
-	bad := fmt.Errorf(`%w: age %q: want weeks or days such as "8w" or "30d", or a duration such as "720h"`, rehearse.ErrInvalid, s)
-	if n := len(s); s[n-1] == 'w' || s[n-1] == 'd' {
-		v, err := strconv.Atoi(s[:n-1])
-		if err != nil || v < 0 {
-			return 0, bad
-		}
-		day := 24 * time.Hour
-		if s[n-1] == 'w' {
-			return time.Duration(v) * 7 * day, nil
-		}
-		return time.Duration(v) * day, nil
-	}
-	d, err := rehearse.ParseDuration(s)
-	if err != nil {
-		return 0, bad
-	}
-	return d.D(), nil
-}
-
-// FormatAge formats a retention age the way ParseAge reads it, preferring
-// whole weeks and days.
-func FormatAge(d time.Duration) string {
-	day := 24 * time.Hour
-	switch {
-	case d > 0 && d%(7*day) == 0:
-		return fmt.Sprintf("%dw", d/(7*day))
-	case d > 0 && d%day == 0:
-		return fmt.Sprintf("%dd", d/day)
-	}
-	return d.String()
 }
 
 // ErrSecretEnv is returned for an environment variable whose name looks like

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/atomicfile"
+	"github.com/halfopen/rehearse/runs"
 )
 
 // Sentinel errors of the install, uninstall, status and kickstart operations.
@@ -290,7 +292,7 @@ func (m *Manager) Install(ctx context.Context, job Job, opts InstallOptions) (In
 	if err := os.MkdirAll(filepath.Join(j.Archive, LogsDir), 0o755); err != nil {
 		return res, fmt.Errorf("%w: create archive: %w", rehearse.ErrEnvironment, err)
 	}
-	if err := writeFileAtomic(path, data, filePerm(j)); err != nil {
+	if err := atomicfile.Write(path, data, filePerm(j)); err != nil {
 		return res, err
 	}
 	res.Files = []string{path}
@@ -422,7 +424,7 @@ func fillArchive(st *Status, now time.Time) {
 		st.NextRun = NextRun(st.Schedule, now)
 	}
 	if st.Archive != "" {
-		st.LatestRun, _ = Archive{Dir: st.Archive}.Latest()
+		st.LatestRun, _ = runs.Archive{Dir: st.Archive}.Latest()
 	}
 	if st.LatestRun != "" {
 		st.LatestVerdict = verdict(st.LatestRun)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/runs"
 )
 
 // fakeLaunchd stands in for launchctl: it records every argv and keeps the
@@ -318,7 +319,7 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Archive{Dir: res.Job.Archive}
+	a := runs.Archive{Dir: res.Job.Archive}
 	run, _ := a.NewRunDir("weekly", time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
 	_ = a.UpdateLatest(run)
 	e.fake.takeCalls()

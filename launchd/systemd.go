@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/atomicfile"
 )
 
 // systemctlName is run from PATH: systemd installs it in /usr/bin or /bin
@@ -268,10 +269,10 @@ func (d *Systemd) Install(ctx context.Context, job Job, opts InstallOptions) (In
 	}
 	if !same {
 		perm := filePerm(j)
-		if err := writeFileAtomic(svcPath, svc, perm); err != nil {
+		if err := atomicfile.Write(svcPath, svc, perm); err != nil {
 			return res, err
 		}
-		if err := writeFileAtomic(tmrPath, tmr, 0o644); err != nil {
+		if err := atomicfile.Write(tmrPath, tmr, 0o644); err != nil {
 			return res, err
 		}
 		res.Files = []string{svcPath, tmrPath}

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -23,17 +23,15 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/inject"
+	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
 	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/runs"
 	"github.com/halfopen/rehearse/scenarios"
 )
-
-// DefaultRunsDir is where runs go when no --out is given:
-// runs/<date>-<scenario>.
-const DefaultRunsDir = "runs"
 
 // DefaultStopTimeout bounds how long stopping each component may take
 // after the replay ends or is interrupted.
@@ -42,9 +40,9 @@ const DefaultStopTimeout = 5 * time.Second
 // Options are the conductor's settings beyond the scenario. Zero values
 // mean the documented defaults.
 type Options struct {
-	// OutDir is the run directory; "" means runs/<date>-<scenario>. It is
-	// created; a directory that already holds a journal is refused, so
-	// that no run is ever overwritten.
+	// OutDir is the run directory; "" means a new runs/<UTC date>-<scenario>
+	// (runs.Create). It is created; a directory that already holds a
+	// journal is refused, so that no run is ever overwritten.
 	OutDir string
 	// JUnitPath, if set, receives a copy of junit.xml.
 	JUnitPath string
@@ -93,7 +91,8 @@ func (r *Result) Failed() []reports.ExpectationResult {
 // ctx was cancelled (the journal is complete up to that moment, the run is
 // marked partial and the reports are still written); rehearse.ErrInvalid
 // or rehearse.ErrEnvironment when it could not run. The Result is non-nil
-// whenever a run directory was created.
+// whenever the run started (its journal exists); a run that failed before
+// leaves no directory it created.
 func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Result, error) {
 	c := &conductor{sc: sc, opt: opt, log: opt.Logger}
 	if c.log == nil {
@@ -134,37 +133,46 @@ type conductor struct {
 }
 
 func (c *conductor) run(ctx context.Context) (res *Result, err error) {
-	dir, err := c.makeDir()
+	// The input is read before anything is created: a capture with nothing
+	// to replay leaves no run directory behind.
+	corpus, err := c.loadCorpus(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.dir = dir
-	res = &Result{Dir: dir}
-
-	corpus, err := c.loadCorpus(ctx)
+	start, err := c.sc.RunStart()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
+	dir, created, err := c.makeDir()
+	if err != nil {
+		return nil, err
+	}
+	// Until the journal exists, a failure leaves nothing to read: the
+	// directory made for the run goes again.
+	abandon := func() {
+		c.stop()
+		if created {
+			runs.RemoveEmpty(dir)
+		}
+	}
+	c.dir = dir
 	// Platform facts take a few hundred milliseconds (timer granularity);
 	// measure them before the clock starts so they cost the run nothing.
 	platform := observe.Facts(ctx)
-	start, err := c.sc.RunStart()
-	if err != nil {
-		return res, err
-	}
 	// Redis and the gateway's listeners come first, so that run.start,
 	// the journal's first event, can name the target.
 	if err := c.prepare(ctx); err != nil {
-		c.stop()
-		return res, err
+		abandon()
+		return nil, err
 	}
 
 	c.clock = journal.NewClock(time.Now())
 	c.journal, err = journal.Create(filepath.Join(dir, "journal.jsonl"), c.clock)
 	if err != nil {
-		c.stop()
-		return res, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+		abandon()
+		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 	}
+	res = &Result{Dir: dir}
 	c.recordStart(start, &platform)
 	// From here on, whatever happens, the journal gets a run.end and the
 	// reports are written from it.
@@ -186,29 +194,23 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	return res, nil
 }
 
-// makeDir creates the run directory, refusing one that holds a run.
-func (c *conductor) makeDir() (string, error) {
-	dir := c.opt.OutDir
-	if dir == "" {
-		dir = filepath.Join(DefaultRunsDir, c.opt.Now().Format("2006-01-02T150405")+"-"+slug(c.sc.Name))
+// makeDir creates the run directory, refusing one that holds a run, and
+// reports whether it created it. Without --out it is a new directory under
+// runs/, named by the one rule of run directories (runs.DirName).
+func (c *conductor) makeDir() (dir string, created bool, err error) {
+	if c.opt.OutDir == "" {
+		dir, err := runs.Create(runs.DefaultDir, c.sc.Name, c.opt.Now())
+		return dir, err == nil, err
 	}
+	dir = c.opt.OutDir
 	if _, err := os.Stat(filepath.Join(dir, "journal.jsonl")); err == nil {
-		return "", fmt.Errorf("%w: %s already holds a run (journal.jsonl); choose another --out", rehearse.ErrInvalid, dir)
+		return "", false, fmt.Errorf("%w: %s already holds a run (journal.jsonl); choose another --out", rehearse.ErrInvalid, dir)
 	}
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("%w: run directory: %w", rehearse.ErrEnvironment, err)
+		return "", false, fmt.Errorf("%w: run directory: %w", rehearse.ErrEnvironment, err)
 	}
-	return dir, nil
-}
-
-var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
-
-func slug(s string) string {
-	s = strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(s), "-"), "-")
-	if s == "" {
-		return "scenario"
-	}
-	return s
+	return dir, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
 // loadCorpus reads the capture into the requests to replay, with the
@@ -427,7 +429,9 @@ func (c *conductor) finish(res *Result, runErr error) error {
 	a, results, rerr := reports.RenderDir(c.dir)
 	res.Analysis, res.Expectations = a, results
 	if rerr == nil && c.opt.JUnitPath != "" {
-		rerr = copyFile(filepath.Join(c.dir, "junit.xml"), c.opt.JUnitPath)
+		// Created with its parent directories, with the mode of the run
+		// directory's own files.
+		rerr = atomicfile.Copy(filepath.Join(c.dir, "junit.xml"), c.opt.JUnitPath, 0o644)
 	}
 	switch {
 	case interrupted:
@@ -491,29 +495,4 @@ func runID(start time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// copyFile copies src to dst atomically (temp file, sync, rename).
-func copyFile(src, dst string) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".junit-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
 }

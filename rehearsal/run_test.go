@@ -198,3 +198,25 @@ func TestRunRefusesToOverwrite(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestBadCaptureLeavesNoRunDirectory: a capture with nothing to replay is
+// invalid input found before anything is created.
+func TestBadCaptureLeavesNoRunDirectory(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.pcap")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Parse(filepath.Join(dir, "s.yaml"), []byte("replay: {duration: 1s, capture: empty.pcap}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	res, err := Run(context.Background(), sc, Options{OutDir: out})
+	if rehearse.ExitCode(err) != 2 || res != nil {
+		t.Fatalf("exit %d (%v), result %v", rehearse.ExitCode(err), err, res)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("run directory created for a run that never started: %v", err)
+	}
+}

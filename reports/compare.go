@@ -7,6 +7,8 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+
+	"github.com/halfopen/rehearse/internal/atomicfile"
 )
 
 // Tolerance says when a difference between two runs is worth a flag:
@@ -324,7 +326,7 @@ func WriteComparison(dir string, c *Comparison) error {
 	}
 	svgs := c.alignedSVGs()
 	for i, b := range [][]byte{h, CompareMarkdown(c), svgs[0], svgs[1]} {
-		if err := WriteFileAtomic(filepath.Join(dir, CompareFiles[i]), b); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, CompareFiles[i]), b, 0o644); err != nil {
 			return err
 		}
 	}

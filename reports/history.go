@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/atomicfile"
 )
 
 // HistoryRun is one run in a history index.
@@ -284,8 +285,8 @@ func WriteHistory(dir string, h *HistoryIndex) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "index.html"), html); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "index.html"), html, 0o644); err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, "index.md"), HistoryMarkdown(h))
+	return atomicfile.Write(filepath.Join(dir, "index.md"), HistoryMarkdown(h), 0o644)
 }

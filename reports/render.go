@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/atomicfile"
 )
 
 // The files of a run directory (docs/contracts.md).
@@ -84,7 +85,7 @@ func WriteReports(dir string, a *Analysis) error {
 		if err != nil {
 			return fmt.Errorf("render %s: %w", f.name, err)
 		}
-		if err := WriteFileAtomic(filepath.Join(dir, f.name), b); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), b, 0o644); err != nil {
 			return err
 		}
 	}
@@ -104,37 +105,6 @@ func Failed(results []ExpectationResult) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", rehearse.ErrExpectations, strings.Join(names, ", "))
-}
-
-// WriteFileAtomic writes b to path through a temporary file in the same
-// directory, synced and renamed over path, so a reader never sees a half
-// written report and a crash leaves the old one.
-func WriteFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(b)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		if err := os.Chmod(name, 0o644); err != nil {
-			werr = err
-		}
-	}
-	if werr == nil {
-		werr = os.Rename(name, path)
-	}
-	if werr != nil {
-		os.Remove(name)
-		return fmt.Errorf("%w: write %s: %w", rehearse.ErrEnvironment, path, werr)
-	}
-	return nil
 }
 
 // RunJSON renders run.json.

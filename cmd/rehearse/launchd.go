@@ -11,6 +11,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/launchd"
+	"github.com/halfopen/rehearse/runs"
 )
 
 // jobFlags are the flags that describe a scheduled job, shared by
@@ -52,7 +53,7 @@ func (f *jobFlags) job() (launchd.Job, error) {
 	if err != nil {
 		return launchd.Job{}, err
 	}
-	keepFor, err := launchd.ParseAge(f.keepFor)
+	keepFor, err := runs.ParseAge(f.keepFor)
 	if err != nil {
 		return launchd.Job{}, err
 	}
@@ -107,7 +108,7 @@ func printInstalled(w io.Writer, res launchd.InstallResult, logs string) {
 	}
 	fmt.Fprintf(w, "  schedule: %s (local time); next run %s\n", strings.Join(parts, ", "),
 		launchd.NextRun(j.Schedule, time.Now()).Format("Mon 2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "  runs:     %s/<date>-%s (latest: %s)\n", j.Archive, launchd.Slug(j.Scenario), filepath.Join(j.Archive, launchd.LatestName))
+	fmt.Fprintf(w, "  runs:     %s/<date>-%s (latest: %s)\n", j.Archive, runs.Slug(j.Scenario), filepath.Join(j.Archive, runs.LatestName))
 	fmt.Fprintf(w, "  logs:     %s\n", logs)
 }
 

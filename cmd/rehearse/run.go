@@ -12,10 +12,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/launchd"
 	"github.com/halfopen/rehearse/notify"
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/runs"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -79,37 +78,34 @@ func newRunCmd() *cobra.Command {
 			if !quiet && isTerminal(cmd.ErrOrStderr()) {
 				opt.Progress = cmd.ErrOrStderr()
 			}
+			var a *runs.Archive
 			if archive != "" {
-				age, err := launchd.ParseAge(keepFor)
+				age, err := runs.ParseAge(keepFor)
 				if err != nil {
 					return fmt.Errorf("--keep-for: %w", err)
 				}
-				a := launchd.Archive{Dir: archive, Keep: keep, KeepFor: age}
-				dir, err := a.NewRunDir(sc.Name, time.Now())
-				if err != nil {
+				a = &runs.Archive{Dir: archive, Keep: keep, KeepFor: age}
+				if opt.OutDir, err = a.NewRunDir(sc.Name, time.Now()); err != nil {
 					return err
 				}
-				opt.OutDir = dir
-				res, err = rehearsal.Run(cmd.Context(), sc, opt)
-				if res != nil {
-					printRunResult(cmd.OutOrStdout(), res)
-				}
-				// A failed or interrupted rehearsal is archived like a
-				// passing one: those are the runs people come to read.
-				if _, ferr := a.Finish(dir, time.Now(), refreshHistory); ferr != nil {
-					slog.Warn("archive bookkeeping", "err", ferr)
-				}
-				return err
 			}
 			res, err = rehearsal.Run(cmd.Context(), sc, opt)
 			if res != nil {
 				printRunResult(cmd.OutOrStdout(), res)
 			}
+			if a != nil {
+				// latest moves to a run that produced a report; a run that
+				// left nothing is removed; retention and the history index
+				// follow.
+				if _, ferr := a.Finish(opt.OutDir, time.Now()); ferr != nil {
+					slog.Warn("archive bookkeeping", "err", ferr)
+				}
+			}
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&out, "out", "o", "", "run directory (default runs/<date>-<scenario>)")
+	f.StringVarP(&out, "out", "o", "", "run directory (default runs/<UTC date>-<scenario>)")
 	f.StringVar(&archive, "archive", "", "archive directory: write the run to <archive>/<date>-<scenario>, update latest, apply retention")
 	f.StringVar(&ov.GatewayURL, "gateway", "", "base URL of the gateway under test (replaces the scenario's gateway)")
 	f.DurationVar(&ov.Duration, "duration", 0, "replay duration (e.g. 30s, 5m)")
@@ -155,14 +151,4 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// refreshHistory rebuilds the archive's history index (index.html,
-// index.md) after a run.
-func refreshHistory(archiveDir string) error {
-	h, err := reports.History(archiveDir)
-	if err != nil {
-		return err
-	}
-	return reports.WriteHistory(archiveDir, h)
 }

@@ -1,4 +1,8 @@
-package launchd
+// Package atomicfile is the harness's one way of writing a file that
+// someone may be reading: a report being rendered again, a plist launchd
+// reads at login, a unit systemd reloads, a copy of junit.xml a CI job
+// picks up.
+package atomicfile
 
 import (
 	"fmt"
@@ -8,11 +12,12 @@ import (
 	"github.com/halfopen/rehearse"
 )
 
-// writeFileAtomic replaces path with data so that a reader (launchd at
-// login, systemd on daemon-reload) sees the old file or the new one, never a
-// half-written one: temp file in the same directory → write → fsync →
-// rename → fsync of the directory.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+// Write replaces path with data so that a reader sees the old file or the
+// new one, never a half-written one, and a crash leaves one of the two:
+// temp file in the same directory → write → chmod perm → fsync → rename →
+// fsync of the directory. The directory is created (0755) when missing.
+// Errors wrap rehearse.ErrEnvironment.
+func Write(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%w: create %s: %w", rehearse.ErrEnvironment, dir, err)
@@ -48,4 +53,13 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 		_ = d.Close()
 	}
 	return nil
+}
+
+// Copy copies src to dst with Write.
+func Copy(src, dst string, perm os.FileMode) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	return Write(dst, data, perm)
 }

@@ -1,4 +1,4 @@
-package launchd
+package runs
 
 import (
 	"errors"
@@ -15,16 +15,21 @@ import (
 
 var monday = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 
-// weeklyRuns makes n weekly runs of scenario ending at monday, oldest first.
+// weeklyRuns makes n weekly runs of scenario ending at monday, oldest
+// first, each with a real report (run.json) to index.
 func weeklyRuns(t *testing.T, a Archive, scenario string, n int) []string {
 	t.Helper()
+	runJSON, err := os.ReadFile(filepath.Join("..", "reports", "testdata", "golden", "clean.run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var dirs []string
 	for i := n - 1; i >= 0; i-- {
 		d, err := a.NewRunDir(scenario, monday.Add(-time.Duration(i)*7*24*time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, "run.json"), []byte("{}"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, "run.json"), runJSON, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)
@@ -93,7 +98,7 @@ func TestPruneKeepCount(t *testing.T) {
 	// Things that are not runs are never touched.
 	foreign := filepath.Join(a.Dir, "notes")
 	_ = os.Mkdir(foreign, 0o755)
-	_ = os.Mkdir(filepath.Join(a.Dir, LogsDir), 0o755)
+	_ = os.Mkdir(filepath.Join(a.Dir, "logs"), 0o755)
 
 	removed, err := a.Prune(monday)
 	if err != nil {
@@ -112,7 +117,7 @@ func TestPruneKeepCount(t *testing.T) {
 			t.Errorf("%s survived", d)
 		}
 	}
-	if !exists(foreign) || !exists(filepath.Join(a.Dir, LogsDir)) {
+	if !exists(foreign) || !exists(filepath.Join(a.Dir, "logs")) {
 		t.Error("prune removed a directory that is not a run")
 	}
 }
@@ -203,30 +208,42 @@ func TestUpdateLatest(t *testing.T) {
 func TestFinish(t *testing.T) {
 	a := Archive{Dir: t.TempDir(), Keep: 2}
 	dirs := weeklyRuns(t, a, "weekly", 4)
-	var refreshed []string
-	removed, err := a.Finish(dirs[3], monday, func(dir string) error {
-		refreshed = append(refreshed, dir)
-		return nil
-	})
+	removed, err := a.Finish(dirs[3], monday)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(removed, dirs[:2]) || !reflect.DeepEqual(refreshed, []string{a.Dir}) {
-		t.Errorf("removed %v refreshed %v", removed, refreshed)
+	if !reflect.DeepEqual(removed, dirs[:2]) {
+		t.Errorf("removed %v", removed)
 	}
 	if got, _ := a.Latest(); got != dirs[3] {
 		t.Errorf("latest %q", got)
 	}
-	// A failing history refresh is reported, but the rest is done.
+	if _, err := os.Stat(filepath.Join(a.Dir, "index.html")); err != nil {
+		t.Errorf("history index not written: %v", err)
+	}
+	// A run that failed before it started leaves nothing: its directory
+	// goes, and latest stays on the last run that produced a report.
 	next, _ := a.NewRunDir("weekly", monday.Add(7*24*time.Hour))
-	removed, err = a.Finish(next, monday.Add(7*24*time.Hour), func(string) error { return errors.New("index broken") })
-	if err == nil || !strings.Contains(err.Error(), "refresh history index: index broken") {
-		t.Errorf("refresh error not reported: %v", err)
+	if _, err := a.Finish(next, monday.Add(7*24*time.Hour)); err != nil {
+		t.Fatal(err)
 	}
-	if got, _ := a.Latest(); got != next || !reflect.DeepEqual(removed, dirs[2:3]) {
-		t.Errorf("latest %q removed %v", got, removed)
+	if got, _ := a.Latest(); got != dirs[3] {
+		t.Errorf("latest moved to a run without a report: %q", got)
 	}
-	if _, err := a.Finish(next, monday, nil); err != nil {
-		t.Errorf("nil refresh: %v", err)
+	if _, err := os.Stat(next); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("empty run directory kept: %v", err)
+	}
+	// A run with a journal but no report is kept for reading, but is not
+	// latest.
+	broken, _ := a.NewRunDir("weekly", monday.Add(8*24*time.Hour))
+	os.WriteFile(filepath.Join(broken, "journal.jsonl"), []byte("{}\n"), 0o644)
+	if _, err := a.Finish(broken, monday.Add(8*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.Latest(); got != dirs[3] {
+		t.Errorf("latest moved to a run without a report: %q", got)
+	}
+	if _, err := os.Stat(broken); err != nil {
+		t.Errorf("run with a journal removed: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package launchd
+package runs
 
 import (
 	"crypto/rand"
@@ -8,25 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/reports"
 )
 
 // LatestName is the name of the symlink, in the archive, to the most recent
-// run of any scenario.
+// run of any scenario that produced a report.
 const LatestName = "latest"
-
-// runTimeLayout is the date part of a run directory's name: UTC, sortable,
-// and free of ':' (which Finder shows as '/').
-const runTimeLayout = "2006-01-02T150405Z"
-
-// runNameRE matches "<date>[.<n>]-<slug>"; the optional .n tells apart two
-// runs started in the same second.
-var runNameRE = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}T\d{6}Z)(?:\.(\d+))?-([a-z0-9][a-z0-9-]*)$`)
 
 // Archive is a directory of scheduled runs, one subdirectory per run named
 // "<date>-<scenario>" (e.g. "2026-11-30T030000Z-weekly"), with a "latest"
@@ -67,33 +59,12 @@ func (a Archive) check() error {
 }
 
 // NewRunDir creates and returns the directory for a run of scenario (a path
-// or a name) starting at now. Two runs in the same second get distinct
-// directories ("….2-weekly"); creation is exclusive, so concurrent runs never
-// share one.
+// or a name) starting at now (see Create).
 func (a Archive) NewRunDir(scenario string, now time.Time) (string, error) {
 	if err := a.check(); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
-		return "", fmt.Errorf("%w: create archive: %w", rehearse.ErrEnvironment, err)
-	}
-	stamp := now.UTC().Format(runTimeLayout)
-	slug := Slug(scenario)
-	for n := 1; n < 1000; n++ {
-		name := stamp + "-" + slug
-		if n > 1 {
-			name = stamp + "." + strconv.Itoa(n) + "-" + slug
-		}
-		dir := filepath.Join(a.Dir, name)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("%w: create run directory: %w", rehearse.ErrEnvironment, err)
-		}
-	}
-	return "", fmt.Errorf("%w: too many runs of %s started at %s", rehearse.ErrEnvironment, slug, stamp)
+	return Create(a.Dir, scenario, now)
 }
 
 // Runs lists the archived runs, oldest first.
@@ -132,11 +103,11 @@ func (r Run) before(o Run) bool {
 }
 
 func parseRunName(name string) (Run, bool) {
-	m := runNameRE.FindStringSubmatch(name)
+	m := nameRE.FindStringSubmatch(name)
 	if m == nil {
 		return Run{}, false
 	}
-	t, err := time.Parse(runTimeLayout, m[1])
+	t, err := time.Parse(timeLayout, m[1])
 	if err != nil {
 		return Run{}, false
 	}
@@ -242,25 +213,44 @@ func (a Archive) UpdateLatest(runDir string) error {
 	return nil
 }
 
-// Finish does the bookkeeping after a run into runDir: point "latest" at
-// it, prune by retention, and refresh the history index with refresh (nil
-// means no index; `rehearse run --archive` passes the reports package's
-// history writer). It does all three even when one fails and returns the
-// pruned directories and the joined errors. A failed rehearsal is archived
-// like a passing one: those are the runs people come to read.
-func (a Archive) Finish(runDir string, now time.Time, refresh func(archiveDir string) error) ([]string, error) {
+// Finish does the bookkeeping after a run into runDir: a run that
+// produced a report becomes "latest"; one that produced nothing (it failed
+// before it started) is removed, and "latest" stays where it was, on the
+// last run someone can read. Then it prunes by retention and rebuilds the
+// history index (index.html, index.md). It does all of it even when a step
+// fails, and returns the pruned directories and the joined errors. A
+// failed rehearsal that produced a report is archived like a passing one:
+// those are the runs people come to read.
+func (a Archive) Finish(runDir string, now time.Time) ([]string, error) {
 	var errs []error
-	if err := a.UpdateLatest(runDir); err != nil {
-		errs = append(errs, err)
+	if hasReport(runDir) {
+		if err := a.UpdateLatest(runDir); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		RemoveEmpty(runDir)
 	}
 	removed, err := a.Prune(now)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if refresh != nil {
-		if err := refresh(a.Dir); err != nil {
-			errs = append(errs, fmt.Errorf("refresh history index: %w", err))
-		}
+	if err := a.WriteIndex(); err != nil {
+		errs = append(errs, fmt.Errorf("refresh history index: %w", err))
 	}
 	return removed, errors.Join(errs...)
+}
+
+// hasReport reports whether a run directory holds a report.
+func hasReport(runDir string) bool {
+	_, err := os.Stat(filepath.Join(runDir, "run.json"))
+	return err == nil
+}
+
+// WriteIndex rebuilds the archive's history index from its runs.
+func (a Archive) WriteIndex() error {
+	h, err := reports.History(a.Dir)
+	if err != nil {
+		return err
+	}
+	return reports.WriteHistory(a.Dir, h)
 }
