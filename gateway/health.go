@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/halfopen/rehearse/internal/wait"
 )
 
 // canaryResult is the last synthetic check of one upstream.
@@ -47,7 +49,7 @@ func (g *Gateway) canaryLoop(ctx context.Context) {
 				g.coordOK()
 			}
 		}
-		if !sleepCtx(ctx, every) {
+		if !wait.For(ctx, every) {
 			return
 		}
 	}

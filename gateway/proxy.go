@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/halfopen/rehearse/internal/wait"
 )
 
 // Error codes of the gateway's own error responses (docs/gateway.md has
@@ -119,10 +121,10 @@ func (g *Gateway) serveTool(w http.ResponseWriter, r *http.Request) {
 			a.discard()
 			t.Done(a.result())
 			rel()
-			wait := g.jitter(min(g.cfg.Retry.MaxDelay.D(), g.cfg.Retry.BaseDelay.D()<<(n-1)))
-			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
+			backoff := g.jitter(min(g.cfg.Retry.MaxDelay.D(), g.cfg.Retry.BaseDelay.D()<<(n-1)))
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= backoff {
 				retry = false
-			} else if !sleepCtx(ctx, wait) {
+			} else if !wait.For(ctx, backoff) {
 				retry = false
 			}
 			if retry {
@@ -224,20 +226,6 @@ func idempotent(r *http.Request) bool {
 		return true
 	}
 	return r.Header.Get("Idempotency-Key") != ""
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // attempt is one upstream call up to its response headers.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/halfopen/rehearse/internal/wait"
 )
 
 // fakeHandler is a fake upstream's healthy behaviour.
@@ -23,7 +25,7 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := ExchangeFrom(r.Context())
 	ctx := r.Context()
 	if x != nil && !h.cfg.Latency.isZero() {
-		if !sleep(ctx, h.cfg.Latency.sample(x.Rand())) {
+		if !wait.For(ctx, h.cfg.Latency.sample(x.Rand())) {
 			return
 		}
 	}
@@ -48,7 +50,7 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(h.cfg.Status)
 	flush(w)
 	for i := 0; i < len(body); i += h.cfg.ChunkBytes {
-		if i > 0 && !sleep(ctx, h.cfg.ChunkInterval.D()) {
+		if i > 0 && !wait.For(ctx, h.cfg.ChunkInterval.D()) {
 			return
 		}
 		if _, err := w.Write(body[i:min(i+h.cfg.ChunkBytes, len(body))]); err != nil {
@@ -141,7 +143,7 @@ func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchan
 	w.WriteHeader(h.cfg.Status)
 	flush(w)
 	for i, e := range events {
-		if i > 0 && !sleep(r.Context(), sse.Interval.D()) {
+		if i > 0 && !wait.For(r.Context(), sse.Interval.D()) {
 			return
 		}
 		if _, err := w.Write(e); err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/wait"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -205,21 +206,6 @@ func awaitAcked(c net.Conn, max time.Duration) {
 	}
 }
 
-// sleep waits d or until ctx is done; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // drain reads and discards the request body (bounded), so that net/http
 // starts watching the connection and cancels the request's context when the
 // client hangs up.
@@ -273,7 +259,7 @@ func holdUntilGone(ctx context.Context, max time.Duration) bool {
 		<-ctx.Done()
 		return true
 	}
-	return !sleep(ctx, max)
+	return !wait.For(ctx, max)
 }
 
 // errCut is returned to the healthy handler once a fault has ended the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/halfopen/rehearse/internal/wait"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -42,7 +43,7 @@ func (f *latencyFault) Describe() string {
 }
 
 func (f *latencyFault) ServeHTTP(x *Exchange, next http.Handler) {
-	if !sleep(x.Context(), f.cfg.sample(x.Rand())) {
+	if !wait.For(x.Context(), f.cfg.sample(x.Rand())) {
 		x.SetOutcome(journal.OutcomeUpstreamGone)
 		return
 	}
@@ -52,7 +53,7 @@ func (f *latencyFault) ServeHTTP(x *Exchange, next http.Handler) {
 func (f *latencyFault) ServeTCP(l *Link) {
 	l.Pipe(func(w io.Writer) io.Writer {
 		return writerFunc(func(p []byte) (int, error) {
-			if !sleep(l.Context(), f.cfg.sample(l.Rand())) {
+			if !wait.For(l.Context(), f.cfg.sample(l.Rand())) {
 				return 0, l.Context().Err()
 			}
 			return w.Write(p)

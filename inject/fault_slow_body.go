@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/wait"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -53,7 +54,7 @@ func (f *slowBodyFault) ServeHTTP(x *Exchange, next http.Handler) {
 	bw.write = func(p []byte) (int, error) {
 		written := 0
 		for len(p) > 0 {
-			if !first && !sleep(ctx, f.interval) {
+			if !first && !wait.For(ctx, f.interval) {
 				x.SetOutcome(journal.OutcomeUpstreamGone)
 				return written, errors.Join(errCut, ctx.Err())
 			}

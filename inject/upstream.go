@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/wait"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -206,7 +207,7 @@ func (u *upstream) Resume() error {
 	u.s.wg.Add(1)
 	go func() {
 		defer u.s.wg.Done()
-		for sleep(u.s.ctx, 50*time.Millisecond) {
+		for wait.For(u.s.ctx, 50*time.Millisecond) {
 			u.mu.Lock()
 			done := u.stopped || u.pauses > 0 || u.relisten()
 			u.mu.Unlock()

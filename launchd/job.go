@@ -3,10 +3,11 @@ package launchd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,7 +213,7 @@ func (j Job) Resolve(home string) (Job, error) {
 	default:
 		return j, fmt.Errorf("%w: process type %q: want Background, Standard, Adaptive or Interactive", rehearse.ErrInvalid, j.ProcessType)
 	}
-	for _, name := range sortedKeys(j.Env) {
+	for _, name := range slices.Sorted(maps.Keys(j.Env)) {
 		if !envNameRE.MatchString(name) {
 			return j, fmt.Errorf("%w: environment variable name %q: want letters, digits and '_'", rehearse.ErrInvalid, name)
 		}
@@ -255,13 +256,4 @@ func (j Job) Args() []string {
 		args = append(args, "--notify", j.Notify)
 	}
 	return append(args, j.RunArgs...)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +42,7 @@ func (j Job) SystemdUnits() (service, timer []byte) {
 	s.WriteString("[Service]\n")
 	s.WriteString("Type=oneshot\n")
 	fmt.Fprintf(&s, "WorkingDirectory=%s\n", unitEscape(j.WorkingDirectory))
-	for _, k := range sortedKeys(j.Env) {
+	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 		fmt.Fprintf(&s, "Environment=%s\n", quoteUnit(k+"="+j.Env[k], false))
 	}
 	args := j.Args()
