@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -236,6 +237,10 @@ func TestOpenProbeCloseEndToEnd(t *testing.T) {
 	}
 	if got := m[MetricProbeLatency+"_count{dependency=search}"]; got != float64(len(probes)) {
 		t.Errorf("probe latency histogram count %v, want %d", got, len(probes))
+	}
+	if m[MetricProbeLatencySeconds+"_count{dependency=search}"] != m[MetricProbeLatency+"_count{dependency=search}"] ||
+		math.Abs(m[MetricProbeLatencySeconds+"_sum{dependency=search}"]*1000-m[MetricProbeLatency+"_sum{dependency=search}"]) > 1e-6 {
+		t.Errorf("probe latency in seconds differs from the ms series: %v %v", m[MetricProbeLatencySeconds+"_count{dependency=search}"], m[MetricProbeLatencySeconds+"_sum{dependency=search}"])
 	}
 	if got := m[MetricUpstreamCalls+"{dependency=search}"]; got != float64(len(calls)) {
 		t.Errorf("upstream calls metric %v, upstream saw %d", got, len(calls))

@@ -8,25 +8,40 @@ import (
 // dependency, region and env, plus from/to on transitions, class on
 // failures and result on probes: all of small, fixed cardinality.
 const (
-	MetricState           = "openclaw_breaker_state"
-	MetricTransitions     = "openclaw_breaker_transitions_total"
-	MetricRejections      = "openclaw_breaker_rejections_total"
-	MetricProbeLatency    = "openclaw_breaker_probe_latency_ms"
-	MetricRetryAfterSkips = "openclaw_breaker_retry_after_skips_total"
-	MetricProbes          = "openclaw_breaker_probes_total"
-	MetricUpstreamCalls   = "openclaw_breaker_upstream_requests_total"
-	MetricUpstreamFails   = "openclaw_breaker_upstream_failures_total"
-	MetricRetries         = "openclaw_breaker_retries_total"
-	MetricFallbacks       = "openclaw_breaker_fallbacks_total"
-	MetricCanaryUp        = "openclaw_breaker_canary_up"
-	MetricCoordUp         = "openclaw_breaker_coord_up"
-	MetricCoordErrors     = "openclaw_breaker_coord_errors_total"
-	MetricCoordDenied     = "openclaw_breaker_coord_lease_denied_total"
+	MetricState        = "openclaw_breaker_state"
+	MetricTransitions  = "openclaw_breaker_transitions_total"
+	MetricRejections   = "openclaw_breaker_rejections_total"
+	MetricProbeLatency = "openclaw_breaker_probe_latency_ms"
+	// MetricProbeLatencySeconds is the same histogram in Prometheus' base
+	// unit. The _ms name is the documented contract that dashboards and
+	// alerts already query, so it stays; the _seconds series beside it is
+	// what Prometheus naming asks for (and what histogram_quantile users
+	// expect), so new queries need no unit conversion.
+	MetricProbeLatencySeconds = "openclaw_breaker_probe_latency_seconds"
+	MetricRetryAfterSkips     = "openclaw_breaker_retry_after_skips_total"
+	MetricProbes              = "openclaw_breaker_probes_total"
+	MetricUpstreamCalls       = "openclaw_breaker_upstream_requests_total"
+	MetricUpstreamFails       = "openclaw_breaker_upstream_failures_total"
+	MetricRetries             = "openclaw_breaker_retries_total"
+	MetricFallbacks           = "openclaw_breaker_fallbacks_total"
+	MetricCanaryUp            = "openclaw_breaker_canary_up"
+	MetricCoordUp             = "openclaw_breaker_coord_up"
+	MetricCoordErrors         = "openclaw_breaker_coord_errors_total"
+	MetricCoordDenied         = "openclaw_breaker_coord_lease_denied_total"
 )
 
 // ProbeLatencyBuckets are the buckets of openclaw_breaker_probe_latency_ms:
 // 25 ms to 2 s.
 var ProbeLatencyBuckets = []float64{25, 50, 100, 250, 500, 1000, 2000}
+
+// probeLatencySecondsBuckets are ProbeLatencyBuckets in seconds.
+func probeLatencySecondsBuckets() []float64 {
+	out := make([]float64, len(ProbeLatencyBuckets))
+	for i, ms := range ProbeLatencyBuckets {
+		out[i] = ms / 1000
+	}
+	return out
+}
 
 var depLabels = []string{"dependency", "region", "env"}
 
@@ -35,6 +50,7 @@ type metrics struct {
 	transitions  *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
 	probeLatency *prometheus.HistogramVec
+	probeSeconds *prometheus.HistogramVec
 	skips        *prometheus.CounterVec
 	probes       *prometheus.CounterVec
 	calls        *prometheus.CounterVec
@@ -66,6 +82,11 @@ func newMetrics(env string) *metrics {
 			Name:    MetricProbeLatency,
 			Help:    "Time to response headers of half-open probes, in milliseconds.",
 			Buckets: ProbeLatencyBuckets,
+		}, labels()),
+		probeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricProbeLatencySeconds,
+			Help:    "Time to response headers of half-open probes, in seconds (the same observations as " + MetricProbeLatency + ").",
+			Buckets: probeLatencySecondsBuckets(),
 		}, labels()),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricRetryAfterSkips,
@@ -113,7 +134,7 @@ func newMetrics(env string) *metrics {
 }
 
 func (m *metrics) collectors(coord bool) []prometheus.Collector {
-	cs := []prometheus.Collector{m.state, m.transitions, m.rejections, m.probeLatency, m.skips,
+	cs := []prometheus.Collector{m.state, m.transitions, m.rejections, m.probeLatency, m.probeSeconds, m.skips,
 		m.probes, m.calls, m.failures, m.retries, m.fallbacks, m.canaryUp}
 	if coord {
 		cs = append(cs, m.coordUp, m.coordErrors, m.coordDenied)

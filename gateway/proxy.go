@@ -340,6 +340,7 @@ func (g *Gateway) try(ctx context.Context, d *dependency, t *Ticket, in *http.Re
 	a.latency = time.Since(start)
 	if t.Probe {
 		g.m.probeLatency.With(d.labels).Observe(float64(a.latency) / float64(time.Millisecond))
+		g.m.probeSeconds.With(d.labels).Observe(a.latency.Seconds())
 	}
 	if err != nil {
 		switch {
