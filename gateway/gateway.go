@@ -316,29 +316,22 @@ func (g *Gateway) startBackground() {
 // is done), stops the canary and the breakers' timers, and closes the
 // coordinator.
 func (g *Gateway) Shutdown(ctx context.Context) error {
-	g.srvMu.Lock()
-	g.closed = true
-	servers := g.servers
-	g.srvMu.Unlock()
-	var errs []error
-	for _, s := range servers {
-		if err := s.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	g.release()
-	return errors.Join(errs...)
+	return g.stopServers(func(s *http.Server) error { return s.Shutdown(ctx) })
 }
 
 // Close stops the gateway at once, dropping requests in flight.
-func (g *Gateway) Close() error {
+func (g *Gateway) Close() error { return g.stopServers((*http.Server).Close) }
+
+// stopServers marks the gateway closed, stops each server with stop, then
+// releases the breakers, the canary and the coordinator.
+func (g *Gateway) stopServers(stop func(*http.Server) error) error {
 	g.srvMu.Lock()
 	g.closed = true
 	servers := g.servers
 	g.srvMu.Unlock()
 	var errs []error
 	for _, s := range servers {
-		if err := s.Close(); err != nil {
+		if err := stop(s); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -3,9 +3,10 @@ package launchd
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"time"
 
 	"howett.net/plist"
@@ -138,19 +139,23 @@ func diffKeys(old, new []byte) []string {
 	if _, err := plist.Unmarshal(new, &b); err != nil {
 		return []string{"(new plist)"}
 	}
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
+	return changedKeys(a, b, func(x, y any) bool { return reflect.DeepEqual(x, y) })
+}
+
+// changedKeys lists, sorted, the keys whose values differ between a and b
+// (a key present on one side only differs).
+func changedKeys[V any](a, b map[string]V, equal func(x, y V) bool) []string {
 	var out []string
-	for k := range keys {
-		if !reflect.DeepEqual(a[k], b[k]) {
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if y, ok := b[k]; !ok || !equal(a[k], y) {
 			out = append(out, k)
 		}
 	}
-	sort.Strings(out)
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -146,22 +145,7 @@ func unitValues(data []byte) map[string][]string {
 }
 
 func unitDiff(old, new []byte) []string {
-	a, b := unitValues(old), unitValues(new)
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	var out []string
-	for k := range keys {
-		if strings.Join(a[k], "\n") != strings.Join(b[k], "\n") {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return changedKeys(unitValues(old), unitValues(new), slices.Equal[[]string])
 }
 
 // parseOnCalendar reads back the calendar expressions OnCalendar writes;

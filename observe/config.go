@@ -224,10 +224,9 @@ type HealthConfig struct {
 	TLS *TLSConfig `yaml:"tls,omitempty" json:"tls,omitempty"`
 }
 
-// Configuration errors are *rehearse.ConfigError (rehearse.ErrInvalid,
-// exit 2) whose Path is the YAML path below the section, e.g.
-// "custom.values"; a scenario puts them in place.
-
+// cfgErr is a configuration error: a *rehearse.ConfigError
+// (rehearse.ErrInvalid, exit 2) whose Path is the YAML path below the
+// section, e.g. "custom.values"; a scenario puts it in place.
 func cfgErr(field, format string, args ...any) error {
 	return &rehearse.ConfigError{Path: field, Err: fmt.Errorf(format, args...)}
 }
