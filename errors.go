@@ -23,7 +23,8 @@ var (
 	// more of its expectations. Exit code 1.
 	ErrExpectations = errors.New("expectations not met")
 
-	// ErrInterrupted marks a run stopped by SIGINT or SIGTERM. Exit code 130.
+	// ErrInterrupted marks a run stopped by SIGINT, SIGTERM or SIGHUP. Exit
+	// code 130.
 	ErrInterrupted = errors.New("interrupted")
 )
 

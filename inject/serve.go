@@ -31,6 +31,11 @@ type ServeOptions struct {
 	JournalPath string
 	// Seed, when not nil, overrides the config's seed.
 	Seed *int64
+	// AllowRemote lets the control API and the upstreams listen on
+	// addresses other machines can reach. The control API has no
+	// authentication: whoever reaches it can inject faults, so without
+	// AllowRemote a non-loopback address is refused.
+	AllowRemote bool
 	// Out receives the addresses, one upstream a line; nil means discard.
 	Out io.Writer
 	// Logger is the logger; nil means slog.Default().
@@ -66,6 +71,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.Seed != nil {
 		cfg.Seed = *o.Seed
+	}
+	if !o.AllowRemote {
+		if err := loopbackOnly(o.Control, cfg.Upstreams); err != nil {
+			return err
+		}
 	}
 	out := o.Out
 	if out == nil {
@@ -152,9 +162,46 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	tw.Flush()
 	select {
 	case <-ctx.Done():
-		return finish(journal.EndInterrupted, nil)
+		// Stopped by a signal, as it is meant to be: still exit code 130,
+		// so that a script can tell it from a clean exit.
+		if err := finish(journal.EndInterrupted, nil); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: inject serve stopped", rehearse.ErrInterrupted)
 	case err := <-ctlErr:
 		ctlErr <- nil
 		return finish(journal.EndFailed, fmt.Errorf("%w: control API: %w", rehearse.ErrEnvironment, err))
 	}
+}
+
+// loopbackOnly refuses a control API or upstream listen address that
+// other machines can reach ("" and "0.0.0.0" mean every interface).
+func loopbackOnly(control string, upstreams []UpstreamConfig) error {
+	check := func(what, addr string) error {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("%w: %s %q: want host:port", rehearse.ErrInvalid, what, addr)
+		}
+		if host == "localhost" {
+			return nil
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return nil
+		}
+		return fmt.Errorf("%w: %s %s is not a loopback address: the control API has no authentication and the upstreams answer anyone, so other machines must not reach them; give --allow-remote to listen there anyway", rehearse.ErrInvalid, what, addr)
+	}
+	if control != "" {
+		if err := check("--control", control); err != nil {
+			return err
+		}
+	}
+	for _, u := range upstreams {
+		if u.Listen == "" {
+			continue // 127.0.0.1:0
+		}
+		if err := check(fmt.Sprintf("upstream %s listen", u.Name), u.Listen); err != nil {
+			return err
+		}
+	}
+	return nil
 }

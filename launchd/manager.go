@@ -208,6 +208,14 @@ func checkFiles(j Job) error {
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return fmt.Errorf("%w: rehearse binary %s is not an executable file", rehearse.ErrInvalid, j.Binary)
 	}
+	return CheckScenario(j)
+}
+
+// CheckScenario verifies that the job's scenario (a resolved, absolute
+// path) is a readable regular file: what install checks, and what print
+// checks too, so that a plist or unit naming a missing file is never the
+// output of a successful command.
+func CheckScenario(j Job) error {
 	f, err := os.Open(j.Scenario)
 	if err != nil {
 		return fmt.Errorf("%w: scenario: %w", rehearse.ErrInvalid, err)

@@ -109,7 +109,9 @@ func Captures() []string {
 	return out
 }
 
-func openBuiltinCapture(name string) (io.ReadCloser, error) {
+// OpenBuiltinCapture opens a capture bundled in the binary, by the name a
+// scenario gives it after "builtin:" (see Captures).
+func OpenBuiltinCapture(name string) (io.ReadCloser, error) {
 	data, err := captureFS.ReadFile(path.Join("captures", name+".pcapng"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: no built-in capture %q; built-in captures: %s", rehearse.ErrInvalid, name, strings.Join(Captures(), ", "))

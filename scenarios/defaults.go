@@ -245,7 +245,7 @@ func (s *Scenario) Validate() error {
 		if _, err := os.Stat(s.CapturePath()); err != nil {
 			add("replay.capture", fmt.Errorf("cannot read capture %s: %v", s.CapturePath(), errors.Unwrap(err)))
 		}
-	} else if _, err := openBuiltinCapture(strings.TrimPrefix(r.Capture, "builtin:")); err != nil {
+	} else if _, err := OpenBuiltinCapture(strings.TrimPrefix(r.Capture, "builtin:")); err != nil {
 		add("replay.capture", err)
 	}
 	switch r.Timing {
@@ -372,7 +372,7 @@ func (s *Scenario) CapturePath() string {
 func (s *Scenario) OpenCapture() (io.ReadCloser, string, error) {
 	c := s.Replay.Capture
 	if name, ok := strings.CutPrefix(c, "builtin:"); ok {
-		rc, err := openBuiltinCapture(name)
+		rc, err := OpenBuiltinCapture(name)
 		return rc, c, err
 	}
 	p := s.CapturePath()

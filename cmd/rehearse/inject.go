@@ -31,8 +31,10 @@ func newInjectServeCmd() *cobra.Command {
 		Use:   "serve --config FILE",
 		Short: "Run fake, proxy and TCP upstreams with their faults until Ctrl-C",
 		Long: `Run the upstreams of FILE (fake, HTTP reverse proxy or TCP relay) with the
-fault timeline of FILE, timed from now, until interrupted. Prints each
-upstream's address, and the control API's:
+fault timeline of FILE, timed from now, until interrupted (exit code 130 on
+Ctrl-C, SIGTERM or SIGHUP). Prints each upstream's address, and the control
+API's; both listen on loopback only unless --allow-remote is given, since the
+control API has no authentication:
 
   curl -s localhost:PORT/faults
   curl -s -X POST localhost:PORT/faults -d '{"type":"status","upstream":"search","for":"30s","params":{"code":503}}'
@@ -53,6 +55,7 @@ upstream's address, and the control API's:
 	f.StringVar(&o.Control, "control", inject.DefaultControlListen, `control API listen address; "" disables it`)
 	f.StringVar(&o.JournalPath, "journal", "", "write the journal (JSON Lines) to this file")
 	f.Int64Var(&seed, "seed", 0, "seed for per-request fault decisions (overrides the config's seed)")
+	f.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a non-loopback --control or upstream listen address (the control API has no authentication)")
 	return cmd
 }
 

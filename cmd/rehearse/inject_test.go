@@ -61,6 +61,24 @@ func TestInjectServeBadConfig(t *testing.T) {
 	}
 }
 
+func TestInjectServeRefusesRemoteAddresses(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "up.yaml")
+	os.WriteFile(good, []byte("upstreams:\n  - name: search\n"), 0o644)
+	remote := filepath.Join(dir, "remote.yaml")
+	os.WriteFile(remote, []byte("upstreams:\n  - name: search\n    listen: 0.0.0.0:0\n"), 0o644)
+	for _, args := range [][]string{
+		{"inject", "serve", "--config", good, "--control", "0.0.0.0:0"},
+		{"inject", "serve", "--config", good, "--control", ":0"},
+		{"inject", "serve", "--config", remote},
+	} {
+		_, errOut, code := executeWith(t, nil, args...)
+		if code != rehearse.ExitInvalid || !strings.Contains(errOut, "--allow-remote") {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+}
+
 func TestInjectServe(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "up.yaml")
@@ -107,8 +125,8 @@ func TestInjectServe(t *testing.T) {
 	}
 	c.CloseIdleConnections()
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("serve returned %v", err)
+	if err := <-done; rehearse.ExitCode(err) != rehearse.ExitInterrupted {
+		t.Fatalf("serve stopped by a signal returned %v (exit %d), want exit 130", err, rehearse.ExitCode(err))
 	}
 	j, err := os.ReadFile(jpath)
 	if err != nil {

@@ -2,12 +2,16 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/replay/capture"
+	"github.com/halfopen/rehearse/scenarios"
 )
 
 func newInspectCmd() *cobra.Command {
@@ -39,7 +43,8 @@ write requests without --allow-writes, OPTIONS *, HTTP/1.0). Targets Go's URL
 parser refuses ("GET /%") are marked: the replayer sends them verbatim.`,
 		Example: `  rehearse inspect capture.pcapng
   rehearse inspect capture.pcap --format jsonl --method POST --path '^/tools/'
-  tcpdump -i any -w - port 8080 | rehearse inspect - --stats`,
+  tcpdump -i any -w - port 8080 | rehearse inspect - --stats
+  rehearse inspect builtin:agent-gateway              # the capture bundled with the built-in drills`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if path != "" {
@@ -51,7 +56,12 @@ parser refuses ("GET /%") are marked: the replayer sends them verbatim.`,
 			}
 			opt.KeepSecrets = showSecrets
 			opt.Stdout, opt.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-			_, err := capture.Inspect(cmd.Context(), args[0], opt)
+			file, cleanup, err := captureFile(args[0])
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			_, err = capture.Inspect(cmd.Context(), file, opt)
 			return err
 		},
 	}
@@ -65,4 +75,33 @@ parser refuses ("GET /%") are marked: the replayer sends them verbatim.`,
 	f.Uint16Var(&opt.Filter.Port, "port", 0, "keep only requests to this server port")
 	f.BoolVar(&opt.SkipIncomplete, "skip-incomplete", false, "leave out requests that could not be recovered whole")
 	return cmd
+}
+
+// captureFile returns a file to read the capture ref from: the path
+// itself, or, for a capture bundled in the binary ("builtin:NAME", as
+// scenarios name it), a temporary copy removed by cleanup.
+func captureFile(ref string) (path string, cleanup func(), err error) {
+	name, ok := strings.CutPrefix(ref, "builtin:")
+	if !ok {
+		return ref, func() {}, nil
+	}
+	rc, err := scenarios.OpenBuiltinCapture(name)
+	if err != nil {
+		return "", nil, err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp("", "rehearse-"+name+"-*.pcapng")
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	cleanup = func() { os.Remove(f.Name()) }
+	_, err = io.Copy(f, rc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	return f.Name(), cleanup, nil
 }

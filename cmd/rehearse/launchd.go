@@ -149,6 +149,9 @@ kickstart call launchctl and need macOS (on Linux see "rehearse systemd").`,
 			if err != nil {
 				return err
 			}
+			if err := launchd.CheckScenario(j); err != nil {
+				return err
+			}
 			data, err := j.Plist().Render()
 			if err != nil {
 				return err

@@ -27,9 +27,10 @@ func main() {
 }
 
 func run() int {
-	// SIGINT and SIGTERM cancel the context; commands stop cleanly, keep
-	// what they recorded, and return an error that maps to exit code 130.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT, SIGTERM and SIGHUP (the terminal closed) cancel the context;
+	// commands stop cleanly, keep what they recorded, and return an error
+	// that maps to exit code 130.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	root := newRootCmd(os.Stdout, os.Stderr)

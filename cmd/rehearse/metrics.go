@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -61,9 +63,12 @@ scrape fails.`,
 			}
 			cfg.Interval = rehearse.Duration(timeout)
 			cfg.Timeout = rehearse.Duration(timeout)
+			if cfg.URL == "" && cfg.PromQuery == nil {
+				return fmt.Errorf("%w: no metrics URL: give it as an argument (rehearse metrics http://127.0.0.1:8080/metrics) or query Prometheus with --prom URL", rehearse.ErrInvalid)
+			}
 			s, err := observe.NewScraper(cfg)
 			if err != nil {
-				return err
+				return flagError(err, metricsFlagNames)
 			}
 			sample, err := s.ScrapeOnce(cmd.Context())
 			if err != nil {
@@ -106,17 +111,49 @@ scrape fails.`,
 	return cmd
 }
 
+// metricsFlagNames names the flag (or argument) of each config key the
+// command sets, so that an error speaks of what the user typed.
+var metricsFlagNames = map[string]string{
+	"url":                 "URL argument",
+	"preset":              "--preset",
+	"format":              "--format",
+	"keep":                "--keep",
+	"dependency_map":      "--map",
+	"timeout":             "--timeout",
+	"interval":            "--timeout",
+	"prom_query.url":      "--prom",
+	"prom_query.selector": "--selector",
+	"prom_query.query":    "--query",
+}
+
+// flagError renames the config path of a *rehearse.ConfigError after the
+// flag that set it (the longest known prefix of its path wins).
+func flagError(err error, names map[string]string) error {
+	ce, ok := errors.AsType[*rehearse.ConfigError](err)
+	if !ok {
+		return err
+	}
+	best := ""
+	for key := range names {
+		if (ce.Path == key || strings.HasPrefix(ce.Path, key+".") || strings.HasPrefix(ce.Path, key+"[")) && len(key) > len(best) {
+			best = key
+		}
+	}
+	if best == "" {
+		return err
+	}
+	out := *ce
+	out.Path = names[best]
+	return &out
+}
+
 // formatLabels writes labels as the text format does, sorted by name:
 // {a="1",b="2"}.
 func formatLabels(l map[string]string) string {
 	if len(l) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(l))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%q", k, l[k])

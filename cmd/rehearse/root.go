@@ -85,7 +85,33 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (rehearse, rehearse report, scenarios, launchd…) refuse an argument that
+// names none of them: a usage error (exit 2) with cobra's "did you mean"
+// suggestions, instead of help and exit 0, so that a typo fails in CI. With
+// no argument such a command prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.SuggestionsMinimumDistance = 2
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return fmt.Errorf("%w: %s (see %s --help)", rehearse.ErrInvalid, msg, cmd.CommandPath())
+		}
+	}
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
 }
 
 // wrapArgs makes positional-argument errors usage errors (exit 2), for a

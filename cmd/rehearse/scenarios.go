@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
@@ -60,6 +61,11 @@ scenario from one with "rehearse scenarios init NAME".`,
 			if err != nil {
 				return err
 			}
+			header := "# yaml-language-server: $schema=" + scenarios.SchemaID + "\n"
+			if out == "-" {
+				_, err := io.WriteString(cmd.OutOrStdout(), header+string(data))
+				return err
+			}
 			if out == "" {
 				out = name + ".yaml"
 			}
@@ -74,7 +80,6 @@ scenario from one with "rehearse scenarios init NAME".`,
 				}
 				return fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 			}
-			header := "# yaml-language-server: $schema=" + scenarios.SchemaID + "\n"
 			if _, err := f.WriteString(header + string(data)); err != nil {
 				f.Close()
 				return err
@@ -86,7 +91,7 @@ scenario from one with "rehearse scenarios init NAME".`,
 			return nil
 		},
 	}
-	initCmd.Flags().StringVarP(&out, "out", "o", "", "file to write (default NAME.yaml)")
+	initCmd.Flags().StringVarP(&out, "out", "o", "", "file to write (default NAME.yaml; - for standard output)")
 	initCmd.Flags().BoolVar(&force, "force", false, "overwrite an existing file")
 	cmd.AddCommand(initCmd)
 	cmd.AddCommand(&cobra.Command{

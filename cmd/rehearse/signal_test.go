@@ -105,6 +105,61 @@ faults:
 	}
 }
 
+// TestSIGHUPStopsLikeSIGTERM: closing the terminal (SIGHUP) stops a
+// command as Ctrl-C does: inject serve closes its journal with run.end
+// interrupted and exits 130.
+func TestSIGHUPStopsLikeSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "rehearse")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(tmp, "up.yaml")
+	if err := os.WriteFile(cfg, []byte("upstreams:\n  - name: search\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jpath := filepath.Join(tmp, "journal.jsonl")
+	cmd := exec.Command(bin, "inject", "serve", "--config", cfg, "--journal", jpath)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stdout.String(), "control") {
+		if time.Now().After(deadline) {
+			t.Fatalf("inject serve did not start; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGHUP; stderr:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130; stderr:\n%s", err, stderr.String())
+	}
+	events, torn, rerr := journal.ReadFile(jpath)
+	if rerr != nil || torn || len(events) == 0 {
+		t.Fatalf("journal: torn=%v err=%v", torn, rerr)
+	}
+	if end, ok := events[len(events)-1].Payload.(*journal.RunEnd); !ok || end.Reason != journal.EndInterrupted {
+		t.Fatalf("last event %#v, want run.end interrupted", events[len(events)-1].Payload)
+	}
+}
+
 // childPIDs lists the direct children of pid (Linux /proc; the test skips
 // elsewhere).
 func childPIDs(t *testing.T, pid int) []int {

@@ -41,6 +41,9 @@ For the timer to fire while you are logged out: loginctl enable-linger $USER.`,
 			if err != nil {
 				return err
 			}
+			if err := launchd.CheckScenario(j); err != nil {
+				return err
+			}
 			svc, tmr := j.SystemdUnits()
 			svcPath, tmrPath := d.UnitPaths(j.Label)
 			w := cmd.OutOrStdout()
