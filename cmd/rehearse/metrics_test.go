@@ -69,10 +69,12 @@ func TestMetricsCmdErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"metrics", dead}, 3, "connection refused"},
-		{[]string{"metrics", dead, "--preset", "nginx"}, 2, `preset: unknown preset "nginx"`},
+		{[]string{"metrics", dead, "--preset", "nginx"}, 2, `--preset: unknown preset "nginx"`},
+		{[]string{"metrics", "ftp://x"}, 2, `URL argument: invalid URL "ftp://x"`},
+		{[]string{"metrics", "--prom", "nope"}, 2, `--prom: invalid URL "nope"`},
 		{[]string{"metrics", dead, "--preset", "custom"}, 2, "--preset custom needs a mapping"},
 		{[]string{"metrics", dead, "--map", "search"}, 2, `--map "search": want DEPENDENCY=UPSTREAM`},
-		{[]string{"metrics"}, 2, "url: required (or prom_query)"},
+		{[]string{"metrics"}, 2, "no metrics URL: give it as an argument"},
 		{[]string{"metrics", "--selector", "job=\"x\""}, 2, "--selector and --query need --prom"},
 	} {
 		var out, errb bytes.Buffer
