@@ -285,7 +285,7 @@ func configExpectations(raw json.RawMessage) (*Expectations, error) {
 	}
 	if cfg.Expectations != nil {
 		if err := cfg.Expectations.Validate(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("run.start config: expectations: %w", err)
 		}
 	}
 	return cfg.Expectations, nil

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -80,12 +79,16 @@ func (e Expectations) IsZero() bool {
 }
 
 // Validate reports values that can never be met (negative counts, ratios
-// outside 0..1), wrapping rehearse.ErrInvalid.
+// outside 0..1): rehearse.ConfigErrors (rehearse.ErrInvalid), one a field,
+// each with its key as the path, so that a scenario places it at that key.
 func (e Expectations) Validate() error {
-	var errs []error
+	var errs rehearse.ConfigErrors
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, &rehearse.ConfigError{Path: name, Err: fmt.Errorf(format, args...)})
+	}
 	neg := func(name string, v *int) {
 		if v != nil && *v < 0 {
-			errs = append(errs, fmt.Errorf("%s: must not be negative, got %d", name, *v))
+			bad(name, "must not be negative, got %d", *v)
 		}
 	}
 	neg("failures_before_open_max", e.FailuresBeforeOpenMax)
@@ -93,15 +96,12 @@ func (e Expectations) Validate() error {
 	neg("successes_to_close_min", e.SuccessesToCloseMin)
 	neg("leaked_max", e.LeakedMax)
 	if e.AmplificationMax != nil && *e.AmplificationMax < 1 {
-		errs = append(errs, fmt.Errorf("amplification_max: must be at least 1 (one upstream call per request), got %g", *e.AmplificationMax))
+		bad("amplification_max", "must be at least 1 (one upstream call per request), got %g", *e.AmplificationMax)
 	}
 	if e.ClientSuccessMin != nil && (*e.ClientSuccessMin < 0 || *e.ClientSuccessMin > 1) {
-		errs = append(errs, fmt.Errorf("client_success_min: must be a fraction between 0 and 1, got %g", *e.ClientSuccessMin))
+		bad("client_success_min", "must be a fraction between 0 and 1, got %g", *e.ClientSuccessMin)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: expectations: %w", rehearse.ErrInvalid, err)
-	}
-	return nil
+	return errs.Err()
 }
 
 // UpstreamSet is "all" (true), "none" (false) or a list of upstream names;

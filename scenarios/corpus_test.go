@@ -12,7 +12,8 @@ import (
 )
 
 // TestCorpus loads every testdata/valid-*.yaml (must load) and
-// invalid-*.yaml, whose first line "# error: …" is the exact message.
+// invalid-*.yaml, whose first lines "# error: …" are the exact messages,
+// one line per error, in order.
 func TestCorpus(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	if len(files) < 10 {
@@ -28,7 +29,7 @@ func TestCorpus(t *testing.T) {
 					t.Fatalf("valid file: %v", err)
 				}
 			case strings.HasPrefix(name, "invalid-"):
-				want := firstLineComment(t, f, "# error: ")
+				want := leadingComments(t, f, "# error: ")
 				if err == nil {
 					t.Fatal("invalid file loaded")
 				}
@@ -46,7 +47,9 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-func firstLineComment(t *testing.T, path, prefix string) string {
+// leadingComments returns the file's first lines that start with prefix,
+// without it, joined by newlines; at least one is required.
+func leadingComments(t *testing.T, path, prefix string) string {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -54,12 +57,14 @@ func firstLineComment(t *testing.T, path, prefix string) string {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Scan()
-	line := sc.Text()
-	if !strings.HasPrefix(line, prefix) {
+	var lines []string
+	for sc.Scan() && strings.HasPrefix(sc.Text(), prefix) {
+		lines = append(lines, strings.TrimPrefix(sc.Text(), prefix))
+	}
+	if len(lines) == 0 {
 		t.Fatalf("%s: first line must be %q…", path, prefix)
 	}
-	return strings.TrimPrefix(line, prefix)
+	return strings.Join(lines, "\n")
 }
 
 func FuzzParse(f *testing.F) {

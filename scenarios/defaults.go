@@ -178,7 +178,16 @@ func (s *Scenario) AllFake() bool {
 // returned together.
 func (s *Scenario) Validate() error {
 	var errs rehearse.ConfigErrors
-	add := func(path string, err error) { errs = append(errs, s.at(path, err)) }
+	add := func(path string, err error) {
+		// A section's own validation may report several fields at once.
+		if es, ok := errors.AsType[rehearse.ConfigErrors](err); ok {
+			for _, e := range es {
+				errs = append(errs, s.at(path, e))
+			}
+			return
+		}
+		errs = append(errs, s.at(path, err))
+	}
 
 	if s.Version != Version {
 		add("version", fmt.Errorf("unsupported version %d; this rehearse reads version %d", s.Version, Version))
@@ -220,7 +229,7 @@ func (s *Scenario) Validate() error {
 			}
 		}
 		if err := s.GatewayConfig(placeholderURL, "").Validate(); err != nil {
-			add("gateway.builtin.config", err)
+			add(s.gatewayErrorPath(err), err)
 		}
 		for name := range b.Config.Upstreams {
 			if !s.hasUpstream(name) {
@@ -381,6 +390,33 @@ func (s *Scenario) OpenCapture() (io.ReadCloser, string, error) {
 		return nil, p, fmt.Errorf("%w: capture: %w", rehearse.ErrInvalid, err)
 	}
 	return f, p, nil
+}
+
+// gatewayErrorPath is where a built-in gateway config error belongs: under
+// gateway.builtin.config, except for an upstream the file does not
+// configure there (the gateway's upstreams are the scenario's): then the
+// error is about that upstream's entry in upstreams.
+func (s *Scenario) gatewayErrorPath(err error) string {
+	const section = "gateway.builtin.config"
+	ce, ok := errors.AsType[*rehearse.ConfigError](err)
+	if !ok {
+		return section
+	}
+	name, ok := strings.CutPrefix(ce.Path, "upstreams.")
+	if !ok {
+		return section
+	}
+	name, _, _ = strings.Cut(name, ".")
+	if _, inFile := s.positions[section+".upstreams."+name]; inFile {
+		return section
+	}
+	for i, u := range s.Upstreams {
+		if u.Name == name {
+			ce.Path = "" // the message names the upstream
+			return fmt.Sprintf("upstreams[%d].name", i)
+		}
+	}
+	return section
 }
 
 // placeholderURL stands for an upstream's address in validation; the

@@ -40,17 +40,22 @@ func Load(path string) (*Scenario, error) {
 // in messages and anchors relative capture paths.
 func Parse(file string, data []byte) (*Scenario, error) {
 	s, err := decode(file, data)
-	if err != nil {
+	if s == nil {
 		return nil, err
 	}
+	// What decoded is defaulted and validated even when some of it did
+	// not: every problem of the file is reported in one pass, references
+	// to unknown upstreams included.
 	s.ApplyDefaults()
-	if err := s.Validate(); err != nil {
+	if err := mergeErrors(err, s.Validate()); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// decode is the strict decoding phase alone.
+// decode is the strict decoding phase alone. It returns the scenario as
+// far as it decoded, with the decoding errors; nil when the file is not
+// YAML at all.
 func decode(file string, data []byte) (*Scenario, error) {
 	doc, err := yamlstrict.ParseDocument(displayName(file), data)
 	if errors.Is(err, yamlstrict.ErrEmpty) {
@@ -61,11 +66,8 @@ func decode(file string, data []byte) (*Scenario, error) {
 	}
 	s := &Scenario{File: file}
 	positions, err := decodeFile(file, doc, s)
-	if err != nil {
-		return nil, err
-	}
 	s.positions = positions
-	return s, nil
+	return s, err
 }
 
 // at returns the error err of the field at path, positioned at that field
