@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/runs"
 	"github.com/halfopen/rehearse/notify"
-	"github.com/halfopen/rehearse/runs"
 )
 
 // Defaults used by the command-line flags.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/atomicfile"
-	"github.com/halfopen/rehearse/runs"
+	"github.com/halfopen/rehearse/internal/runs"
 )
 
 // Sentinel errors of the install, uninstall, status and kickstart operations.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/runs"
+	"github.com/halfopen/rehearse/internal/runs"
 )
 
 // fakeLaunchd stands in for launchctl: it records every argv and keeps the

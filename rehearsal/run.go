@@ -24,12 +24,12 @@ import (
 	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/internal/atomicfile"
+	"github.com/halfopen/rehearse/internal/runs"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
 	"github.com/halfopen/rehearse/reports"
-	"github.com/halfopen/rehearse/runs"
 	"github.com/halfopen/rehearse/scenarios"
 )
 

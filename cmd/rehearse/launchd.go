@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/runs"
 	"github.com/halfopen/rehearse/launchd"
-	"github.com/halfopen/rehearse/runs"
 )
 
 // jobFlags are the flags that describe a scheduled job, shared by

@@ -12,9 +12,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/runs"
 	"github.com/halfopen/rehearse/notify"
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/runs"
 	"github.com/halfopen/rehearse/scenarios"
 )
 

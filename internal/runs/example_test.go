@@ -1,0 +1,34 @@
+package runs_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/halfopen/rehearse/internal/runs"
+)
+
+// The bookkeeping `rehearse run --archive` does around a run.
+func ExampleArchive() {
+	dir, _ := os.MkdirTemp("", "archive")
+	defer os.RemoveAll(dir)
+	a := runs.Archive{Dir: dir, Keep: 2}
+	report, _ := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "golden", "clean.run.json"))
+	start := time.Date(2026, 11, 2, 3, 0, 0, 0, time.UTC)
+	for week := range 3 {
+		now := start.Add(time.Duration(week) * 7 * 24 * time.Hour)
+		run, _ := a.NewRunDir("weekly.yaml", now)
+		// ... rehearsal.Run writes the journal and the reports into run ...
+		os.WriteFile(filepath.Join(run, "run.json"), report, 0o644)
+		removed, _ := a.Finish(run, now)
+		for _, r := range removed {
+			fmt.Println("pruned", filepath.Base(r))
+		}
+	}
+	latest, _ := a.Latest()
+	fmt.Println("latest", filepath.Base(latest))
+	// Output:
+	// pruned 2026-11-02T030000Z-weekly
+	// latest 2026-11-16T030000Z-weekly
+}

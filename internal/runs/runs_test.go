@@ -1,0 +1,84 @@
+package runs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse"
+)
+
+func TestSlug(t *testing.T) {
+	for in, want := range map[string]string{
+		"weekly.yaml":                 "weekly",
+		"/a/b/CI 503 storm.YML":       "ci-503-storm",
+		"drills/429_retry-after.json": "429-retry-after",
+		"__.yaml":                     "scenario",
+		"Ünïcode.yaml":                "n-code",
+		"My Gateway 503":              "my-gateway-503",
+	} {
+		if got := Slug(in); got != want {
+			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDirNameIsUTC(t *testing.T) {
+	paris := time.FixedZone("CET", 3600)
+	start := time.Date(2026, 11, 30, 4, 0, 0, 0, paris)
+	if got := DirName("weekly.yaml", start, 1); got != "2026-11-30T030000Z-weekly" {
+		t.Errorf("DirName = %s", got)
+	}
+	if got := DirName("weekly", start, 3); got != "2026-11-30T030000Z.3-weekly" {
+		t.Errorf("DirName n=3 = %s", got)
+	}
+	r, ok := parseRunName(DirName("CI 503", start, 2))
+	if !ok || r.Scenario != "ci-503" || !r.Started.Equal(start) || r.seq != 2 {
+		t.Errorf("a name does not parse back: %+v %v", r, ok)
+	}
+}
+
+func TestCreateAndRemoveEmpty(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "runs")
+	start := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	a, err := Create(parent, "weekly", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Create(parent, "weekly", start)
+	if err != nil || a == b || filepath.Base(b) != "2026-11-30T030000Z.2-weekly" {
+		t.Fatalf("second run in the same second: %s %v", b, err)
+	}
+	os.WriteFile(filepath.Join(b, "journal.jsonl"), nil, 0o644)
+	if !RemoveEmpty(a) || RemoveEmpty(b) {
+		t.Fatal("RemoveEmpty removes empty run directories only")
+	}
+	if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	day := 24 * time.Hour
+	for in, want := range map[string]time.Duration{"": 0, "0": 0, "8w": 56 * day, "30d": 30 * day, "720h": 30 * day, "90m": 90 * time.Minute} {
+		got, err := ParseAge(in)
+		if err != nil || got != want {
+			t.Errorf("ParseAge(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"8 weeks", "w", "-1w", "-5m", "soon"} {
+		if _, err := ParseAge(bad); err == nil || !errors.Is(err, rehearse.ErrInvalid) {
+			t.Errorf("ParseAge(%q) = %v", bad, err)
+		}
+	}
+	for d, want := range map[time.Duration]string{56 * day: "8w", 3 * day: "3d", 90 * time.Minute: "1h30m0s"} {
+		if got := FormatAge(d); got != want {
+			t.Errorf("FormatAge(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := ParseAge(FormatAge(d)); err != nil || back != d {
+			t.Errorf("FormatAge(%v) does not parse back", d)
+		}
+	}
+}
