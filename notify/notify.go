@@ -111,6 +111,13 @@ func (s *Summary) Line() string {
 	return b.String()
 }
 
+// chatEscape escapes the three characters Slack's message format (and
+// Mattermost's) reads as markup in "text": a scenario named "<!here>" must
+// not ping a channel. The structured fields stay as they are.
+func chatEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
 // ParseURL checks a webhook URL given on the command line: absolute http
 // or https with a host. The error names the URL redacted.
 func ParseURL(raw string) (*url.URL, error) {
@@ -176,7 +183,7 @@ func (snd *Sender) Send(ctx context.Context, s Summary) error {
 		s.Schema = Schema
 	}
 	if s.Text == "" {
-		s.Text = s.Line()
+		s.Text = chatEscape(s.Line())
 	}
 	if s.Failed == nil {
 		s.Failed = []Expectation{}

@@ -174,3 +174,22 @@ func TestRedactAndParseURL(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestTextIsEscapedForChat(t *testing.T) {
+	h := &hook{}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	s := sample()
+	s.Scenario = "<!here> a&b"
+	if err := (&Sender{URL: srv.URL}).Send(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(h.bodies[0], &got)
+	if text := got["text"].(string); strings.Contains(text, "<!here>") || !strings.Contains(text, "&lt;!here&gt; a&amp;b") {
+		t.Errorf("text %q is not escaped for chat", text)
+	}
+	if got["scenario"] != "<!here> a&b" {
+		t.Errorf("structured field altered: %v", got["scenario"])
+	}
+}
