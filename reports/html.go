@@ -17,7 +17,7 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <body>
 <h1>{{.V.Title}}</h1>
 {{range .Desc}}<p class="description">{{.}}</p>{{end}}
-<div class="verdict {{if .V.Passed}}pass{{else}}fail{{end}}">{{.V.Verdict}}</div>
+<div class="verdict {{if not .V.Passed}}fail{{else if .V.NotCovered}}warn{{else}}pass{{end}}">{{.V.Verdict}}</div>
 {{range .V.Notes}}<div class="note">{{.}}</div>{{end}}
 <div class="meta">{{range .V.Meta}}<div><span>{{.K}}</span>{{if .V}}{{.V}}{{else}}—{{end}}</div>{{end}}</div>
 <h2>Timeline</h2>

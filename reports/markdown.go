@@ -103,9 +103,13 @@ func Markdown(a *Analysis) ([]byte, error) {
 	for _, para := range paragraphs(v.Description) {
 		p("%s\n\n", mdLine(para))
 	}
+	// A pass with episodes no expectation judged is not all clear.
 	mark := "✅"
-	if !v.Passed {
+	switch {
+	case !v.Passed:
 		mark = "❌"
+	case len(v.NotCovered) > 0:
+		mark = "⚠️"
 	}
 	p("%s **%s**\n\n", mark, mdEscape(v.Verdict))
 	for _, n := range v.Notes {

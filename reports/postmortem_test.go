@@ -80,7 +80,10 @@ func TestPostmortemReport(t *testing.T) {
 	if i, j := strings.Index(md, "Search fails"), strings.Index(md, "expectations"); i < 0 || i > j {
 		t.Error("the description is not at the top of report.md")
 	}
-	for _, want := range []string{`<p class="description">Search fails for 20 s.</p>`, "not covered by any expectation: weather had",
+	if !strings.Contains(md, "⚠️ **") {
+		t.Error("report.md marks a pass with uncovered episodes as all clear")
+	}
+	for _, want := range []string{`<p class="description">Search fails for 20 s.</p>`, `class="verdict warn"`, "not covered by any expectation: weather had",
 		"<h2>What was injected</h2>", "<td>code=500</td>", "<td>breaker.failure_ratio</td><td>0.4</td>",
 		`href="https://github.com/halfopen/rehearse/blob/v1.4.0/docs/analysis.md"`} {
 		if !strings.Contains(html, want) {
