@@ -134,8 +134,9 @@ func TestDrillVerdicts(t *testing.T) {
 // TestStormAgainstNeverProbingGateway runs the 503-storm drill (compressed)
 // against a gateway that opens and then never probes: the built-in
 // gateway with an hour's cooldown and no canary health checks. Every
-// expectation about probes and the close must fail as not observable,
-// naming what was not observed, in the results and in junit.xml.
+// expectation about probes and the close (the drill's, and
+// successes_to_close_min) must fail as not observable, naming what was not
+// observed, in the results and in junit.xml, and the run exits 1.
 func TestStormAgainstNeverProbingGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a compressed drill (about 15 s); skipped with -short")
@@ -149,6 +150,9 @@ func TestStormAgainstNeverProbingGateway(t *testing.T) {
 	cfg.Breaker.Cooldown = rehearse.Duration(time.Hour)
 	cfg.Breaker.CooldownMax = rehearse.Duration(time.Hour)
 	cfg.Canary.Interval = new(rehearse.Duration) // zero: no canary
+	// The drill's expectations, and the close's count of successes.
+	two := 2
+	sc.Expectations.SuccessesToCloseMin = &two
 	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +169,11 @@ func TestStormAgainstNeverProbingGateway(t *testing.T) {
 		t.Fatalf("the gateway did not open as the test needs: %+v", e)
 	}
 	missing := map[string]string{
-		"max_probes_in_flight": "search episode 1 (search-503): the breaker never probed",
-		"probe_spacing_min":    "search episode 1 (search-503): the breaker never probed",
-		"closes_within":        "search episode 1 (search-503): the breaker never closed",
-		"metrics_lag_max":      "search episode 1 (search-503) close: the breaker never closed",
+		"max_probes_in_flight":   "search episode 1 (search-503): the breaker never probed",
+		"probe_spacing_min":      "search episode 1 (search-503): the breaker never probed",
+		"closes_within":          "search episode 1 (search-503): the breaker never closed",
+		"metrics_lag_max":        "search episode 1 (search-503) close: the breaker never closed",
+		"successes_to_close_min": "search episode 1 (search-503): the breaker never closed",
 	}
 	for name, want := range missing {
 		e := got[name]
