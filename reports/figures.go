@@ -12,7 +12,7 @@ import (
 // episode objects of run.json, the episode tables of report.html and
 // report.md, report compare and report history all iterate it. Adding a
 // figure is a field of Episode (with its json tag), its computation (in
-// collector.episode) and one row here; docs/analysis.md says how.
+// upstreamRun.episode) and one row here; docs/analysis.md says how.
 
 // Unit says how a figure is written and compared.
 type Unit int
