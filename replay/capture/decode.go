@@ -12,6 +12,9 @@ import (
 const (
 	linkNull     = 0
 	linkEthernet = 1
+	linkPPP      = 9
+	linkPPPHDLC  = 50
+	linkCHDLC    = 104
 	linkRaw12    = 12
 	linkRaw14    = 14
 	linkRaw      = 101
@@ -31,6 +34,12 @@ func LinkTypeName(lt int) string {
 		return "NULL"
 	case linkEthernet:
 		return "EN10MB"
+	case linkPPP:
+		return "PPP"
+	case linkPPPHDLC:
+		return "PPP_SERIAL"
+	case linkCHDLC:
+		return "C_HDLC"
 	case linkRaw, linkRaw12, linkRaw14:
 		return "RAW"
 	case linkLoop:
@@ -52,7 +61,8 @@ func LinkTypeName(lt int) string {
 // supportedLink reports whether the reader decodes the link type.
 func supportedLink(lt int) bool {
 	switch lt {
-	case linkNull, linkEthernet, linkRaw, linkRaw12, linkRaw14, linkLoop, linkSLL, linkIPv4, linkIPv6, linkSLL2, linkPKTAP:
+	case linkNull, linkEthernet, linkRaw, linkRaw12, linkRaw14, linkLoop, linkSLL, linkIPv4, linkIPv6, linkSLL2, linkPKTAP,
+		linkPPP, linkPPPHDLC, linkCHDLC:
 		return true
 	}
 	return false
@@ -65,6 +75,7 @@ const (
 	etherVLAN  = 0x8100 // 802.1Q
 	etherQinQ  = 0x88A8 // 802.1ad service tag
 	etherQinQ2 = 0x9100 // pre-standard QinQ
+	etherPPPoE = 0x8864 // PPPoE session stage (RFC 2516)
 )
 
 // segment is one decoded TCP segment. Payload aliases the packet buffer,
@@ -147,6 +158,14 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 		return data[4:], 0, true // let the IP version decide
 	case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
 		return data, 0, true
+	case linkPPP, linkPPPHDLC:
+		return ppp(data)
+	case linkCHDLC:
+		// Cisco HDLC: address, control, then an ethertype.
+		if len(data) < 4 {
+			return nil, 0, false
+		}
+		return untag(data[4:], binary.BigEndian.Uint16(data[2:4]))
 	case linkPKTAP:
 		// Apple's packet tap (macOS `tcpdump -i any` / `-k`): a header
 		// in host (little-endian) order whose own length comes first, and
@@ -165,7 +184,7 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 }
 
 // untag strips 802.1Q and QinQ tags, at any depth (cooked captures keep
-// them when the NIC does not strip them).
+// them when the NIC does not strip them), and a PPPoE session header.
 func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 	for et == etherVLAN || et == etherQinQ || et == etherQinQ2 {
 		if len(data) < 4 {
@@ -174,7 +193,45 @@ func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 		et = binary.BigEndian.Uint16(data[2:4])
 		data = data[4:]
 	}
+	if et == etherPPPoE {
+		// Version/type, code, session id, length; then a PPP frame.
+		if len(data) < 6 {
+			return nil, 0, false
+		}
+		if n := int(binary.BigEndian.Uint16(data[4:6])); 6+n <= len(data) {
+			data = data[:6+n] // the PPPoE length bounds the payload (Ethernet pads)
+		}
+		return ppp(data[6:])
+	}
 	return data, et, true
+}
+
+// ppp strips a PPP header (RFC 1661/1662): optional address and control
+// bytes (ff 03), then the protocol, one byte when compressed (odd), else
+// two. Protocols other than IP get ethertype 0xFFFF (not IP).
+func ppp(data []byte) ([]byte, uint16, bool) {
+	if len(data) >= 2 && data[0] == 0xff && data[1] == 0x03 {
+		data = data[2:]
+	}
+	if len(data) < 1 {
+		return nil, 0, false
+	}
+	proto := uint16(data[0])
+	if data[0]&1 == 0 {
+		if len(data) < 2 {
+			return nil, 0, false
+		}
+		proto, data = binary.BigEndian.Uint16(data[:2]), data[2:]
+	} else {
+		data = data[1:]
+	}
+	switch proto {
+	case 0x21:
+		return data, etherIPv4, true
+	case 0x57:
+		return data, etherIPv6, true
+	}
+	return data, 0xFFFF, true
 }
 
 // fragInfo is an IP fragment as decodePacket found it. data aliases the

@@ -84,7 +84,7 @@ func agree(t testing.TB, lt int, frame []byte) bool {
 // frame cut short.
 type frameGen struct{ r *rand.Rand }
 
-var genLinks = []int{linkEthernet, linkSLL, linkSLL2, linkNull, linkLoop, linkRaw, linkRaw12}
+var genLinks = []int{linkEthernet, linkSLL, linkSLL2, linkNull, linkLoop, linkRaw, linkRaw12, linkPPP}
 
 func (g frameGen) bytes(n int) []byte {
 	b := make([]byte, n)
@@ -197,6 +197,20 @@ func (g frameGen) frame() (int, []byte) {
 	for range r.IntN(3) {
 		tpids = append(tpids, [][]byte{{0x81, 0x00}, {0x88, 0xa8}}[r.IntN(2)])
 	}
+	if lt == linkEthernet && r.IntN(6) == 0 {
+		// PPPoE session: the PPP protocol follows its 6-byte header.
+		proto := []byte{0x00, 0x21}
+		if v6 {
+			proto = []byte{0x00, 0x57}
+		}
+		if r.IntN(2) == 0 {
+			proto = proto[1:] // protocol-field compression
+		}
+		pppoe := []byte{0x11, 0x00, byte(r.Uint32()), byte(r.Uint32()), 0, 0}
+		binary.BigEndian.PutUint16(pppoe[4:], uint16(len(ip)+len(proto)))
+		ip = append(append(pppoe, proto...), ip...)
+		et = []byte{0x88, 0x64}
+	}
 	first := et // the protocol field of the link header
 	var tagged []byte
 	if len(tpids) > 0 {
@@ -223,6 +237,19 @@ func (g frameGen) frame() (int, []byte) {
 		hdr = append(append(slices2(first), 0, 0), g.bytes(4)...)
 		hdr = append(hdr, 0, 1, byte(r.IntN(5)), 6)
 		hdr = append(append(hdr, g.bytes(8)...), tagged...)
+	case linkPPP:
+		proto := []byte{0x00, 0x21}
+		if v6 {
+			proto = []byte{0x00, 0x57}
+		}
+		switch r.IntN(3) {
+		case 0:
+			hdr = append([]byte{0xff, 0x03}, proto...)
+		case 1:
+			hdr = proto
+		default:
+			hdr = proto[1:] // protocol-field compression
+		}
 	case linkNull, linkLoop:
 		hdr = make([]byte, 4)
 		if r.IntN(2) == 0 {

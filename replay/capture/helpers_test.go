@@ -85,7 +85,8 @@ func ipOf(p pkt) []byte {
 
 // relink wraps every IP packet in the link-layer header of lt. For NULL
 // and LOOP, order is the byte order of the address family and af6 the
-// value used for IPv6. vlan adds 802.1Q tags (2: QinQ) to Ethernet.
+// value used for IPv6. vlan adds 802.1Q tags (2: QinQ) to Ethernet; 3
+// puts a PPPoE session header instead.
 func relink(t testing.TB, in []pkt, lt int, order binary.ByteOrder, af6 uint32, vlan int) []pkt {
 	t.Helper()
 	var out []pkt
@@ -117,8 +118,25 @@ func relink(t testing.TB, in []pkt, lt int, order binary.ByteOrder, af6 uint32, 
 			if v6 {
 				et = []byte{0x86, 0xdd}
 			}
+			if vlan == 3 {
+				et = []byte{0x88, 0x64, 0x11, 0x00, 0x00, 0x2a, 0, 0, 0x00, 0x21}
+				binary.BigEndian.PutUint16(et[6:], uint16(len(ip)+2))
+				if v6 {
+					et[9] = 0x57
+				}
+			}
 			hdr = append(hdr, et...)
 		case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
+		case linkPPP, linkPPPHDLC:
+			hdr = []byte{0xff, 0x03, 0x00, 0x21}
+			if v6 {
+				hdr[3] = 0x57
+			}
+		case linkCHDLC:
+			hdr = []byte{0x0f, 0x00, 0x08, 0x00}
+			if v6 {
+				hdr[2], hdr[3] = 0x86, 0xdd
+			}
 		case linkPKTAP:
 			// A 108-byte PKTAP v1 header (macOS net/pktap.h) around an
 			// Ethernet frame, as macOS writes for -i any.

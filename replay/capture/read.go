@@ -153,7 +153,7 @@ func (x *extractor) run(r io.Reader) error {
 		}
 		lt := int(pr.LinkType())
 		if !supportedLink(lt) {
-			return &Error{Err: fmt.Errorf("%w: %s (%d); supported: EN10MB (with VLAN), LINUX_SLL, LINUX_SLL2, NULL, LOOP, PKTAP, RAW, IPV4, IPV6", ErrLinkType, LinkTypeName(lt), lt)}
+			return &Error{Err: fmt.Errorf("%w: %s (%d); supported: EN10MB (with VLAN), LINUX_SLL, LINUX_SLL2, NULL, LOOP, PKTAP, RAW, IPV4, IPV6, PPP, PPP_SERIAL, C_HDLC", ErrLinkType, LinkTypeName(lt), lt)}
 		}
 		return x.loop(func() ([]byte, int, int, time.Time, error) {
 			data, ci, err := pr.ZeroCopyReadPacketData()
