@@ -128,6 +128,7 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 		{Method: "GET", Target: "http://h/a%zz?x=%4", Proto: "HTTP/1.1", TargetError: `invalid URL escape "%zz"`},
 		{Method: "GET", Target: "//%", Proto: "HTTP/1.1", TargetError: `invalid URL escape "%"`},
 		{Method: "GET", Target: "/a\x01b", Proto: "HTTP/1.1", TargetError: `net/url: invalid control character in URL`},
+		{Method: "GET", Target: "/uri afterspace?q=a b", Proto: "HTTP/1.1", TargetError: "target contains spaces"},
 	}
 	r, err := New(corpus, Options{Target: u, Once: true, Rate: 50})
 	if err != nil {
@@ -140,7 +141,7 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 	srv.mu.Lock()
 	got := strings.Join(srv.lines, "")
 	srv.mu.Unlock()
-	for _, l := range []string{"GET /gw/% HTTP/1.1\r\n", "GET /gw/a%zz?x=%4 HTTP/1.1\r\n", "GET /gw//% HTTP/1.1\r\n"} {
+	for _, l := range []string{"GET /gw/% HTTP/1.1\r\n", "GET /gw/a%zz?x=%4 HTTP/1.1\r\n", "GET /gw//% HTTP/1.1\r\n", "GET /gw/uri afterspace?q=a b HTTP/1.1\r\n"} {
 		if !strings.Contains(got, l) {
 			t.Errorf("%q not sent; got %q", l, got)
 		}
@@ -159,7 +160,7 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := sum.SkippedUnsendable["target starts with // and is not a valid URL path: net/http cannot send it verbatim"]; n != 1 || r.Corpus() != 2 {
+	if n := sum.SkippedUnsendable["target starts with // and is not a valid URL path: net/http cannot send it verbatim"]; n != 1 || r.Corpus() != 3 {
 		t.Errorf("skipped %v, corpus %d", sum.SkippedUnsendable, r.Corpus())
 	}
 	var text strings.Builder

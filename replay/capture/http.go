@@ -227,9 +227,30 @@ func (p *httpParser) process() {
 			}
 		case psHeader:
 			if p.stopAfter {
-				p.x.st.SkippedBytes += int64(len(p.buf))
-				p.dead()
-				return
+				// After a CONNECT: a tunnel. Plain HTTP through it (a
+				// proxy's client speaking to an origin) is parsed on;
+				// anything else ends the stream.
+				n := 0
+				for n < len(p.buf) && (p.buf[n] == '\r' || p.buf[n] == '\n') {
+					n++
+				}
+				p.consume(n)
+				if len(p.buf) == 0 {
+					return
+				}
+				ok, more := isRequestLine(p.buf)
+				if more {
+					return
+				}
+				if !ok {
+					if isTLSRecord(p.buf) {
+						p.x.st.TLSStreams++
+					}
+					p.x.st.SkippedBytes += int64(len(p.buf))
+					p.dead()
+					return
+				}
+				p.stopAfter = false
 			}
 			if !p.header() {
 				return
@@ -275,9 +296,65 @@ func (p *httpParser) classify() bool {
 		p.server()
 		return false
 	}
+	if method, target, n := versionless(b); n > 0 {
+		// "GET /path" and no version: HTTP/0.9, or a broken client.
+		// net/http refuses it and so would a gateway's HTTP/1.x parser:
+		// reported and counted, never replayed, then the stream is
+		// searched for proper requests.
+		const why = "request line has no HTTP version"
+		m := p.markAt(p.base)
+		// Its header fields are not kept: whether they have arrived
+		// would depend on how TCP cut the stream.
+		r := &Request{Time: m.ts, Flow: p.flow, Method: method, Target: target, pkt: m.pkt,
+			Incomplete: true, Problem: "malformed request: " + why}
+		p.x.st.RequestsRefused[why]++
+		p.x.warn(p.flow, "malformed request: "+why+"; resynchronising")
+		p.emit(r)
+		p.x.st.SkippedBytes += int64(n)
+		p.consume(n)
+		p.state = psResync
+		return true
+	} else if n < 0 {
+		return false // wait for the line's end
+	}
 	p.x.st.OtherStreams++
 	p.dead()
 	return false
+}
+
+// versionless recognises a request line without an HTTP version at the
+// start of a stream ("GET /x" CRLF): n is its length with the line end,
+// -1 when more bytes are needed, 0 when it is not one. Only common
+// methods and origin-form targets count, so that other protocols are not
+// taken for HTTP.
+func versionless(b []byte) (method, target string, n int) {
+	sp := bytes.IndexByte(b[:min(len(b), 9)], ' ')
+	if sp < 0 {
+		return "", "", 0
+	}
+	switch string(b[:sp]) {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH":
+	default:
+		return "", "", 0
+	}
+	if len(b) == sp+1 {
+		return "", "", -1
+	}
+	if b[sp+1] != '/' {
+		return "", "", 0
+	}
+	nl := bytes.IndexByte(b[sp+1:min(len(b), maxRequestLine)], '\n')
+	if nl < 0 {
+		if len(b) >= maxRequestLine {
+			return "", "", 0
+		}
+		return "", "", -1
+	}
+	t := strings.TrimSuffix(string(b[sp+1:sp+1+nl]), "\r")
+	if strings.ContainsAny(t, " \r") {
+		return "", "", 0
+	}
+	return string(b[:sp]), t, sp + 1 + nl + 1
 }
 
 func (p *httpParser) dead() {
@@ -498,14 +575,19 @@ func (p *httpParser) body() bool {
 // and the parser's complaint is returned as targetErr: the request keeps
 // its target as written, and the replayer sends it verbatim.
 func (p *httpParser) parseRequest(block []byte) (req *http.Request, targetErr string, err error) {
-	req, err = p.x.readRequest(block)
-	var ue *url.Error
-	if err == nil || !errors.As(err, &ue) {
-		return req, "", err
-	}
 	method, target, proto, ok := splitRequestLine(block)
-	if !ok {
-		return nil, "", err
+	why := ""
+	if ok && strings.IndexByte(target, ' ') >= 0 {
+		// net/http would take the rest of the target for the version.
+		why = "target contains spaces"
+		err = errors.New(why)
+	} else {
+		req, err = p.x.readRequest(block)
+		var ue *url.Error
+		if err == nil || !errors.As(err, &ue) || !ok {
+			return req, "", err
+		}
+		why = ue.Err.Error()
 	}
 	stand := "/"
 	if i := strings.Index(target, "://"); i > 0 && method != http.MethodConnect {
@@ -522,7 +604,7 @@ func (p *httpParser) parseRequest(block []byte) (req *http.Request, targetErr st
 		return nil, "", err // refused for more than its target
 	}
 	req.RequestURI = target
-	return req, ue.Err.Error(), nil
+	return req, why, nil
 }
 
 // refusedReason is net/http's complaint about a request without the
@@ -699,7 +781,8 @@ const maxRequestLine = 16 << 10
 
 // isRequestLine reports whether b starts with an HTTP/1.x request line
 // (method SP target SP HTTP/1.d CRLF), or that more bytes are needed to
-// tell.
+// tell. The target runs to the last space of the line: real clients send
+// targets with spaces in them, which are kept (and replayed) as written.
 func isRequestLine(b []byte) (ok, more bool) {
 	i := 0
 	for ; i < len(b) && i < 24; i++ {
@@ -714,47 +797,36 @@ func isRequestLine(b []byte) (ok, more bool) {
 	if i == 0 || b[i] != ' ' {
 		return false, false
 	}
+	// The line end.
 	j := i + 1
 	for ; j < len(b) && j < maxRequestLine; j++ {
-		c := b[j]
-		if c == ' ' {
+		if c := b[j]; c == '\n' || c == '\r' {
 			break
-		}
-		if c == '\r' || c == '\n' {
-			// Other control bytes are kept: Go's URL parser refuses
-			// them, so the request is kept with its raw target and
-			// counted, never lost as if it were not a request.
-			return false, false
 		}
 	}
 	if j == len(b) {
 		return false, j < maxRequestLine
 	}
-	if j == i+1 || b[j] != ' ' {
-		return false, false
-	}
-	v := b[j+1:]
-	const proto = "HTTP/1."
-	n := min(len(v), len(proto))
-	if string(v[:n]) != proto[:n] {
-		return false, false
-	}
-	if len(v) < len(proto)+2 {
-		return false, true
-	}
-	if c := v[len(proto)]; c != '0' && c != '1' {
-		return false, false
-	}
-	switch v[len(proto)+1] {
-	case '\n':
-		return true, false
-	case '\r':
-		if len(v) < len(proto)+3 {
+	if b[j] == '\r' {
+		if j+1 == len(b) {
 			return false, true
 		}
-		return v[len(proto)+2] == '\n', false
+		if b[j+1] != '\n' {
+			return false, false
+		}
+	} else if b[j] != '\n' {
+		return false, false // over the length limit
 	}
-	return false, false
+	line := b[i+1 : j]
+	const proto = " HTTP/1."
+	if len(line) < len(proto)+2 {
+		return false, false
+	}
+	v := line[len(line)-len(proto)-1:]
+	if string(v[:len(proto)]) != proto || (v[len(proto)] != '0' && v[len(proto)] != '1') {
+		return false, false
+	}
+	return len(line)-len(proto)-1 > 0 && line[0] != ' ', false
 }
 
 // isStatusLine reports whether b starts like an HTTP/1.x response.
@@ -768,12 +840,16 @@ func isTLSRecord(b []byte) bool {
 	return len(b) >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 3 && b[2] <= 4
 }
 
-// splitRequestLine splits the first line of b.
+// splitRequestLine splits the first line of b at its first and last
+// spaces (a target may hold spaces).
 func splitRequestLine(b []byte) (method, target, proto string, ok bool) {
 	line := strings.TrimRight(string(b[:lineEnd(b)]), "\r\n")
 	method, rest, ok1 := strings.Cut(line, " ")
-	target, proto, ok2 := strings.Cut(rest, " ")
-	return method, target, proto, ok1 && ok2 && method != ""
+	k := strings.LastIndexByte(rest, ' ')
+	if !ok1 || k < 0 || method == "" {
+		return "", "", "", false
+	}
+	return method, rest[:k], rest[k+1:], true
 }
 
 // rawFields splits a header (or trailer) block into fields, keeping order

@@ -128,6 +128,23 @@ func TestStreams(t *testing.T) {
 		}},
 		{name: "CONNECT: the tunnel after it is not parsed", stream: "CONNECT api.example:443 HTTP/1.1\r\nHost: api.example:443\r\n\r\n\x16\x03\x01\x00\x10GET /not-a-request HTTP/1.1\r\n\r\n",
 			want: []string{"CONNECT api.example:443 0"}},
+		{name: "a target with spaces is kept as written",
+			stream: "GET /uri afterspace HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n", cuts: []int{10},
+			want: []string{"GET /uri afterspace 0", "GET /b 0"}, check: func(t *testing.T, reqs []*Request, _ *Stats) {
+				if reqs[0].TargetError != "target contains spaces" || reqs[0].Proto != "HTTP/1.1" || reqs[0].Host != "h" {
+					t.Errorf("target error %q, proto %q, host %q", reqs[0].TargetError, reqs[0].Proto, reqs[0].Host)
+				}
+			}},
+		{name: "CONNECT then plain HTTP through the tunnel",
+			stream: "CONNECT abc:443 HTTP/1.1\r\nUser-Agent: x\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nUser-Agent: x\r\n\r\n",
+			want:   []string{"CONNECT abc:443 0", "GET / 0"}},
+		{name: "request line without a version: reported, then the next request",
+			stream: "GET /gen.php?a=1\r\nHost: h\r\n\r\nGET /ok HTTP/1.1\r\nHost: h\r\n\r\n", cuts: []int{4, 20},
+			want: []string{"GET /gen.php?a=1 0 incomplete", "GET /ok 0"}, check: func(t *testing.T, reqs []*Request, st *Stats) {
+				if st.RequestsRefused["request line has no HTTP version"] != 1 || st.OtherStreams != 0 {
+					t.Errorf("refused %v, host %q, other %d", st.RequestsRefused, reqs[0].Host, st.OtherStreams)
+				}
+			}},
 		{name: "obsolete line folding joined", stream: "GET / HTTP/1.1\r\nHost: h\r\nX-Long: a\r\n  b\r\n\r\n", want: []string{"GET / 0"},
 			check: func(t *testing.T, reqs []*Request, _ *Stats) {
 				if v := reqs[0].Get("X-Long"); v != "a b" {
