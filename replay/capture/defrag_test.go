@@ -233,6 +233,12 @@ func TestDefragLimits(t *testing.T) {
 			if len(reqs) != 1 || !reqs[0].Incomplete {
 				t.Errorf("requests %+v: want one, incomplete", reqs)
 			}
+			if tc.reason == fragEnded {
+				// Only the handshake and the reply are whole segments.
+				if st.Reassembled != 0 || !strings.Contains(st.String(), "fragments dropped") {
+					t.Errorf("summary %s", st)
+				}
+			}
 			if tc.opt.MaxFragmentBytes > 0 && st.FragmentBytesPeak > int64(tc.opt.MaxFragmentBytes)+512+fragOverhead {
 				t.Errorf("peak %d over the cap %d", st.FragmentBytesPeak, tc.opt.MaxFragmentBytes)
 			}

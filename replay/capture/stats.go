@@ -233,6 +233,8 @@ func (s *Stats) Hint() string {
 			parts = append(parts, "the capture holds no packets")
 		case s.UnknownLink == s.Packets:
 			parts = append(parts, "no packet has a link type the reader decodes")
+		case s.Segments == 0 && s.Fragments > 0:
+			parts = append(parts, fmt.Sprintf("no whole TCP segment: %d IP fragments could not be reassembled (see --stats)", s.Fragments))
 		case s.Segments == 0:
 			parts = append(parts, "no TCP segments — check the capture filter")
 		case s.OtherStreams > 0 && len(parts) == 0:
