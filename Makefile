@@ -18,7 +18,7 @@ SCENARIO ?= weekly
 # Where make drills keeps its run directories (one per drill).
 DRILLS_OUT ?= runs/drills-$(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all build rehearse test drills bench bench-go lint cross fuzz-smoke clean
+.PHONY: all build rehearse test drills bench bench-go lint lint-workflows print-actionlint cross fuzz-smoke clean
 
 all: lint test build
 
@@ -56,6 +56,19 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+
+# The example CI workflows (examples/ci) checked by actionlint, pinned;
+# .ci/run installs it with: go install $(ACTIONLINT_PKG)@$(ACTIONLINT_VERSION)
+ACTIONLINT         ?= actionlint
+ACTIONLINT_PKG     := github.com/rhysd/actionlint/cmd/actionlint
+ACTIONLINT_VERSION := v1.7.12
+
+print-actionlint:
+	@echo $(ACTIONLINT_PKG)@$(ACTIONLINT_VERSION)
+
+lint-workflows:
+	@command -v $(ACTIONLINT) >/dev/null 2>&1 || { echo "actionlint not found: go install $(ACTIONLINT_PKG)@$(ACTIONLINT_VERSION)"; exit 1; }
+	$(ACTIONLINT) examples/ci/*.yml
 
 cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./...
