@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -136,14 +137,6 @@ func TestRunNoiseIsNotSignal(t *testing.T) {
 	}
 }
 
-func flat(runs [][]float64) []float64 {
-	var out []float64
-	for _, r := range runs {
-		out = append(out, r...)
-	}
-	return out
-}
-
 func TestThresholdAndNotes(t *testing.T) {
 	a := [][]float64{{100, 100.1, 99.9, 100, 100.05}, {100, 99.95, 100.1}}
 	b := [][]float64{{101, 101.1, 100.9, 101, 101.05}, {101, 100.95, 101.1}}
@@ -209,5 +202,49 @@ func TestTQuantile(t *testing.T) {
 	// Large n: the expansion vanishes.
 	if a := expandedAlpha(0.05, 1000); math.Abs(a-0.05) > 0.002 {
 		t.Errorf("expanded alpha for n = 1000: %v", a)
+	}
+}
+
+func TestRankTest(t *testing.T) {
+	// 3 vs 3 fully separated: 2 of the 20 splits are as extreme.
+	if p, minP := RankTest([]float64{1, 2, 3}, []float64{4, 5, 6}); math.Abs(p-0.1) > 1e-12 || math.Abs(minP-0.1) > 1e-12 {
+		t.Errorf("3 vs 3: p %v min %v, want 0.1", p, minP)
+	}
+	// 4 vs 4 separated: 2/70.
+	if p, _ := RankTest([]float64{1, 2, 3, 4}, []float64{5, 6, 7, 8}); math.Abs(p-2.0/70) > 1e-12 {
+		t.Errorf("4 vs 4: p %v", p)
+	}
+	if p, _ := RankTest([]float64{1, 3, 5, 7}, []float64{2, 4, 6, 8}); p < 0.5 {
+		t.Errorf("interleaved: p %v", p)
+	}
+	if p, _ := RankTest([]float64{2, 2, 2}, []float64{2, 2, 2}); p != 1 {
+		t.Errorf("all tied: p %v", p)
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	var x, y []float64
+	for range 20 {
+		x = append(x, rng.NormFloat64())
+		y = append(y, rng.NormFloat64()+2)
+	}
+	if p, minP := RankTest(x, y); p > 0.001 || minP != 0 {
+		t.Errorf("20 vs 20 shifted by 2 sd: p %v", p)
+	}
+}
+
+// TestOneValuePerRun checks that three runs per side with one value each
+// are never called clear, however far apart, and that five are when far
+// apart: the rank test decides for figures without replication.
+func TestOneValuePerRun(t *testing.T) {
+	three := Compare([][]float64{{1}, {2}, {3}}, [][]float64{{10}, {11}, {12}}, Threshold{}, Options{})
+	if three.Clear || three.Beyond || !strings.Contains(three.Note, "3 runs per side cannot be clear") {
+		t.Errorf("3 vs 3: %+v", three)
+	}
+	five := Compare([][]float64{{1}, {2}, {3}, {2}, {1.5}}, [][]float64{{10}, {11}, {12}, {11}, {10.5}}, Threshold{}, Options{})
+	if !five.Clear || !five.Beyond || five.Note != "" {
+		t.Errorf("5 vs 5: %+v", five)
+	}
+	mixed := Compare([][]float64{{1}, {2}, {3}, {2}, {1.5}}, [][]float64{{1.2}, {2.5}, {3.1}, {1.8}, {1.1}}, Threshold{}, Options{})
+	if mixed.Clear {
+		t.Errorf("overlapping 5 vs 5: %+v", mixed)
 	}
 }
