@@ -23,6 +23,11 @@ var (
 	// more of its expectations. Exit code 1.
 	ErrExpectations = errors.New("expectations not met")
 
+	// ErrDiffers marks a comparison (report compare --fail-on-diff) in
+	// which a figure differs beyond noise and its threshold. Exit code 1,
+	// like a failed expectation: both are findings, not failures to run.
+	ErrDiffers = errors.New("figures differ")
+
 	// ErrInterrupted marks a run stopped by SIGINT, SIGTERM or SIGHUP. Exit
 	// code 130.
 	ErrInterrupted = errors.New("interrupted")
@@ -49,7 +54,7 @@ func ExitCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, ErrInvalid):
 		return ExitInvalid
-	case errors.Is(err, ErrExpectations):
+	case errors.Is(err, ErrExpectations), errors.Is(err, ErrDiffers):
 		return ExitExpectations
 	default:
 		return ExitEnvironment

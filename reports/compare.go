@@ -1,352 +1,876 @@
 package reports
 
 import (
-	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"html/template"
+	"io"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 
-	"github.com/halfopen/rehearse/internal/atomicfile"
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/stats"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/replay/capture"
 )
 
-// Tolerance says when a difference between two runs is worth a flag:
-// beyond Abs (in the figure's unit: seconds, counts, ratios) and beyond Rel
-// times the first run's value.
-type Tolerance struct {
-	Abs float64
-	Rel float64
-}
-
-// DefaultTolerance flags differences beyond 0.5 (s, calls) and 20 %.
-var DefaultTolerance = Tolerance{Abs: 0.5, Rel: 0.2}
-
-// Comparison is two runs' figures side by side.
-type Comparison struct {
+// CompareOptions say how two sets of runs are compared. The zero value
+// compares with the defaults.
+type CompareOptions struct {
+	// Labels name the two sides; empty means the first directory's name.
 	Labels [2]string
-	A, B   *Analysis
-	Tol    Tolerance
-	// Rows are the figures; Flagged counts rows beyond the tolerance.
-	Rows    []CompareRow
-	Flagged int
-	// Platform rows: fact, value in A, value in B.
-	Platform [][3]string
-	// Origins are each run's first fault start (s), where the timelines
-	// are aligned.
-	Origins [2]float64
+	// Scenario keeps only runs of this scenario (name, or a prefix of the
+	// digest) when a directory is an archive of many runs.
+	Scenario string
+	// Force compares runs of different drills (scenario digests) instead
+	// of refusing; the output then says so first.
+	Force bool
+	// Thresholds replace DefaultThresholds per figure key (FigureKeys).
+	Thresholds map[string]stats.Threshold
+	// Stats tunes the confidence interval (level, resamples, seed).
+	Stats stats.Options
 }
 
-// CompareRow is one figure in both runs.
+// Comparison is two sets of runs of one drill, figure by figure.
+type Comparison struct {
+	Labels [2]string `json:"labels"`
+	// Runs are each side's runs, oldest first.
+	Runs [2][]CompareRun `json:"runs"`
+	// Digest is the drill's digest when every run has the same one.
+	Digest string `json:"scenario_digest,omitempty"`
+	// Forced reports that different drills were compared with Force.
+	Forced bool `json:"forced,omitempty"`
+	// Level is the confidence level of the intervals.
+	Level float64 `json:"level"`
+	// Rows are the compared figures; Flagged counts the rows beyond noise
+	// and beyond their threshold, Unjudged those with too few samples to
+	// tell.
+	Rows     []CompareRow `json:"figures"`
+	Flagged  int          `json:"flagged"`
+	Unjudged int          `json:"unjudged"`
+	// Platform are the machine's figures during the runs (timer lateness,
+	// load), compared but never flagged.
+	Platform []CompareRow `json:"platform_figures"`
+	// Facts are the platform facts per side (distinct values joined).
+	Facts []CompareFact `json:"platform_facts"`
+	// Config are the configuration differences that remain between the
+	// runs (within a side or across).
+	Config []CompareFact `json:"config_differences"`
+	// Expectations are each expectation's verdicts per side.
+	Expectations []CompareExpectation `json:"expectations"`
+	// Warnings say what weakens the comparison (a label contradicting the
+	// platform, one run per side, partial runs, unknown digests).
+	Warnings []string `json:"warnings"`
+	// Why ties each flagged figure to the differences that may explain it.
+	Why []CompareWhy `json:"why"`
+
+	sides [2][]*sideRun
+}
+
+// CompareRun is one run of a side.
+type CompareRun struct {
+	Dir      string `json:"dir"`
+	RunID    string `json:"run_id"`
+	Scenario string `json:"scenario"`
+	Digest   string `json:"scenario_digest,omitempty"`
+	OS       string `json:"os,omitempty"`
+	Arch     string `json:"arch,omitempty"`
+	Partial  bool   `json:"partial,omitempty"`
+}
+
+// CompareRow is one figure on both sides.
 type CompareRow struct {
-	Group  string // "search episode 1", "replay", ...
-	Figure string
-	A, B   string
-	Delta  string
-	Flag   bool
+	// Key is the figure's key, Group where it belongs ("search episode
+	// 1", "replay"), Label what it is, Unit its unit.
+	Key   string `json:"key"`
+	Group string `json:"group"`
+	Label string `json:"label"`
+	Unit  string `json:"unit"`
+	// A and B summarise each side's samples.
+	A CompareSide `json:"a"`
+	B CompareSide `json:"b"`
+	// Delta is B's median − A's; [Lo, Hi] its confidence interval when
+	// HasCI.
+	Delta *float64 `json:"difference"`
+	Lo    *float64 `json:"ci_low"`
+	Hi    *float64 `json:"ci_high"`
+	// Clear: the interval excludes zero. Threshold: the practical
+	// threshold that applied. Flag: clear and at least the threshold.
+	Clear     bool    `json:"clear"`
+	Judged    bool    `json:"judged"`
+	Threshold float64 `json:"threshold"`
+	Flag      bool    `json:"flagged"`
+	// Note says what limits the row ("one sample per side: …").
+	Note string `json:"note,omitempty"`
 }
 
-// Compare puts the figures of two analyses side by side (b relative to a),
-// with deltas flagged beyond the tolerance; tol defaults to
-// DefaultTolerance. Episodes are paired by upstream and order.
-func Compare(a, b *Analysis, labels [2]string, tol ...Tolerance) *Comparison {
-	t := DefaultTolerance
-	if len(tol) > 0 {
-		t = tol[0]
+// CompareSide summarises one side's samples of a figure.
+type CompareSide struct {
+	N      int      `json:"n"`
+	Runs   int      `json:"runs"`
+	Median *float64 `json:"median"`
+	P10    *float64 `json:"p10"`
+	P90    *float64 `json:"p90"`
+}
+
+// CompareFact is one fact or setting with its values on each side.
+type CompareFact struct {
+	Key string   `json:"key"`
+	A   []string `json:"a"`
+	B   []string `json:"b"`
+}
+
+// Differs reports whether the fact takes different values.
+func (f CompareFact) Differs() bool {
+	return !slices.Equal(f.A, f.B) || len(f.A) > 1 || len(f.B) > 1
+}
+
+// CompareExpectation is one expectation's verdicts: met in Met of Runs.
+type CompareExpectation struct {
+	Name string `json:"name"`
+	Want string `json:"want"`
+	A    [2]int `json:"a"` // met, runs
+	B    [2]int `json:"b"`
+	Flag bool   `json:"flagged"`
+}
+
+// CompareWhy lists, for one flagged figure, the differences that may
+// explain it.
+type CompareWhy struct {
+	Figure  string   `json:"figure"`
+	Reasons []string `json:"reasons"`
+}
+
+// ErrNotComparable is returned (wrapping rehearse.ErrInvalid) when the two
+// sides ran different drills and Force is not set.
+var ErrNotComparable = errors.New("runs of different drills")
+
+// sideRun is one run with what the comparison needs beyond its analysis.
+type sideRun struct {
+	Dir      string
+	A        *Analysis
+	Digest   string
+	Config   map[string]string
+	Lateness []float64 // ms, every sent request
+	TimerP50 []float64 // ms, each platform.sample burst
+	TimerP99 []float64
+	Load     []float64
+}
+
+// CompareSets compares two sets of run directories (a run directory, or an
+// archive directory whose run subdirectories are all taken, filtered by
+// opt.Scenario). Bad input (no runs, unreadable journals, different drills
+// without Force) is an error wrapping rehearse.ErrInvalid.
+func CompareSets(a, b []string, opt CompareOptions) (*Comparison, error) {
+	var sides [2][]*sideRun
+	for i, dirs := range [][]string{a, b} {
+		runs, err := loadSide(dirs, opt.Scenario)
+		if err != nil {
+			return nil, err
+		}
+		if len(runs) == 0 {
+			what := "no run directories"
+			if opt.Scenario != "" {
+				what = "no runs of scenario " + opt.Scenario
+			}
+			return nil, fmt.Errorf("%w: side %c (%s): %s", rehearse.ErrInvalid, 'A'+i, strings.Join(dirs, ", "), what)
+		}
+		sides[i] = runs
 	}
-	for i, l := range labels {
-		if l == "" {
-			labels[i] = string(rune('A' + i))
+	for i := range opt.Labels {
+		if opt.Labels[i] == "" {
+			d := a
+			if i == 1 {
+				d = b
+			}
+			opt.Labels[i] = filepath.Base(filepath.Clean(d[0]))
 		}
 	}
-	c := &Comparison{Labels: labels, A: a, B: b, Tol: t}
-	num := func(group, fig string, x, y *float64, unit string) {
-		r := CompareRow{Group: group, Figure: fig, A: fnumU(x, unit), B: fnumU(y, unit), Delta: "—"}
+	return compareSides(sides, opt)
+}
+
+// CompareDirs compares one run directory with another.
+func CompareDirs(dirA, dirB string, labels [2]string, opt CompareOptions) (*Comparison, error) {
+	opt.Labels = labels
+	return CompareSets([]string{dirA}, []string{dirB}, opt)
+}
+
+// loadSide expands directories into runs: a directory with a journal is a
+// run; otherwise its subdirectories with journals are.
+func loadSide(dirs []string, scenario string) ([]*sideRun, error) {
+	var out []*sideRun
+	for _, d := range dirs {
+		paths, err := runDirs(d)
+		if err != nil {
+			return nil, err
+		}
+		archive := len(paths) != 1 || paths[0] != d
+		for _, p := range paths {
+			r, err := loadRun(p)
+			if err != nil {
+				return nil, err
+			}
+			if scenario != "" && r.A.Run.Scenario != scenario && !(len(scenario) >= 8 && strings.HasPrefix(strings.TrimPrefix(r.Digest, "sha256:"), strings.TrimPrefix(scenario, "sha256:"))) {
+				if !archive {
+					return nil, fmt.Errorf("%w: %s is a run of %s, not of %s", rehearse.ErrInvalid, p, r.A.Run.Scenario, scenario)
+				}
+				continue
+			}
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].A.Run.WallStart.Before(out[j].A.Run.WallStart) })
+	return out, nil
+}
+
+// runDirs returns d itself when it holds a journal, else its
+// subdirectories that do.
+func runDirs(d string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(d, JournalFile)); err == nil {
+		return []string{d}, nil
+	}
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: no such directory", rehearse.ErrInvalid, d)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", rehearse.ErrInvalid, d, err)
+	}
+	var out []string
+	for _, e := range ents {
+		p := filepath.Join(d, e.Name())
+		if st, err := os.Stat(p); err == nil && st.IsDir() && e.Name() != "latest" {
+			if _, err := os.Stat(filepath.Join(p, JournalFile)); err == nil {
+				out = append(out, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s is neither a run directory (no %s) nor an archive of runs", rehearse.ErrInvalid, d, JournalFile)
+	}
+	return out, nil
+}
+
+// loadRun analyses a run directory and reads what the analysis does not
+// keep: the compiled scenario, the drill digest, every request's send
+// lateness and the platform samples.
+func loadRun(dir string) (*sideRun, error) {
+	a, err := AnalyzeDir(dir)
+	if err != nil {
+		if !errors.Is(err, rehearse.ErrInvalid) {
+			err = fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
+		}
+		return nil, err
+	}
+	r := &sideRun{Dir: dir, A: a, Config: map[string]string{}}
+	f, err := os.Open(filepath.Join(dir, JournalFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	defer f.Close()
+	rd := journal.NewReader(f)
+	for {
+		e, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", rehearse.ErrInvalid, dir, err)
+		}
+		switch p := e.Payload.(type) {
+		case *journal.RunStart:
+			r.Digest = p.ScenarioDigest
+			if len(p.Config) > 0 {
+				var v any
+				if json.Unmarshal(p.Config, &v) == nil {
+					flatten("", v, r.Config)
+				}
+			}
+		case *journal.ClientRequest:
+			if p.Sent > 0 {
+				r.Lateness = append(r.Lateness, durMs(max(p.Sent-p.Scheduled, 0)))
+			}
+		case *journal.PlatformSample:
+			if t := p.Timer; t != nil {
+				r.TimerP50 = append(r.TimerP50, durMs(t.P50))
+				r.TimerP99 = append(r.TimerP99, durMs(t.P99))
+			}
+			if p.Load1 != nil {
+				r.Load = append(r.Load, *p.Load1)
+			}
+		}
+	}
+	if a.Run.Version != "" {
+		r.Config["harness version"] = a.Run.Version
+	}
+	return r, nil
+}
+
+// flatten writes v's leaves as dotted keys, redacting secrets.
+func flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			flatten(p, e, out)
+		}
+	case []any:
+		for i, e := range x {
+			flatten(fmt.Sprintf("%s[%d]", prefix, i), e, out)
+		}
+	case nil:
+	default:
+		s := fmt.Sprint(x)
+		if f, ok := x.(float64); ok {
+			s = fmt.Sprintf("%g", f)
+		}
+		last := prefix[strings.LastIndexAny(prefix, ".]")+1:]
 		switch {
-		case x != nil && y != nil:
-			d := *y - *x
-			r.Delta = fmt.Sprintf("%+.3g%s", d, unit)
-			r.Flag = math.Abs(d) > t.Abs && math.Abs(d) > t.Rel*math.Abs(*x)
-		case (x == nil) != (y == nil):
-			r.Flag = true
+		case capture.IsSecretHeader(last) || strings.Contains(strings.ToLower(last), "password") || strings.Contains(strings.ToLower(last), "secret"):
+			s = capture.Redacted
+		case strings.Contains(s, "://"):
+			s = redactURL(s)
 		}
-		if r.Flag {
-			c.Flagged++
-		}
-		c.Rows = append(c.Rows, r)
+		out[prefix] = s
 	}
-	word := func(group, fig, x, y string) {
-		r := CompareRow{Group: group, Figure: fig, A: x, B: y, Delta: "—", Flag: x != y}
-		if r.Flag {
-			c.Flagged++
-			r.Delta = "differs"
-		}
-		c.Rows = append(c.Rows, r)
+}
+
+// compareSides builds the comparison of two loaded sides.
+func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) {
+	c := &Comparison{Labels: opt.Labels, sides: sides, Warnings: []string{}, Why: []CompareWhy{}}
+	sopt := opt.Stats
+	if sopt.Level <= 0 || sopt.Level >= 1 {
+		sopt.Level = stats.DefaultLevel
 	}
-	names := sortedKeys(a.Upstreams)
-	for _, n := range sortedKeys(b.Upstreams) {
-		if _, ok := a.Upstreams[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	for _, n := range names {
-		ua, ub := a.Upstreams[n], b.Upstreams[n]
-		var ea, eb []*Episode
-		if ua != nil {
-			ea = ua.Episodes
-		}
-		if ub != nil {
-			eb = ub.Episodes
-		}
-		for i := 0; i < max(len(ea), len(eb)); i++ {
-			var x, y *Episode
-			if i < len(ea) {
-				x = ea[i]
+	c.Level = sopt.Level
+	digests := map[string][]string{} // digest → "side: scenario"
+	unknown := 0
+	for i, runs := range sides {
+		for _, r := range runs {
+			ri := CompareRun{Dir: r.Dir, RunID: r.A.Run.RunID, Scenario: r.A.Run.Scenario, Digest: r.Digest, Partial: r.A.Run.Partial}
+			if p := r.A.Platform; p != nil {
+				ri.OS, ri.Arch = p.OS, p.Arch
 			}
-			if i < len(eb) {
-				y = eb[i]
+			c.Runs[i] = append(c.Runs[i], ri)
+			if r.Digest == "" {
+				unknown++
+				continue
 			}
-			x, y = orEmpty(x), orEmpty(y)
-			g := fmt.Sprintf("%s episode %d", n, i+1)
-			for _, f := range Figures {
-				switch {
-				case f.In&InCompare == 0:
-				case f.Unit == Word:
-					word(g, f.compareLabel(), f.Word(x), f.Word(y))
-				default:
-					num(g, f.compareLabel(), f.Value(x), f.Value(y), unitSuffix(f.Unit))
+			d := fmt.Sprintf("%s: %s", c.Labels[i], r.A.Run.Scenario)
+			if !slices.Contains(digests[r.Digest], d) {
+				digests[r.Digest] = append(digests[r.Digest], d)
+			}
+		}
+	}
+	if len(digests) > 1 {
+		var parts []string
+		for _, d := range sortedKeys(digests) {
+			parts = append(parts, fmt.Sprintf("%s (%s)", shortDigest(d), strings.Join(digests[d], ", ")))
+		}
+		msg := fmt.Sprintf("the runs rehearsed %d different drills: %s", len(digests), strings.Join(parts, "; "))
+		if !opt.Force {
+			return nil, fmt.Errorf("%w: %w: %s; compare runs of one scenario (--scenario to pick one from an archive), or --force", rehearse.ErrInvalid, ErrNotComparable, msg)
+		}
+		c.Forced = true
+		c.Warnings = append(c.Warnings, "FORCED: "+msg+"; differences may come from the drills, not the platforms")
+	} else {
+		for d := range digests {
+			c.Digest = d
+		}
+	}
+	if unknown > 0 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%d run(s) carry no scenario digest (recorded by an older rehearse): whether they ran the same drill is not checked", unknown))
+	}
+	if len(sides[0]) == 1 && len(sides[1]) == 1 {
+		c.Warnings = append(c.Warnings, "one run per side: run-to-run noise is not measured, so a difference cannot be told from it; intervals cover cycle-to-cycle noise within each run only. Repeat each side (3 runs or more) to separate a platform difference from noise")
+	} else if len(sides[0]) == 1 || len(sides[1]) == 1 {
+		c.Warnings = append(c.Warnings, "one side has a single run: its run-to-run noise is not measured")
+	}
+	for i, runs := range sides {
+		for _, r := range runs {
+			if r.A.Run.Partial {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s is a partial run (%s): its figures cover part of the drill", c.Labels[i], r.Dir, r.A.Run.EndReason))
+			}
+		}
+	}
+	c.labelWarnings()
+	c.rows(opt.Thresholds, sopt)
+	c.facts()
+	c.config()
+	c.expectations()
+	c.explain()
+	return c, nil
+}
+
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		d = d[:12]
+	}
+	return d
+}
+
+// labelWords tie words in a label to the platform they name.
+var labelWords = []struct {
+	words []string
+	field string // "os" or "arch"
+	want  string
+}{
+	{[]string{"mac", "macos", "darwin", "osx", "mac mini", "macbook"}, "os", "darwin"},
+	{[]string{"linux", "ubuntu", "debian", "fedora", "alpine"}, "os", "linux"},
+	{[]string{"windows", "win"}, "os", "windows"},
+	{[]string{"arm64", "aarch64", "m1", "m2", "m3", "m4", "graviton", "apple silicon"}, "arch", "arm64"},
+	{[]string{"amd64", "x86", "x86_64", "intel"}, "arch", "amd64"},
+}
+
+// labelWarnings warns when a side's label names a platform its runs did
+// not run on, or when a side mixes platforms.
+func (c *Comparison) labelWarnings() {
+	for i, runs := range c.Runs {
+		oses, arches := map[string]bool{}, map[string]bool{}
+		for _, r := range runs {
+			if r.OS != "" {
+				oses[r.OS] = true
+			}
+			if r.Arch != "" {
+				arches[r.Arch] = true
+			}
+		}
+		if len(oses) > 1 || len(arches) > 1 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s mixes platforms (%s / %s): its spread includes platform differences", c.Labels[i], strings.Join(sortedKeys(oses), ", "), strings.Join(sortedKeys(arches), ", ")))
+		}
+		tokens := strings.FieldsFunc(strings.ToLower(c.Labels[i]), func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+		})
+		lower := strings.ToLower(c.Labels[i])
+		for _, lw := range labelWords {
+			hit := ""
+			for _, w := range lw.words {
+				if slices.Contains(tokens, w) || (strings.Contains(w, " ") && strings.Contains(lower, w)) {
+					hit = w
+					break
+				}
+			}
+			have := oses
+			if lw.field == "arch" {
+				have = arches
+			}
+			if hit == "" || len(have) == 0 || have[lw.want] {
+				continue
+			}
+			c.Warnings = append(c.Warnings, fmt.Sprintf("label %q says %s, but its runs ran on %s %s (platform facts)", c.Labels[i], hit, lw.field, strings.Join(sortedKeys(have), ", ")))
+		}
+	}
+}
+
+// upstreamNames lists the upstreams of either side, sorted.
+func (c *Comparison) upstreamNames() []string {
+	set := map[string]bool{}
+	for _, runs := range c.sides {
+		for _, r := range runs {
+			for n := range r.A.Upstreams {
+				set[n] = true
+			}
+		}
+	}
+	return sortedKeys(set)
+}
+
+// rows computes every figure's row.
+func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
+	threshold := func(f compareFigure) stats.Threshold {
+		if t, ok := over[f.Key]; ok {
+			return t
+		}
+		return DefaultThresholds[f.Unit]
+	}
+	add := func(list *[]CompareRow, count bool, group string, f compareFigure, a, b [][]float64) {
+		res := stats.Compare(a, b, threshold(f), sopt)
+		if res.A.N == 0 && res.B.N == 0 {
+			return // not observed anywhere: not a figure of this drill
+		}
+		row := CompareRow{Key: f.Key, Group: group, Label: f.Label, Unit: f.Unit,
+			A: side(res.A), B: side(res.B), Threshold: res.Threshold, Note: res.Note}
+		if res.Comparable() {
+			row.Delta = ptr(res.Delta)
+		}
+		if res.HasCI {
+			row.Lo, row.Hi, row.Clear = ptr(res.Lo), ptr(res.Hi), res.Clear
+		}
+		row.Flag, row.Judged = res.Beyond, res.Judged
+		if count {
+			switch {
+			case row.Flag:
+				c.Flagged++
+			case !res.Judged:
+				c.Unjudged++
+			}
+		}
+		*list = append(*list, row)
+	}
+	for _, n := range c.upstreamNames() {
+		eps := 0
+		for _, runs := range c.sides {
+			for _, r := range runs {
+				if u := r.A.Upstreams[n]; u != nil {
+					eps = max(eps, len(u.Episodes))
 				}
 			}
 		}
-	}
-	num("replay", "send lateness p99", msToS(a.Replay.LatenessMs.P99), msToS(b.Replay.LatenessMs.P99), "s")
-	num("replay", "sent", ptr(float64(a.Replay.Sent)), ptr(float64(b.Replay.Sent)), "")
-	num("clients", "amplification overall", a.Amplification.Overall, b.Amplification.Overall, "")
-	for _, ph := range []string{"before", "during", "after"} {
-		var x, y *float64
-		if p := a.Phases[ph]; p != nil {
-			x = p.SuccessRatio
-		}
-		if p := b.Phases[ph]; p != nil {
-			y = p.SuccessRatio
-		}
-		num("clients", "success ratio "+ph, x, y, "")
-	}
-	// Expectation verdicts, by name, in A's order then B's extras.
-	va0, vb0 := map[string]ExpectationResult{}, map[string]ExpectationResult{}
-	var expNames []string
-	for _, r := range a.Expectations {
-		va0[r.Name] = r
-		expNames = append(expNames, r.Name)
-	}
-	for _, r := range b.Expectations {
-		if _, ok := va0[r.Name]; !ok {
-			expNames = append(expNames, r.Name)
-		}
-		vb0[r.Name] = r
-	}
-	verdict := func(r ExpectationResult, ok bool) string {
-		switch {
-		case !ok:
-			return "—"
-		case r.Passed:
-			return "pass (" + r.Observed + ")"
-		case r.Outcome == NotObservable:
-			return "FAIL (not observable)"
-		default:
-			return "FAIL (" + r.Observed + ")"
+		for i := range eps {
+			group := fmt.Sprintf("%s episode %d", n, i+1)
+			if f := c.faultOf(n, i); f != "" {
+				group += " (" + f + ")"
+			}
+			for _, f := range episodeFigures {
+				var s [2][][]float64
+				for k, runs := range c.sides {
+					for _, r := range runs {
+						var v []float64
+						if u := r.A.Upstreams[n]; u != nil && i < len(u.Episodes) {
+							v = f.Episode(u.Episodes[i])
+						}
+						s[k] = append(s[k], v)
+					}
+				}
+				add(&c.Rows, true, group, f, s[0], s[1])
+			}
 		}
 	}
-	for _, n := range expNames {
-		ra, oka := va0[n]
-		rb, okb := vb0[n]
-		want := ra.Want
-		if !oka {
-			want = rb.Want
+	perRun := func(list *[]CompareRow, count bool, group string, figs []compareFigure) {
+		for _, f := range figs {
+			var s [2][][]float64
+			for k, runs := range c.sides {
+				for _, r := range runs {
+					s[k] = append(s[k], f.Run(r))
+				}
+			}
+			add(list, count, group, f, s[0], s[1])
 		}
-		row := CompareRow{Group: "expectations", Figure: n + " (want " + want + ")", A: verdict(ra, oka), B: verdict(rb, okb), Delta: "—"}
-		switch {
-		case !okb:
-			row.Flag, row.Delta = true, "not set in "+labels[1]
-		case !oka:
-			row.Flag, row.Delta = true, "not set in "+labels[0]
-		case ra.Passed != rb.Passed || ra.Outcome != rb.Outcome:
-			row.Flag, row.Delta = true, "verdict differs"
-		}
-		if row.Flag {
-			c.Flagged++
-		}
-		c.Rows = append(c.Rows, row)
 	}
-	pa, pb := platformRows(a.Platform), platformRows(b.Platform)
-	keys := []string{}
-	va, vb := map[string]string{}, map[string]string{}
-	for _, r := range pa {
-		keys = append(keys, r.K)
-		va[r.K] = r.V
-	}
-	for _, r := range pb {
-		if _, ok := va[r.K]; !ok {
-			keys = append(keys, r.K)
-		}
-		vb[r.K] = r.V
-	}
-	for _, k := range keys {
-		c.Platform = append(c.Platform, [3]string{k, orDash(va[k]), orDash(vb[k])})
-	}
-	c.Origins = [2]float64{firstFault(a), firstFault(b)}
-	return c
+	perRun(&c.Rows, true, "replay and clients", runFigures)
+	perRun(&c.Platform, false, "platform", platformFigures)
 }
 
-// unitSuffix is the unit compare writes after a number and its delta.
-func unitSuffix(u Unit) string {
-	if u == Seconds {
-		return "s"
+// faultOf names the fault of upstream n's episode i in the first run that
+// has it.
+func (c *Comparison) faultOf(n string, i int) string {
+	for _, runs := range c.sides {
+		for _, r := range runs {
+			if u := r.A.Upstreams[n]; u != nil && i < len(u.Episodes) {
+				return u.Episodes[i].Fault
+			}
+		}
 	}
 	return ""
 }
 
-func orEmpty(e *Episode) *Episode {
-	if e == nil {
-		return &Episode{Fault: "—"}
-	}
-	return e
-}
-
-func msToS(p *float64) *float64 {
-	if p == nil {
-		return nil
-	}
-	return ptr(*p / 1000)
-}
-
-func fnumU(p *float64, unit string) string {
-	if p == nil {
-		return "—"
-	}
-	if unit == "s" {
-		return fmtS(*p)
-	}
-	return fmt.Sprintf("%.4g", *p)
-}
-
-func firstFault(a *Analysis) float64 {
-	first := -1.0
-	if a.Timeline != nil {
-		for _, f := range a.Timeline.Faults {
-			if first < 0 || f.StartS < first {
-				first = f.StartS
-			}
-		}
-	}
-	return max(first, 0)
-}
-
-// alignedSVGs renders both timelines aligned at their first fault start.
-func (c *Comparison) alignedSVGs() [2][]byte {
-	pre := max(c.Origins[0], c.Origins[1])
-	post := max(c.A.Run.DurationS-c.Origins[0], c.B.Run.DurationS-c.Origins[1])
-	var out [2][]byte
-	for i, a := range []*Analysis{c.A, c.B} {
-		o := c.Origins[i]
-		out[i] = TimelineSVG(a, SVGOptions{From: o - pre, To: o + post, Origin: o,
-			Title: fmt.Sprintf("%s — %s (t = 0 at the first fault)", c.Labels[i], a.Run.RunID)})
+func side(s stats.Summary) CompareSide {
+	out := CompareSide{N: s.N, Runs: s.Runs}
+	if s.N > 0 {
+		out.Median, out.P10, out.P90 = ptr(s.Median), ptr(s.P10), ptr(s.P90)
 	}
 	return out
 }
 
-// CompareMarkdown renders the comparison for a postmortem.
-func CompareMarkdown(c *Comparison) []byte {
-	var b bytes.Buffer
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# Comparison — %s vs %s\n\n", mdEscape(c.Labels[0]), mdEscape(c.Labels[1]))
-	p("%s: %s (%s); %s: %s (%s). Deltas are %s − %s; flagged (⚑) beyond %.3g absolute and %.0f%% relative.\n\n",
-		mdEscape(c.Labels[0]), mdEscape(c.A.Run.Scenario), mdEscape(c.A.Run.RunID), mdEscape(c.Labels[1]), mdEscape(c.B.Run.Scenario), mdEscape(c.B.Run.RunID),
-		mdEscape(c.Labels[1]), mdEscape(c.Labels[0]), c.Tol.Abs, c.Tol.Rel*100)
-	p("**%d figures differ beyond the tolerance.**\n\n", c.Flagged)
-	p("| group | figure | %s | %s | delta | |\n|---|---|---|---|---|---|\n", mdEscape(c.Labels[0]), mdEscape(c.Labels[1]))
-	for _, r := range c.Rows {
-		f := ""
-		if r.Flag {
-			f = "⚑"
+// values collects a side's distinct values of a fact, in run order.
+func values(runs []*sideRun, get func(r *sideRun) string) []string {
+	var out []string
+	for _, r := range runs {
+		if v := get(r); !slices.Contains(out, v) {
+			out = append(out, v)
 		}
-		p("| %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Group), r.Figure, mdEscape(r.A), mdEscape(r.B), r.Delta, f)
 	}
-	p("\n## Platforms\n\n| fact | %s | %s |\n|---|---|---|\n", mdEscape(c.Labels[0]), mdEscape(c.Labels[1]))
+	return out
+}
+
+// facts lists the platform facts of each side.
+func (c *Comparison) facts() {
+	pf := func(f func(p *PlatformInfo) string) func(r *sideRun) string {
+		return func(r *sideRun) string {
+			if r.A.Platform == nil {
+				return "—"
+			}
+			return orDash(f(r.A.Platform))
+		}
+	}
+	msP := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return fmtMs(*p)
+	}
+	defs := []struct {
+		key string
+		get func(r *sideRun) string
+	}{
+		{"os", pf(func(p *PlatformInfo) string { return p.OS })},
+		{"arch", pf(func(p *PlatformInfo) string { return p.Arch })},
+		{"kernel", pf(func(p *PlatformInfo) string { return p.Kernel })},
+		{"cpu", pf(func(p *PlatformInfo) string { return p.CPU })},
+		{"cpus", pf(func(p *PlatformInfo) string {
+			if p.NumCPU == 0 {
+				return ""
+			}
+			return fmt.Sprint(p.NumCPU)
+		})},
+		{"go version", pf(func(p *PlatformInfo) string { return p.GoVersion })},
+		{"hostname", pf(func(p *PlatformInfo) string { return p.Hostname })},
+		{"timer lateness before the run (p50 / p99)", pf(func(p *PlatformInfo) string {
+			if p.TimerP50Ms == nil {
+				return ""
+			}
+			return msP(p.TimerP50Ms) + " / " + msP(p.TimerP99Ms)
+		})},
+	}
+	for _, d := range defs {
+		c.Facts = append(c.Facts, CompareFact{Key: d.key, A: values(c.sides[0], d.get), B: values(c.sides[1], d.get)})
+	}
+	keys := map[string]bool{}
+	for _, runs := range c.sides {
+		for _, r := range runs {
+			if r.A.Platform != nil {
+				for k := range r.A.Platform.TCPKeepalive {
+					keys[k] = true
+				}
+			}
+		}
+	}
+	for _, k := range sortedKeys(keys) {
+		get := pf(func(p *PlatformInfo) string { return p.TCPKeepalive[k] })
+		c.Facts = append(c.Facts, CompareFact{Key: k, A: values(c.sides[0], get), B: values(c.sides[1], get)})
+	}
+}
+
+// config lists every configuration setting whose values differ, within a
+// side or across: the scenario name, seed, gateway configuration, rate,
+// harness version.
+func (c *Comparison) config() {
+	keys := map[string]bool{}
+	for _, runs := range c.sides {
+		for _, r := range runs {
+			for k := range r.Config {
+				keys[k] = true
+			}
+		}
+	}
+	for _, k := range sortedKeys(keys) {
+		get := func(r *sideRun) string {
+			if v, ok := r.Config[k]; ok {
+				return v
+			}
+			return "—"
+		}
+		f := CompareFact{Key: k, A: values(c.sides[0], get), B: values(c.sides[1], get)}
+		if f.Differs() {
+			c.Config = append(c.Config, f)
+		}
+	}
+	if c.Config == nil {
+		c.Config = []CompareFact{}
+	}
+}
+
+// expectations counts each expectation's verdicts per side; a row is
+// flagged when one side met it in every run and the other in none.
+func (c *Comparison) expectations() {
+	type tally struct {
+		want string
+		n    [2][2]int
+	}
+	byName := map[string]*tally{}
+	var order []string
+	for i, runs := range c.sides {
+		for _, r := range runs {
+			for _, e := range r.A.Expectations {
+				t := byName[e.Name]
+				if t == nil {
+					t = &tally{want: e.Want}
+					byName[e.Name] = t
+					order = append(order, e.Name)
+				}
+				t.n[i][1]++
+				if e.Passed {
+					t.n[i][0]++
+				}
+			}
+		}
+	}
+	c.Expectations = []CompareExpectation{}
+	for _, n := range order {
+		t := byName[n]
+		e := CompareExpectation{Name: n, Want: t.want, A: t.n[0], B: t.n[1]}
+		all := func(x [2]int) bool { return x[1] > 0 && x[0] == x[1] }
+		none := func(x [2]int) bool { return x[1] > 0 && x[0] == 0 }
+		e.Flag = (all(e.A) && none(e.B)) || (none(e.A) && all(e.B))
+		if e.Flag {
+			c.Flagged++
+		}
+		c.Expectations = append(c.Expectations, e)
+	}
+}
+
+// explainKeys ties figure keys to the configuration settings that drive
+// them (substrings of the dotted keys).
+var explainKeys = map[string][]string{
+	"opened_after":           {"breaker.window", "min_samples", "failure_ratio", "consecutive_failures", "replay.rate", "faults"},
+	"failures_before_open":   {"breaker.window", "min_samples", "failure_ratio", "consecutive_failures", "replay.rate", "retry."},
+	"first_probe_after_open": {"cooldown", "retry_after"},
+	"cooldowns":              {"cooldown", "retry_after"},
+	"probe_spacing":          {"probe_interval", "probe_jitter", "replay.rate"},
+	"max_probes_in_flight":   {"instances", "redis", "coord"},
+	"probes":                 {"probe_interval", "cooldown", "successes_to_close", "faults"},
+	"closed_after_fault_end": {"successes_to_close", "probe_interval", "cooldown", "distinct_workers"},
+	"successes_to_close":     {"successes_to_close", "distinct_workers"},
+	"metrics_open_lag":       {"metrics.interval"},
+	"metrics_close_lag":      {"metrics.interval"},
+	"send_lateness":          {"replay.rate", "max_in_flight"},
+	"sent":                   {"replay.rate", "replay.duration"},
+	"amplification":          {"retry.", "fallback"},
+}
+
+// explain ties each flagged figure to the configuration differences and
+// platform facts that differ.
+func (c *Comparison) explain() {
+	var platform []string
 	for _, r := range c.Platform {
-		p("| %s | %s | %s |\n", mdEscape(r[0]), mdEscape(r[1]), mdEscape(r[2]))
-	}
-	p("\nTimelines, aligned at the first fault start: `compare-a.svg`, `compare-b.svg`.\n")
-	return b.Bytes()
-}
-
-var compareTmpl = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Comparison — {{index .C.Labels 0}} vs {{index .C.Labels 1}}</title><style>{{.CSS}}</style></head><body>
-<h1>Comparison — {{index .C.Labels 0}} vs {{index .C.Labels 1}}</h1>
-<div class="verdict {{if .C.Flagged}}fail{{else}}pass{{end}}">{{.C.Flagged}} figures differ beyond the tolerance ({{.C.Tol.Abs}} absolute and {{.Rel}}% relative).</div>
-<div class="meta"><div><span>{{index .C.Labels 0}}</span>{{.C.A.Run.Scenario}} · {{.C.A.Run.RunID}}</div><div><span>{{index .C.Labels 1}}</span>{{.C.B.Run.Scenario}} · {{.C.B.Run.RunID}}</div></div>
-<h2>Timelines, aligned at the first fault start</h2>
-<div class="timeline-wrap">{{index .SVG 0}}</div>
-<div class="timeline-wrap" style="margin-top:8px">{{index .SVG 1}}</div>
-<h2>Figures</h2>
-<table><tr><th>group</th><th>figure</th><th>{{index .C.Labels 0}}</th><th>{{index .C.Labels 1}}</th><th>delta</th><th></th></tr>
-{{range .C.Rows}}<tr><td>{{.Group}}</td><td>{{.Figure}}</td><td class="num">{{.A}}</td><td class="num">{{.B}}</td><td class="num">{{.Delta}}</td><td class="delta-flag">{{if .Flag}}⚑{{end}}</td></tr>
-{{end}}</table>
-<h2>Platforms</h2>
-<table><tr><th>fact</th><th>{{index .C.Labels 0}}</th><th>{{index .C.Labels 1}}</th></tr>
-{{range .C.Platform}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td></tr>{{end}}</table>
-<footer>Black-box figures; definitions in docs/analysis.md.</footer>
-</body></html>
-`))
-
-// CompareHTML renders the comparison as one self-contained HTML file with
-// both timelines aligned at the first fault start.
-func CompareHTML(c *Comparison) ([]byte, error) {
-	svgs := c.alignedSVGs()
-	var b bytes.Buffer
-	err := compareTmpl.Execute(&b, struct {
-		C   *Comparison
-		CSS template.CSS
-		SVG [2]template.HTML
-		Rel string
-	}{c, template.CSS(reportCSS), [2]template.HTML{template.HTML(svgs[0]), template.HTML(svgs[1])}, strings.TrimSuffix(fmt.Sprintf("%.0f", c.Tol.Rel*100), ".")})
-	return b.Bytes(), err
-}
-
-// CompareFiles are the files WriteComparison writes.
-var CompareFiles = []string{"compare.html", "compare.md", "compare-a.svg", "compare-b.svg"}
-
-// WriteComparison writes compare.html, compare.md and the two aligned
-// timelines into dir, atomically.
-func WriteComparison(dir string, c *Comparison) error {
-	h, err := CompareHTML(c)
-	if err != nil {
-		return err
-	}
-	svgs := c.alignedSVGs()
-	for i, b := range [][]byte{h, CompareMarkdown(c), svgs[0], svgs[1]} {
-		if err := atomicfile.Write(filepath.Join(dir, CompareFiles[i]), b, 0o644); err != nil {
-			return err
+		if r.Delta == nil || r.A.Median == nil || r.B.Median == nil {
+			continue
+		}
+		if r.Clear || r.Note != "" {
+			unit := " ms"
+			if r.Unit != UnitMs {
+				unit = ""
+			}
+			platform = append(platform, fmt.Sprintf("%s: %s%s vs %s%s (median)", r.Label, fmtNum(*r.A.Median), unit, fmtNum(*r.B.Median), unit))
 		}
 	}
-	return nil
-}
-
-// CompareDirs analyses two run directories' journals and compares them.
-func CompareDirs(dirA, dirB string, labels [2]string, tol Tolerance) (*Comparison, error) {
-	a, err := AnalyzeDir(dirA)
-	if err != nil {
-		return nil, err
+	var facts []string
+	for _, f := range c.Facts {
+		// The hostname names the machine, not a property of it; the timers
+		// measured before the run are compared as figures (c.Platform).
+		if f.Key == "hostname" || strings.HasPrefix(f.Key, "timer lateness") || !f.Differs() {
+			continue
+		}
+		facts = append(facts, fmt.Sprintf("%s: %s vs %s", f.Key, strings.Join(f.A, ", "), strings.Join(f.B, ", ")))
 	}
-	b, err := AnalyzeDir(dirB)
-	if err != nil {
-		return nil, err
+	for _, r := range c.Rows {
+		if !r.Flag {
+			continue
+		}
+		w := CompareWhy{Figure: fmt.Sprintf("%s: %s %s", r.Group, r.Label, fmtDelta(*r.Delta, r.Unit))}
+		for _, cf := range c.Config {
+			for _, sub := range explainKeys[r.Key] {
+				if strings.Contains(cf.Key, sub) {
+					w.Reasons = append(w.Reasons, fmt.Sprintf("configuration differs: %s is %s vs %s", cf.Key, strings.Join(cf.A, ", "), strings.Join(cf.B, ", ")))
+					break
+				}
+			}
+		}
+		if r.Unit == UnitMs {
+			for _, p := range platform {
+				w.Reasons = append(w.Reasons, "the machine's timers differ: "+p)
+			}
+		}
+		for _, f := range facts {
+			w.Reasons = append(w.Reasons, "platform differs: "+f)
+		}
+		if len(w.Reasons) == 0 {
+			w.Reasons = []string{"no configuration setting tied to this figure and no platform fact differs: look at the gateway itself (version, build) and at what the harness does not measure"}
+		}
+		c.Why = append(c.Why, w)
 	}
-	for i, d := range []string{dirA, dirB} {
-		if labels[i] == "" {
-			labels[i] = filepath.Base(filepath.Clean(d))
+	for _, e := range c.Expectations {
+		if e.Flag {
+			c.Why = append(c.Why, CompareWhy{Figure: "expectation " + e.Name, Reasons: []string{
+				fmt.Sprintf("met in %d of %d runs vs %d of %d: see the flagged figures above", e.A[0], e.A[1], e.B[0], e.B[1])}})
 		}
 	}
-	return Compare(a, b, labels, tol), nil
+}
+
+// fmtMs formats milliseconds for people: "0.054 ms", "3.2 ms", "460 ms",
+// "4.25 s".
+func fmtMs(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 10000:
+		return fmt.Sprintf("%.1f s", v/1000)
+	case a >= 1000:
+		return fmt.Sprintf("%.2f s", v/1000)
+	case a >= 100:
+		return fmt.Sprintf("%.0f ms", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f ms", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f ms", v)
+	case a == 0:
+		return "0 ms"
+	default:
+		return fmt.Sprintf("%.3f ms", v)
+	}
+}
+
+// fmtNum formats a count or ratio with up to 3 significant digits, never
+// in exponent form.
+func fmtNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e9 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	a := math.Abs(v)
+	switch {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 0.01:
+		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+	default:
+		return fmt.Sprintf("%.4f", v)
+	}
+}
+
+// fmtValue formats a value in its unit.
+func fmtValue(v float64, unit string) string {
+	if unit == UnitMs {
+		return fmtMs(v)
+	}
+	return fmtNum(v)
+}
+
+// fmtDelta formats a signed difference in its unit.
+func fmtDelta(v float64, unit string) string {
+	s := fmtValue(v, unit)
+	if v >= 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// CompareAnalyses compares two sets of analyses held in memory. Without
+// their journals there are no per-request send lateness samples, platform
+// samples, configuration or digests: those rows and checks are absent.
+func CompareAnalyses(a, b []*Analysis, opt CompareOptions) (*Comparison, error) {
+	var sides [2][]*sideRun
+	for i, list := range [][]*Analysis{a, b} {
+		if len(list) == 0 {
+			return nil, fmt.Errorf("%w: side %c has no runs", rehearse.ErrInvalid, 'A'+i)
+		}
+		for _, x := range list {
+			sides[i] = append(sides[i], &sideRun{Dir: x.Run.RunID, A: x, Config: map[string]string{}})
+		}
+	}
+	for i := range opt.Labels {
+		if opt.Labels[i] == "" {
+			opt.Labels[i] = string(rune('A' + i))
+		}
+	}
+	return compareSides(sides, opt)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/atomicfile"
+	"github.com/halfopen/rehearse/internal/stats"
 )
 
 // HistoryRun is one run in a history index.
@@ -23,23 +24,48 @@ type HistoryRun struct {
 	Analysis *Analysis
 	Passed   int
 	Total    int
-	// Figures are the key figures by name (see HistoryFigures).
+	// Figures are the run's value of each trend figure (the median of its
+	// samples), by trend key.
 	Figures map[string]*float64
 	// Err is why the run could not be read; its figures are empty.
 	Err string
 }
 
-// HistoryIndex is an index of many runs with trends of their key figures.
+// HistoryGroup is the runs of one drill on one platform: trends are only
+// ever drawn within a group, so "first → last" compares like with like.
+type HistoryGroup struct {
+	// Scenario is the scenario name; Platform "os/arch"; Digest the drill
+	// digest when the runs carry one.
+	Scenario, Platform, Digest string
+	Runs                       []*HistoryRun
+	Trends                     []HistoryTrend
+}
+
+// HistoryTrend is one figure across a group's runs, oldest first.
+type HistoryTrend struct {
+	Key, Label, Unit string
+	Values           []*float64
+	// First and Last are the first and last observed values; N counts
+	// runs with a value.
+	First, Last *float64
+	N           int
+}
+
+// HistoryIndex is an index of many runs, grouped per scenario and
+// platform, with the trends of their key figures.
 type HistoryIndex struct {
-	Root    string
-	Runs    []*HistoryRun
-	Figures []string // figure names, in column order
+	Root   string
+	Runs   []*HistoryRun
+	Groups []*HistoryGroup
+	// Unreadable are the runs that could not be read.
+	Unreadable []*HistoryRun
 }
 
 // History reads every run directory under dir (the direct subdirectories
-// holding run.json or journal.jsonl; a directory's run.json is used when
-// it is current, else its journal is analysed) and indexes them oldest
-// first. A run that cannot be read is listed with its error, not dropped.
+// holding journal.jsonl or run.json; the journal is analysed when present,
+// since only it has every sample) and indexes them oldest first, grouped
+// by drill and platform. A run that cannot be read is listed with its
+// error, not dropped.
 func History(dir string) (*HistoryIndex, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -49,84 +75,222 @@ func History(dir string) (*HistoryIndex, error) {
 		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 	}
 	h := &HistoryIndex{Root: dir}
-	figSet := map[string]bool{}
 	for _, e := range ents {
-		if !e.IsDir() {
+		if !e.IsDir() || e.Name() == "latest" {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
 		hr := &HistoryRun{Dir: e.Name(), Figures: map[string]*float64{}}
 		var a *Analysis
-		if _, err := os.Stat(filepath.Join(sub, RunFile)); err == nil {
-			a, err = ReadRunJSON(filepath.Join(sub, RunFile))
-			if err != nil {
+		digest := ""
+		if _, err := os.Stat(filepath.Join(sub, JournalFile)); err == nil {
+			if r, err := loadRun(sub); err != nil {
+				hr.Err = err.Error()
+			} else {
+				a, digest = r.A, r.Digest
+			}
+		} else if _, err := os.Stat(filepath.Join(sub, RunFile)); err == nil {
+			if a, err = ReadRunJSON(filepath.Join(sub, RunFile)); err != nil {
+				hr.Err = err.Error()
 				a = nil
 			}
-		}
-		if a == nil {
-			if _, err := os.Stat(filepath.Join(sub, JournalFile)); err != nil {
-				continue // not a run directory
-			}
-			a, err = AnalyzeDir(sub)
-			if err != nil {
-				hr.Err = err.Error()
-			}
-		}
-		if a != nil {
-			hr.Analysis = a
-			for _, r := range a.Expectations {
-				hr.Total++
-				if r.Passed {
-					hr.Passed++
-				}
-			}
-			for k, v := range keyFigures(a) {
-				hr.Figures[k] = v
-				figSet[k] = true
-			}
+		} else {
+			continue // not a run directory
 		}
 		h.Runs = append(h.Runs, hr)
+		if a == nil {
+			h.Unreadable = append(h.Unreadable, hr)
+			continue
+		}
+		hr.Analysis = a
+		for _, r := range a.Expectations {
+			hr.Total++
+			if r.Passed {
+				hr.Passed++
+			}
+		}
+		h.add(hr, digest)
 	}
 	if len(h.Runs) == 0 {
 		return nil, fmt.Errorf("%w: %s holds no run directories (subdirectories with run.json or journal.jsonl)", rehearse.ErrInvalid, dir)
 	}
-	sort.SliceStable(h.Runs, func(i, j int) bool {
-		ai, aj := h.Runs[i].Analysis, h.Runs[j].Analysis
-		if ai != nil && aj != nil && !ai.Run.WallStart.Equal(aj.Run.WallStart) {
-			return ai.Run.WallStart.Before(aj.Run.WallStart)
-		}
-		return h.Runs[i].Dir < h.Runs[j].Dir
-	})
-	for k := range figSet {
-		h.Figures = append(h.Figures, k)
+	for _, g := range h.Groups {
+		sort.SliceStable(g.Runs, func(i, j int) bool {
+			ai, aj := g.Runs[i].Analysis, g.Runs[j].Analysis
+			if !ai.Run.WallStart.Equal(aj.Run.WallStart) {
+				return ai.Run.WallStart.Before(aj.Run.WallStart)
+			}
+			return g.Runs[i].Dir < g.Runs[j].Dir
+		})
+		g.trends()
 	}
-	sort.Strings(h.Figures)
+	sort.SliceStable(h.Groups, func(i, j int) bool {
+		if h.Groups[i].Scenario != h.Groups[j].Scenario {
+			return h.Groups[i].Scenario < h.Groups[j].Scenario
+		}
+		return h.Groups[i].Platform < h.Groups[j].Platform
+	})
+	sort.SliceStable(h.Runs, func(i, j int) bool { return h.Runs[i].Dir < h.Runs[j].Dir })
 	return h, nil
 }
 
-// keyFigures are the figures a weekly trend follows: per upstream, the
-// first episode's figures marked InHistory in Figures; and the run's
-// amplification, client success and replay lateness.
-func keyFigures(a *Analysis) map[string]*float64 {
-	out := map[string]*float64{
-		"amplification":         a.Amplification.Overall,
-		"replay lateness p99 s": msToS(a.Replay.LatenessMs.P99),
+// add puts a run into its group (same digest, or same name when the run
+// has no digest, and same platform) and computes its figures.
+func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
+	a := hr.Analysis
+	plat := "unknown platform"
+	if p := a.Platform; p != nil {
+		plat = p.OS + "/" + p.Arch
 	}
-	if p := a.Phases["during"]; p != nil {
-		out["client success during faults"] = p.SuccessRatio
-	}
-	for n, ua := range a.Upstreams {
-		if len(ua.Episodes) == 0 {
-			continue
+	var g *HistoryGroup
+	for _, x := range h.Groups {
+		same := x.Digest == digest && (digest != "" || x.Scenario == a.Run.Scenario)
+		if same && x.Platform == plat {
+			g = x
+			break
 		}
-		ep := ua.Episodes[0]
-		for _, f := range Figures {
-			if f.In&InHistory != 0 && f.Unit != Word {
-				out[n+": "+f.historyLabel()] = f.Value(ep)
+	}
+	if g == nil {
+		g = &HistoryGroup{Scenario: a.Run.Scenario, Platform: plat, Digest: digest}
+		h.Groups = append(h.Groups, g)
+	}
+	g.Runs = append(g.Runs, hr)
+	r := &sideRun{A: a}
+	for _, n := range sortedKeys(a.Upstreams) {
+		for i, ep := range a.Upstreams[n].Episodes {
+			for _, f := range historyEpisodeFigures {
+				v := f.Episode(ep)
+				if f.Key == "probe_spacing" && len(v) == 0 && ep.ProbeIntervalS.P50 != nil {
+					v = []float64{secMs(*ep.ProbeIntervalS.P50)} // from run.json: the median only
+				}
+				if len(v) > 0 {
+					hr.Figures[trendKey(n, i, f.Key)] = ptr(stats.Summarize([][]float64{v}).Median)
+				}
 			}
 		}
 	}
+	for _, f := range runFigures {
+		if v := f.Run(r); len(v) > 0 {
+			hr.Figures[f.Key] = ptr(stats.Summarize([][]float64{v}).Median)
+		}
+	}
+	if a.Replay.LatenessMs.P99 != nil {
+		hr.Figures["send_lateness_p99"] = a.Replay.LatenessMs.P99
+	}
+}
+
+// historyEpisodeFigures are the breaker figures a trend follows.
+var historyEpisodeFigures = func() []compareFigure {
+	var out []compareFigure
+	for _, f := range episodeFigures {
+		switch f.Key {
+		case "opened_after", "first_probe_after_open", "probe_spacing", "closed_after_fault_end", "leaked", "successes_to_close", "metrics_open_lag":
+			out = append(out, f)
+		}
+	}
 	return out
+}()
+
+func trendKey(upstream string, ep int, key string) string {
+	return fmt.Sprintf("%s#%d.%s", upstream, ep+1, key)
+}
+
+// trends builds the group's trends, figures in a stable order: episode
+// figures per upstream and episode, then the run's.
+func (g *HistoryGroup) trends() {
+	type def struct{ key, label, unit string }
+	var defs []def
+	seen := map[string]bool{}
+	eps := map[string]int{}
+	for _, r := range g.Runs {
+		for n, u := range r.Analysis.Upstreams {
+			eps[n] = max(eps[n], len(u.Episodes))
+		}
+	}
+	for _, n := range sortedKeys(eps) {
+		for i := range eps[n] {
+			for _, f := range historyEpisodeFigures {
+				k := trendKey(n, i, f.Key)
+				label := fmt.Sprintf("%s episode %d: %s", n, i+1, f.Label)
+				if eps[n] == 1 {
+					label = fmt.Sprintf("%s: %s", n, f.Label)
+				}
+				defs = append(defs, def{k, label, f.Unit})
+			}
+		}
+	}
+	for _, f := range runFigures {
+		if f.Key == "send_lateness" {
+			defs = append(defs, def{"send_lateness_p99", "send lateness p99", UnitMs})
+			continue
+		}
+		defs = append(defs, def{f.Key, f.Label, f.Unit})
+	}
+	for _, d := range defs {
+		if seen[d.key] {
+			continue
+		}
+		seen[d.key] = true
+		t := HistoryTrend{Key: d.key, Label: d.label, Unit: d.unit}
+		for _, r := range g.Runs {
+			v := r.Figures[d.key]
+			t.Values = append(t.Values, v)
+			if v != nil {
+				if t.First == nil {
+					t.First = v
+				}
+				t.Last = v
+				t.N++
+			}
+		}
+		if t.N > 0 {
+			g.Trends = append(g.Trends, t)
+		}
+	}
+}
+
+// Title names the group.
+func (g *HistoryGroup) Title() string {
+	return fmt.Sprintf("%s · %s", g.Scenario, g.Platform)
+}
+
+// change is "first → last" within the group, or "—" with one value.
+func (t HistoryTrend) change() string {
+	if t.N < 2 {
+		return "—"
+	}
+	return fmtDelta(*t.Last-*t.First, t.Unit)
+}
+
+func (t HistoryTrend) cell(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmtValue(*v, t.Unit)
+}
+
+// sparkText draws a series with block characters; gaps are spaces.
+func sparkText(vals []*float64) string {
+	const blocks = "▁▂▃▄▅▆▇█"
+	rs := []rune(blocks)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if v != nil {
+			lo, hi = math.Min(lo, *v), math.Max(hi, *v)
+		}
+	}
+	var b strings.Builder
+	for _, v := range vals {
+		switch {
+		case v == nil:
+			b.WriteRune(' ')
+		case hi == lo:
+			b.WriteRune(rs[3])
+		default:
+			b.WriteRune(rs[int(math.Round((*v-lo)/(hi-lo)*float64(len(rs)-1)))])
+		}
+	}
+	return b.String()
 }
 
 // sparkline draws a series as a small inline SVG; gaps are nulls.
@@ -157,67 +321,62 @@ func sparkline(vals []*float64) string {
 	return b.String()
 }
 
-func (h *HistoryIndex) series(fig string) []*float64 {
-	out := make([]*float64, len(h.Runs))
-	for i, r := range h.Runs {
-		out[i] = r.Figures[fig]
-	}
-	return out
-}
-
-func (r *HistoryRun) cells() (when, scen, verdict string) {
+func (r *HistoryRun) cells() (when, verdict string) {
 	if r.Analysis == nil {
-		return "—", "—", "unreadable: " + r.Err
+		return "—", "unreadable: " + r.Err
 	}
 	a := r.Analysis
 	when = "—"
 	if !a.Run.WallStart.IsZero() {
 		when = a.Run.WallStart.UTC().Format("2006-01-02 15:04")
 	}
-	verdict = fmt.Sprintf("%d/%d passed", r.Passed, r.Total)
+	verdict = fmt.Sprintf("%d/%d met", r.Passed, r.Total)
 	if r.Total == 0 {
 		verdict = "no expectations"
 	}
 	if a.Run.Partial {
 		verdict += " (partial)"
 	}
-	return when, a.Run.Scenario, verdict
+	return when, verdict
 }
 
-// HistoryMarkdown renders the index as Markdown.
+func (h *HistoryIndex) scenarios() int {
+	set := map[string]bool{}
+	for _, g := range h.Groups {
+		set[g.Scenario+"\x00"+g.Digest] = true
+	}
+	return len(set)
+}
+
+// HistoryMarkdown renders the index as Markdown: per scenario and
+// platform, its runs and its trends, figures as rows.
 func HistoryMarkdown(h *HistoryIndex) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# Rehearsal history — %d runs\n\n| run | started | scenario | expectations |", len(h.Runs))
-	for _, f := range h.Figures {
-		p(" %s |", mdEscape(f))
-	}
-	p("\n|---|---|---|---|%s\n", strings.Repeat("---|", len(h.Figures)))
-	for _, r := range h.Runs {
-		when, scen, verdict := r.cells()
-		p("| [%s](%s/%s) | %s | %s | %s |", mdEscape(r.Dir), url.PathEscape(r.Dir), MarkdownFile, when, mdEscape(scen), mdEscape(verdict))
-		for _, f := range h.Figures {
-			p(" %s |", fnum(r.Figures[f], "%.3g"))
+	p("# Rehearsal history — %d runs, %d %s\n\n", len(h.Runs), h.scenarios(), pick(h.scenarios(), "scenario", "scenarios"))
+	p("Trends are drawn per scenario and platform, oldest → newest; \"change\" is last − first within the group.\n")
+	for _, g := range h.Groups {
+		p("\n## %s — %d %s\n\n", mdEscape(g.Title()), len(g.Runs), pick(len(g.Runs), "run", "runs"))
+		if g.Digest != "" {
+			p("Drill digest `%s`.\n\n", shortDigest(g.Digest))
 		}
-		p("\n")
-	}
-	p("\n## Trends (oldest → newest)\n\n| figure | first | last | change |\n|---|---|---|---|\n")
-	for _, f := range h.Figures {
-		s := h.series(f)
-		var first, last *float64
-		for _, v := range s {
-			if v != nil {
-				if first == nil {
-					first = v
-				}
-				last = v
+		p("| run | started | expectations |\n|---|---|---|\n")
+		for _, r := range g.Runs {
+			when, verdict := r.cells()
+			p("| [%s](%s/%s) | %s | %s |\n", mdEscape(r.Dir), url.PathEscape(r.Dir), MarkdownFile, when, mdEscape(verdict))
+		}
+		if len(g.Trends) > 0 {
+			p("\n| figure | runs | trend | first | last | change |\n|---|---|---|---|---|---|\n")
+			for _, t := range g.Trends {
+				p("| %s | %d | `%s` | %s | %s | %s |\n", mdEscape(t.Label), t.N, sparkText(t.Values), t.cell(t.First), t.cell(t.Last), t.change())
 			}
 		}
-		ch := "—"
-		if first != nil && last != nil {
-			ch = fmt.Sprintf("%+.3g", *last-*first)
+	}
+	if len(h.Unreadable) > 0 {
+		p("\n## Unreadable runs\n\n| run | error |\n|---|---|\n")
+		for _, r := range h.Unreadable {
+			p("| %s | %s |\n", mdEscape(r.Dir), mdEscape(r.Err))
 		}
-		p("| %s | %s | %s | %s |\n", mdEscape(f), fnum(first, "%.3g"), fnum(last, "%.3g"), ch)
 	}
 	return b.Bytes()
 }
@@ -225,57 +384,58 @@ func HistoryMarkdown(h *HistoryIndex) []byte {
 var historyTmpl = template.Must(template.New("history").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Rehearsal history</title><style>{{.CSS}}</style></head><body>
-<h1>Rehearsal history — {{len .H.Runs}} runs</h1>
-<h2>Trends (oldest → newest)</h2>
-<table><tr><th>figure</th><th>trend</th><th>first</th><th>last</th></tr>
-{{range .Trends}}<tr><td>{{.Name}}</td><td>{{.Spark}}</td><td class="num">{{.First}}</td><td class="num">{{.Last}}</td></tr>{{end}}</table>
-<h2>Runs</h2>
-<table><tr><th>run</th><th>started</th><th>scenario</th><th>expectations</th>{{range .H.Figures}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><td><a href="{{.Link}}">{{.Dir}}</a></td><td>{{.When}}</td><td>{{.Scen}}</td><td>{{.Verdict}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
-{{end}}</table></body></html>
+<h1>Rehearsal history — {{len .H.Runs}} runs, {{.Scenarios}} scenario(s)</h1>
+<p>Trends are drawn per scenario and platform, oldest → newest; "change" is last − first within the group.</p>
+{{range .Groups}}<h2>{{.Title}} — {{len .Runs}} run(s)</h2>
+{{if .Digest}}<p>Drill digest <code>{{.Digest}}</code>.</p>{{end}}
+<div class="side"><div><table><tr><th>run</th><th>started</th><th>expectations</th></tr>
+{{range .Runs}}<tr><td><a href="{{.Link}}">{{.Dir}}</a></td><td>{{.When}}</td><td>{{.Verdict}}</td></tr>
+{{end}}</table></div>
+<div><table><tr><th>figure</th><th>runs</th><th>trend</th><th>first</th><th>last</th><th>change</th></tr>
+{{range .Trends}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td>{{.Spark}}</td><td class="num">{{.First}}</td><td class="num">{{.Last}}</td><td class="num">{{.Change}}</td></tr>
+{{end}}</table></div></div>
+{{end}}{{if .Unreadable}}<h2>Unreadable runs</h2><table><tr><th>run</th><th>error</th></tr>
+{{range .Unreadable}}<tr><td>{{.Dir}}</td><td>{{.Err}}</td></tr>{{end}}</table>{{end}}
+</body></html>
 `))
 
-// HistoryHTML renders the index as one self-contained HTML file with a
-// sparkline per key figure.
+// HistoryHTML renders the index as one self-contained HTML file: per
+// scenario and platform, its runs beside its trends with sparklines.
 func HistoryHTML(h *HistoryIndex) ([]byte, error) {
 	type trend struct {
-		Name, First, Last string
-		Spark             template.HTML
+		Label, First, Last, Change string
+		N                          int
+		Spark                      template.HTML
 	}
-	type row struct {
-		Dir, Link, When, Scen, Verdict string
-		Cells                          []string
+	type run struct{ Dir, Link, When, Verdict string }
+	type group struct {
+		Title, Digest string
+		Runs          []run
+		Trends        []trend
 	}
-	var trends []trend
-	for _, f := range h.Figures {
-		s := h.series(f)
-		var first, last *float64
-		for _, v := range s {
-			if v != nil {
-				if first == nil {
-					first = v
-				}
-				last = v
-			}
+	var groups []group
+	for _, g := range h.Groups {
+		x := group{Title: g.Title(), Digest: shortDigest(g.Digest)}
+		if g.Digest == "" {
+			x.Digest = ""
 		}
-		trends = append(trends, trend{f, fnum(first, "%.3g"), fnum(last, "%.3g"), template.HTML(sparkline(s))})
-	}
-	var rows []row
-	for _, r := range h.Runs {
-		when, scen, verdict := r.cells()
-		rw := row{Dir: r.Dir, Link: r.Dir + "/" + HTMLFile, When: when, Scen: scen, Verdict: verdict}
-		for _, f := range h.Figures {
-			rw.Cells = append(rw.Cells, fnum(r.Figures[f], "%.3g"))
+		for _, r := range g.Runs {
+			when, verdict := r.cells()
+			x.Runs = append(x.Runs, run{r.Dir, r.Dir + "/" + HTMLFile, when, verdict})
 		}
-		rows = append(rows, rw)
+		for _, t := range g.Trends {
+			x.Trends = append(x.Trends, trend{t.Label, t.cell(t.First), t.cell(t.Last), t.change(), t.N, template.HTML(sparkline(t.Values))})
+		}
+		groups = append(groups, x)
 	}
 	var b bytes.Buffer
 	err := historyTmpl.Execute(&b, struct {
-		H      *HistoryIndex
-		CSS    template.CSS
-		Trends []trend
-		Rows   []row
-	}{h, template.CSS(reportCSS), trends, rows})
+		H          *HistoryIndex
+		CSS        template.CSS
+		Scenarios  int
+		Groups     []group
+		Unreadable []*HistoryRun
+	}{h, template.CSS(reportCSS), h.scenarios(), groups, h.Unreadable})
 	return b.Bytes(), err
 }
 

@@ -457,9 +457,13 @@ func statement(ep *Episode) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Opened %s after the fault started (%s before).", fmtS(*ep.OpenedAfterS), plural(*ep.FailuresBeforeOpen, "failed call"))
-	if ep.Probes > 0 {
+	switch {
+	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
 		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening.", plural(ep.Probes, "time"), ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
-	} else {
+	case ep.Probes > 0:
+		// The first open cycle had no probe; a later one did.
+		fmt.Fprintf(&b, " Probed %s (%s), none in the first open cycle.", plural(ep.Probes, "time"), ep.ProbeSource)
+	default:
 		b.WriteString(" No probes seen.")
 	}
 	if ep.Leaked > 0 {

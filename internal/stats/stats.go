@@ -101,8 +101,13 @@ type Result struct {
 	HasCI  bool
 	Lo, Hi float64
 	Level  float64
-	// Clear reports that the interval excludes zero.
+	// Clear reports that the interval excludes zero (and, for one value
+	// per run, that the rank test agrees).
 	Clear bool
+	// Judged reports whether these samples can tell a difference from
+	// noise at all: false with one sample on a side, or with one value
+	// per run and too few runs for the rank test to reach Level.
+	Judged bool
 	// Threshold is the practical threshold that applied (in the unit).
 	Threshold float64
 	// Beyond reports that the difference is clear and at least Threshold:
@@ -158,7 +163,7 @@ func Compare(a, b [][]float64, th Threshold, opt Options) Result {
 		n = min(r.A.N, r.B.N)
 	}
 	r.Lo, r.Hi = bootstrap(a, b, expandedAlpha(1-opt.Level, n), opt)
-	r.HasCI = true
+	r.HasCI, r.Judged = true, true
 	r.Clear = r.Lo > 0 || r.Hi < 0
 	if va, vb, ok := onePerRun(a, b); ok {
 		// One value per run: no within-run replication widens the
@@ -167,7 +172,7 @@ func Compare(a, b [][]float64, th Threshold, opt Options) Result {
 		// by chance alone). The exact rank test of the runs decides.
 		p, minP := RankTest(va, vb)
 		if minP > 1-opt.Level {
-			r.Clear = false
+			r.Clear, r.Judged = false, false
 			r.Note = fmt.Sprintf(NoteFewRuns, min(len(va), len(vb)), opt.Level*100)
 		} else if p > 1-opt.Level {
 			r.Clear = false

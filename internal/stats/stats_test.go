@@ -152,7 +152,7 @@ func TestThresholdAndNotes(t *testing.T) {
 	}
 
 	one := Compare([][]float64{{1}}, [][]float64{{9}}, Threshold{}, Options{})
-	if one.HasCI || one.Beyond || one.Note != NoteOneSample || one.Delta != 8 {
+	if one.HasCI || one.Judged || one.Beyond || one.Note != NoteOneSample || one.Delta != 8 {
 		t.Errorf("one sample per side: %+v", one)
 	}
 	if r := Compare([][]float64{{1}}, [][]float64{{9, 9.1, 8.9}}, Threshold{}, Options{}); r.HasCI || r.Beyond || r.Note != NoteOneSided {
@@ -236,11 +236,11 @@ func TestRankTest(t *testing.T) {
 // apart: the rank test decides for figures without replication.
 func TestOneValuePerRun(t *testing.T) {
 	three := Compare([][]float64{{1}, {2}, {3}}, [][]float64{{10}, {11}, {12}}, Threshold{}, Options{})
-	if three.Clear || three.Beyond || !strings.Contains(three.Note, "3 runs per side cannot be clear") {
+	if three.Clear || three.Beyond || three.Judged || !strings.Contains(three.Note, "3 runs per side cannot be clear") {
 		t.Errorf("3 vs 3: %+v", three)
 	}
 	five := Compare([][]float64{{1}, {2}, {3}, {2}, {1.5}}, [][]float64{{10}, {11}, {12}, {11}, {10.5}}, Threshold{}, Options{})
-	if !five.Clear || !five.Beyond || five.Note != "" {
+	if !five.Clear || !five.Beyond || !five.Judged || five.Note != "" {
 		t.Errorf("5 vs 5: %+v", five)
 	}
 	mixed := Compare([][]float64{{1}, {2}, {3}, {2}, {1.5}}, [][]float64{{1.2}, {2.5}, {3.1}, {1.8}, {1.1}}, Threshold{}, Options{})

@@ -1,0 +1,334 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"github.com/halfopen/rehearse/internal/atomicfile"
+	"html/template"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// CompareTimelinesFile is the one picture of a comparison: the first run
+// of each side, stacked, aligned at the first fault start.
+const CompareTimelinesFile = "compare-timelines.svg"
+
+// CompareFiles are the files WriteComparison writes.
+var CompareFiles = []string{"compare.html", "compare.md", "compare.json", CompareTimelinesFile}
+
+// WriteComparison writes compare.html, compare.md, compare.json and the
+// aligned timelines into dir (which must exist), atomically, file by file.
+func WriteComparison(dir string, c *Comparison) error {
+	h, err := CompareHTML(c)
+	if err != nil {
+		return err
+	}
+	j, err := CompareJSON(c)
+	if err != nil {
+		return err
+	}
+	for i, b := range [][]byte{h, CompareMarkdown(c, CompareTimelinesFile), j, CompareTimelinesSVG(c)} {
+		if err := atomicfile.Write(filepath.Join(dir, CompareFiles[i]), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CompareJSON renders the comparison as indented JSON (for CI).
+func CompareJSON(c *Comparison) ([]byte, error) {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Headline is the comparison's verdict in one sentence.
+func (c *Comparison) Headline() string {
+	s := fmt.Sprintf("%d %s beyond noise and threshold", c.Flagged, pick(c.Flagged, "figure differs", "figures differ"))
+	if c.Unjudged > 0 {
+		s += fmt.Sprintf("; %d cannot be judged (too few samples or runs)", c.Unjudged)
+	}
+	return s
+}
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// sideCells formats one side of a row: n, median, p10–p90.
+func sideCells(s CompareSide, unit string) (n, median, spread string) {
+	n = strconv.Itoa(s.N)
+	if s.Runs > 1 {
+		n += fmt.Sprintf(" (%d runs)", s.Runs)
+	}
+	if s.Median == nil {
+		return n, "—", ""
+	}
+	median = fmtValue(*s.Median, unit)
+	if s.N > 1 {
+		spread = fmtValue(*s.P10, unit) + " – " + fmtValue(*s.P90, unit)
+	}
+	return n, median, spread
+}
+
+// diffCell formats the difference with its interval, or why there is none.
+func (r CompareRow) diffCell(level float64) string {
+	if r.Delta == nil {
+		return "— (" + r.Note + ")"
+	}
+	d := fmtDelta(*r.Delta, r.Unit)
+	if r.Lo == nil {
+		return d + " (no interval)"
+	}
+	return fmt.Sprintf("%s [%s, %s]", d, fmtDelta(*r.Lo, r.Unit), fmtDelta(*r.Hi, r.Unit))
+}
+
+// verdictCell says what the row means.
+func (r CompareRow) verdictCell() string {
+	switch {
+	case r.Flag:
+		return "⚑ beyond noise"
+	case !r.Judged:
+		return "cannot tell: " + r.Note
+	case r.Clear:
+		return "clear, below " + fmtValue(r.Threshold, r.Unit)
+	default:
+		return "within noise"
+	}
+}
+
+func joinVals(v []string) string { return strings.Join(v, ", ") }
+
+// CompareMarkdown renders the comparison for a postmortem or a CI summary.
+// timelines names the timelines picture beside it; empty when it is not
+// written (the text then says how to get it).
+func CompareMarkdown(c *Comparison, timelines string) []byte {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	la, lb := mdEscape(c.Labels[0]), mdEscape(c.Labels[1])
+	p("# Comparison — %s (%d %s) vs %s (%d %s)\n\n", la, len(c.Runs[0]), pick(len(c.Runs[0]), "run", "runs"), lb, len(c.Runs[1]), pick(len(c.Runs[1]), "run", "runs"))
+	p("**%s.**\n\n", c.Headline())
+	p("Each figure is compared on all its samples (every cycle, probe and run). The difference is %s − %s of the medians, with a %.0f %% confidence interval from a two-level bootstrap (runs, then samples within runs; fixed seed). ⚑ marks a difference whose interval excludes zero **and** that is at least the figure's threshold (defaults: 2 ms or 0.5 %% for timings, 1 call for counts, 0.02 for ratios).\n\n", lb, la, c.Level*100)
+	if c.Digest != "" {
+		p("Drill: digest `%s`, the same on every run.\n\n", shortDigest(c.Digest))
+	}
+	if len(c.Warnings) > 0 {
+		p("## Warnings\n\n")
+		for _, w := range c.Warnings {
+			p("- %s\n", mdEscape(w))
+		}
+		p("\n")
+	}
+	p("## Configuration differences\n\n")
+	if len(c.Config) == 0 {
+		p("None: every run has the same scenario configuration and harness version.\n\n")
+	} else {
+		p("| setting | %s | %s |\n|---|---|---|\n", la, lb)
+		for _, f := range c.Config {
+			p("| `%s` | %s | %s |\n", f.Key, mdEscape(joinVals(f.A)), mdEscape(joinVals(f.B)))
+		}
+		p("\n")
+	}
+	p("## Figures\n\n| figure | n %s | median %s (p10 – p90) | n %s | median %s (p10 – p90) | difference [%.0f %% CI] | |\n|---|---|---|---|---|---|---|\n", la, la, lb, lb, c.Level*100)
+	group := ""
+	for _, r := range c.Rows {
+		if r.Group != group {
+			group = r.Group
+			p("| **%s** | | | | | | |\n", mdEscape(group))
+		}
+		na, ma, sa := sideCells(r.A, r.Unit)
+		nb, mb, sb := sideCells(r.B, r.Unit)
+		if sa != "" {
+			ma += " (" + sa + ")"
+		}
+		if sb != "" {
+			mb += " (" + sb + ")"
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Label), na, ma, nb, mb, r.diffCell(c.Level), r.verdictCell())
+	}
+	if len(c.Expectations) > 0 {
+		p("\n## Expectations\n\n| expectation | %s met | %s met | |\n|---|---|---|---|\n", la, lb)
+		for _, e := range c.Expectations {
+			f := ""
+			if e.Flag {
+				f = "⚑"
+			}
+			p("| %s (want %s) | %d of %d | %d of %d | %s |\n", mdEscape(e.Name), mdEscape(e.Want), e.A[0], e.A[1], e.B[0], e.B[1], f)
+		}
+	}
+	if len(c.Why) > 0 {
+		p("\n## Why might these differ\n\n")
+		for _, w := range c.Why {
+			p("- **%s**\n", mdEscape(w.Figure))
+			for _, r := range w.Reasons {
+				p("  - %s\n", mdEscape(r))
+			}
+		}
+	}
+	p("\n## Platforms\n\n| fact | %s | %s |\n|---|---|---|\n", la, lb)
+	for _, r := range c.Platform {
+		_, ma, sa := sideCells(r.A, r.Unit)
+		_, mb, sb := sideCells(r.B, r.Unit)
+		if sa != "" {
+			ma += " (" + sa + ")"
+		}
+		if sb != "" {
+			mb += " (" + sb + ")"
+		}
+		p("| %s | %s | %s |\n", mdEscape(r.Label), ma, mb)
+	}
+	for _, f := range c.Facts {
+		p("| %s | %s | %s |\n", mdEscape(f.Key), mdEscape(joinVals(f.A)), mdEscape(joinVals(f.B)))
+	}
+	p("\n## Runs\n\n")
+	for i, runs := range c.Runs {
+		p("- %s:", mdEscape(c.Labels[i]))
+		for _, r := range runs {
+			p(" `%s` (%s)", mdEscape(r.Dir), mdEscape(r.Scenario))
+		}
+		p("\n")
+	}
+	if timelines != "" {
+		p("\n## Timelines, aligned at the first fault start\n\n![%s and %s timelines](%s)\n", la, lb, timelines)
+	} else {
+		p("\nTimelines aligned at the first fault start: run with `--out DIR` to write %s beside compare.md.\n", CompareTimelinesFile)
+	}
+	return b.Bytes()
+}
+
+var svgSize = regexp.MustCompile(`^<svg [^>]*width="(\d+)" height="(\d+)"`)
+
+// CompareTimelinesSVG draws the first run of each side, one above the
+// other in one picture, both aligned at their first fault start (t = 0)
+// over the same window.
+func CompareTimelinesSVG(c *Comparison) []byte {
+	a, b := c.sides[0][0].A, c.sides[1][0].A
+	oa, ob := firstFault(a), firstFault(b)
+	pre := max(oa, ob)
+	post := max(a.Run.DurationS-oa, b.Run.DurationS-ob)
+	var parts [2][]byte
+	var heights [2]int
+	width := 1200
+	for i, x := range []*Analysis{a, b} {
+		o := []float64{oa, ob}[i]
+		parts[i] = TimelineSVG(x, SVGOptions{Width: width, From: o - pre, To: o + post, Origin: o,
+			Title: fmt.Sprintf("%s — %s (t = 0 at the first fault)", c.Labels[i], x.Run.RunID)})
+		if m := svgSize.FindSubmatch(parts[i]); m != nil {
+			heights[i], _ = strconv.Atoi(string(m[2]))
+		} else {
+			heights[i] = 500
+		}
+	}
+	var buf bytes.Buffer
+	total := heights[0] + heights[1] + 10
+	fmt.Fprintf(&buf, `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" viewBox="0 0 %d %d" width="%d" height="%d">`+"\n", width, total, width, total)
+	y := 0
+	for i := range parts {
+		// A nested <svg> keeps each timeline's own coordinates and style.
+		inner := strings.Replace(string(parts[i]), "<svg ", fmt.Sprintf(`<svg x="0" y="%d" `, y), 1)
+		buf.WriteString(inner)
+		buf.WriteString("\n")
+		y += heights[i] + 10
+	}
+	buf.WriteString("</svg>\n")
+	return buf.Bytes()
+}
+
+func firstFault(a *Analysis) float64 {
+	first := -1.0
+	if a.Timeline != nil {
+		for _, f := range a.Timeline.Faults {
+			if first < 0 || f.StartS < first {
+				first = f.StartS
+			}
+		}
+	}
+	return max(first, 0)
+}
+
+var compareTmpl = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Comparison — {{index .C.Labels 0}} vs {{index .C.Labels 1}}</title><style>{{.CSS}}</style></head><body>
+<h1>Comparison — {{index .C.Labels 0}} ({{len (index .C.Runs 0)}} runs) vs {{index .C.Labels 1}} ({{len (index .C.Runs 1)}} runs)</h1>
+<div class="verdict {{if .C.Flagged}}fail{{else}}pass{{end}}">{{.C.Headline}}.</div>
+<p>Differences are {{index .C.Labels 1}} − {{index .C.Labels 0}} of the medians over every sample, with a {{.Level}} % confidence interval (two-level bootstrap: runs, then samples; fixed seed). ⚑: the interval excludes zero and the difference is at least the figure's threshold.{{if .C.Digest}} Drill digest <code>{{.Digest}}</code> on every run.{{end}}</p>
+{{range .C.Warnings}}<div class="note">{{.}}</div>{{end}}
+<h2>Timelines, aligned at the first fault start</h2>
+<div class="timeline-wrap">{{.SVG}}</div>
+<h2>Configuration differences</h2>
+{{if .C.Config}}<table><tr><th>setting</th><th>{{index .C.Labels 0}}</th><th>{{index .C.Labels 1}}</th></tr>
+{{range .C.Config}}<tr><td><code>{{.Key}}</code></td><td>{{range $i, $v := .A}}{{if $i}}, {{end}}{{$v}}{{end}}</td><td>{{range $i, $v := .B}}{{if $i}}, {{end}}{{$v}}{{end}}</td></tr>
+{{end}}</table>{{else}}<p>None: every run has the same scenario configuration and harness version.</p>{{end}}
+<h2>Figures</h2>
+<table><tr><th>figure</th><th>n</th><th>{{index .C.Labels 0}} median (p10 – p90)</th><th>n</th><th>{{index .C.Labels 1}} median (p10 – p90)</th><th>difference [CI]</th><th></th></tr>
+{{range .Rows}}{{if .Group}}<tr><th colspan="7">{{.Group}}</th></tr>{{end}}<tr><td>{{.Label}}</td><td class="num">{{.NA}}</td><td class="num">{{.MA}}</td><td class="num">{{.NB}}</td><td class="num">{{.MB}}</td><td class="num">{{.Diff}}</td><td{{if .Flag}} class="delta-flag"{{end}}>{{.Verdict}}</td></tr>
+{{end}}</table>
+{{if .C.Expectations}}<h2>Expectations</h2>
+<table><tr><th>expectation</th><th>{{index .C.Labels 0}} met</th><th>{{index .C.Labels 1}} met</th><th></th></tr>
+{{range .C.Expectations}}<tr><td>{{.Name}} (want {{.Want}})</td><td class="num">{{index .A 0}} of {{index .A 1}}</td><td class="num">{{index .B 0}} of {{index .B 1}}</td><td class="delta-flag">{{if .Flag}}⚑{{end}}</td></tr>
+{{end}}</table>{{end}}
+{{if .C.Why}}<h2>Why might these differ</h2><ul>
+{{range .C.Why}}<li><b>{{.Figure}}</b><ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul></li>
+{{end}}</ul>{{end}}
+<h2>Platforms</h2>
+<table><tr><th>fact</th><th>{{index .C.Labels 0}}</th><th>{{index .C.Labels 1}}</th></tr>
+{{range .Platform}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td></tr>
+{{end}}</table>
+<footer>Black-box figures; definitions in docs/analysis.md; the statistics in docs/cross-platform.md.</footer>
+</body></html>
+`))
+
+// CompareHTML renders the comparison as one self-contained HTML file with
+// the timelines aligned at the first fault start.
+func CompareHTML(c *Comparison) ([]byte, error) {
+	type row struct {
+		Group, Label, NA, MA, NB, MB, Diff, Verdict string
+		Flag                                        bool
+	}
+	var rows []row
+	group := ""
+	for _, r := range c.Rows {
+		x := row{Label: r.Label, Diff: r.diffCell(c.Level), Verdict: r.verdictCell(), Flag: r.Flag}
+		if r.Group != group {
+			group, x.Group = r.Group, r.Group
+		}
+		var sa, sb string
+		x.NA, x.MA, sa = sideCells(r.A, r.Unit)
+		x.NB, x.MB, sb = sideCells(r.B, r.Unit)
+		if sa != "" {
+			x.MA += " (" + sa + ")"
+		}
+		if sb != "" {
+			x.MB += " (" + sb + ")"
+		}
+		rows = append(rows, x)
+	}
+	var plat [][3]string
+	for _, r := range c.Platform {
+		_, ma, _ := sideCells(r.A, r.Unit)
+		_, mb, _ := sideCells(r.B, r.Unit)
+		plat = append(plat, [3]string{r.Label, ma, mb})
+	}
+	for _, f := range c.Facts {
+		plat = append(plat, [3]string{f.Key, joinVals(f.A), joinVals(f.B)})
+	}
+	var b bytes.Buffer
+	err := compareTmpl.Execute(&b, struct {
+		C        *Comparison
+		CSS      template.CSS
+		SVG      template.HTML
+		Rows     []row
+		Platform [][3]string
+		Level    string
+		Digest   string
+	}{c, template.CSS(reportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), shortDigest(c.Digest)})
+	return b.Bytes(), err
+}
