@@ -107,6 +107,10 @@ type CompareRow struct {
 	Flag      bool    `json:"flagged"`
 	// Note says what limits the row ("one sample per side: …").
 	Note string `json:"note,omitempty"`
+	// AWords and BWords are a word figure's distinct values per side
+	// (Unit "word"; no statistics).
+	AWords []string `json:"a_values,omitempty"`
+	BWords []string `json:"b_values,omitempty"`
 }
 
 // CompareSide summarises one side's samples of a figure.
@@ -530,7 +534,37 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 			if f := c.faultOf(n, i); f != "" {
 				group += " (" + f + ")"
 			}
-			for _, f := range episodeFigures {
+			for _, f := range wordFigures() {
+				row := CompareRow{Key: f.Key, Group: group, Label: f.compareLabel(), Unit: UnitWord, Judged: true}
+				for k, runs := range c.sides {
+					var vals []string
+					for _, r := range runs {
+						v := "—"
+						if u := r.A.Upstreams[n]; u != nil && i < len(u.Episodes) {
+							v = f.Word(u.Episodes[i])
+						}
+						if !slices.Contains(vals, v) {
+							vals = append(vals, v)
+						}
+					}
+					if k == 0 {
+						row.AWords = vals
+					} else {
+						row.BWords = vals
+					}
+				}
+				if slices.Equal(row.AWords, []string{"—"}) && slices.Equal(row.BWords, []string{"—"}) {
+					continue // not applicable to this episode anywhere
+				}
+				// Flagged when each side is unanimous and they disagree:
+				// mixed values on a side are its noise.
+				row.Flag = len(row.AWords) == 1 && len(row.BWords) == 1 && row.AWords[0] != row.BWords[0]
+				if row.Flag {
+					c.Flagged++
+				}
+				c.Rows = append(c.Rows, row)
+			}
+			for _, f := range episodeFigures() {
 				var s [2][][]float64
 				for k, runs := range c.sides {
 					for _, r := range runs {
@@ -721,20 +755,22 @@ func (c *Comparison) expectations() {
 // explainKeys ties figure keys to the configuration settings that drive
 // them (substrings of the dotted keys).
 var explainKeys = map[string][]string{
-	"opened_after":           {"breaker.window", "min_samples", "failure_ratio", "consecutive_failures", "replay.rate", "faults"},
-	"failures_before_open":   {"breaker.window", "min_samples", "failure_ratio", "consecutive_failures", "replay.rate", "retry."},
-	"first_probe_after_open": {"cooldown", "retry_after"},
-	"cooldowns":              {"cooldown", "retry_after"},
-	"probe_spacing":          {"probe_interval", "probe_jitter", "replay.rate"},
-	"max_probes_in_flight":   {"instances", "redis", "coord"},
-	"probes":                 {"probe_interval", "cooldown", "successes_to_close", "faults"},
-	"closed_after_fault_end": {"successes_to_close", "probe_interval", "cooldown", "distinct_workers"},
-	"successes_to_close":     {"successes_to_close", "distinct_workers"},
-	"metrics_open_lag":       {"metrics.interval"},
-	"metrics_close_lag":      {"metrics.interval"},
-	"send_lateness":          {"replay.rate", "max_in_flight"},
-	"sent":                   {"replay.rate", "replay.duration"},
-	"amplification":          {"retry.", "fallback"},
+	"opened_after_s":           {"breaker.window", "min_samples", "failure_ratio", "consecutive_failures", "replay.rate", "faults"},
+	"failures_before_open":     {"breaker.window", "min_samples", "failure_ratio", "consecutive_failures", "replay.rate", "retry."},
+	"first_probe_after_open_s": {"cooldown", "retry_after"},
+	"probe_interval_s.min":     {"probe_interval", "probe_jitter", "replay.rate"},
+	"probe_interval_s.p50":     {"probe_interval", "probe_jitter", "replay.rate"},
+	"max_probes_in_flight":     {"instances", "redis", "coord"},
+	"probes":                   {"probe_interval", "cooldown", "successes_to_close", "faults"},
+	"leaked":                   {"probe", "instances", "redis"},
+	"closed_after_recovery_s":  {"successes_to_close", "probe_interval", "cooldown", "distinct_workers"},
+	"successes_to_close":       {"successes_to_close", "distinct_workers"},
+	"retry_after_honoured":     {"retry_after"},
+	"metrics_open_lag_s":       {"metrics.interval"},
+	"metrics_close_lag_s":      {"metrics.interval"},
+	"amplification":            {"retry.", "fallback"},
+	"send_lateness":            {"replay.rate", "max_in_flight"},
+	"sent":                     {"replay.rate", "replay.duration"},
 }
 
 // explain ties each flagged figure to the configuration differences and
@@ -766,7 +802,11 @@ func (c *Comparison) explain() {
 		if !r.Flag {
 			continue
 		}
-		w := CompareWhy{Figure: fmt.Sprintf("%s: %s %s", r.Group, r.Label, fmtDelta(*r.Delta, r.Unit))}
+		what := "differs"
+		if r.Delta != nil {
+			what = fmtDelta(*r.Delta, r.Unit)
+		}
+		w := CompareWhy{Figure: fmt.Sprintf("%s: %s %s", r.Group, r.Label, what)}
 		for _, cf := range c.Config {
 			for _, sub := range explainKeys[r.Key] {
 				if strings.Contains(cf.Key, sub) {
@@ -839,8 +879,11 @@ func fmtNum(v float64) string {
 
 // fmtValue formats a value in its unit.
 func fmtValue(v float64, unit string) string {
-	if unit == UnitMs {
+	switch unit {
+	case UnitMs:
 		return fmtMs(v)
+	case UnitSeconds:
+		return fmtMs(v * 1000)
 	}
 	return fmtNum(v)
 }

@@ -7,11 +7,16 @@ import (
 )
 
 // Units of compared figures. A unit decides how a value is printed and
-// which practical threshold applies by default (DefaultThresholds).
+// which practical threshold applies by default (DefaultThresholds). The
+// figure table's Seconds are compared in ms, Count in calls.
 const (
 	UnitMs    = "ms"    // a duration, in milliseconds
 	UnitCalls = "calls" // a count of calls, probes or requests
 	UnitRatio = "ratio" // a fraction or a factor
+	UnitWord  = "word"  // text, compared for equality
+	// UnitSeconds is a duration in seconds (history trends read run.json's
+	// seconds); shown like UnitMs.
+	UnitSeconds = "s"
 )
 
 // DefaultThresholds are the smallest differences a comparison flags, per
@@ -25,9 +30,10 @@ var DefaultThresholds = map[string]stats.Threshold{
 	UnitRatio: {Abs: 0.02},
 }
 
-// compareFigure is one figure a comparison and a history follow: a key
-// (for thresholds and JSON), a label, a unit, and where its samples come
-// from — per episode, or per run.
+// compareFigure is one figure a comparison follows: a key (for
+// thresholds and JSON), a label, a unit, and where its samples come from —
+// per episode (from the figure table), or per run (send lateness, client
+// success, platform samples, which are not episode figures).
 type compareFigure struct {
 	Key, Label, Unit string
 	// Episode returns the figure's samples in one episode (every cycle's,
@@ -37,110 +43,50 @@ type compareFigure struct {
 	Run func(r *sideRun) []float64
 }
 
-func secMs(s float64) float64 { return s * 1000 }
-
-func ptrMs(p *float64) []float64 {
-	if p == nil {
-		return nil
-	}
-	return []float64{secMs(*p)}
-}
-
-func perCycle(ep *Episode, f func(cy *Cycle) (float64, bool)) []float64 {
-	var out []float64
-	for _, cy := range ep.Cycles {
-		if v, ok := f(cy); ok {
-			out = append(out, v)
+// episodeFigures are the breaker figures of the figure table (Figures)
+// marked InCompare, as compared figures: every sample an episode holds
+// (Figure.Samples, else its one Value), timings in ms.
+func episodeFigures() []compareFigure {
+	var out []compareFigure
+	for _, f := range Figures {
+		if f.In&InCompare == 0 || f.Unit == Word {
+			continue
 		}
+		cf := compareFigure{Key: f.Key, Label: f.compareLabel(), Unit: UnitCalls}
+		scale := 1.0
+		switch f.Unit {
+		case Seconds:
+			cf.Unit, scale = UnitMs, 1000
+		case Ratio:
+			cf.Unit = UnitRatio
+		}
+		cf.Episode = func(ep *Episode) []float64 {
+			var v []float64
+			if f.Samples != nil {
+				v = f.Samples(ep)
+			} else if x := f.Value(ep); x != nil {
+				v = []float64{*x}
+			}
+			out := make([]float64, len(v))
+			for i, x := range v {
+				out[i] = x * scale
+			}
+			return out
+		}
+		out = append(out, cf)
 	}
 	return out
 }
 
-// episodeFigures are the breaker figures compared per episode, each with
-// every sample the episode holds.
-var episodeFigures = []compareFigure{
-	{Key: "opened_after", Label: "opened after fault start", Unit: UnitMs,
-		Episode: func(ep *Episode) []float64 { return ptrMs(ep.OpenedAfterS) }},
-	{Key: "failures_before_open", Label: "failed calls before open", Unit: UnitCalls,
-		Episode: func(ep *Episode) []float64 {
-			return perCycle(ep, func(cy *Cycle) (float64, bool) { return float64(cy.FailuresBeforeOpen), true })
-		}},
-	{Key: "first_probe_after_open", Label: "first probe after open", Unit: UnitMs,
-		Episode: func(ep *Episode) []float64 {
-			return perCycle(ep, func(cy *Cycle) (float64, bool) {
-				if len(cy.CooldownsS) == 0 {
-					return 0, false
-				}
-				return secMs(cy.CooldownsS[0]), true
-			})
-		}},
-	{Key: "cooldowns", Label: "cooldowns (every wait before a probe)", Unit: UnitMs,
-		Episode: func(ep *Episode) []float64 {
-			var out []float64
-			for _, c := range ep.CooldownsS {
-				out = append(out, secMs(c))
-			}
-			return out
-		}},
-	{Key: "probe_spacing", Label: "probe spacing", Unit: UnitMs,
-		Episode: func(ep *Episode) []float64 {
-			var out []float64
-			for _, cy := range ep.Cycles {
-				for _, iv := range cy.intervals {
-					out = append(out, secMs(iv.Seconds()))
-				}
-			}
-			return out
-		}},
-	{Key: "max_probes_in_flight", Label: "max probes in flight", Unit: UnitCalls,
-		Episode: func(ep *Episode) []float64 {
-			return perCycle(ep, func(cy *Cycle) (float64, bool) {
-				return float64(cy.MaxProbesInFlight), cy.ProbeCount > 0
-			})
-		}},
-	{Key: "probes", Label: "probes", Unit: UnitCalls,
-		Episode: func(ep *Episode) []float64 {
-			if !ep.Opened {
-				return nil
-			}
-			return []float64{float64(ep.Probes)}
-		}},
-	{Key: "leaked", Label: "leaked calls while open", Unit: UnitCalls,
-		Episode: func(ep *Episode) []float64 {
-			if !ep.Opened {
-				return nil
-			}
-			return []float64{float64(ep.Leaked)}
-		}},
-	{Key: "closed_after_fault_end", Label: "closed after fault end", Unit: UnitMs,
-		Episode: func(ep *Episode) []float64 { return ptrMs(ep.ClosedAfterRecoveryS) }},
-	{Key: "successes_to_close", Label: "successes to close", Unit: UnitCalls,
-		Episode: func(ep *Episode) []float64 {
-			return perCycle(ep, func(cy *Cycle) (float64, bool) {
-				if cy.SuccessesToClose == nil {
-					return 0, false
-				}
-				return float64(*cy.SuccessesToClose), true
-			})
-		}},
-	{Key: "retry_after_violations", Label: "calls inside a Retry-After pause", Unit: UnitCalls,
-		Episode: func(ep *Episode) []float64 {
-			if ep.RetryAfterHonoured == nil {
-				return nil
-			}
-			return []float64{float64(ep.RetryAfterViolations)}
-		}},
-	{Key: "amplification", Label: "amplification (calls per request)", Unit: UnitRatio,
-		Episode: func(ep *Episode) []float64 {
-			if ep.Amplification == nil {
-				return nil
-			}
-			return []float64{*ep.Amplification}
-		}},
-	{Key: "metrics_open_lag", Label: "metrics lag behind the open", Unit: UnitMs,
-		Episode: func(ep *Episode) []float64 { return ptrMs(ep.MetricsOpenLagS) }},
-	{Key: "metrics_close_lag", Label: "metrics lag behind the close", Unit: UnitMs,
-		Episode: func(ep *Episode) []float64 { return ptrMs(ep.MetricsCloseLagS) }},
+// wordFigures are the table's Word figures marked InCompare.
+func wordFigures() []Figure {
+	var out []Figure
+	for _, f := range Figures {
+		if f.In&InCompare != 0 && f.Unit == Word {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func phaseRatio(ph string) func(r *sideRun) []float64 {
@@ -185,7 +131,7 @@ var platformFigures = []compareFigure{
 // flags and documentation.
 func FigureKeys() []string {
 	var out []string
-	for _, l := range [][]compareFigure{episodeFigures, runFigures} {
+	for _, l := range [][]compareFigure{episodeFigures(), runFigures} {
 		for _, f := range l {
 			out = append(out, f.Key)
 		}
@@ -195,7 +141,7 @@ func FigureKeys() []string {
 
 // FigureUnit returns the unit of the figure with key k, or "".
 func FigureUnit(k string) string {
-	for _, l := range [][]compareFigure{episodeFigures, runFigures, platformFigures} {
+	for _, l := range [][]compareFigure{episodeFigures(), runFigures, platformFigures} {
 		for _, f := range l {
 			if f.Key == k {
 				return f.Unit

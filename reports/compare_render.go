@@ -63,6 +63,23 @@ func pick(n int, one, many string) string {
 	return many
 }
 
+// cells formats both sides of a row: n and median (p10 – p90).
+func (r CompareRow) cells() (na, ma, nb, mb string) {
+	if r.Unit == UnitWord {
+		return "", joinVals(r.AWords), "", joinVals(r.BWords)
+	}
+	var sa, sb string
+	na, ma, sa = sideCells(r.A, r.Unit)
+	nb, mb, sb = sideCells(r.B, r.Unit)
+	if sa != "" {
+		ma += " (" + sa + ")"
+	}
+	if sb != "" {
+		mb += " (" + sb + ")"
+	}
+	return na, ma, nb, mb
+}
+
 // sideCells formats one side of a row: n, median, p10–p90.
 func sideCells(s CompareSide, unit string) (n, median, spread string) {
 	n = strconv.Itoa(s.N)
@@ -81,6 +98,12 @@ func sideCells(s CompareSide, unit string) (n, median, spread string) {
 
 // diffCell formats the difference with its interval, or why there is none.
 func (r CompareRow) diffCell(level float64) string {
+	if r.Unit == UnitWord {
+		if r.Flag {
+			return "differs"
+		}
+		return "—"
+	}
 	if r.Delta == nil {
 		return "— (" + r.Note + ")"
 	}
@@ -94,6 +117,10 @@ func (r CompareRow) diffCell(level float64) string {
 // verdictCell says what the row means.
 func (r CompareRow) verdictCell() string {
 	switch {
+	case r.Unit == UnitWord && r.Flag:
+		return "⚑ differs in every run"
+	case r.Unit == UnitWord:
+		return ""
 	case r.Flag:
 		return "⚑ beyond noise"
 	case !r.Judged:
@@ -144,15 +171,8 @@ func CompareMarkdown(c *Comparison, timelines string) []byte {
 			group = r.Group
 			p("| **%s** | | | | | | |\n", mdEscape(group))
 		}
-		na, ma, sa := sideCells(r.A, r.Unit)
-		nb, mb, sb := sideCells(r.B, r.Unit)
-		if sa != "" {
-			ma += " (" + sa + ")"
-		}
-		if sb != "" {
-			mb += " (" + sb + ")"
-		}
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Label), na, ma, nb, mb, r.diffCell(c.Level), r.verdictCell())
+		na, ma, nb, mb := r.cells()
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Label), na, mdEscape(ma), nb, mdEscape(mb), r.diffCell(c.Level), r.verdictCell())
 	}
 	if len(c.Expectations) > 0 {
 		p("\n## Expectations\n\n| expectation | %s met | %s met | |\n|---|---|---|---|\n", la, lb)
@@ -192,7 +212,7 @@ func CompareMarkdown(c *Comparison, timelines string) []byte {
 	for i, runs := range c.Runs {
 		p("- %s:", mdEscape(c.Labels[i]))
 		for _, r := range runs {
-			p(" `%s` (%s)", mdEscape(r.Dir), mdEscape(r.Scenario))
+			p(" `%s` (%s)", mdEscape(filepath.Base(r.Dir)), mdEscape(r.Scenario))
 		}
 		p("\n")
 	}
@@ -300,15 +320,7 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 		if r.Group != group {
 			group, x.Group = r.Group, r.Group
 		}
-		var sa, sb string
-		x.NA, x.MA, sa = sideCells(r.A, r.Unit)
-		x.NB, x.MB, sb = sideCells(r.B, r.Unit)
-		if sa != "" {
-			x.MA += " (" + sa + ")"
-		}
-		if sb != "" {
-			x.MB += " (" + sb + ")"
-		}
+		x.NA, x.MA, x.NB, x.MB = r.cells()
 		rows = append(rows, x)
 	}
 	var plat [][3]string

@@ -59,6 +59,12 @@ type Figure struct {
 	// the episode's run.json fields, so that a run.json read back gives
 	// the same figure.
 	Value func(*Episode) *float64
+	// Samples, when set, reads every sample of the figure the episode
+	// holds (each cycle's, each probe interval's), in the figure's unit:
+	// report compare compares the samples, not the one Value. Unlike Value
+	// it may use what only the journal has (all probe intervals), so a
+	// comparison analyses journals; nil means the one Value.
+	Samples func(*Episode) []float64
 	// Word reads a Word figure (compared for equality).
 	Word func(*Episode) string
 	// Cell, when set, is the report's cell (a figure with its context:
@@ -76,9 +82,11 @@ var Figures = []Figure{
 	{Key: "fault", Label: "fault", Unit: Word, Word: func(e *Episode) string { return e.Fault }, In: InCompare},
 	{Key: "opened", Label: "opened", Unit: Word, Word: func(e *Episode) string { return fmt.Sprint(e.Opened) }, In: InCompare},
 	{Key: "opened_after_s", Label: "opened after fault start", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.OpenedAfterS }, In: Everywhere, HistoryLabel: "opened after s"},
+		Value: func(e *Episode) *float64 { return e.OpenedAfterS }, In: Everywhere},
 	{Key: "failures_before_open", Label: "failed calls before open", Unit: Count,
-		Value: func(e *Episode) *float64 { return i64f(e.FailuresBeforeOpen) }, In: InReport | InCompare},
+		Value:   func(e *Episode) *float64 { return i64f(e.FailuresBeforeOpen) },
+		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.FailuresBeforeOpen), true }),
+		In:      InReport | InCompare},
 	{Key: "fast_fails", Label: "client fast-fails while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return ptr(float64(e.FastFails)) }, In: InReport},
 	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return ptr(float64(e.Probes)) },
@@ -87,7 +95,13 @@ var Figures = []Figure{
 		}, In: InReport | InCompare},
 	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen }, In: Everywhere,
-		CompareLabel: "first probe after open (cooldown)", HistoryLabel: "first probe after open s"},
+		Samples: perCycle(func(c *Cycle) (float64, bool) {
+			if len(c.CooldownsS) == 0 {
+				return 0, false
+			}
+			return c.CooldownsS[0], true
+		}),
+		CompareLabel: "first probe after open (cooldown, every cycle)"},
 	{Key: "cooldowns_s", Label: "cooldown progression", Unit: Word, Word: func(e *Episode) string {
 		return progression(e.CooldownsS)
 	}, In: InReport},
@@ -97,17 +111,31 @@ var Figures = []Figure{
 			return fmt.Sprintf("%s / %s / %s", fsec(e.ProbeIntervalS.Min), fsec(e.ProbeIntervalS.P50), fsec(e.ProbeIntervalS.Max))
 		}, In: InReport | InCompare, CompareLabel: "probe interval min"},
 	{Key: "probe_interval_s.p50", Label: "probe interval p50", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.P50 }, In: InCompare | InHistory, HistoryLabel: "probe interval p50 s"},
+		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.P50 }, In: InCompare | InHistory,
+		Samples: func(e *Episode) []float64 {
+			var out []float64
+			for _, c := range e.Cycles {
+				out = append(out, c.intervals...)
+			}
+			return out
+		}, CompareLabel: "probe spacing (every interval)"},
 	{Key: "probe_interval_s.max", Label: "probe interval max", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Max }},
 	{Key: "max_probes_in_flight", Label: "max probes in flight", Unit: Count,
-		Value: func(e *Episode) *float64 { return intf(e.MaxProbesInFlight) }, In: InReport | InCompare},
+		Value: func(e *Episode) *float64 { return intf(e.MaxProbesInFlight) }, In: InReport | InCompare,
+		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.MaxProbesInFlight), c.ProbeCount > 0 })},
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
 	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS }, In: Everywhere, HistoryLabel: "closed after fault end s"},
+		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS }, In: Everywhere},
 	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
-		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare},
+		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare,
+		Samples: perCycle(func(c *Cycle) (float64, bool) {
+			if c.SuccessesToClose == nil {
+				return 0, false
+			}
+			return float64(*c.SuccessesToClose), true
+		})},
 	{Key: "retry_after_honoured", Label: "Retry-After honoured", Unit: Word, Word: func(e *Episode) string {
 		if e.RetryAfterHonoured == nil {
 			return "—"
@@ -127,7 +155,7 @@ var Figures = []Figure{
 			return fmt.Sprintf("%s / %s", fsec(e.MetricsOpenLagS), fsec(e.MetricsCloseLagS))
 		}, In: InReport | InCompare, CompareLabel: "metrics lag (open)"},
 	{Key: "metrics_close_lag_s", Label: "metrics lag (close)", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.MetricsCloseLagS }},
+		Value: func(e *Episode) *float64 { return e.MetricsCloseLagS }, In: InCompare},
 	{Key: "cycles", Label: "open/close cycles", Unit: Count,
 		Value: func(e *Episode) *float64 { return ptr(float64(len(e.Cycles))) }, In: InReport},
 }
@@ -167,6 +195,19 @@ func formatUnit(v *float64, u Unit) string {
 		return fnum(v, "%.0f")
 	default:
 		return fnum(v, "%.2f")
+	}
+}
+
+// perCycle reads one sample from each open/close cycle of an episode.
+func perCycle(f func(*Cycle) (float64, bool)) func(*Episode) []float64 {
+	return func(e *Episode) []float64 {
+		var out []float64
+		for _, c := range e.Cycles {
+			if v, ok := f(c); ok {
+				out = append(out, v)
+			}
+		}
+		return out
 	}
 }
 

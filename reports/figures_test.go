@@ -133,14 +133,17 @@ func TestAddedFigureIsInEveryOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Compare(a, b, [2]string{"clean", "haproxy"})
+	c, err := CompareAnalyses([]*Analysis{a}, []*Analysis{b}, CompareOptions{Labels: [2]string{"clean", "haproxy"}, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	found := false
 	for _, r := range c.Rows {
-		if r.Figure == "probes per cycle (compared)" {
+		if r.Label == "probes per cycle (compared)" {
 			found = true
 		}
 	}
-	if !found || !strings.Contains(string(CompareMarkdown(c)), "probes per cycle (compared)") {
+	if !found || !strings.Contains(string(CompareMarkdown(c, "")), "probes per cycle (compared)") {
 		t.Error("report compare has no row for the added figure")
 	}
 	if h, err := CompareHTML(c); err != nil || !strings.Contains(string(h), "probes per cycle (compared)") {
@@ -150,13 +153,19 @@ func TestAddedFigureIsInEveryOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(h.Figures, "search: probes per cycle (trend)") {
-		t.Errorf("history figures %v lack the added figure", h.Figures)
+	var trends []string
+	for _, g := range h.Groups {
+		for _, tr := range g.Trends {
+			trends = append(trends, tr.Label)
+		}
+	}
+	if !slices.Contains(trends, "search: probes per cycle (trend)") {
+		t.Errorf("history trends %v lack the added figure", trends)
 	}
 	if !strings.Contains(string(HistoryMarkdown(h)), "search: probes per cycle (trend)") {
-		t.Error("index.md has no column for the added figure")
+		t.Error("index.md has no row for the added figure")
 	}
 	if hh, err := HistoryHTML(h); err != nil || !strings.Contains(string(hh), "search: probes per cycle (trend)") {
-		t.Errorf("index.html has no column for the added figure (%v)", err)
+		t.Errorf("index.html has no row for the added figure (%v)", err)
 	}
 }

@@ -39,7 +39,10 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 		TimelineSVG(a, SVGOptions{})
-		c := Compare(a, a, [2]string{"a", "b"})
+		c, err := CompareAnalyses([]*Analysis{a}, []*Analysis{a}, CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if c.Flagged != 0 {
 			t.Errorf("a run compared with itself has %d flagged figures", c.Flagged)
 		}

@@ -158,18 +158,17 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 	r := &sideRun{A: a}
 	for _, n := range sortedKeys(a.Upstreams) {
 		for i, ep := range a.Upstreams[n].Episodes {
-			for _, f := range historyEpisodeFigures {
-				v := f.Episode(ep)
-				if f.Key == "probe_spacing" && len(v) == 0 && ep.ProbeIntervalS.P50 != nil {
-					v = []float64{secMs(*ep.ProbeIntervalS.P50)} // from run.json: the median only
-				}
-				if len(v) > 0 {
-					hr.Figures[trendKey(n, i, f.Key)] = ptr(stats.Summarize([][]float64{v}).Median)
+			for _, f := range historyFigures() {
+				if v := f.Value(ep); v != nil {
+					hr.Figures[trendKey(n, i, f.Key)] = v
 				}
 			}
 		}
 	}
 	for _, f := range runFigures {
+		if f.Key == "send_lateness" {
+			continue // the journal's every request: the p99 below is run.json's
+		}
 		if v := f.Run(r); len(v) > 0 {
 			hr.Figures[f.Key] = ptr(stats.Summarize([][]float64{v}).Median)
 		}
@@ -179,20 +178,33 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 	}
 }
 
-// historyEpisodeFigures are the breaker figures a trend follows.
-var historyEpisodeFigures = func() []compareFigure {
-	var out []compareFigure
-	for _, f := range episodeFigures {
-		switch f.Key {
-		case "opened_after", "first_probe_after_open", "probe_spacing", "closed_after_fault_end", "leaked", "successes_to_close", "metrics_open_lag":
+// historyFigures are the figure table's figures a trend follows
+// (InHistory), read by Value from run.json's fields: a run.json read back
+// gives the same trend as its journal.
+func historyFigures() []Figure {
+	var out []Figure
+	for _, f := range Figures {
+		if f.In&InHistory != 0 && f.Unit != Word {
 			out = append(out, f)
 		}
 	}
 	return out
-}()
+}
 
 func trendKey(upstream string, ep int, key string) string {
 	return fmt.Sprintf("%s#%d.%s", upstream, ep+1, key)
+}
+
+// trendUnit is the compare unit of a table figure: timings are shown in
+// ms (the table's seconds are scaled where the value is formatted).
+func trendUnit(u Unit) string {
+	switch u {
+	case Seconds:
+		return UnitSeconds
+	case Ratio:
+		return UnitRatio
+	}
+	return UnitCalls
 }
 
 // trends builds the group's trends, figures in a stable order: episode
@@ -209,13 +221,13 @@ func (g *HistoryGroup) trends() {
 	}
 	for _, n := range sortedKeys(eps) {
 		for i := range eps[n] {
-			for _, f := range historyEpisodeFigures {
+			for _, f := range historyFigures() {
 				k := trendKey(n, i, f.Key)
-				label := fmt.Sprintf("%s episode %d: %s", n, i+1, f.Label)
+				label := fmt.Sprintf("%s episode %d: %s", n, i+1, f.historyLabel())
 				if eps[n] == 1 {
-					label = fmt.Sprintf("%s: %s", n, f.Label)
+					label = fmt.Sprintf("%s: %s", n, f.historyLabel())
 				}
-				defs = append(defs, def{k, label, f.Unit})
+				defs = append(defs, def{k, label, trendUnit(f.Unit)})
 			}
 		}
 	}

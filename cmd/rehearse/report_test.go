@@ -52,21 +52,47 @@ func TestReportCompare(t *testing.T) {
 	root := t.TempDir()
 	a := runDir(t, root, "mac", "clean")
 	b := runDir(t, root, "linux", "haproxy")
-	out, _, code := execute(t, "report", "compare", a, b, "--label", "macOS", "--label", "linux")
-	if code != 0 || !strings.Contains(out, "| group | figure | macOS | linux |") || !strings.Contains(out, "⚑") {
+	out, errOut, code := execute(t, "report", "compare", a, b, "--label", "macOS", "--label", "linux")
+	if code != 0 || !strings.Contains(out, "| figure | n macOS | median macOS (p10 – p90) | n linux |") || !strings.Contains(out, "cannot tell") {
 		t.Fatalf("code %d out:\n%s", code, out)
 	}
-	dst := t.TempDir()
-	if _, _, code := execute(t, "report", "compare", a, b, "--out", dst); code != 0 {
+	// Without --out no picture is written, and the text does not refer to one.
+	if strings.Contains(out, "](compare-timelines.svg)") || !strings.Contains(errOut, `label "macOS" says mac`) {
+		t.Errorf("stdout refers to an unwritten picture, or no label warning on stderr (%q)", errOut)
+	}
+	dst := filepath.Join(t.TempDir(), "new")
+	if _, _, code := execute(t, "report", "compare", a, "--vs", b, "--out", dst); code != 0 {
 		t.Fatalf("compare --out: exit %d", code)
 	}
-	for _, f := range []string{"compare.html", "compare.md", "compare-a.svg", "compare-b.svg"} {
+	for _, f := range []string{"compare.html", "compare.md", "compare.json", "compare-timelines.svg"} {
 		if _, err := os.Stat(filepath.Join(dst, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	if _, _, code := execute(t, "report", "compare", a, b, "--label", "x", "--label", "y", "--label", "z"); code != 2 {
-		t.Errorf("three labels: exit %d, want 2", code)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"three labels", []string{a, b, "--label", "x", "--label", "y", "--label", "z"}},
+		{"three runs without --vs", []string{a, b, a}},
+		{"empty side", []string{a, "--vs"}},
+		{"bad format", []string{a, b, "--format", "xml"}},
+		{"unknown threshold key", []string{a, b, "--threshold", "nope=5ms"}},
+		{"bad threshold value", []string{a, b, "--threshold", "probe_interval_s.p50=fast"}},
+		{"no such directory", []string{a, filepath.Join(root, "nope")}},
+		{"not a run", []string{a, t.TempDir()}},
+	} {
+		if _, errOut, code := executeWith(t, nil, append([]string{"report", "compare"}, c.args...)...); code != 2 {
+			t.Errorf("%s: exit %d, want 2 (%s)", c.name, code, errOut)
+		}
+	}
+	if out, _, code := execute(t, "report", "compare", "--help"); code != 0 || !strings.Contains(out, "--fail-on-diff") {
+		t.Errorf("--help: exit %d\n%s", code, out)
+	}
+	// Thresholds parse per unit.
+	th, err := parseThresholds([]string{"probe_interval_s.p50=5ms", "probe_interval_s.p50=1%", "failures_before_open=2", "amplification=0.1"})
+	if err != nil || th["probe_interval_s.p50"].Abs != 5 || th["probe_interval_s.p50"].Rel != 0.01 || th["failures_before_open"].Abs != 2 || th["amplification"].Abs != 0.1 {
+		t.Errorf("thresholds %+v, %v", th, err)
 	}
 }
 

@@ -28,7 +28,7 @@ const rootExamples = `  # Inspect what a capture holds before replaying it
   rehearse run weekly.yaml --out runs/today --junit junit.xml
 
   # Compare the same drill on macOS and Linux
-  rehearse report compare runs/mac runs/linux --label macOS --label linux
+  rehearse report compare runs/mac-* --vs runs/linux-* --label macOS --label linux --fail-on-diff
 
   # Schedule it weekly on a Mac
   rehearse launchd install --scenario weekly.yaml --weekly "Mon 03:00"`
