@@ -63,11 +63,14 @@ type Analysis struct {
 
 // RunInfo is the run's metadata.
 type RunInfo struct {
-	RunID        string    `json:"run_id"`
-	Scenario     string    `json:"scenario"`
-	ScenarioFile string    `json:"scenario_file,omitempty"`
-	Seed         int64     `json:"seed"`
-	WallStart    time.Time `json:"wall_start"`
+	RunID        string `json:"run_id"`
+	Scenario     string `json:"scenario"`
+	ScenarioFile string `json:"scenario_file,omitempty"`
+	// ScenarioDigest identifies the drill (what was done to the gateway);
+	// runs with the same digest can be compared like with like.
+	ScenarioDigest string    `json:"scenario_digest,omitempty"`
+	Seed           int64     `json:"seed"`
+	WallStart      time.Time `json:"wall_start"`
 	// TimeZone is the harness machine's local zone (an IANA name or a
 	// "+hh:mm" offset); reports show wall-clock times in it beside UTC.
 	TimeZone string `json:"time_zone,omitempty"`
@@ -100,6 +103,26 @@ type PlatformInfo struct {
 	TimerP99Ms   *float64          `json:"timer_lateness_p99_ms"`
 	TimerMaxMs   *float64          `json:"timer_lateness_max_ms"`
 	TCPKeepalive map[string]string `json:"tcp_keepalive,omitempty"`
+	// TimerDuringRun and LoadDuringRun summarise the platform samples taken
+	// throughout the run (journal platform.sample); nil when none were.
+	TimerDuringRun *TimerDuringRun `json:"timer_during_run"`
+	LoadDuringRun  *LoadDuringRun  `json:"load_during_run"`
+}
+
+// TimerDuringRun summarises the timer bursts of a run: the median over
+// bursts of each burst's p50 and p99 lateness, and the largest lateness.
+type TimerDuringRun struct {
+	Bursts int     `json:"bursts"`
+	P50Ms  float64 `json:"lateness_p50_ms"`
+	P99Ms  float64 `json:"lateness_p99_ms"`
+	MaxMs  float64 `json:"lateness_max_ms"`
+}
+
+// LoadDuringRun summarises the one-minute load average through the run.
+type LoadDuringRun struct {
+	Samples int     `json:"samples"`
+	Median  float64 `json:"median"`
+	Max     float64 `json:"max"`
 }
 
 // Percentiles are summary figures of a distribution; nil when empty.

@@ -105,6 +105,7 @@ type collector struct {
 	healthN   int64
 	healthBad int64
 	upNames   map[string]bool // upstreams named in run.start
+	platform  []*journal.PlatformSample
 }
 
 func newCollector() *collector {
@@ -209,6 +210,8 @@ func (c *collector) add(ev journal.Event) {
 		if n := len(c.health); n == 0 || c.health[n-1].state != st {
 			c.health = append(c.health, statePoint{t: t, state: st})
 		}
+	case *journal.PlatformSample:
+		c.platform = append(c.platform, p)
 	case *journal.Unknown:
 		c.unknown++
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -207,6 +208,7 @@ func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 	ri.DurationS = seconds(runEnd)
 	if s := c.start; s != nil {
 		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
+		ri.ScenarioDigest = s.ScenarioDigest
 		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redactURL(s.Target), s.Rate
 		ri.PlannedS = seconds(s.Duration)
 		ri.TimeZone = s.TimeZone
@@ -217,6 +219,7 @@ func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 				pi.TimerSamples = tg.Samples
 				pi.TimerP50Ms, pi.TimerP99Ms, pi.TimerMaxMs = ptr(ms(tg.P50)), ptr(ms(tg.P99)), ptr(ms(tg.Max))
 			}
+			pi.TimerDuringRun, pi.LoadDuringRun = duringRun(c.platform)
 			a.Platform = pi
 		}
 	} else {
@@ -619,3 +622,29 @@ func (c *collector) maxInFlight(probes []int32) int {
 }
 
 func joinNames(ns []string) string { return strings.Join(ns, "+") }
+
+// duringRun summarises the platform samples taken through the run.
+func duringRun(samples []*journal.PlatformSample) (*TimerDuringRun, *LoadDuringRun) {
+	var p50, p99, load []float64
+	maxMs := 0.0
+	for _, s := range samples {
+		if t := s.Timer; t != nil {
+			p50, p99 = append(p50, ms(t.P50)), append(p99, ms(t.P99))
+			maxMs = math.Max(maxMs, ms(t.Max))
+		}
+		if s.Load1 != nil {
+			load = append(load, *s.Load1)
+		}
+	}
+	var tr *TimerDuringRun
+	var lr *LoadDuringRun
+	if len(p50) > 0 {
+		tr = &TimerDuringRun{Bursts: len(p50), P50Ms: round3(stats.Summarize([][]float64{p50}).Median),
+			P99Ms: round3(stats.Summarize([][]float64{p99}).Median), MaxMs: round3(maxMs)}
+	}
+	if len(load) > 0 {
+		ls := stats.Summarize([][]float64{load})
+		lr = &LoadDuringRun{Samples: len(load), Median: round3(ls.Median), Max: round3(slices.Max(load))}
+	}
+	return tr, lr
+}

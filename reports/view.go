@@ -318,6 +318,13 @@ func platformRows(p *PlatformInfo) []kv {
 	}
 	rows := []kv{{"OS / arch", p.OS + " / " + p.Arch}, {"kernel", p.Kernel}, {"CPU", fmt.Sprintf("%s (%d cores)", p.CPU, p.NumCPU)},
 		{"Go", p.GoVersion}, {"timer lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fms(p.TimerP50Ms), fms(p.TimerP99Ms), fms(p.TimerMaxMs))}}
+	if t := p.TimerDuringRun; t != nil {
+		rows = append(rows, kv{"timer lateness during the run p50 / p99 / max", fmt.Sprintf("%s / %s / %s (%d bursts)",
+			fms(&t.P50Ms), fms(&t.P99Ms), fms(&t.MaxMs), t.Bursts)})
+	}
+	if l := p.LoadDuringRun; l != nil {
+		rows = append(rows, kv{"load average during the run (median / max)", fmt.Sprintf("%.2f / %.2f on %d cores", l.Median, l.Max, p.NumCPU)})
+	}
 	for _, k := range sortedKeys(p.TCPKeepalive) {
 		rows = append(rows, kv{k, p.TCPKeepalive[k]})
 	}
