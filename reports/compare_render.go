@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/halfopen/rehearse/internal/stats"
 )
 
 // CompareTimelinesFile is the one picture of a comparison: the first run
@@ -123,6 +125,10 @@ func (r CompareRow) verdictCell() string {
 		return ""
 	case r.Flag:
 		return "⚑ beyond noise"
+	case !r.Judged && strings.HasPrefix(r.Note, "one value per run"):
+		return "cannot tell: one value per run, too few runs"
+	case !r.Judged && r.Note == stats.NoteOneSample:
+		return "cannot tell: one sample per side"
 	case !r.Judged:
 		return "cannot tell: " + r.Note
 	case r.Clear:

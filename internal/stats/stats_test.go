@@ -87,12 +87,12 @@ func TestCoverage(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
-			const trials = 100
+			const trials = 60
 			miss, flags := 0, 0
 			for range trials {
 				a := draw(rng, 3, 15, 100, c.runSD, c.sd)
 				b := draw(rng, 3, 15, 100+c.shift, c.runSD, c.sd)
-				r := Compare(a, b, Threshold{}, Options{Resamples: 600})
+				r := Compare(a, b, Threshold{}, Options{Resamples: 400})
 				if r.Lo > c.shift || r.Hi < c.shift {
 					miss++
 				}
@@ -119,15 +119,15 @@ func TestCoverage(t *testing.T) {
 // samples as if independent would flag most identical sets.
 func TestRunNoiseIsNotSignal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	const trials = 80
+	const trials = 50
 	flags, naive := 0, 0
 	for range trials {
 		a := draw(rng, 3, 20, 100, 3, 0.5)
 		b := draw(rng, 3, 20, 100, 3, 0.5)
-		if Compare(a, b, Threshold{}, Options{Resamples: 600}).Beyond {
+		if Compare(a, b, Threshold{}, Options{Resamples: 400}).Beyond {
 			flags++
 		}
-		if Compare([][]float64{flat(a)}, [][]float64{flat(b)}, Threshold{}, Options{Resamples: 600}).Beyond {
+		if Compare([][]float64{flat(a)}, [][]float64{flat(b)}, Threshold{}, Options{Resamples: 400}).Beyond {
 			naive++
 		}
 	}
