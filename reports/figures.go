@@ -115,7 +115,9 @@ var Figures = []Figure{
 		Samples: func(e *Episode) []float64 {
 			var out []float64
 			for _, c := range e.Cycles {
-				out = append(out, c.intervals...)
+				for _, iv := range c.intervals {
+					out = append(out, iv.Seconds())
+				}
 			}
 			return out
 		}, CompareLabel: "probe spacing (every interval)"},
