@@ -873,7 +873,7 @@ func fmtNum(v float64) string {
 	case a >= 0.01:
 		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
 	default:
-		return fmt.Sprintf("%.4f", v)
+		return fmt.Sprintf("%.2g", v) // 0.003, 0.00012: never 0.0030
 	}
 }
 
