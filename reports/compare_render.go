@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/halfopen/rehearse/internal/atomicfile"
 	"html/template"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/stats"
 )
 
