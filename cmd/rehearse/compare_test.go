@@ -131,6 +131,15 @@ func fmtPtr(p *float64) string {
 	return fmt.Sprintf("%.1f", *p)
 }
 
+// TestMain removes the shared drill runs after the package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if setsRoot != "" {
+		os.RemoveAll(setsRoot)
+	}
+	os.Exit(code)
+}
+
 func side(root, prefix string) []string {
 	var out []string
 	for i := 1; i <= 3; i++ {
