@@ -401,16 +401,39 @@ func (s *scanner) intToken() []byte {
 	return s.b[start:s.i]
 }
 
+// digits returns the value of an unsigned decimal token; false on
+// overflow. By hand: strconv's error values keep the string, so a
+// conversion there allocates for every number.
+func digits(t []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range t {
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
+}
+
 func (s *scanner) int64() int64 {
 	t := s.intToken()
 	if s.bad {
 		return 0
 	}
-	v, err := strconv.ParseInt(string(t), 10, 64)
-	if err != nil {
-		s.fail()
+	neg := t[0] == '-'
+	if neg {
+		t = t[1:]
 	}
-	return v
+	v, ok := digits(t)
+	switch {
+	case !ok, !neg && v > math.MaxInt64, neg && v > 1<<63:
+		s.fail()
+		return 0
+	case neg:
+		return -int64(v)
+	}
+	return int64(v)
 }
 
 func (s *scanner) int() int {
@@ -426,8 +449,8 @@ func (s *scanner) uint64() uint64 {
 	if s.bad {
 		return 0
 	}
-	v, err := strconv.ParseUint(string(t), 10, 64)
-	if err != nil {
+	v, ok := digits(t)
+	if !ok || t[0] == '-' {
 		s.fail()
 	}
 	return v

@@ -110,6 +110,10 @@ func FuzzDecodeFast(f *testing.F) {
 		`{"t":1,"kind":"client.request","SEQ":2}`,
 		`{"t":1,"kind":"client.request","seq":1,"seq":2,"error":"\ud83d\ude00"}`,
 		`{"t":01,"kind":"client.request"}`,
+		`{"t":-9223372036854775808,"kind":"client.request","scheduled":9223372036854775807,"status":-1}`,
+		`{"t":9223372036854775808,"kind":"client.request"}`,
+		`{"t":1,"kind":"upstream.request","seq":18446744073709551616}`,
+		`{"t":1,"kind":"upstream.request","seq":-1}`,
 		`{"t":1,"kind":"client.request"} `,
 	} {
 		f.Add([]byte(s))

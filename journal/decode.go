@@ -80,9 +80,21 @@ const chunkLines = 512
 
 type chunk struct {
 	first int      // line number of lines[0]
-	lines [][]byte // raw lines, newline included when present
+	lines [][]byte // raw lines, newline included when present (in data)
+	data  []byte   // the chunk's bytes: one allocation for its lines, not one each
+	ends  []int    // where each line ends in data
 	last  bool     // holds the journal's last line
 	res   chan chunkResult
+}
+
+// seal points lines into data.
+func (c *chunk) seal() {
+	c.lines = make([][]byte, len(c.ends))
+	start := 0
+	for i, end := range c.ends {
+		c.lines[i] = c.data[start:end:end]
+		start = end
+	}
 }
 
 type chunkResult struct {
@@ -138,8 +150,12 @@ func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 		defer close(order)
 		br := bufio.NewReaderSize(r, 256<<10)
 		line := 1
-		c := &chunk{first: line, res: make(chan chunkResult, 1)}
+		newChunk := func() *chunk {
+			return &chunk{first: line, data: make([]byte, 0, 160<<10), ends: make([]int, 0, chunkLines), res: make(chan chunkResult, 1)}
+		}
+		c := newChunk()
 		send := func() bool {
+			c.seal()
 			select {
 			case order <- c:
 			case <-quit:
@@ -153,9 +169,15 @@ func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 			return true
 		}
 		for {
-			raw, err := br.ReadBytes('\n')
-			if len(raw) > 0 {
-				c.lines = append(c.lines, raw)
+			start := len(c.data)
+			raw, err := br.ReadSlice('\n')
+			for errors.Is(err, bufio.ErrBufferFull) { // a line longer than the buffer
+				c.data = append(c.data, raw...)
+				raw, err = br.ReadSlice('\n')
+			}
+			c.data = append(c.data, raw...)
+			if len(c.data) > start {
+				c.ends = append(c.ends, len(c.data))
 				line++
 			}
 			if err != nil {
@@ -166,11 +188,11 @@ func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 				send()
 				return
 			}
-			if len(c.lines) == chunkLines {
+			if len(c.ends) == chunkLines {
 				if !send() {
 					return
 				}
-				c = &chunk{first: line, res: make(chan chunkResult, 1)}
+				c = newChunk()
 			}
 		}
 	}()

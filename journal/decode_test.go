@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -80,5 +81,36 @@ func TestDecodeTornAndCorrupt(t *testing.T) {
 	var got []Event
 	if _, err := Decode(strings.NewReader(good), func(e Event) { got = append(got, e) }); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Decode and ReadAll differ (%v)", err)
+	}
+}
+
+// Lines longer than the read buffer (256 KiB) are read whole, and the
+// lines around them stay intact.
+func TestDecodeLongLines(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, NewClock(time.Now()), WithFlushInterval(0))
+	long := strings.Repeat("x", 700<<10)
+	for i := range 1500 {
+		if i%600 == 1 {
+			w.RecordAt(time.Duration(i), &Log{Level: "info", Msg: long})
+		} else {
+			w.RecordAt(time.Duration(i), &ClientRequest{Seq: uint64(i), Method: "GET", Route: "/r", Outcome: OutcomeOK})
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	torn, err := Decode(&buf, func(e Event) { got = append(got, e) })
+	if err != nil || torn || len(got) != 1500 {
+		t.Fatalf("%d events, torn %v, %v", len(got), torn, err)
+	}
+	for i, e := range got {
+		if e.T != time.Duration(i) {
+			t.Fatalf("event %d has t %v", i, e.T)
+		}
+		if l, ok := e.Payload.(*Log); ok && l.Msg != long {
+			t.Fatalf("event %d: a long line came back %d bytes long", i, len(l.Msg))
+		}
 	}
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,12 +30,12 @@ var spinWindow time.Duration
 // the margin covers that granularity plus the usual oversleep of a loaded
 // machine. It only bounds how long a cancellation can wait: the precise
 // sleep is not interrupted by ctx.
-const coarseMargin = 3 * time.Millisecond
+const coarseMargin = 2 * time.Millisecond
 
 // maxSpin caps the spin window wherever it comes from: at 10 requests per
 // second it bounds the spinning to 0.2 % of a core; a longer window would
 // only chase the oversleep of a loaded machine.
-const maxSpin = 200 * time.Microsecond
+const maxSpin = 100 * time.Microsecond
 
 // calibrateSpin measures once per process how late the precise sleep
 // wakes up and returns the spin window: the last part of each wait spent
@@ -78,7 +79,14 @@ func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
 		return err
 	}
 	if d := t - w.Now() - w.spin; d > 0 {
-		preciseSleep(d)
+		// The precise sleep blocks this thread with its processor; a
+		// sender just dispatched, or a response just read, would wait in
+		// the processor's queue until the runtime's monitor takes the
+		// processor back (20 µs to 10 ms). Let them run first.
+		runtime.Gosched()
+		if d = t - w.Now() - w.spin; d > 0 {
+			preciseSleep(d)
+		}
 	}
 	// Bounded by spin, or by less when the sleep overslept: the precise
 	// sleep never returns early.

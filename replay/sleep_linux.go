@@ -3,35 +3,39 @@
 package replay
 
 import (
-	"runtime"
+	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// precisionSlack is the timer slack asked for a precise sleep. Linux lets
-// a normal thread's timers expire up to 50 µs late (timer_slack_ns) so as
-// to batch wake-ups; the scheduler wants its one wake-up per request on
-// time.
-const precisionSlack = 1000 // ns
-
-// preciseSleep blocks the calling thread in clock_nanosleep for d, with
-// the thread's timer slack lowered to precisionSlack for the sleep. Unlike
-// a Go timer it does not go through the network poller's millisecond
-// timeout, so it wakes within tens of µs of d (the kernel's wake-up
-// latency; docs/replay.md, "Timer accuracy"). It is not cancellable:
-// callers use it for the last few milliseconds of a wait.
-//
-// The goroutine is locked to its thread only for the sleep, because the
-// slack is a per-thread setting; locking it for the whole run would make
-// every park of the scheduler hand its processor to another thread, a
-// wake-up on the send path.
+// preciseSleep waits d on a timerfd(2) read through Go's network poller.
+// Go's own timers wake through the poller's epoll_wait, whose timeout has
+// millisecond granularity (a timer due in 0.5 ms fires about 1 ms late);
+// a timerfd is an hrtimer the kernel expires on time (no timer slack),
+// and its readiness wakes epoll_wait at once. The goroutine parks like on
+// any read: no thread is held and no processor is blocked, so senders
+// and the runtime go on meanwhile. It wakes within the kernel's wake-up
+// latency (docs/replay.md, "Timer accuracy"). Where a timerfd cannot be
+// had, it falls back to clock_nanosleep on the calling thread.
 func preciseSleep(d time.Duration) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	lowered := err == nil && old > precisionSlack &&
-		unix.Prctl(unix.PR_SET_TIMERSLACK, precisionSlack, 0, 0, 0) == nil
+	if d <= 0 {
+		return
+	}
+	t, err := getTimerFD()
+	if err == nil {
+		its := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+		if err = unix.TimerfdSettime(t.fd, 0, &its, nil); err == nil {
+			var buf [8]byte // the expiration count
+			_, err = t.f.Read(buf[:])
+		}
+		if err == nil {
+			timerFDs.Put(t)
+			return
+		}
+		t.f.Close()
+	}
 	req := unix.NsecToTimespec(int64(d))
 	var rem unix.Timespec
 	// Interrupted by a signal (the Go runtime preempts with SIGURG), the
@@ -39,7 +43,26 @@ func preciseSleep(d time.Duration) {
 	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, 0, &req, &rem) == unix.EINTR {
 		req = rem
 	}
-	if lowered {
-		unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
+}
+
+// timerFD is a non-blocking timerfd registered with Go's poller. fd is
+// kept beside the file: (*os.File).Fd would switch it to blocking mode.
+type timerFD struct {
+	f  *os.File
+	fd int
+}
+
+// timerFDs reuses timerfds across sleeps (one per concurrent sleeper); one
+// the pool drops is closed by the *os.File's cleanup.
+var timerFDs sync.Pool
+
+func getTimerFD() (*timerFD, error) {
+	if t, ok := timerFDs.Get().(*timerFD); ok {
+		return t, nil
 	}
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	return &timerFD{f: os.NewFile(uintptr(fd), "replay-pacer-timerfd"), fd: fd}, nil
 }
