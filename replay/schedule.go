@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,7 +32,7 @@ var spinWindow time.Duration
 const coarseMargin = 2 * time.Millisecond
 
 // maxSpin caps the spin window wherever it comes from: at 10 requests per
-// second it bounds the spinning to 0.2 % of a core; a longer window would
+// second it bounds the spinning to 0.1 % of a core; a longer window would
 // only chase the oversleep of a loaded machine.
 const maxSpin = 100 * time.Microsecond
 
@@ -79,14 +78,7 @@ func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
 		return err
 	}
 	if d := t - w.Now() - w.spin; d > 0 {
-		// The precise sleep blocks this thread with its processor; a
-		// sender just dispatched, or a response just read, would wait in
-		// the processor's queue until the runtime's monitor takes the
-		// processor back (20 µs to 10 ms). Let them run first.
-		runtime.Gosched()
-		if d = t - w.Now() - w.spin; d > 0 {
-			preciseSleep(d)
-		}
+		preciseSleep(d)
 	}
 	// Bounded by spin, or by less when the sleep overslept: the precise
 	// sleep never returns early.
@@ -116,15 +108,15 @@ func spinFor(interval time.Duration) time.Duration {
 
 // leadFor returns how long before its due time each request of a run
 // whose requests are interval apart is handed to its sender: coarseMargin
-// for slow schedules (at most one request in every four margins, about
-// 83/s and slower, which includes a rehearsal's 10/s), else 0. With a
+// for slow schedules (at most one request in every four margins, 125/s
+// and slower, which includes a rehearsal's 10/s), else 0. With a
 // lead, the scheduler's Go timer wakes it early, it dispatches, and the
 // sender builds the request and then makes the precise wait itself, so
 // the hand-off from the scheduler to a sender goroutine (tens of µs on a
 // virtual machine, where the sender's thread may be on an idle vCPU) and
 // the request's build are off the send path. Fast schedules keep the
-// precise wait in the scheduler: a lead there would have several senders
-// asleep in the kernel at once, one thread each.
+// precise wait in the scheduler: a lead there would take the drop
+// decisions (missed slot, in-flight cap) several requests ahead.
 func leadFor(interval time.Duration) time.Duration {
 	if interval >= 4*coarseMargin {
 		return coarseMargin
