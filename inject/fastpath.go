@@ -595,12 +595,8 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		return true, false // closing
 	}
 	defer u.handlers.leave()
-	inFlight := u.inFlight.Add(1)
-	u.gauge.Inc()
-	defer func() {
-		u.inFlight.Add(-1)
-		u.gauge.Dec()
-	}()
+	inFlight, untrack := u.track()
+	defer untrack()
 	out := fc.outbound(r)
 	var h respHead
 	var err error

@@ -175,12 +175,8 @@ func (u *upstream) serveTCP(c net.Conn) {
 		return
 	}
 	defer u.handlers.leave()
-	inFlight := u.inFlight.Add(1)
-	u.gauge.Inc()
-	defer func() {
-		u.inFlight.Add(-1)
-		u.gauge.Dec()
-	}()
+	inFlight, done := u.track()
+	defer done()
 	ord := u.ordinal.Add(1)
 	l := &Link{Client: c, ctx: s.ctx, target: u.cfg.Target, rng: u.rand(nil, ord)}
 	f := u.pick(reqInfo{method: "TCP"}, tcpUsable)

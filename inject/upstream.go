@@ -334,12 +334,8 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	defer u.handlers.leave()
-	inFlight := u.inFlight.Add(1)
-	u.gauge.Inc()
-	defer func() {
-		u.inFlight.Add(-1)
-		u.gauge.Dec()
-	}()
+	inFlight, done := u.track()
+	defer done()
 
 	info, probe := u.classify(r)
 	ord := u.ordinal.Add(1)
@@ -455,3 +451,14 @@ func (t *tracker) closeAndWait() {
 type discardWriter struct{}
 
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// track counts one exchange or connection in flight on the upstream (its
+// count and its gauge) until done is called; inFlight includes this one.
+func (u *upstream) track() (inFlight int64, done func()) {
+	inFlight = u.inFlight.Add(1)
+	u.gauge.Inc()
+	return inFlight, func() {
+		u.inFlight.Add(-1)
+		u.gauge.Dec()
+	}
+}

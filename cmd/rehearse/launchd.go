@@ -68,6 +68,19 @@ func (f *jobFlags) job() (launchd.Job, error) {
 	}, nil
 }
 
+// printable returns the job resolved for home and checked, as print
+// shows it: a plist or unit naming a missing scenario is never printed.
+func (f *jobFlags) printable(home string) (launchd.Job, error) {
+	job, err := f.job()
+	if err != nil {
+		return job, err
+	}
+	if job, err = job.Resolve(home); err != nil {
+		return job, err
+	}
+	return job, launchd.CheckScenario(job)
+}
+
 // labelFlags pick an installed job by --label or by --scenario.
 type labelFlags struct{ label, scenario string }
 
@@ -137,19 +150,12 @@ kickstart call launchctl and need macOS (on Linux see "rehearse systemd").`,
 		Short: "Print the LaunchAgent plist (any OS; nothing is installed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			job, err := pf.job()
-			if err != nil {
-				return err
-			}
 			m, err := manager()
 			if err != nil {
 				return err
 			}
-			j, err := job.Resolve(m.Home())
+			j, err := pf.printable(m.Home())
 			if err != nil {
-				return err
-			}
-			if err := launchd.CheckScenario(j); err != nil {
 				return err
 			}
 			data, err := j.Plist().Render()

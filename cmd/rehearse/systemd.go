@@ -29,19 +29,12 @@ For the timer to fire while you are logged out: loginctl enable-linger $USER.`,
 		Short: "Print the service and timer units (nothing is installed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			job, err := pf.job()
-			if err != nil {
-				return err
-			}
 			d, err := manager()
 			if err != nil {
 				return err
 			}
-			j, err := job.Resolve(d.Home())
+			j, err := pf.printable(d.Home())
 			if err != nil {
-				return err
-			}
-			if err := launchd.CheckScenario(j); err != nil {
 				return err
 			}
 			svc, tmr := j.SystemdUnits()
