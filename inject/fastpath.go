@@ -150,35 +150,14 @@ type fastReq struct {
 // acceptProxy accepts proxy-mode connections until ln closes, serving
 // each on the fast path.
 func (u *upstream) acceptProxy(ln net.Listener) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
+	u.acceptConns(ln, func(c net.Conn) {
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			c.Close()
 			return
 		}
-		tc, ok := c.(*net.TCPConn)
-		u.mu.Lock()
-		if u.stopped || u.pauses > 0 || !ok {
-			u.mu.Unlock()
-			c.Close()
-			continue
-		}
-		u.conns[c] = struct{}{}
-		u.mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			u.serveFast(tc)
-			u.mu.Lock()
-			delete(u.conns, c)
-			u.mu.Unlock()
-		}()
-	}
+		u.serveFast(tc)
+	})
 }
 
 // serveFast serves one gateway connection until it closes or is handed

@@ -134,7 +134,14 @@ func closeWrite(c net.Conn) {
 func tcpUsable(f *faultState) bool { return f.tcp != nil }
 
 // acceptTCP accepts tcp-mode connections until ln closes.
-func (u *upstream) acceptTCP(ln net.Listener) {
+func (u *upstream) acceptTCP(ln net.Listener) { u.acceptConns(ln, u.serveTCP) }
+
+// acceptConns accepts connections until ln closes and serves each with
+// serve in its own goroutine, tracked in u.conns so that a pause or a stop
+// can close it; it returns when every connection it served is done.
+// Connections arriving while the upstream is paused or stopped are closed
+// at once.
+func (u *upstream) acceptConns(ln net.Listener, serve func(net.Conn)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -157,7 +164,7 @@ func (u *upstream) acceptTCP(ln net.Listener) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u.serveTCP(c)
+			serve(c)
 			u.mu.Lock()
 			delete(u.conns, c)
 			u.mu.Unlock()
