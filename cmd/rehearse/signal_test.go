@@ -69,28 +69,9 @@ faults:
 	if len(children) == 0 {
 		t.Fatal("no redis-server child found")
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30s after SIGINT; stderr:\n%s", stderr.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v, want 130; stderr:\n%s", err, stderr.String())
-	}
-	events, torn, rerr := journal.ReadFile(filepath.Join(dir, "journal.jsonl"))
-	if rerr != nil || torn {
-		t.Fatalf("journal: torn=%v err=%v", torn, rerr)
-	}
-	end, ok := events[len(events)-1].Payload.(*journal.RunEnd)
-	if !ok || end.Reason != journal.EndInterrupted || !end.Partial {
-		t.Fatalf("last event %#v, want run.end interrupted", events[len(events)-1].Payload)
+	stopExits130(t, cmd, syscall.SIGINT, stderr.String)
+	if end := lastRunEnd(t, filepath.Join(dir, "journal.jsonl")); !end.Partial {
+		t.Fatalf("run.end %#v, want partial", end)
 	}
 	for _, f := range []string{"report.html", "run.json", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -136,7 +117,15 @@ func TestSIGHUPStopsLikeSIGTERM(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	stopExits130(t, cmd, syscall.SIGHUP, stderr.String)
+	lastRunEnd(t, jpath)
+}
+
+// stopExits130 sends sig to the running command and checks that it stops
+// within 30 s with exit code 130.
+func stopExits130(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, stderr func() string) {
+	t.Helper()
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -145,19 +134,27 @@ func TestSIGHUPStopsLikeSIGTERM(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30s after SIGHUP; stderr:\n%s", stderr.String())
+		t.Fatalf("still running 30s after %v; stderr:\n%s", sig, stderr())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v, want 130; stderr:\n%s", err, stderr.String())
+		t.Fatalf("exit after %v: %v, want 130; stderr:\n%s", sig, err, stderr())
 	}
-	events, torn, rerr := journal.ReadFile(jpath)
-	if rerr != nil || torn || len(events) == 0 {
-		t.Fatalf("journal: torn=%v err=%v", torn, rerr)
+}
+
+// lastRunEnd checks that the journal is whole and ends with run.end
+// interrupted, and returns that event.
+func lastRunEnd(t *testing.T, path string) *journal.RunEnd {
+	t.Helper()
+	events, torn, err := journal.ReadFile(path)
+	if err != nil || torn || len(events) == 0 {
+		t.Fatalf("journal: torn=%v err=%v", torn, err)
 	}
-	if end, ok := events[len(events)-1].Payload.(*journal.RunEnd); !ok || end.Reason != journal.EndInterrupted {
+	end, ok := events[len(events)-1].Payload.(*journal.RunEnd)
+	if !ok || end.Reason != journal.EndInterrupted {
 		t.Fatalf("last event %#v, want run.end interrupted", events[len(events)-1].Payload)
 	}
+	return end
 }
 
 // childPIDs lists the direct children of pid (Linux /proc; the test skips
