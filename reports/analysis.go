@@ -294,6 +294,18 @@ type Episode struct {
 	// failed one (or the open), the wait before it.
 	CooldownsS []float64 `json:"cooldowns_s"`
 
+	// FailedRequestsBeforeOpen is FailuresBeforeOpen counted as distinct
+	// client requests; Resent the calls a gateway's transport sent again
+	// over the episode.
+	FailedRequestsBeforeOpen *int64 `json:"failed_requests_before_open"`
+	Resent                   int64  `json:"resent"`
+	// Shape is the breaker shape inferred (the cycles' shapes joined by
+	// "+"), ShapeEvidence the last cycle's reason.
+	Shape         string `json:"shape,omitempty"`
+	ShapeEvidence string `json:"shape_evidence,omitempty"`
+	// CloseBoundsS bounds the last close when no success pins it down.
+	CloseBoundsS *Bounds `json:"close_bounds_s"`
+
 	Closed               bool     `json:"closed"`
 	ClosedAtS            *float64 `json:"closed_at_s"`
 	ClosedAfterRecoveryS *float64 `json:"closed_after_recovery_s"`
@@ -336,6 +348,41 @@ type Cycle struct {
 	ProbeSource        string    `json:"probe_source,omitempty"`
 	MaxProbesInFlight  int       `json:"max_probes_in_flight"`
 	CooldownsS         []float64 `json:"cooldowns_s"`
+	// FailedRequestsBeforeOpen counts the distinct client requests (by
+	// sequence number) among FailuresBeforeOpen: calls re-sent by a
+	// transport count once, so it reads beside a breaker's threshold.
+	FailedRequestsBeforeOpen int64 `json:"failed_requests_before_open"`
+	// Resent counts calls that repeated a client request the gateway had
+	// already sent (its HTTP transport re-sending on a new connection),
+	// beyond the replayer's own re-sends (client.request resent).
+	Resent int64 `json:"resent"`
+	// Shape is the breaker shape inferred for the cycle (tagged_probe,
+	// health_check, live_probe, live_probes, expiry, ramp, ambiguous) and
+	// ShapeEvidence why, in words.
+	Shape         string `json:"shape"`
+	ShapeEvidence string `json:"shape_evidence"`
+	// CloseBoundsS bounds a close no success pins down: it came after
+	// the breaker blocked its last request (min); for a breaker whose
+	// failures expire, before it forwarded the first resumed call (max,
+	// which ClosedAtS then is); for a ramp or an ambiguous shape max is
+	// null: a ramp near its end, or a half-open that lets several quick
+	// calls through, forwards everything before it is closed, unseen
+	// from outside, and ClosedAtS is the earliest the close can have
+	// been. Null when the close is exact (the end of the success that
+	// closed it).
+	CloseBoundsS *Bounds `json:"close_bounds_s"`
+	// RampStartS and RampEndS are a ramp's first successful admission in
+	// the recovery that ended it, and its end (the earliest: see
+	// CloseBoundsS); absent for other shapes.
+	RampStartS *float64 `json:"ramp_start_s,omitempty"`
+	RampEndS   *float64 `json:"ramp_end_s,omitempty"`
+	// MaybeProbe: the first call after the last blocked request answered
+	// before the next request came, so it may have been one more probe
+	// (the one whose success closed the breaker), or the first of several
+	// a half-open lets through, or the first call after the breaker closed
+	// on a timer. Those calls are not in Probes: ProbeCount is then the
+	// least there were.
+	MaybeProbe bool `json:"maybe_probe,omitempty"`
 
 	intervals []time.Duration // probe spacing, all of it (Probes may be capped)
 	// openAt and closeAt (< 0: never closed) are the cycle's open and
@@ -343,6 +390,12 @@ type Cycle struct {
 	// the figures are computed from these, never from the rounded
 	// seconds above.
 	openAt, closeAt, firstProbe time.Duration
+}
+
+// Bounds are the least and the most a figure can be; nil: unbounded.
+type Bounds struct {
+	Min *float64 `json:"min"`
+	Max *float64 `json:"max"`
 }
 
 // Probe is one call through an open breaker.

@@ -264,11 +264,28 @@ func TestLiveTrafficProbes(t *testing.T) {
 	a, evs := analyse(t, s)
 	checkTruth(t, a, evs, "search")
 	ep := a.Upstreams["search"].Episodes[0]
-	if ep.ProbeSource != "live" || ep.Leaked != 0 || ep.SuccessesToClose == nil || *ep.SuccessesToClose != 1 {
-		t.Errorf("source %q leaked %d successes %v: %s", ep.ProbeSource, ep.Leaked, ep.SuccessesToClose, ep.Statement)
+	// The simulated probe answers in a millisecond: the call after which
+	// traffic resumed may have been the probe that closed the breaker, the
+	// first of several a half-open lets through, or the first call after a
+	// timer closed it (failures expired). The black box cannot tell: the
+	// shape is ambiguous, successes_to_close null, that call is a possible
+	// probe, and the close is given with bounds that hold the white-box
+	// close.
+	if ep.ProbeSource != "live" || ep.Leaked != 0 || ep.SuccessesToClose != nil || ep.Shape != ShapeUnknown {
+		t.Errorf("source %q leaked %d successes %v shape %q: %s", ep.ProbeSource, ep.Leaked, ep.SuccessesToClose, ep.Shape, ep.Statement)
 	}
-	if ep.ProbeOutcomes.Failed != 2 || ep.ProbeOutcomes.OK != 1 {
-		t.Errorf("probe outcomes %+v", ep.ProbeOutcomes)
+	last := ep.Cycles[len(ep.Cycles)-1]
+	if ep.ProbeOutcomes.Failed != 2 || ep.ProbeOutcomes.OK != 0 || !last.MaybeProbe {
+		t.Errorf("probe outcomes %+v, maybe_probe %v", ep.ProbeOutcomes, last.MaybeProbe)
+	}
+	var wb []float64
+	for _, e := range evs {
+		if tr, ok := e.Payload.(*journal.BreakerTransition); ok && tr.To == journal.StateClosed {
+			wb = append(wb, e.T.Seconds())
+		}
+	}
+	if b := ep.CloseBoundsS; b == nil || b.Min == nil || len(wb) == 0 || wb[len(wb)-1] < *b.Min-0.001 {
+		t.Errorf("close bounds %+v do not hold the white-box close %v", b, wb)
 	}
 }
 

@@ -49,6 +49,9 @@ type creq struct {
 	outcome  name
 	fastFail bool
 	late     bool
+	// sends is how many times it went out: 1 + the replayer transport's
+	// re-sends.
+	sends int
 }
 
 // lat is the latency from the scheduled send (what a user waited).
@@ -160,7 +163,7 @@ func (c *collector) add(ev journal.Event) {
 		}
 	case *journal.ClientRequest:
 		r := creq{seq: p.Seq, sched: p.Scheduled, route: nameOf(p.Route), upstream: noName, outcome: nameOf(string(p.Outcome)),
-			fastFail: p.FastFail || p.Outcome == journal.OutcomeFastFail, late: p.Late}
+			fastFail: p.FastFail || p.Outcome == journal.OutcomeFastFail, late: p.Late, sends: p.Sends()}
 		if p.Sent > 0 {
 			r.sent = p.Sent
 		}

@@ -613,9 +613,15 @@ func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
 	return out
 }
 
-// fmtDur formats seconds as a Go-style duration string rounded to the ms.
+// fmtDur formats seconds as a Go-style duration string rounded to the ms,
+// or to the µs below a millisecond (a lateness p99 of 0.124 ms is
+// "124µs", not "0s").
 func fmtDur(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+	d := time.Duration(s * float64(time.Second))
+	if d > -time.Millisecond && d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

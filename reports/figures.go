@@ -83,10 +83,21 @@ var Figures = []Figure{
 	{Key: "opened", Label: "opened", Unit: Word, Word: func(e *Episode) string { return fmt.Sprint(e.Opened) }, In: InCompare},
 	{Key: "opened_after_s", Label: "opened after fault start", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.OpenedAfterS }, In: Everywhere},
+	{Key: "shape", Label: "breaker shape", Unit: Word, Word: func(e *Episode) string { return orDash(e.Shape) },
+		Cell: func(e *Episode) string {
+			if e.Shape == "" {
+				return "—"
+			}
+			return e.Shape + " (" + e.ShapeEvidence + ")"
+		}, In: InReport | InCompare},
 	{Key: "failures_before_open", Label: "failed calls before open", Unit: Count,
 		Value:   func(e *Episode) *float64 { return i64f(e.FailuresBeforeOpen) },
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.FailuresBeforeOpen), true }),
 		In:      InReport | InCompare},
+	{Key: "failed_requests_before_open", Label: "failed client requests before open", Unit: Count,
+		Value: func(e *Episode) *float64 { return i64f(e.FailedRequestsBeforeOpen) }, In: InReport | InCompare},
+	{Key: "resent", Label: "calls re-sent by the gateway's transport", Unit: Count,
+		Value: func(e *Episode) *float64 { return ptr(float64(e.Resent)) }, In: InReport},
 	{Key: "fast_fails", Label: "client fast-fails while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return ptr(float64(e.FastFails)) }, In: InReport},
 	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return ptr(float64(e.Probes)) },
@@ -130,6 +141,16 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
 	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS }, In: Everywhere},
+	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
+		b := e.CloseBoundsS
+		switch {
+		case b == nil || b.Min == nil:
+			return "—"
+		case b.Max == nil:
+			return fmt.Sprintf("%s – unknown", fmtS(*b.Min))
+		}
+		return fmt.Sprintf("%s – %s", fmtS(*b.Min), fmtS(*b.Max))
+	}, In: InReport},
 	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare,
 		Samples: perCycle(func(c *Cycle) (float64, bool) {

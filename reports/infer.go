@@ -58,7 +58,35 @@ type window struct {
 type cyc struct {
 	openAt, closeAt time.Duration // closeAt < 0: never closed
 	blocked, ff     int64
-	liveProbes      map[int32]bool // call indexes
+	// admitted are the calls the open breaker let through (call indexes):
+	// live probes, or a ramp's share of the traffic.
+	admitted map[int32]bool
+	// closeLo is the earliest the close can have been (the last blocked
+	// request), closeAt the estimate (≤ the first resumed call). closeBy
+	// is the successful call whose end closed it, -1 when none did (the
+	// breaker closed on a timer: failures expired, a ramp ended).
+	closeLo time.Duration
+	closeBy int32
+	// sinceClose are the passed calls after the (tentative) close.
+	sinceClose []int32
+	// blockedAt are the send times of the blocked requests, in order.
+	blockedAt []time.Duration
+	// failureDriven: calls failed before the open. Such a breaker opens
+	// again only after failures.
+	failureDriven bool
+	// maybeProbe: the call after which traffic resumed was alone in
+	// flight; it may have been a probe.
+	maybeProbe bool
+	// lb, fr, nx are what closeOf placed the close from (the last blocked
+	// request's send, the first resumed call and the one after it), kept
+	// to place it again; noChecks: health checks are not the gate.
+	lb       time.Duration
+	fr, nx   int32
+	noChecks bool
+}
+
+func newCyc(openAt time.Duration) *cyc {
+	return &cyc{openAt: openAt, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}}
 }
 
 func (c *collector) finish() (*Analysis, error) {

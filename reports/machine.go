@@ -25,68 +25,118 @@ func (c *collector) okProbeLike(k int32) bool {
 // machine runs the open/close state machine over the upstream's sent
 // client requests, each classified blocked, passed or probe (match holds
 // the call a request reached).
+//
+// Open: OpenRunMin consecutive blocked requests. While open, every call a
+// request reached is an admission (a probe, or a ramp's share of the
+// traffic); forwarding has resumed once CloseRunMin consecutive requests
+// passed, and the close itself is placed by closeOf from what the gateway
+// did around the last blocked request. A breaker that closed only opens
+// again after failures: a request blocked after the close with no failed
+// call since means it had not closed (a ramp, a half-open that admits
+// several calls), and the cycle goes on; with failures it is a re-trip,
+// a new cycle.
 func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 	c, sent := u.c, u.sent
 	var out []*cyc
-	var cur *cyc
+	var cur, last *cyc
 	br, brFirst := 0, 0
 	var run []int
-	prev := clsPassed
 	lastPassed := int32(-1)
+	lastBlocked := -1
+	block := func(r *creq) {
+		cur.blocked++
+		cur.blockedAt = append(cur.blockedAt, r.sent)
+		if r.fastFail {
+			cur.ff++
+		}
+	}
 	for j := range sent {
 		r := &c.reqs[sent[j]]
 		k := cls[j]
 		if cur == nil {
-			if k == clsBlocked {
+			switch {
+			case k == clsBlocked && last != nil && last.failureDriven && !u.failedBetween(last.closeLo, r.sent):
+				// Blocked again without a failure since the close: the
+				// breaker never closed. Resume the cycle; the passes
+				// since were admissions.
+				cur = last
+				for _, i := range cur.sinceClose {
+					cur.admitted[i] = true
+				}
+				cur.sinceClose = cur.sinceClose[:0]
+				cur.closeAt, cur.closeLo, cur.closeBy = -1, -1, -1
+				block(r)
+				lastBlocked = j
+				run = run[:0]
+				br = 0
+			case k == clsBlocked:
 				if br == 0 {
 					brFirst = j
 				}
 				br++
 				if br >= OpenRunMin {
-					cur = &cyc{openAt: c.openMoment(c.reqs[sent[brFirst]].sent, lastPassed), closeAt: -1, liveProbes: map[int32]bool{}}
+					from := time.Duration(0)
+					if last != nil {
+						from = last.closeLo
+					}
+					last = nil
+					cur = newCyc(u.openAt(c.reqs[sent[brFirst]].sent, lastPassed))
+					cur.failureDriven = u.failedBetween(from, cur.openAt+1)
 					for q := brFirst; q <= j; q++ {
-						cur.blocked++
-						if c.reqs[sent[q]].fastFail {
-							cur.ff++
-						}
+						block(&c.reqs[sent[q]])
 					}
 					out = append(out, cur)
+					lastBlocked = j
 					run = run[:0]
 				}
-			} else {
+			default:
 				br = 0
 				if k == clsPassed {
 					lastPassed = match[j]
+					if last != nil && len(last.sinceClose) < maxListed {
+						last.sinceClose = append(last.sinceClose, match[j])
+					}
 				}
 			}
-			prev = k
 			continue
 		}
 		switch k {
 		case clsBlocked:
-			cur.blocked++
-			if r.fastFail {
-				cur.ff++
-			}
+			block(r)
+			lastBlocked = j
 			run = run[:0]
 		case clsProbe:
 			// A tagged probe carrying a client request: neither normal
 			// traffic nor a block.
 		case clsPassed:
-			kc := match[j]
-			if prev == clsBlocked && !c.okProbeLike(u.lastCallBefore(c.calls[kc].t)) {
-				cur.liveProbes[kc] = true
-			}
+			cur.admitted[match[j]] = true
 			run = append(run, j)
 			if len(run) >= CloseRunMin {
-				cur.closeAt = u.closeMoment(cur, match[run[0]], match[run[1]])
+				for _, q := range run {
+					delete(cur.admitted, match[q])
+				}
+				u.closeOf(cur, c.reqs[sent[lastBlocked]].sent, match[run[0]], match[run[1]])
+				cur.sinceClose = cur.sinceClose[:0]
+				for _, q := range run {
+					cur.sinceClose = append(cur.sinceClose, match[q])
+				}
 				lastPassed = match[run[len(run)-1]]
+				last = cur
 				cur, br, run = nil, 0, run[:0]
 			}
 		}
-		prev = k
 	}
-	return out
+	for _, cy := range out {
+		if cy.closeAt < 0 {
+			// Never closed: the passes since the last close attempt were
+			// admissions of the open breaker.
+			for _, i := range cy.sinceClose {
+				cy.admitted[i] = true
+			}
+		}
+	}
+	u.checksGate(out)
+	return u.splitExpiry(out)
 }
 
 // openMoment estimates when the breaker opened. The black-box bounds are
@@ -109,19 +159,19 @@ func (c *collector) openMoment(firstBlocked time.Duration, lastPassed int32) tim
 // response: the end of the successful tagged probe or health check just
 // before the traffic resumed, or of the live-traffic probe that began the
 // run; else the resumed traffic's first arrival.
-func (u *upstreamRun) closeMoment(cy *cyc, first, second int32) time.Duration {
+func (u *upstreamRun) closeMoment(cy *cyc, first, second int32) (time.Duration, int32) {
 	c := u.c
-	if cy.liveProbes[first] {
+	if cy.admitted[first] {
 		if e := c.calls[first].end; e <= c.calls[second].t {
-			return e
+			return e, first
 		}
-		return c.calls[second].t
+		return c.calls[second].t, -1
 	}
 	t := c.calls[first].t
 	if p := u.lastCallBefore(t); c.okProbeLike(p) && c.calls[p].t >= cy.openAt && c.calls[p].end <= t {
-		return c.calls[p].end
+		return c.calls[p].end, p
 	}
-	return t
+	return t, -1
 }
 
 // gapMachine infers open intervals from gaps in untagged live arrivals
@@ -167,20 +217,21 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 			if !big {
 				continue
 			}
-			cur = &cyc{openAt: c.openMoment(prevT+exp, arr[i-1]), closeAt: -1, liveProbes: map[int32]bool{}}
+			cur = newCyc(c.openMoment(prevT+exp, arr[i-1]))
 			out = append(out, cur)
 			run = run[:0]
 		}
 		if big {
 			if !c.okProbeLike(u.lastCallBefore(t)) {
-				cur.liveProbes[arr[i]] = true
+				cur.admitted[arr[i]] = true
 			}
 			run = append(run[:0], arr[i])
 			continue
 		}
 		run = append(run, arr[i])
 		if len(run) >= CloseRunMin {
-			cur.closeAt = u.closeMoment(cur, run[0], run[1])
+			cur.closeAt, cur.closeBy = u.closeMoment(cur, run[0], run[1])
+			cur.closeLo = cur.closeAt
 			cur, run = nil, run[:0]
 		}
 	}
@@ -188,15 +239,16 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 	if cur == nil && len(c.reqs) > 0 {
 		last := c.calls[arr[len(arr)-1]].t
 		if c.reqs[len(c.reqs)-1].sched-last > gap {
-			out = append(out, &cyc{openAt: c.openMoment(last+exp, arr[len(arr)-1]), closeAt: -1, liveProbes: map[int32]bool{}})
+			out = append(out, newCyc(c.openMoment(last+exp, arr[len(arr)-1])))
 		}
 	}
 	return exp, out
 }
 
 // cycleFigures computes one cycle's probes, leaks and counts. segStart is
-// where failures before the open are counted from.
-func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
+// where failures before the open are counted from; rep holds the calls
+// repeating a client request (true: the client's own re-send).
+func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int32]bool) *Cycle {
 	c, ci := u.c, u.calls
 	out := &Cycle{OpenedAtS: seconds(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
 		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
@@ -208,14 +260,26 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
 	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= segStart })
 	var tagged, health, liveP []int32
 	var leaks int64
+	failedSeqs := map[uint64]bool{}
 	for _, i := range ci[lo:] {
 		k := &c.calls[i]
 		if k.t >= end {
 			break
 		}
+		own, repeated := rep[i]
+		if repeated && !own {
+			out.Resent++
+		}
 		if k.t < cy.openAt {
 			if !k.health && k.failed {
 				out.FailuresBeforeOpen++
+				switch {
+				case !k.hasSeq:
+					out.FailedRequestsBeforeOpen++
+				case !failedSeqs[k.seq]:
+					failedSeqs[k.seq] = true
+					out.FailedRequestsBeforeOpen++
+				}
 			}
 			continue
 		}
@@ -224,12 +288,16 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
 			health = append(health, i)
 		case k.tagged:
 			tagged = append(tagged, i)
-		case cy.liveProbes[i]:
+		case repeated:
+			// The same request again (a transport's re-send): it was let
+			// through once already, not a leak.
+		case cy.admitted[i]:
 			liveP = append(liveP, i)
 		default:
 			leaks++
 		}
 	}
+	out.Shape, out.ShapeEvidence = u.shapeOf(cy, tagged, health, liveP)
 	var probes []int32
 	switch {
 	case len(tagged) > 0:
@@ -237,7 +305,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
 		leaks += int64(len(liveP)) // a gateway that tags its probes has no untagged ones
 	case len(liveP) > 0:
 		out.ProbeSource, probes = "live", liveP
-	case len(health) > 0:
+	case len(health) > 0 && (out.Shape == ShapeHealthCheck || cy.closeAt < 0):
 		out.ProbeSource, probes = "health_check", health
 	}
 	out.Leaked = leaks
@@ -269,11 +337,45 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration) *Cycle {
 		}
 	}
 	if cy.closeAt >= 0 {
-		n := 0
-		for i := len(all) - 1; i >= 0 && all[i].OK; i-- {
-			n++
+		switch {
+		case cy.closeBy >= 0:
+			// Closed on a success: the successful probes in a row that
+			// ended it, up to the one whose end closed it.
+			by := c.calls[cy.closeBy].t
+			n := 0
+			for i := len(probes) - 1; i >= 0; i-- {
+				k := &c.calls[probes[i]]
+				if k.t > by {
+					continue
+				}
+				if k.failed {
+					break
+				}
+				n++
+			}
+			out.SuccessesToClose = ptr(max(n, 1))
+		default:
+			// Closed on a timer, or the evidence cannot tell: known to a
+			// window, and no success count to give.
+			out.MaybeProbe = cy.maybeProbe
+			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo))}
+			if out.Shape == ShapeExpiry {
+				// Failures expired: closed before the first resumed call.
+				out.CloseBoundsS.Max = out.ClosedAtS
+			}
 		}
-		out.SuccessesToClose = ptr(n)
+	}
+	if out.Shape == ShapeRamp {
+		for _, i := range liveP {
+			if c.calls[i].failed {
+				out.RampStartS = nil
+				continue
+			}
+			if out.RampStartS == nil {
+				out.RampStartS = ptr(seconds(c.calls[i].t))
+			}
+		}
+		out.RampEndS = out.ClosedAtS
 	}
 	if len(all) > maxListed {
 		all = all[:maxListed]
@@ -298,11 +400,14 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		ep.OpenedAtS = ptr(first.OpenedAtS)
 		ep.OpenedAfterS = ptr(seconds(first.openAt - w.start))
 		ep.FailuresBeforeOpen = ptr(first.FailuresBeforeOpen)
+		ep.FailedRequestsBeforeOpen = ptr(first.FailedRequestsBeforeOpen)
+		ep.Shape, ep.ShapeEvidence = joinShapes(ep.Cycles), last.ShapeEvidence
 		var ivs []time.Duration
 		mif := 0
 		srcs := []string{}
 		for _, cy := range ep.Cycles {
 			ep.Leaked += cy.Leaked
+			ep.Resent += cy.Resent
 			ep.Probes += cy.ProbeCount
 			ep.FastFails += cy.FastFails
 			ivs = append(ivs, cy.intervals...)
@@ -332,6 +437,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 			ep.ClosedAtS = last.ClosedAtS
 			ep.ClosedAfterRecoveryS = ptr(seconds(last.closeAt - w.end))
 			ep.SuccessesToClose = last.SuccessesToClose
+			ep.CloseBoundsS = last.CloseBoundsS
 			ampEnd = max(ampEnd, last.closeAt)
 		} else {
 			ampEnd = spanEnd
@@ -456,7 +562,17 @@ func statement(ep *Episode) string {
 		return s
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Opened %s after the fault started (%s before).", fmtS(*ep.OpenedAfterS), plural(*ep.FailuresBeforeOpen, "failed call"))
+	fmt.Fprintf(&b, "Opened %s after the fault started (%s before", fmtS(*ep.OpenedAfterS), plural(*ep.FailuresBeforeOpen, "failed call"))
+	if r := ep.FailedRequestsBeforeOpen; r != nil && *r != *ep.FailuresBeforeOpen {
+		fmt.Fprintf(&b, ", %s", plural(*r, "distinct client request"))
+	}
+	b.WriteString(").")
+	if ep.Shape != "" {
+		fmt.Fprintf(&b, " Shape: %s.", shapeWords(lastShape(ep)))
+	}
+	if ep.Resent > 0 {
+		fmt.Fprintf(&b, " The gateway's transport re-sent %s.", plural(ep.Resent, "call"))
+	}
 	switch {
 	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
 		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening.", plural(ep.Probes, "time"), ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
@@ -486,8 +602,13 @@ func statement(ep *Episode) string {
 			rel, d = "before", -d
 		}
 		fmt.Fprintf(&b, " Closed %s %s the fault ended", fmtS(d), rel)
-		if ep.SuccessesToClose != nil {
+		switch b0 := ep.CloseBoundsS; {
+		case ep.SuccessesToClose != nil:
 			fmt.Fprintf(&b, ", after %s", plural(int64(*ep.SuccessesToClose), "successful probe"))
+		case b0 != nil && b0.Min != nil && b0.Max != nil:
+			fmt.Fprintf(&b, " (between %s and %s into the run: no success pins it down)", fmtS(*b0.Min), fmtS(*b0.Max))
+		case b0 != nil:
+			b.WriteString(" at the earliest (the breaker forwarded everything from then on; a ramp's end, or a half-open letting several quick calls through, closes later, unseen from outside)")
 		}
 		b.WriteString(".")
 	} else {

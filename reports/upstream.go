@@ -153,6 +153,16 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		tl.Metrics = append(tl.Metrics, StateInterval{StartS: seconds(p.t), EndS: seconds(end), State: p.state})
 	}
 
+	// Calls repeating a client request: the replayer's re-sends (from
+	// client.request resent) or the gateway transport's.
+	sends := map[uint64]int{}
+	for _, i := range reqs {
+		if n := c.reqs[i].sends; n > 1 {
+			sends[c.reqs[i].seq] = n
+		}
+	}
+	rep := u.repeats(sends)
+
 	// Cycles to episodes.
 	var prevClose time.Duration
 	for _, cy := range cycles {
@@ -167,7 +177,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		if epi >= 0 && wins[epi].start > segStart {
 			segStart = wins[epi].start
 		}
-		out := u.cycleFigures(cy, segStart)
+		out := u.cycleFigures(cy, segStart, rep)
 		closeAt := runEnd
 		if cy.closeAt >= 0 {
 			closeAt = cy.closeAt

@@ -25,6 +25,9 @@ func newMetricsCmd() *cobra.Command {
 		depMap  []string
 		timeout time.Duration
 		series  bool
+		custom  observe.CustomPreset
+		values  []string
+		states  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "metrics [URL]",
@@ -33,10 +36,12 @@ func newMetricsCmd() *cobra.Command {
 --prom) and print the breaker state per dependency as the chosen preset reads
 it, and the upstream each dependency maps to. Use it to check a preset and a
 dependency map before a rehearsal. Presets: ` + strings.Join(observe.Presets(), ", ") + `
-("custom" needs a scenario file; see docs/metrics.md). Exit code 3 when the
-scrape fails.`,
+("custom" takes its mapping by flags: --metric with --value VALUE=STATE, or
+--state-label with --state NAME=STATE; see docs/metrics.md). Exit code 3 when
+the scrape fails.`,
 		Example: `  rehearse metrics http://127.0.0.1:8080/metrics
   rehearse metrics http://127.0.0.1:8404/metrics --preset haproxy --map be_search=search --series
+  rehearse metrics http://127.0.0.1:9000/metrics --preset custom --metric mygw_breaker_state --dependency-label upstream --value 0=closed --value 1=open --value 2=half_open
   rehearse metrics --prom http://prometheus:9090 --selector 'job="gateway"'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,7 +54,19 @@ scrape fails.`,
 				return fmt.Errorf("%w: --selector and --query need --prom", rehearse.ErrInvalid)
 			}
 			if cfg.Preset == observe.PresetCustom {
-				return fmt.Errorf("%w: --preset custom needs a mapping: put it in a scenario's gateway.metrics.custom (docs/metrics.md)", rehearse.ErrInvalid)
+				if custom.Metric == "" {
+					return fmt.Errorf("%w: --preset custom needs the mapping: --metric NAME with --value VALUE=STATE (value mode) or --state-label LABEL with --state NAME=STATE (one-hot mode); docs/metrics.md", rehearse.ErrInvalid)
+				}
+				var err error
+				if custom.Values, err = pairs("--value", values); err != nil {
+					return err
+				}
+				if custom.States, err = pairs("--state", states); err != nil {
+					return err
+				}
+				cfg.Custom = &custom
+			} else if custom.Metric != "" || len(values) > 0 || len(states) > 0 || custom.StateLabel != "" || len(custom.DependencyLabels) > 0 || custom.Otherwise != "" {
+				return fmt.Errorf("%w: --metric, --dependency-label, --value, --state-label, --state and --otherwise give a custom mapping: use them with --preset custom", rehearse.ErrInvalid)
 			}
 			for _, kv := range depMap {
 				dep, up, ok := strings.Cut(kv, "=")
@@ -105,6 +122,12 @@ scrape fails.`,
 	f.StringArrayVar(&depMap, "map", nil, "map a gateway dependency (or part of it) to an upstream name: DEP=UPSTREAM (repeatable)")
 	f.DurationVar(&timeout, "timeout", observe.DefaultMaxScrapeTimeout, "scrape timeout")
 	f.BoolVar(&series, "series", false, "also print the kept series")
+	f.StringVar(&custom.Metric, "metric", "", "with --preset custom: the breaker-state series name")
+	f.StringArrayVar(&custom.DependencyLabels, "dependency-label", nil, "with --preset custom: a label naming the dependency (repeatable; default dependency)")
+	f.StringArrayVar(&values, "value", nil, "with --preset custom, value mode: VALUE=STATE, e.g. 0=closed (repeatable)")
+	f.StringVar(&custom.StateLabel, "state-label", "", "with --preset custom, one-hot mode: the label holding the state name")
+	f.StringArrayVar(&states, "state", nil, "with --preset custom, one-hot mode: NAME=STATE, e.g. HALF_OPEN=half_open (repeatable)")
+	f.StringVar(&custom.Otherwise, "otherwise", "", "with --preset custom: the state of a value or name not listed")
 	f.StringVar(&prom.URL, "prom", "", "query this Prometheus server instead of scraping URL")
 	f.StringVar(&prom.Selector, "selector", "", `with --prom: label matchers narrowing the query, e.g. job="gateway"`)
 	f.StringVar(&prom.Query, "query", "", "with --prom: your own PromQL instead of the preset's selector")
@@ -124,6 +147,8 @@ var metricsFlagNames = map[string]string{
 	"prom_query.url":      "--prom",
 	"prom_query.selector": "--selector",
 	"prom_query.query":    "--query",
+	"custom.metric":       "--metric",
+	"custom":              "--preset custom",
 }
 
 // flagError renames the config path of a *rehearse.ConfigError after the
@@ -145,6 +170,22 @@ func flagError(err error, names map[string]string) error {
 	out := *ce
 	out.Path = names[best]
 	return &out
+}
+
+// pairs reads repeated K=V flag values into a map.
+func pairs(flag string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%w: %s %q: want KEY=STATE", rehearse.ErrInvalid, flag, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
 }
 
 // formatLabels writes labels as the text format does, sorted by name:

@@ -72,7 +72,9 @@ func TestMetricsCmdErrors(t *testing.T) {
 		{[]string{"metrics", dead, "--preset", "nginx"}, 2, `--preset: unknown preset "nginx"`},
 		{[]string{"metrics", "ftp://x"}, 2, `URL argument: invalid URL "ftp://x"`},
 		{[]string{"metrics", "--prom", "nope"}, 2, `--prom: invalid URL "nope"`},
-		{[]string{"metrics", dead, "--preset", "custom"}, 2, "--preset custom needs a mapping"},
+		{[]string{"metrics", dead, "--preset", "custom"}, 2, "--preset custom needs the mapping: --metric NAME"},
+		{[]string{"metrics", dead, "--preset", "custom", "--metric", "x", "--value", "0"}, 2, `--value "0": want KEY=STATE`},
+		{[]string{"metrics", dead, "--metric", "x"}, 2, "use them with --preset custom"},
 		{[]string{"metrics", dead, "--map", "search"}, 2, `--map "search": want DEPENDENCY=UPSTREAM`},
 		{[]string{"metrics"}, 2, "no metrics URL: give it as an argument"},
 		{[]string{"metrics", "--selector", "job=\"x\""}, 2, "--selector and --query need --prom"},
@@ -83,6 +85,23 @@ func TestMetricsCmdErrors(t *testing.T) {
 		err := root.ExecuteContext(context.Background())
 		if code := rehearse.ExitCode(err); code != tt.code || err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: exit %d, error %v; want %d and %q", tt.args, code, err, tt.code, tt.want)
+		}
+	}
+}
+
+// TestMetricsCmdCustomFlags: --preset custom takes its mapping by flags,
+// here HAProxy's one-hot server status read as a custom mapping.
+func TestMetricsCmdCustomFlags(t *testing.T) {
+	url := serveMetrics(t, "haproxy-2.6.txt", "text/plain; version=0.0.4")
+	out, errOut, code := execute(t, "metrics", url, "--preset", "custom", "--metric", "haproxy_server_status",
+		"--dependency-label", "proxy", "--dependency-label", "server", "--state-label", "state",
+		"--state", "UP=closed", "--state", "DOWN=open", "--state", "NOLB=half_open", "--map", "be_search=search")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"be_search/search1    search    open", "be_weather/weather1  -         closed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }

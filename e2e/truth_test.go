@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/reports"
+)
+
+var httpClient = &http.Client{Timeout: 2 * time.Second}
+
+const syscallTERM = syscall.SIGTERM
+
+// truthCycle is one open/close cycle of a breaker as the gateway's own
+// record shows it (nginx's access log, Caddy's admin API and log), in run
+// time (seconds since run.wall_start).
+type truthCycle struct {
+	OpenAt float64
+	// Probes are the calls the gateway let through while open (for a
+	// passive-expiry breaker: the calls it re-admitted when failures
+	// expired).
+	Probes  []truthProbe
+	CloseAt *float64
+	// Failed counts the failed calls the gateway logged from the fault's
+	// start (or the previous close) to the open; FailedMax, when larger,
+	// the most there may have been given the log's resolution.
+	Failed, FailedMax int
+}
+
+type truthProbe struct {
+	At, End float64
+	OK      bool
+}
+
+func (c truthCycle) String() string {
+	cl := "never"
+	if c.CloseAt != nil {
+		cl = fmt.Sprintf("%.3f", *c.CloseAt)
+	}
+	return fmt.Sprintf("{open %.3f, %d probes, close %s, %d failed before}", c.OpenAt, len(c.Probes), cl, c.Failed)
+}
+
+// tolerance is the bound on a figure against the gateway's log:
+// 5 % of the figure, at least 20 ms.
+func tolerance(x float64) float64 { return max(0.05*math.Abs(x), 0.020) }
+
+// compared is one measured-vs-log row: it fails the test when the
+// figures differ by more than the tolerance of the log's figure.
+type comparer struct {
+	t    *testing.T
+	rows [][4]string
+}
+
+func (c *comparer) num(what string, log, measured float64, ok bool) {
+	c.t.Helper()
+	if !ok {
+		c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", log), "absent", "no"})
+		c.t.Errorf("%s: the log says %.3f s, the analysis has no figure", what, log)
+		return
+	}
+	d := measured - log
+	within := math.Abs(d) <= tolerance(log)
+	c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", log), fmt.Sprintf("%.3f", measured), fmt.Sprintf("%+.0f ms %s", d*1000, yes(within))})
+	if !within {
+		c.t.Errorf("%s: measured %.3f s, the gateway's log %.3f s (off by %.0f ms, tolerance %.0f ms)", what, measured, log, d*1000, tolerance(log)*1000)
+	}
+}
+
+func (c *comparer) exact(what string, log, measured any) {
+	c.t.Helper()
+	ok := fmt.Sprint(log) == fmt.Sprint(measured)
+	c.rows = append(c.rows, [4]string{what, fmt.Sprint(log), fmt.Sprint(measured), yes(ok)})
+	if !ok {
+		c.t.Errorf("%s: measured %v, the gateway's log %v", what, measured, log)
+	}
+}
+
+func (c *comparer) note(what, log, measured string) {
+	c.rows = append(c.rows, [4]string{what, log, measured, "—"})
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "OFF"
+}
+
+func (c *comparer) log(name string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "measured vs the gateway's log, %s:\n| figure | gateway log | measured | within max(5 %%, 20 ms) |\n|---|---|---|---|\n", name)
+	for _, r := range c.rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3])
+	}
+	c.t.Log(b.String())
+}
+
+// compareCycles holds an episode's cycles to the gateway's record: as many
+// cycles; each open after the fault started, each first probe after its
+// open, each close after the fault ended within the tolerance; the failed
+// calls before the first open exactly. wantSuccesses is what
+// successes_to_close must be for the shape (nil: the shape counts no
+// successes and the figure must be null).
+func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuccesses *int) {
+	t := c.t
+	t.Helper()
+	c.exact("cycles", len(truth), len(ep.Cycles))
+	if len(truth) != len(ep.Cycles) {
+		var got []string
+		for _, cy := range ep.Cycles {
+			got = append(got, fmt.Sprintf("{open %.3f close %s probes %d}", cy.OpenedAtS, fp(cy.ClosedAtS), cy.ProbeCount))
+		}
+		t.Errorf("truth %v\nmeasured %v", truth, got)
+		return
+	}
+	for i, tc := range truth {
+		cy := ep.Cycles[i]
+		n := fmt.Sprintf("cycle %d: ", i+1)
+		if i == 0 {
+			c.num(n+"opened after the fault started (s)", tc.OpenAt-ep.StartS, cy.OpenedAtS-ep.StartS, true)
+			if m := int64(tc.FailedMax); m > int64(tc.Failed) && cy.FailuresBeforeOpen >= int64(tc.Failed) && cy.FailuresBeforeOpen <= m {
+				c.rows = append(c.rows, [4]string{n + "failed calls before the open", fmt.Sprintf("%d–%d (ms-rounded log)", tc.Failed, m), fmt.Sprint(cy.FailuresBeforeOpen), "ok"})
+			} else {
+				c.exact(n+"failed calls before the open", tc.Failed, cy.FailuresBeforeOpen)
+			}
+		} else {
+			prev := *truth[i-1].CloseAt
+			c.num(n+"opened after the previous close (s)", tc.OpenAt-prev, cy.OpenedAtS-prev, true)
+		}
+		if cy.MaybeProbe && len(tc.Probes) > int(cy.ProbeCount) {
+			// The analysis says the calls from the one after which
+			// traffic resumed may have been more probes: a stated bound.
+			c.rows = append(c.rows, [4]string{n + "probes", fmt.Sprint(len(tc.Probes)), fmt.Sprintf("at least %d", cy.ProbeCount), "bound"})
+		} else {
+			c.exact(n+"probes", len(tc.Probes), cy.ProbeCount)
+		}
+		if len(tc.Probes) > 0 && len(cy.Probes) > 0 {
+			// A log that stamps only a probe's end (Caddy's active
+			// checks: At == End) is compared with the probes' ends.
+			at := func(p reports.Probe, lp truthProbe) float64 {
+				if lp.At == lp.End && p.DoneS > 0 {
+					return p.DoneS
+				}
+				return p.AtS
+			}
+			c.num(n+"first probe after the open (s)", tc.Probes[0].At-tc.OpenAt, at(cy.Probes[0], tc.Probes[0])-cy.OpenedAtS, true)
+			for j := 1; j < len(tc.Probes) && j < len(cy.Probes); j++ {
+				c.num(fmt.Sprintf("%sprobe %d after probe %d (s)", n, j+1, j), tc.Probes[j].At-tc.Probes[j-1].At, at(cy.Probes[j], tc.Probes[j])-at(cy.Probes[j-1], tc.Probes[j-1]), true)
+			}
+		}
+		if tc.CloseAt == nil {
+			c.exact(n+"closed", "never", fp(cy.ClosedAtS))
+			continue
+		}
+		ref := ep.EndS
+		what := n + "closed after the fault ended (s)"
+		if *tc.CloseAt < ref {
+			ref, what = tc.OpenAt, n+"closed after its open (s)"
+		}
+		if b := cy.CloseBoundsS; b != nil && b.Min != nil {
+			// No success pins the close: the analysis gives bounds; the
+			// log's close must lie within them (plus the tolerance).
+			tol := tolerance(*tc.CloseAt - ref)
+			in := *tc.CloseAt >= *b.Min-tol && (b.Max == nil || *tc.CloseAt <= *b.Max+tol)
+			hi := "unknown"
+			if b.Max != nil {
+				hi = fmt.Sprintf("%.3f", *b.Max-ref)
+			}
+			c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", *tc.CloseAt-ref), fmt.Sprintf("%.3f (bounds %.3f – %s)", val(cy.ClosedAtS)-ref, *b.Min-ref, hi), "bound " + yes(in)})
+			if !in {
+				t.Errorf("%s: the log's close %.3f s is outside the stated bounds %.3f – %s", what, *tc.CloseAt, *b.Min, hi)
+			}
+			continue
+		}
+		c.num(what, *tc.CloseAt-ref, val(cy.ClosedAtS)-ref, cy.ClosedAtS != nil)
+	}
+	want := "null"
+	if wantSuccesses != nil {
+		want = fmt.Sprint(*wantSuccesses)
+	}
+	if n := len(ep.Cycles); ep.SuccessesToClose == nil && n > 0 && ep.Cycles[n-1].MaybeProbe && wantSuccesses != nil {
+		// Ambiguous: the analysis says it cannot tell (0 or more).
+		c.rows = append(c.rows, [4]string{"successes_to_close", want, "null (ambiguous: the closing call was quick)", "bound"})
+		return
+	}
+	c.exact("successes_to_close", want, intp(ep.SuccessesToClose))
+}
+
+func val(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
