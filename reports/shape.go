@@ -37,9 +37,15 @@ const (
 )
 
 // closeSlack forgives a call's end recorded a little before the request
-// the gateway blocked after it: the gateway acts on a response a moment
-// after the upstream finished it.
-const closeSlack = 5 * time.Millisecond
+// the gateway blocked after it (two processes' clocks read a moment
+// apart). closeSlackLate forgives an end recorded after the first resumed
+// call arrived: the upstream stamps a call's end once its handler has
+// returned, which on a loaded machine can be tens of milliseconds after
+// the gateway had the answer and forwarded the next request.
+const (
+	closeSlack     = 5 * time.Millisecond
+	closeSlackLate = 50 * time.Millisecond
+)
 
 // failedBetween reports whether any call of the upstream (live, tagged or
 // health check) that arrived in [from, to) failed.
@@ -98,7 +104,7 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 		// The upstream stamps a call's end once its handler returns,
 		// which can be a moment after the gateway got the answer and
 		// forwarded the next request: slack on both sides.
-		if e := k.end; e > lastBlocked-closeSlack && e <= hi+closeSlack && e > best {
+		if e := k.end; e > lastBlocked-closeSlack && e <= hi+closeSlackLate && e > best {
 			best, cy.closeBy = e, i
 		}
 	}
