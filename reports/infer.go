@@ -83,6 +83,10 @@ type cyc struct {
 	lb       time.Duration
 	fr, nx   int32
 	noChecks bool
+	// closeInFlight: closeBy's answer came back somewhere in the close
+	// window while the upstream still had it in flight; the close is
+	// bounded, not exact.
+	closeInFlight bool
 }
 
 func newCyc(openAt time.Duration) *cyc {

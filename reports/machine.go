@@ -354,6 +354,9 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int3
 				n++
 			}
 			out.SuccessesToClose = ptr(max(n, 1))
+			if cy.closeInFlight {
+				out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo)), Max: out.ClosedAtS}
+			}
 		default:
 			// Closed on a timer, or the evidence cannot tell: known to a
 			// window, and no success count to give.

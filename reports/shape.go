@@ -79,7 +79,7 @@ func (u *upstreamRun) failedBetween(from, to time.Duration) bool {
 func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32) {
 	c, ci := u.c, u.calls
 	hi := c.calls[fr].t
-	cy.closeLo, cy.closeAt, cy.closeBy, cy.maybeProbe = lastBlocked, hi, -1, false
+	cy.closeLo, cy.closeAt, cy.closeBy, cy.maybeProbe, cy.closeInFlight = lastBlocked, hi, -1, false, false
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
 	checksGate := !cy.noChecks
 	for i := range cy.admitted {
@@ -111,6 +111,24 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	if best >= 0 {
 		cy.closeAt = min(best, hi)
 		cy.closeLo = cy.closeAt
+		return
+	}
+	// A successful call the open breaker let through was still in flight
+	// by the upstream's record when traffic resumed: the gateway had its
+	// answer already (the upstream stamps an end once its handler has
+	// returned, which a loaded machine can delay by far more than
+	// closeSlackLate). The breaker closed on that answer, somewhere in
+	// the window: the success counts, the moment is bounded.
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= hi {
+			break
+		}
+		if cy.admitted[i] && !k.tagged && !k.failed && k.hasEnd && k.end > hi {
+			cy.closeBy, cy.closeInFlight = i, true
+		}
+	}
+	if cy.closeBy >= 0 {
 		return
 	}
 	// No success in the window. If fr itself was alone in flight (it
