@@ -247,6 +247,9 @@ func (b *Breaker) NextProbeAt() time.Time {
 // was denied, or the client left first). A cancelled probe frees the probe
 // slot; the spacing to the next probe still holds.
 func (t *Ticket) Cancel() {
+	if t.b == nil {
+		return
+	}
 	t.once.Do(func() {
 		if !t.Probe {
 			return
@@ -265,6 +268,9 @@ func (t *Ticket) Cancel() {
 // Retry-After, which always extends the open period (the upstream's
 // cooldown wins).
 func (t *Ticket) Done(r Result) {
+	if t.b == nil {
+		return // no breaker (the naive mode's calls)
+	}
 	t.once.Do(func() { t.b.done(t, r) })
 }
 

@@ -50,6 +50,8 @@ const (
 	DefaultRetryMaxAttempts      = 3
 	DefaultRetryBaseDelay        = 50 * time.Millisecond
 	DefaultRetryMaxDelay         = time.Second
+	DefaultDeadlineReserve       = 50 * time.Millisecond
+	DefaultDeadlineHeader        = "X-Request-Timeout-Ms"
 	DefaultMaxBody               = 4 << 20
 	DefaultCanaryInterval        = 5 * time.Second
 	DefaultCanaryTimeout         = 2 * time.Second
@@ -67,6 +69,11 @@ const (
 // them in). The few settings whose explicit zero means something else than
 // "the default" (off, none) are pointers, nil meaning the default.
 type Config struct {
+	// Mode is ModeReference ("" or "reference", the default: the whole
+	// resilience policy) or ModeNaive (fixed 200 ms retries ×3 of every
+	// call, no deadline, no breaker: the gateway the practice warns
+	// about, for drills that show the difference).
+	Mode string `yaml:"mode" json:"mode,omitempty"`
 	// Listen is the address Serve's caller should listen on (the command
 	// uses it; Serve takes a listener). Default 127.0.0.1:0.
 	Listen string `yaml:"listen" json:"listen"`
@@ -87,6 +94,9 @@ type Config struct {
 	Breaker BreakerConfig `yaml:"breaker" json:"breaker"`
 	// Retry bounds the retries of idempotent calls.
 	Retry RetryConfig `yaml:"retry" json:"retry"`
+	// Deadline is how the request's deadline is shared with the client
+	// and the upstream.
+	Deadline DeadlineConfig `yaml:"deadline" json:"deadline"`
 	// Canary is the synthetic health check behind /healthz.
 	Canary CanaryConfig `yaml:"canary" json:"canary"`
 	// Coord is "" (no fleet coordination) or redis://host:port/db: the
@@ -182,9 +192,10 @@ type BreakerConfig struct {
 }
 
 // RetryConfig bounds retries: full-jitter exponential backoff inside the
-// request's remaining deadline, only for idempotent methods (GET, HEAD,
-// OPTIONS, TRACE) or requests carrying an Idempotency-Key header, and
-// never for half-open probes.
+// request's remaining deadline less the reserve, only for idempotent
+// methods (GET, HEAD, OPTIONS, TRACE) or requests carrying an
+// Idempotency-Key header, never for half-open probes, and never sooner
+// than an upstream's Retry-After.
 type RetryConfig struct {
 	// MaxAttempts is the total number of attempts, the first included (3).
 	// 1 disables retries.
@@ -197,6 +208,34 @@ type RetryConfig struct {
 	// failover (4 MiB); larger bodies are refused with 413.
 	MaxBody int64 `yaml:"max_body" json:"max_body"`
 }
+
+// DeadlineConfig orders the deadlines client > gateway > upstream call.
+// The gateway's deadline for a request is the upstream's timeout, or
+// the client's announced budget less Reserve when that is shorter; each
+// upstream call must end Reserve before it, so that the gateway still
+// has time to answer, and is told its budget in Header.
+type DeadlineConfig struct {
+	// Reserve is kept back from the gateway's deadline for answering the
+	// client after the last upstream call gave up; zero means 50ms.
+	Reserve rehearse.Duration `yaml:"reserve" json:"reserve"`
+	// Header carries a budget in milliseconds: read from the client (its
+	// remaining deadline) and sent to the upstream (the call's remaining
+	// deadline). Default X-Request-Timeout-Ms; "-" neither reads nor
+	// sends it ("" means the default).
+	Header string `yaml:"header" json:"header"`
+}
+
+// Gateway modes.
+const (
+	ModeReference = "reference"
+	ModeNaive     = "naive"
+)
+
+// The naive mode's retry policy: the one the practice warns about.
+const (
+	NaiveRetries    = 3
+	NaiveRetryDelay = 200 * time.Millisecond
+)
 
 // CanaryConfig is the synthetic health check: GET <upstream>/healthz with
 // X-Health-Check: canary at an interval.
@@ -224,6 +263,8 @@ func (c Config) WithDefaults() Config {
 	setIfZero(&r.BaseDelay, rehearse.Duration(DefaultRetryBaseDelay))
 	setIfZero(&r.MaxDelay, rehearse.Duration(DefaultRetryMaxDelay))
 	setIfZero(&r.MaxBody, DefaultMaxBody)
+	setIfZero(&c.Deadline.Reserve, rehearse.Duration(DefaultDeadlineReserve))
+	setIfZero(&c.Deadline.Header, DefaultDeadlineHeader)
 	setIfNil(&c.Canary.Interval, rehearse.Duration(DefaultCanaryInterval))
 	setIfZero(&c.Canary.Timeout, rehearse.Duration(DefaultCanaryTimeout))
 	setIfZero(&c.Canary.Path, DefaultCanaryPath)
@@ -367,6 +408,15 @@ func (c Config) Validate() error {
 	c = c.WithDefaults()
 	bad := func(field, format string, args ...any) error {
 		return &rehearse.ConfigError{Path: field, Err: fmt.Errorf(format, args...)}
+	}
+	if c.Mode != "" && c.Mode != ModeReference && c.Mode != ModeNaive {
+		return bad("mode", "want %q or %q, got %q", ModeReference, ModeNaive, c.Mode)
+	}
+	if c.Deadline.Reserve < 0 {
+		return bad("deadline.reserve", "must not be negative")
+	}
+	if h := c.Deadline.Header; h != "-" && strings.ContainsAny(h, " :\t\r\n") {
+		return bad("deadline.header", "not a header name: %q", h)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		u := c.Upstreams[name]

@@ -100,7 +100,11 @@ func (g *Gateway) serveTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.Timeout.D())
+	if g.cfg.Mode == ModeNaive {
+		g.serveNaive(w, r, d, body)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.requestTimeout(r, d))
 	defer cancel()
 	attempts := 1
 	if idempotent(r) {
@@ -116,28 +120,65 @@ func (g *Gateway) serveTool(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a := g.try(ctx, d, t, r, body)
-		retry := !t.Probe && n < attempts && a.retryable()
-		if retry {
-			a.discard()
-			t.Done(a.result())
-			rel()
+		// A 429's Retry-After opens the breaker (retry_after_opens): the
+		// client gets the 429 and the breaker keeps the pause.
+		pause := a.class == ClassRateLimited && *g.cfg.Breaker.RetryAfterOpens
+		if !t.Probe && n < attempts && a.retryable(true) && !pause {
+			// Full jitter, never sooner than the upstream asked, and only
+			// when the wait and a new call still fit in the deadline less
+			// the reserve; otherwise the client gets this answer now.
 			backoff := g.jitter(min(g.cfg.Retry.MaxDelay.D(), g.cfg.Retry.BaseDelay.D()<<(n-1)))
-			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= backoff {
-				retry = false
-			} else if !wait.For(ctx, backoff) {
-				retry = false
+			backoff = max(backoff, a.retryAfter)
+			if g.room(ctx) > backoff {
+				a.discard()
+				t.Done(a.result())
+				rel()
+				if wait.For(ctx, backoff) {
+					g.m.retries.With(d.labels).Inc()
+					continue
+				}
+				// The deadline fired or the client left while waiting.
+				if r.Context().Err() == nil {
+					g.writeAttemptError(w, d, a)
+				}
+				return
 			}
-			if retry {
-				g.m.retries.With(d.labels).Inc()
-				continue
-			}
-			// Out of time: answer with what the last attempt said.
-			g.writeAttemptError(w, d, a)
-			return
 		}
 		g.deliver(w, d, t, a, rel)
 		return
 	}
+}
+
+// requestTimeout is the gateway's deadline for a request to d: the
+// upstream's timeout, shortened to the client's announced budget (the
+// deadline header) less the reserve, so that the gateway answers before
+// the client gives up.
+func (g *Gateway) requestTimeout(r *http.Request, d *dependency) time.Duration {
+	t := d.cfg.Timeout.D()
+	h := g.cfg.Deadline.Header
+	if h == "" || h == "-" {
+		return t
+	}
+	v := r.Header.Get(h)
+	if v == "" {
+		return t
+	}
+	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(ms) || math.IsInf(ms, 0) || ms <= 0 || ms > 1e10 {
+		return t
+	}
+	budget := time.Duration(ms*float64(time.Millisecond)) - g.cfg.Deadline.Reserve.D()
+	return max(min(t, budget), 0)
+}
+
+// room is the time left for upstream calls: until the request's deadline
+// less the reserve.
+func (g *Gateway) room(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Until(dl) - g.cfg.Deadline.Reserve.D()
 }
 
 // serveChat sends POST /v1/chat/completions to the primary provider, or to
@@ -166,8 +207,12 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request) {
 	var firstDep *dependency
 	var last *attempt
 	var lastDep *dependency
+	if g.cfg.Mode == ModeNaive {
+		g.serveNaive(w, r, plan[0], body)
+		return
+	}
 	for i, d := range plan {
-		ctx, cancel := context.WithTimeout(r.Context(), d.cfg.Timeout.D())
+		ctx, cancel := context.WithTimeout(r.Context(), g.requestTimeout(r, d))
 		t, rej, rel := g.admit(ctx, d)
 		if rej != nil {
 			cancel()
@@ -183,7 +228,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request) {
 			g.m.fallbacks.With(plan[i-1].labels).Inc()
 		}
 		a := g.try(ctx, d, t, r, body)
-		if i+1 < len(plan) && *g.cfg.FallbackOnError && a.retryable() && !errors.Is(r.Context().Err(), context.Canceled) {
+		if i+1 < len(plan) && *g.cfg.FallbackOnError && a.retryable(false) && !errors.Is(r.Context().Err(), context.Canceled) {
 			a.discard()
 			t.Done(a.result())
 			rel()
@@ -244,14 +289,19 @@ func (a *attempt) result() Result {
 
 // retryable reports a failure before anything reached the client that a
 // retry (or the fallback) may cure: a transport failure, or 502/503/504
-// without Retry-After.
-func (a *attempt) retryable() bool {
+// without Retry-After; with afterWait, also a 503 or 429 with
+// Retry-After, for a retry that waits at least that long.
+func (a *attempt) retryable(afterWait bool) bool {
 	if a.resp == nil {
 		return a.class != ClassCanceled
 	}
 	switch a.resp.StatusCode {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
 		return a.retryAfter == 0
+	case http.StatusServiceUnavailable:
+		return a.retryAfter == 0 || afterWait
+	case http.StatusTooManyRequests:
+		return afterWait && a.retryAfter > 0
 	}
 	return false
 }
@@ -289,7 +339,21 @@ func removeHop(h http.Header) {
 // try sends one attempt and waits for the response headers.
 func (g *Gateway) try(ctx context.Context, d *dependency, t *Ticket, in *http.Request, body []byte) *attempt {
 	g.m.calls.With(d.labels).Inc()
-	actx, acancel := context.WithCancelCause(ctx)
+	// The call ends the reserve before the request's deadline, so that
+	// the gateway can still answer in time: client > gateway > upstream.
+	cctx, ccancel := ctx, context.CancelFunc(func() {})
+	var callDeadline time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		callDeadline = dl.Add(-g.cfg.Deadline.Reserve.D())
+		cctx, ccancel = context.WithDeadline(ctx, callDeadline)
+	}
+	actx, acancelCause := context.WithCancelCause(cctx)
+	acancel := func(cause error) {
+		acancelCause(cause)
+		if cause == nil {
+			ccancel()
+		}
+	}
 	target := *d.base
 	target.Path = strings.TrimSuffix(d.base.Path, "/") + in.URL.Path
 	target.RawPath = ""
@@ -317,11 +381,20 @@ func (g *Gateway) try(ctx context.Context, d *dependency, t *Ticket, in *http.Re
 	if d.cred != "" {
 		out.Header.Set("Authorization", "Bearer "+d.cred)
 	}
+	if h := g.cfg.Deadline.Header; h != "" && h != "-" {
+		out.Header.Del(h)
+		if !callDeadline.IsZero() {
+			out.Header.Set(h, strconv.FormatInt(max(time.Until(callDeadline).Milliseconds(), 0), 10))
+		}
+	}
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header.Set("User-Agent", "") // no Go default User-Agent
 	}
 	client := g.client
 	headerTimeout := d.cfg.HeaderTimeout.D()
+	if g.cfg.Mode == ModeNaive {
+		headerTimeout = naiveTimeout
+	}
 	a := &attempt{}
 	if t.Probe {
 		client = g.probes
@@ -344,7 +417,7 @@ func (g *Gateway) try(ctx context.Context, d *dependency, t *Ticket, in *http.Re
 	}
 	if err != nil {
 		switch {
-		case errors.Is(context.Cause(actx), errHeadersTimeout), errors.Is(ctx.Err(), context.DeadlineExceeded):
+		case errors.Is(context.Cause(actx), errHeadersTimeout), errors.Is(cctx.Err(), context.DeadlineExceeded):
 			a.class = ClassHeadersTimeout
 		case in.Context().Err() != nil:
 			a.class = ClassCanceled
@@ -367,6 +440,9 @@ func (g *Gateway) try(ctx context.Context, d *dependency, t *Ticket, in *http.Re
 		a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	case resp.StatusCode >= 500:
 		a.class = ClassHTTP5xx
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
 	case resp.StatusCode >= 400:
 		a.class = ClassHTTP4xx
 	default:
