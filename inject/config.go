@@ -30,6 +30,10 @@ const (
 	DefaultListen        = "127.0.0.1:0"
 	DefaultMode          = ModeFake
 	DefaultSeqHeader     = "X-Rehearse-Seq"
+	DefaultIdemHeader    = "Idempotency-Key"
+	DefaultDeadlineHdr   = "X-Request-Timeout-Ms"
+	DefaultPromptTokens  = 200
+	DefaultOutputTokens  = 50
 	DefaultStatus        = 200
 	DefaultBodyBytes     = 512
 	DefaultChunkBytes    = 1024
@@ -99,6 +103,12 @@ type UpstreamConfig struct {
 	ProbeTag *ProbeTagConfig `yaml:"probe_tag,omitempty" json:"probe_tag,omitempty" doc:"how to recognise the gateway's half-open probes"`
 	// SeqHeader carries the client sequence stamp; "" means X-Rehearse-Seq.
 	SeqHeader string `yaml:"seq_header,omitempty" json:"seq_header,omitempty" doc:"header carrying the client sequence stamp (default X-Rehearse-Seq)"`
+	// IdempotencyHeader is the idempotency key header whose fingerprint is
+	// recorded; "" means Idempotency-Key.
+	IdempotencyHeader string `yaml:"idempotency_header,omitempty" json:"idempotency_header,omitempty" doc:"idempotency key header recorded as a fingerprint (default Idempotency-Key)"`
+	// DeadlineHeader is the header in which the gateway announces a call's
+	// budget in milliseconds; "" means X-Request-Timeout-Ms.
+	DeadlineHeader string `yaml:"deadline_header,omitempty" json:"deadline_header,omitempty" doc:"header announcing the call's budget in ms (default X-Request-Timeout-Ms)"`
 }
 
 // HealthyConfig is a fake upstream's healthy behaviour. Zero values mean the
@@ -123,6 +133,18 @@ type HealthyConfig struct {
 	SSE *SSEConfig `yaml:"sse,omitempty" json:"sse,omitempty" doc:"server-sent event stream for requests asking for one"`
 	// Headers are added to every healthy response.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty" doc:"headers added to every healthy response"`
+	// Usage is the token usage a chat completion reports (and is charged,
+	// in the journal); nil means the defaults of UsageConfig.
+	Usage *UsageConfig `yaml:"usage,omitempty" json:"usage,omitempty" doc:"token usage of a chat completion"`
+}
+
+// UsageConfig is the OpenAI-style usage block of a fake chat completion:
+// in the JSON body, and in the last event of a stream.
+type UsageConfig struct {
+	// PromptTokens is charged for every answer; 0 means 200.
+	PromptTokens int64 `yaml:"prompt_tokens,omitempty" json:"prompt_tokens,omitempty" doc:"prompt tokens per answer (default 200)"`
+	// CompletionTokens is charged for every answer; 0 means 50.
+	CompletionTokens int64 `yaml:"completion_tokens,omitempty" json:"completion_tokens,omitempty" doc:"completion tokens per answer (default 50)"`
 }
 
 // SSEConfig is the chat-completions event stream of a fake upstream.
@@ -271,6 +293,20 @@ func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 		sse.Model = DefaultSSEModel
 	}
 	h.SSE = &sse
+	us := UsageConfig{}
+	if h.Usage != nil {
+		us = *h.Usage
+	}
+	if us.PromptTokens == 0 {
+		us.PromptTokens = DefaultPromptTokens
+	}
+	if us.CompletionTokens == 0 {
+		us.CompletionTokens = DefaultOutputTokens
+	}
+	if us.PromptTokens < 0 || us.CompletionTokens < 0 {
+		return u, bad("healthy.usage", errors.New("token counts must not be negative"))
+	}
+	h.Usage = &us
 	u.Healthy = &h
 	hc := HealthCheckConfig{}
 	if u.HealthCheck != nil {
@@ -301,6 +337,12 @@ func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 	u.ProbeTag = &pt
 	if u.SeqHeader == "" {
 		u.SeqHeader = DefaultSeqHeader
+	}
+	if u.IdempotencyHeader == "" {
+		u.IdempotencyHeader = DefaultIdemHeader
+	}
+	if u.DeadlineHeader == "" {
+		u.DeadlineHeader = DefaultDeadlineHdr
 	}
 	return u, nil
 }

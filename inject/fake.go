@@ -32,6 +32,11 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range h.cfg.Headers {
 		w.Header().Set(k, v)
 	}
+	if isChat(r) && x != nil {
+		// A provider charges for an answer it generates, whether or not
+		// the answer reaches the caller.
+		x.SetUsage(h.cfg.Usage.PromptTokens, h.cfg.Usage.CompletionTokens)
+	}
 	if wantsStream(r, reqBody) {
 		h.serveSSE(w, r, x)
 		return
@@ -90,7 +95,7 @@ func (h *fakeHandler) jsonBody(r *http.Request) []byte {
 	var prefix, suffix string
 	if isChat(r) {
 		prefix = fmt.Sprintf(`{"id":"chatcmpl-rehearse","object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"`, time.Now().Unix(), h.cfg.SSE.Model)
-		suffix = `"},"finish_reason":"stop"}]}` + "\n"
+		suffix = fmt.Sprintf(`"},"finish_reason":"stop"}],"usage":%s}`, h.usageJSON()) + "\n"
 	} else {
 		prefix = fmt.Sprintf(`{"upstream":%q,"path":%q,"ok":true,"data":"`, h.name, r.URL.Path)
 		suffix = `"}` + "\n"
@@ -102,6 +107,12 @@ func (h *fakeHandler) jsonBody(r *http.Request) []byte {
 	b.WriteString(filler(pad))
 	b.WriteString(suffix)
 	return b.Bytes()
+}
+
+// usageJSON is the OpenAI-style usage block of a chat completion.
+func (h *fakeHandler) usageJSON() string {
+	u := h.cfg.Usage
+	return fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, u.PromptTokens, u.CompletionTokens, u.PromptTokens+u.CompletionTokens)
 }
 
 const fillerText = "the quick brown fox jumps over the lazy dog "
@@ -130,7 +141,8 @@ func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchan
 		}
 		events = append(events, chunk(delta, "null"))
 	}
-	events = append(events, chunk(`{}`, `"stop"`), []byte("data: [DONE]\n\n"))
+	usage := fmt.Appendf(nil, `data: {"id":"chatcmpl-rehearse","object":"chat.completion.chunk","created":%d,"model":%q,"choices":[],"usage":%s}`+"\n\n", created, sse.Model, h.usageJSON())
+	events = append(events, chunk(`{}`, `"stop"`), usage, []byte("data: [DONE]\n\n"))
 	total := 0
 	for _, e := range events {
 		total += len(e)

@@ -90,6 +90,21 @@ type Exchange struct {
 	outcome  journal.Outcome
 	bodyLen  int64
 	clientGo bool
+	prompt   int64
+	output   int64
+}
+
+// SetUsage records the tokens the upstream charged for this exchange.
+func (x *Exchange) SetUsage(prompt, completion int64) {
+	x.mu.Lock()
+	x.prompt, x.output = prompt, completion
+	x.mu.Unlock()
+}
+
+func (x *Exchange) usage() (prompt, completion int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.prompt, x.output
 }
 
 // Context returns the request's context: it is cancelled when the client

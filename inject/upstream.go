@@ -2,6 +2,8 @@ package inject
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log"
@@ -11,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -354,6 +357,8 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Upstream: u.cfg.Name, Method: r.Method, Path: r.URL.Path, Seq: info.seq,
 		Remote: r.RemoteAddr, UserAgent: r.UserAgent(), ProbeTag: probe,
 		HealthCheck: info.health, InFlight: int(inFlight),
+		IdempotencyKey: keyFingerprint(r.Header.Get(u.cfg.IdempotencyHeader)),
+		Budget:         budget(r.Header.Get(u.cfg.DeadlineHeader)),
 	}
 	if f != nil {
 		x.Fault = f.spec.Name
@@ -396,6 +401,7 @@ func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x 
 	if d, ok := parseRetryAfter(ra, x.rw.sentAt()); ok {
 		ev.RetryAfter = d
 	}
+	ev.PromptTokens, ev.CompletionTokens = x.usage()
 	ev.Outcome = x.getOutcome()
 	if ev.Outcome == "" {
 		// The handler panicked before deciding (an abort from the proxy).
@@ -404,6 +410,27 @@ func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x 
 	ev.Done = u.s.now()
 	u.s.rec.RecordAt(arrival, ev)
 	u.s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
+}
+
+// keyFingerprint is a short, non-reversible fingerprint of an idempotency
+// key: enough to tell attempts with the same key from attempts with
+// different keys, without writing the key.
+func keyFingerprint(v string) string {
+	if v == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:6])
+}
+
+// budget reads a deadline header in milliseconds; zero when absent or
+// unreadable.
+func budget(v string) time.Duration {
+	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || ms <= 0 || ms > 1e10 || ms != ms {
+		return 0
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }
 
 // tracker counts running handlers and lets stop wait for them; once closed,

@@ -277,7 +277,8 @@ func TestSSEHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := string(b)
-	if strings.Count(out, "data: ") != 6 || !strings.HasSuffix(out, "data: [DONE]\n\n") || !strings.Contains(out, `"model":"gpt-x"`) || !strings.Contains(out, `"finish_reason":"stop"`) {
+	if strings.Count(out, "data: ") != 7 || !strings.HasSuffix(out, "data: [DONE]\n\n") || !strings.Contains(out, `"model":"gpt-x"`) || !strings.Contains(out, `"finish_reason":"stop"`) ||
+		!strings.Contains(out, `"usage":{"prompt_tokens":200,"completion_tokens":50,"total_tokens":250}`) {
 		t.Fatalf("stream:\n%s", out)
 	}
 }

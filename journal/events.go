@@ -247,6 +247,12 @@ type ClientRequest struct {
 	// idempotent requests so). Each is a physical send the gateway may
 	// forward: the request went out 1+len(Resent) times.
 	Resent []time.Duration `json:"resent,omitempty"`
+	// IdempotencyKey reports that the request carried an idempotency key
+	// header (replay.idempotency_keys, or the capture's own).
+	IdempotencyKey bool `json:"idempotency_key,omitempty"`
+	// Deadline is the client's deadline for this request (send to last
+	// body byte); zero when unknown.
+	Deadline time.Duration `json:"deadline_ns,omitempty"`
 }
 
 // Kind implements Payload.
@@ -292,6 +298,20 @@ type UpstreamRequest struct {
 	// Done is when the exchange ended.
 	Done    time.Duration `json:"done,omitempty"`
 	Outcome Outcome       `json:"outcome"`
+	// IdempotencyKey is a fingerprint ("sha256:" and 12 hex digits) of
+	// the request's idempotency key header, empty when it had none: it
+	// tells whether attempts of one client request carried the same key
+	// without writing the key.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Budget is the deadline the gateway announced to the upstream (its
+	// deadline header, in ms); zero when none was announced.
+	Budget time.Duration `json:"budget_ns,omitempty"`
+	// PromptTokens and CompletionTokens are the usage the upstream charged
+	// for this call (a fake model provider charges when it starts writing
+	// its answer, whether or not the answer is received); zero when the
+	// call cost no tokens or the upstream does not report usage.
+	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `json:"completion_tokens,omitempty"`
 }
 
 // Kind implements Payload.

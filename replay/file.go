@@ -183,9 +183,18 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		AllowWrites    bool              `json:"allow_writes"`
 		Routes         []RouteMap        `json:"routes,omitempty"`
 		FastFail       FastFailRule      `json:"fast_fail"`
+		IdemKeys       *IdempotencyKeys  `json:"idempotency_keys,omitempty"`
+		DeadlineHeader string            `json:"deadline_header,omitempty"`
 	}{target, o.Rate, rehearse.Duration(o.Duration), o.Once, o.Timing, o.Speed, o.MaxInFlight,
 		rehearse.Duration(o.Deadline), rehearse.Duration(o.ConnectTimeout), rehearse.Duration(o.LateThreshold),
-		o.SeqHeader, o.RunHeader, o.RunID, o.PreserveHost, o.AllowWrites, o.Routes, o.FastFail})
+		o.SeqHeader, o.RunHeader, o.RunID, o.PreserveHost, o.AllowWrites, o.Routes, o.FastFail, idemKeys(&o), o.DeadlineHeader})
+}
+
+func idemKeys(o *Options) *IdempotencyKeys {
+	if o.IdempotencyKeys.Share == 0 {
+		return nil
+	}
+	return &o.IdempotencyKeys
 }
 
 func rateOf(o *Options) float64 {

@@ -110,10 +110,47 @@ type Options struct {
 	// dropped as missed instead of being sent in a burst. Zero means
 	// DefaultMaxLateness.
 	MaxLateness time.Duration
+	// IdempotencyKeys stamps a key of its own on a share of the writes,
+	// for drills on write retries. The zero value stamps none.
+	IdempotencyKeys IdempotencyKeys
+	// DeadlineHeader, when set, announces each request's deadline to the
+	// gateway in this header, in milliseconds (e.g.
+	// X-Request-Timeout-Ms), so that a gateway can order its own
+	// deadline below the client's.
+	DeadlineHeader string
 	// Transport sends the requests. Nil means the replayer's own transport
 	// (keep-alive, no compression, no HTTP/2, idle pool sized to
 	// MaxInFlight), which also tells connect errors apart precisely.
 	Transport http.RoundTripper
+}
+
+// IdempotencyKeys stamps idempotency keys on writes (POST, PUT, PATCH,
+// DELETE) that carry none: the key is unique to the client request
+// ("rehearse-<run>-<seq>"), so a gateway retrying it sends the same key
+// again. Which writes get one is decided by the sequence number alone, so
+// runs with the same corpus stamp the same requests.
+type IdempotencyKeys struct {
+	// Header is the key's header; empty means Idempotency-Key. It is also
+	// the header whose presence the journal records.
+	Header string `json:"header,omitempty"`
+	// Share is the fraction of writes stamped, 0..1.
+	Share float64 `json:"share,omitempty"`
+}
+
+// DefaultIdempotencyHeader is the header of IdempotencyKeys by default.
+const DefaultIdempotencyHeader = "Idempotency-Key"
+
+// stamps reports whether write seq gets a key: a hash of seq against the
+// share, so that the stamped writes are spread evenly over the corpus.
+func (k IdempotencyKeys) stamps(seq uint64) bool {
+	if k.Share <= 0 {
+		return false
+	}
+	x := seq + 0x9E3779B97F4A7C15
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EB
+	x ^= x >> 31
+	return float64(x>>11)/float64(1<<53) < k.Share
 }
 
 // RouteMap maps the requests whose path matches to an upstream and a route
@@ -232,6 +269,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RunHeader == "" {
 		o.RunHeader = DefaultRunHeader
+	}
+	if o.IdempotencyKeys.Header == "" {
+		o.IdempotencyKeys.Header = DefaultIdempotencyHeader
+	}
+	if sh := o.IdempotencyKeys.Share; sh < 0 || sh > 1 || sh != sh {
+		return o, fmt.Errorf("%w: replay: idempotency key share must be between 0 and 1, got %g", rehearse.ErrInvalid, sh)
 	}
 	if o.FastFail.isZero() {
 		o.FastFail = DefaultFastFail

@@ -409,6 +409,8 @@ func (ru *run) send(i uint64, due time.Duration) {
 	ctx, cancel := context.WithTimeout(ru.abortCtx, r.opt.Deadline)
 	defer cancel()
 	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
+	ev.IdempotencyKey = req.Header.Get(r.opt.IdempotencyKeys.Header) != ""
+	ev.Deadline = r.opt.Deadline
 
 	r.met.inFlight.Inc()
 	defer r.met.inFlight.Dec()

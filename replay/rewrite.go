@@ -163,6 +163,12 @@ func (t *template) build(o *Options, seq uint64) *http.Request {
 	if o.RunID != "" {
 		h.Set(o.RunHeader, o.RunID)
 	}
+	if k := o.IdempotencyKeys; isWrite(t.method) && h.Get(k.Header) == "" && k.stamps(seq) {
+		h.Set(k.Header, "rehearse-"+o.RunID+"-"+strconv.FormatUint(seq, 10))
+	}
+	if o.DeadlineHeader != "" {
+		h.Set(o.DeadlineHeader, strconv.FormatInt(o.Deadline.Milliseconds(), 10))
+	}
 	req := &http.Request{
 		Method:     t.method,
 		URL:        t.url,

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/replay/capture"
@@ -296,4 +298,46 @@ func FuzzFastFailRule(f *testing.F) {
 			t.Fatalf("code %q from %q", code, body)
 		}
 	})
+}
+
+// TestIdempotencyKeysStamped: about the configured share of writes get a
+// key of their own (unique per request, the same when rebuilt), reads and
+// writes carrying a key get none, and the deadline is announced.
+func TestIdempotencyKeysStamped(t *testing.T) {
+	target, _ := url.Parse("http://127.0.0.1:9")
+	o, err := Options{Target: target, RunID: "r1", IdempotencyKeys: IdempotencyKeys{Share: 0.5},
+		DeadlineHeader: "X-Request-Timeout-Ms", Deadline: 2500 * time.Millisecond}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := prepare(&capture.Request{Method: "POST", Target: "/tools/search", Body: []byte("{}")}, &o)
+	keyed := prepare(&capture.Request{Method: "POST", Target: "/tools/search", Header: []capture.HeaderField{{Name: "Idempotency-Key", Value: "mine"}}}, &o)
+	get := prepare(&capture.Request{Method: "GET", Target: "/tools/weather"}, &o)
+	stamped := 0
+	keys := map[string]bool{}
+	for seq := range uint64(1000) {
+		k := post.build(&o, seq).Header.Get("Idempotency-Key")
+		if k != post.build(&o, seq).Header.Get("Idempotency-Key") {
+			t.Fatal("key not stable for one request")
+		}
+		if k != "" {
+			stamped++
+			if keys[k] || k != fmt.Sprintf("rehearse-r1-%d", seq) {
+				t.Fatalf("key %q for seq %d", k, seq)
+			}
+			keys[k] = true
+		}
+		if get.build(&o, seq).Header.Get("Idempotency-Key") != "" || keyed.build(&o, seq).Header.Get("Idempotency-Key") != "mine" {
+			t.Fatal("a read got a key, or a captured key was replaced")
+		}
+	}
+	if stamped < 430 || stamped > 570 {
+		t.Errorf("%d of 1000 writes stamped at share 0.5", stamped)
+	}
+	if got := get.build(&o, 1).Header.Get("X-Request-Timeout-Ms"); got != "2500" {
+		t.Errorf("deadline header %q", got)
+	}
+	if _, err := (Options{Target: target, IdempotencyKeys: IdempotencyKeys{Share: 2}}).withDefaults(); err == nil {
+		t.Error("share 2 accepted")
+	}
 }

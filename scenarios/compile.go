@@ -58,17 +58,21 @@ func (s *Scenario) CaptureOptions() (capture.Options, error) {
 func (s *Scenario) ReplayOptions(target *url.URL, runID string) replay.Options {
 	r := s.Replay
 	opts := replay.Options{
-		Target:       target,
-		Rate:         r.Rate,
-		Duration:     r.Duration.D(),
-		Once:         r.Once,
-		Timing:       r.Timing,
-		Speed:        r.Speed,
-		MaxInFlight:  r.MaxInFlight,
-		Deadline:     r.Deadline.D(),
-		RunID:        runID,
-		PreserveHost: r.PreserveHost,
-		AllowWrites:  r.AllowWrites || s.AllFake(),
+		Target:         target,
+		Rate:           r.Rate,
+		Duration:       r.Duration.D(),
+		Once:           r.Once,
+		Timing:         r.Timing,
+		Speed:          r.Speed,
+		MaxInFlight:    r.MaxInFlight,
+		Deadline:       r.Deadline.D(),
+		RunID:          runID,
+		PreserveHost:   r.PreserveHost,
+		AllowWrites:    r.AllowWrites || s.AllFake(),
+		DeadlineHeader: r.DeadlineHeader,
+	}
+	if k := r.IdempotencyKeys; k != nil {
+		opts.IdempotencyKeys = replay.IdempotencyKeys{Header: k.Header, Share: k.Share}
 	}
 	for _, rt := range r.Routes {
 		opts.Routes = append(opts.Routes, replay.RouteMap{Prefix: rt.Prefix, Pattern: rt.Path, Upstream: rt.Upstream, Route: rt.Route})

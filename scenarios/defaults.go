@@ -269,6 +269,9 @@ func (s *Scenario) Validate() error {
 	default:
 		add("replay.timing", fmt.Errorf("unknown timing %q; allowed: rate, original", r.Timing))
 	}
+	if k := r.IdempotencyKeys; k != nil && (k.Share < 0 || k.Share > 1) {
+		add("replay.idempotency_keys.share", fmt.Errorf("must be a fraction between 0 and 1, got %g", k.Share))
+	}
 	if r.MaxInFlight < 0 {
 		add("replay.max_in_flight", fmt.Errorf("must not be negative, got %d", r.MaxInFlight))
 	}

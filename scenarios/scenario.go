@@ -120,10 +120,23 @@ type ReplaySpec struct {
 	Filter *FilterSpec `yaml:"filter,omitempty" json:"filter,omitempty" doc:"which captured requests to replay"`
 	// Rewrite changes requests before they are sent.
 	Rewrite *RewriteSpec `yaml:"rewrite,omitempty" json:"rewrite,omitempty" doc:"header changes before sending"`
+	// IdempotencyKeys stamps a key unique to each client request on a
+	// share of the writes that carry none, for drills on write retries.
+	IdempotencyKeys *IdempotencyKeysSpec `yaml:"idempotency_keys,omitempty" json:"idempotency_keys,omitempty" doc:"stamp idempotency keys on a share of the writes"`
+	// DeadlineHeader announces each request's deadline to the gateway in
+	// this header, in milliseconds (the reference gateway reads
+	// X-Request-Timeout-Ms); empty announces nothing.
+	DeadlineHeader string `yaml:"deadline_header,omitempty" json:"deadline_header,omitempty" doc:"header announcing the client's deadline in ms (default: none)"`
 	// Routes map request paths to upstreams, for the analysis; empty means
 	// /tools/<name> → <name> and /v1/chat/completions → the primary model
 	// provider (built-in gateway) for every upstream of the scenario.
 	Routes []RouteSpec `yaml:"routes,omitempty" json:"routes,omitempty" doc:"request path to upstream map (default: /tools/<name> and /v1/chat/completions)"`
+}
+
+// IdempotencyKeysSpec stamps idempotency keys on writes (replay.IdempotencyKeys).
+type IdempotencyKeysSpec struct {
+	Header string  `yaml:"header,omitempty" json:"header,omitempty" doc:"key header (default Idempotency-Key)"`
+	Share  float64 `yaml:"share" json:"share" doc:"fraction of the writes stamped, 0..1"`
 }
 
 // FilterSpec selects captured requests; every set field must match.
