@@ -28,6 +28,8 @@ type Analysis struct {
 	Upstreams map[string]*UpstreamAnalysis `json:"upstreams"`
 	// Health summarises the gateway's own health URL samples.
 	Health HealthStats `json:"health"`
+	// Resilience is the retry, deadline and cost analysis (retries.go).
+	Resilience *Resilience `json:"resilience"`
 	// Notes are plain statements about limits of this analysis (no
 	// forwarded sequence header, interrupted run, ...).
 	Notes []string `json:"notes"`

@@ -109,6 +109,7 @@ type collector struct {
 	healthBad int64
 	upNames   map[string]bool // upstreams named in run.start
 	platform  []*journal.PlatformSample
+	rl        *retryLog // the retry, deadline and cost analysis
 }
 
 func newCollector() *collector {
@@ -117,6 +118,7 @@ func newCollector() *collector {
 		upOrder:    map[string]int{},
 		metrics:    map[string][]statePoint{},
 		upNames:    map[string]bool{},
+		rl:         newRetryLog(),
 	}
 }
 
@@ -174,7 +176,9 @@ func (c *collector) add(ev journal.Event) {
 			r.upstream = c.upstreamName(p.Upstream)
 		}
 		c.reqs = append(c.reqs, r)
+		c.rl.addRequest(p)
 	case *journal.UpstreamRequest:
+		c.rl.addCall(ev.T, p)
 		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), tag: noName, status: int16(min(max(p.Status, 0), 999)),
 			health: p.HealthCheck, failed: upstreamFailed(p)}
 		if p.Done > 0 && p.Done >= t {

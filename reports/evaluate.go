@@ -610,7 +610,7 @@ func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
 			out = append(out, r)
 		}
 	}
-	return out
+	return append(out, evaluateResilience(a, e)...)
 }
 
 // fmtDur formats seconds as a Go-style duration string rounded to the ms,

@@ -67,6 +67,37 @@ type Expectations struct {
 	// ReplayLatenessMax caps the replayer's p99 send lateness, so a run on
 	// an overloaded machine is not trusted silently.
 	ReplayLatenessMax *rehearse.Duration `yaml:"replay_lateness_max,omitempty" json:"replay_lateness_max,omitempty"`
+
+	// The retry, deadline and cost expectations (docs/analysis.md,
+	// "Retries, deadlines and cost"); the per-upstream ones apply to
+	// Upstreams (every upstream that received attributed calls when
+	// empty). Each fails when the run gave it nothing to observe.
+
+	// MaxAttempts caps the attempts per client request at any upstream,
+	// the first call included (2 = one retry).
+	MaxAttempts *int `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
+	// NoWriteRetries: true asserts that no POST, PATCH, PUT or DELETE
+	// without an idempotency key reached an upstream more than once;
+	// false asserts some did (documenting a known non-compliant gateway).
+	NoWriteRetries *bool `yaml:"no_write_retries,omitempty" json:"no_write_retries,omitempty"`
+	// RetryBackoffMin is the least median wait before a retry (full
+	// jitter draws single waits near zero by design; the median is what
+	// tells a backoff from an immediate retry).
+	RetryBackoffMin *rehearse.Duration `yaml:"retry_backoff_min,omitempty" json:"retry_backoff_min,omitempty"`
+	// NoLockstepRetries: true asserts that retries of different requests
+	// are not synchronised (see LockstepFigures).
+	NoLockstepRetries *bool `yaml:"no_lockstep_retries,omitempty" json:"no_lockstep_retries,omitempty"`
+	// OrphanedCallsMax caps the upstream calls still running after the
+	// client's exchange had ended.
+	OrphanedCallsMax *int `yaml:"orphaned_calls_max,omitempty" json:"orphaned_calls_max,omitempty"`
+	// GatewayAnswersBeforeClientDeadline: true asserts that no client
+	// request gave up at its own deadline before the gateway answered
+	// (deadline order client > gateway > upstream).
+	GatewayAnswersBeforeClientDeadline *bool `yaml:"gateway_answers_before_client_deadline,omitempty" json:"gateway_answers_before_client_deadline,omitempty"`
+	// CostAmplificationMax caps upstream work per completed client request
+	// during faults over before them, in calls and, where the upstreams
+	// charge tokens, in tokens.
+	CostAmplificationMax *float64 `yaml:"cost_amplification_max,omitempty" json:"cost_amplification_max,omitempty"`
 }
 
 // IsZero reports whether no expectation is set.
@@ -75,7 +106,9 @@ func (e Expectations) IsZero() bool {
 		e.ProbeSpacingMin == nil && e.MaxProbesInFlight == nil && e.HonoursRetryAfter == nil &&
 		e.HealthyUnaffected == nil && e.ClosesWithin == nil && e.SuccessesToCloseMin == nil &&
 		e.AmplificationMax == nil && e.MetricsLagMax == nil && e.HealthDisagreementMax == nil &&
-		e.LeakedMax == nil && e.ClientSuccessMin == nil && e.ReplayLatenessMax == nil
+		e.LeakedMax == nil && e.ClientSuccessMin == nil && e.ReplayLatenessMax == nil &&
+		e.MaxAttempts == nil && e.NoWriteRetries == nil && e.RetryBackoffMin == nil && e.NoLockstepRetries == nil &&
+		e.OrphanedCallsMax == nil && e.GatewayAnswersBeforeClientDeadline == nil && e.CostAmplificationMax == nil
 }
 
 // Validate reports values that can never be met (negative counts, ratios
@@ -95,6 +128,16 @@ func (e Expectations) Validate() error {
 	neg("max_probes_in_flight", e.MaxProbesInFlight)
 	neg("successes_to_close_min", e.SuccessesToCloseMin)
 	neg("leaked_max", e.LeakedMax)
+	neg("orphaned_calls_max", e.OrphanedCallsMax)
+	if e.MaxAttempts != nil && *e.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1 (the first call counts), got %d", *e.MaxAttempts))
+	}
+	if e.RetryBackoffMin != nil && *e.RetryBackoffMin < 0 {
+		errs = append(errs, fmt.Errorf("retry_backoff_min: must not be negative, got %s", *e.RetryBackoffMin))
+	}
+	if e.CostAmplificationMax != nil && !(*e.CostAmplificationMax > 0) {
+		errs = append(errs, fmt.Errorf("cost_amplification_max: must be positive, got %g", *e.CostAmplificationMax))
+	}
 	if e.AmplificationMax != nil && *e.AmplificationMax < 1 {
 		bad("amplification_max", "must be at least 1 (one upstream call per request), got %g", *e.AmplificationMax)
 	}

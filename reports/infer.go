@@ -123,6 +123,7 @@ func (c *collector) finish() (*Analysis, error) {
 	}
 	c.replayStats(a)
 	c.phases(a, fr)
+	a.Resilience = c.resilience(wins, int64(fr.faultStart), int64(fr.faultEnd))
 	reqUp := c.routeUpstreams(a)
 
 	secs := runEnd/time.Second + 1

@@ -1,0 +1,799 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// The other half of resilience, black-box: retries, deadlines and cost,
+// from the calls the upstreams received and the client's own record. An
+// attempt is one call an upstream received for one client request (the
+// first call included), matched by the forwarded sequence header; health
+// checks are not attempts. Every figure is null when the journal cannot
+// fix it (no forwarded sequence header, no retry, no fault window).
+
+// AttemptsDefinition is the definition of "attempts" stated in every
+// report that shows them.
+const AttemptsDefinition = "attempts = every call an upstream received for one client request, the first call included (1 = not retried)"
+
+// Thresholds of the retry analysis, fixed so that runs compare.
+const (
+	// LockstepWindow is how close two retries of different requests must
+	// start to count as coincident.
+	LockstepWindow = 10 * time.Millisecond
+	// LockstepMinRetries is the least number of retries at an upstream for
+	// a lockstep verdict.
+	LockstepMinRetries = 10
+	// OrphanTolerance is how long an upstream call may go on after the
+	// client's exchange ended before it counts as orphaned: the time the
+	// upstream needs to notice a hang-up.
+	OrphanTolerance = 100 * time.Millisecond
+	// retryExamples caps the write-retry statements per upstream.
+	retryExamples = 5
+)
+
+// rCall is an upstream call, compacted for the retry analysis.
+type rCall struct {
+	at, end int64  // run time in ns
+	seq     uint64 // valid with rcSeq
+	tokens  uint32 // prompt + completion tokens charged
+	key     uint32 // interned idempotency key fingerprint; 0 = none
+	up      uint16
+	mp      uint16 // interned "METHOD path"
+	outcome uint16 // interned upstream outcome
+	status  int16
+	flags   uint8
+}
+
+const (
+	rcSeq uint8 = 1 << iota
+	rcHealth
+	rcDone
+)
+
+// rReq is a client request, compacted for the retry analysis.
+type rReq struct {
+	seq                 uint64
+	sent, headers, done int64 // 0 = did not happen
+	deadline            int64
+	up, mp, outcome     uint16
+	status              int16
+	keyed               bool
+}
+
+// retryLog collects what the retry, deadline and cost analysis needs from
+// the journal, in compact records.
+type retryLog struct {
+	calls    []rCall
+	reqs     []rReq
+	ups      *interner
+	mps      *interner
+	keys     map[string]uint32
+	outcomes *interner
+}
+
+func newRetryLog() *retryLog {
+	return &retryLog{ups: newInterner(), mps: newInterner(), keys: map[string]uint32{}, outcomes: newInterner()}
+}
+
+func (l *retryLog) addCall(t time.Duration, p *journal.UpstreamRequest) {
+	k := rCall{at: int64(t), up: l.ups.id(p.Upstream), mp: l.mps.id(p.Method + " " + p.Path),
+		outcome: l.outcomes.id(string(p.Outcome)), status: int16(min(max(p.Status, 0), 32767)),
+		tokens: uint32(min(max(p.PromptTokens+p.CompletionTokens, 0), 1<<32-1))}
+	k.end = k.at
+	if p.Done > 0 && p.Done >= t {
+		k.end = int64(p.Done)
+		k.flags |= rcDone
+	}
+	if p.Seq != nil {
+		k.seq = *p.Seq
+		k.flags |= rcSeq
+	}
+	if p.HealthCheck {
+		k.flags |= rcHealth
+	}
+	if p.IdempotencyKey != "" {
+		id, ok := l.keys[p.IdempotencyKey]
+		if !ok {
+			id = uint32(len(l.keys) + 1)
+			l.keys[p.IdempotencyKey] = id
+		}
+		k.key = id
+	}
+	l.calls = append(l.calls, k)
+}
+
+func (l *retryLog) addRequest(p *journal.ClientRequest) {
+	if p.Sent == 0 {
+		return // never sent: no attempt, no cost, no deadline
+	}
+	l.reqs = append(l.reqs, rReq{seq: p.Seq, sent: int64(p.Sent), headers: int64(p.HeadersAt), done: int64(p.Done),
+		deadline: int64(p.Deadline), up: l.ups.id(p.Upstream), mp: l.mps.id(p.Method + " " + p.Route),
+		outcome: l.outcomes.id(string(p.Outcome)), status: int16(min(max(p.Status, 0), 32767)), keyed: p.IdempotencyKey})
+}
+
+// interner maps strings to small integers; index 0 is "". It keeps the
+// retry records compact (a name is stored once).
+type interner struct {
+	ids   map[string]uint16
+	names []string
+}
+
+func newInterner() *interner { return &interner{ids: map[string]uint16{"": 0}, names: []string{""}} }
+
+func (in *interner) id(s string) uint16 {
+	if id, ok := in.ids[s]; ok {
+		return id
+	}
+	if len(in.names) >= 1<<16-1 {
+		// Folding the rest into one bucket beats growing without bound.
+		return uint16(len(in.names) - 1)
+	}
+	id := uint16(len(in.names))
+	in.ids[s] = id
+	in.names = append(in.names, s)
+	return id
+}
+
+// span is a time interval [start, end) in run time (ns).
+type span struct{ start, end int64 }
+
+func inSpans(t int64, ss []span) bool {
+	for _, s := range ss {
+		if t >= s.start && t < s.end {
+			return true
+		}
+	}
+	return false
+}
+
+// resilience runs the retry analysis over the collector's fault windows:
+// per upstream its own windows, gateway-wide the phases' "during" span.
+func (c *collector) resilience(wins map[string][]window, durStart, durEnd int64) *Resilience {
+	per := map[string][]span{}
+	for u, ws := range wins {
+		for _, w := range ws {
+			per[u] = append(per[u], span{int64(w.start), int64(w.end)})
+		}
+	}
+	var during []span
+	if durStart >= 0 {
+		during = []span{{durStart, durEnd}}
+	}
+	return analyzeResilience(c.rl, per, during, durStart)
+}
+
+// Resilience is the retry, deadline and cost analysis of a run (run.json
+// "resilience"; docs/analysis.md defines every figure).
+type Resilience struct {
+	// AttemptsDefinition says what an attempt is.
+	AttemptsDefinition string `json:"attempts_definition"`
+	// Upstreams holds the per-upstream figures, for upstreams whose calls
+	// carried the client's sequence number.
+	Upstreams map[string]*RetryFigures `json:"upstreams"`
+	// ClientDeadlineFirst counts client requests whose own deadline fired
+	// before the gateway had answered (headers timeout); AtRisk counts the
+	// requests on which somebody gave up (the gateway on an upstream call,
+	// or the client on the gateway): the requests that test the order.
+	ClientDeadlineFirst int64 `json:"client_deadline_before_gateway_answer"`
+	AtRisk              int64 `json:"deadline_requests_at_risk"`
+	// Cost is upstream work per completed client request.
+	Cost CostFigures `json:"cost"`
+	// Statements say the findings in words.
+	Statements []string `json:"statements"`
+}
+
+// RetryFigures are one upstream's retry, write-retry and deadline figures.
+type RetryFigures struct {
+	// Requests counts client requests that reached the upstream at least
+	// once, or were routed to it; Attempts the calls matched to them.
+	Requests int64 `json:"requests"`
+	Attempts int64 `json:"attempts"`
+	// Distribution counts requests by their number of attempts ("0" for
+	// requests routed here that never reached it, e.g. fast-failed).
+	Distribution map[string]int64 `json:"attempts_distribution"`
+	MaxAttempts  int64            `json:"max_attempts"`
+	// RetriedShare is the share of requests that reached the upstream
+	// with two attempts or more.
+	RetriedShare *float64 `json:"retried_share"`
+	// AmplificationBefore/During are attempts per client request among
+	// requests sent before the upstream's first fault window and during
+	// its windows.
+	AmplificationBefore *float64 `json:"retry_amplification_before"`
+	AmplificationDuring *float64 `json:"retry_amplification_during"`
+	// Backoff summarises the waits before retries.
+	Backoff BackoffFigures `json:"backoff"`
+	// Lockstep says how clustered in time retries of different requests are.
+	Lockstep LockstepFigures `json:"lockstep"`
+	// Writes are non-idempotent requests that reached the upstream more
+	// than once.
+	Writes WriteRetryFigures `json:"write_retries"`
+	// Deadlines are who gave up first and the orphaned calls.
+	Deadlines DeadlineFigures `json:"deadlines"`
+}
+
+// BackoffFigures summarise the wait between the end of one attempt and
+// the start of the next, over every retry of the upstream.
+type BackoffFigures struct {
+	Retries int64    `json:"retries"`
+	MinMs   *float64 `json:"min_ms"`
+	P50Ms   *float64 `json:"p50_ms"`
+	MaxMs   *float64 `json:"max_ms"`
+	// P50ByRetryMs is the median wait before the 1st, 2nd, … retry.
+	P50ByRetryMs []float64 `json:"p50_by_retry_ms"`
+	// Grows reports whether the median wait grows from one retry to the
+	// next (exponential backoff: by at least a half each time); null with
+	// fewer than 5 waits at two retry positions.
+	Grows *bool `json:"grows"`
+}
+
+// LockstepFigures compare how many retries start within LockstepWindow of
+// another request's retry with what independent retries at the same local
+// rate would give.
+type LockstepFigures struct {
+	Retries  int64   `json:"retries"`
+	WindowMs float64 `json:"window_ms"`
+	// CoincidentShare is the observed share; IndependentShare the share
+	// expected of independent retries (Poisson at the rate of retries in
+	// the second around each one).
+	CoincidentShare  *float64 `json:"coincident_share"`
+	IndependentShare *float64 `json:"independent_share"`
+	// Lockstep is the verdict: the observed share exceeds the independent
+	// one by three standard errors and by half again; null with fewer
+	// than LockstepMinRetries retries.
+	Lockstep *bool `json:"lockstep"`
+}
+
+// WriteRetryFigures count write requests that reached the upstream more
+// than once. POST and PATCH are counted apart from PUT and DELETE (which
+// HTTP defines as idempotent, though many APIs do not make them so).
+type WriteRetryFigures struct {
+	// Writes counts write requests that reached the upstream; Failed
+	// those whose first attempt failed without a key (the opportunities
+	// for a blind retry).
+	Writes           int64    `json:"writes"`
+	FailedWithoutKey int64    `json:"first_attempt_failed_without_key"`
+	PostPatch        KeySplit `json:"post_patch"`
+	PutDelete        KeySplit `json:"put_delete"`
+	// Examples are the most frequent retried writes without a key.
+	Examples []string `json:"examples,omitempty"`
+}
+
+// KeySplit splits retried writes by their idempotency key: none on any
+// attempt, the same key on every attempt, or keys that differ between
+// attempts (missing on some, or changed: no protection).
+type KeySplit struct {
+	WithoutKey      int64 `json:"without_key"`
+	SameKey         int64 `json:"same_key"`
+	InconsistentKey int64 `json:"inconsistent_key"`
+}
+
+// DeadlineFigures say, for the failed client requests that reached the
+// upstream, who gave up first, and count the orphaned calls.
+type DeadlineFigures struct {
+	// GaveUpFirst counts failed requests by who ended them: "upstream"
+	// (its last call ended on its own before the answer), "gateway" (it
+	// hung up on the call, or answered while the call still ran),
+	// "client" (its deadline fired before the gateway's answer was done).
+	GaveUpFirst map[string]int64 `json:"gave_up_first"`
+	// OrphanedCalls are calls still running OrphanTolerance after the
+	// client's exchange ended (the gateway answered, or the client left);
+	// PastAnswerMs is how long they ran past it.
+	OrphanedCalls int64     `json:"orphaned_calls"`
+	PastAnswerMs  MinP50Max `json:"orphaned_past_answer_ms"`
+}
+
+// CostFigures are upstream work per completed client request (2xx with
+// its whole body), before any fault window and during them, over every
+// upstream: client requests by their send, and calls with the request
+// they were made for (calls without a sequence number by their arrival). Tokens are those the upstreams reported charging (the fake
+// model provider's usage); calls exclude health checks.
+type CostFigures struct {
+	CompletedBefore int64 `json:"completed_before"`
+	CompletedDuring int64 `json:"completed_during"`
+	CallsBefore     int64 `json:"calls_before"`
+	CallsDuring     int64 `json:"calls_during"`
+	TokensBefore    int64 `json:"tokens_before"`
+	TokensDuring    int64 `json:"tokens_during"`
+	// CallsPerCompleted… and TokensPerCompleted… are the ratios; null
+	// when nothing completed in the phase (or no tokens were charged).
+	CallsPerCompletedBefore  *float64 `json:"calls_per_completed_before"`
+	CallsPerCompletedDuring  *float64 `json:"calls_per_completed_during"`
+	TokensPerCompletedBefore *float64 `json:"tokens_per_completed_before"`
+	TokensPerCompletedDuring *float64 `json:"tokens_per_completed_during"`
+	// CallsAmplification and TokensAmplification are during / before;
+	// null when either side is unknown. Infinite cost (work spent and
+	// nothing completed) is reported by WorkWithoutCompletion.
+	CallsAmplification    *float64 `json:"cost_amplification_calls"`
+	TokensAmplification   *float64 `json:"cost_amplification_tokens"`
+	WorkWithoutCompletion bool     `json:"work_without_completion"`
+}
+
+func isPostPatch(m string) bool { return m == "POST" || m == "PATCH" }
+func isPutDelete(m string) bool { return m == "PUT" || m == "DELETE" }
+
+func methodOf(mp string) string { m, _, _ := strings.Cut(mp, " "); return m }
+
+// failedCall reports an attempt that failed as the gateway saw it.
+func (l *retryLog) failedCall(c *rCall) bool {
+	if c.status >= 500 || c.status == 429 {
+		return true
+	}
+	o := journal.Outcome(l.outcomes.names[c.outcome])
+	return o != journal.OutcomeUpstreamComplete && o != ""
+}
+
+// analyzeResilience computes the figures. windows maps an upstream to its
+// fault windows; all is their union (the gateway-wide "during"), firstFault
+// the start of the first window (-1 when none).
+func analyzeResilience(l *retryLog, windows map[string][]span, all []span, firstFault int64) *Resilience {
+	res := &Resilience{AttemptsDefinition: AttemptsDefinition, Upstreams: map[string]*RetryFigures{}, Statements: []string{}}
+	reqBySeq := make(map[uint64]int, len(l.reqs))
+	for i, r := range l.reqs {
+		reqBySeq[r.seq] = i
+	}
+	// Calls per (upstream, seq), in arrival order.
+	type key struct {
+		up  uint16
+		seq uint64
+	}
+	byReq := map[key][]int{}
+	upSeq := map[uint16]bool{}
+	order := make([]int, 0, len(l.calls))
+	for i := range l.calls {
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return l.calls[order[a]].at < l.calls[order[b]].at })
+	for _, i := range order {
+		c := &l.calls[i]
+		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 {
+			continue
+		}
+		if _, ok := reqBySeq[c.seq]; !ok {
+			continue // not a replayed request (another client's, or the gateway's own)
+		}
+		k := key{c.up, c.seq}
+		byReq[k] = append(byReq[k], i)
+		upSeq[c.up] = true
+	}
+	for upID := range upSeq {
+		name := l.ups.names[upID]
+		f := &RetryFigures{Distribution: map[string]int64{}}
+		f.Lockstep.WindowMs = float64(LockstepWindow) / float64(time.Millisecond)
+		f.Deadlines.GaveUpFirst = map[string]int64{"upstream": 0, "gateway": 0, "client": 0}
+		wins := windows[name]
+		var before, during [2]int64 // requests, attempts
+		firstWin := int64(-1)
+		if len(wins) > 0 {
+			firstWin = wins[0].start
+			for _, w := range wins {
+				firstWin = min(firstWin, w.start)
+			}
+		}
+		var waits [][]float64 // by retry index
+		var all []float64
+		type retryStart struct {
+			t   int64
+			seq uint64
+		}
+		var retries []retryStart
+		var past []float64
+		examples := map[string]int64{}
+		for ri := range l.reqs {
+			r := &l.reqs[ri]
+			idx := byReq[key{upID, r.seq}]
+			if len(idx) == 0 && r.up != upID {
+				continue
+			}
+			n := int64(len(idx))
+			f.Requests++
+			f.Attempts += n
+			f.Distribution[fmt.Sprint(n)]++
+			f.MaxAttempts = max(f.MaxAttempts, n)
+			switch {
+			case inSpans(r.sent, wins):
+				during[0]++
+				during[1] += n
+			case firstWin < 0 || r.sent < firstWin:
+				before[0]++
+				before[1] += n
+			}
+			for j := 1; j < len(idx); j++ {
+				prev, cur := &l.calls[idx[j-1]], &l.calls[idx[j]]
+				w := float64(cur.at-prev.end) / float64(time.Millisecond)
+				w = max(w, 0) // overlapping attempts (hedging): no wait
+				for len(waits) < j {
+					waits = append(waits, nil)
+				}
+				waits[j-1] = append(waits[j-1], w)
+				all = append(all, w)
+				retries = append(retries, retryStart{cur.at, r.seq})
+			}
+			if n > 0 {
+				l.writeFigures(f, r, idx, examples, name)
+				// Orphans and who gave up first.
+				end := r.done
+				var last *rCall
+				for _, ci := range idx {
+					c := &l.calls[ci]
+					if last == nil || c.end > last.end {
+						last = c
+					}
+					if end > 0 && c.end > end+int64(OrphanTolerance) {
+						f.Deadlines.OrphanedCalls++
+						past = append(past, float64(c.end-end)/float64(time.Millisecond))
+					}
+				}
+				out := journal.Outcome(l.outcomes.names[r.outcome])
+				if out != journal.OutcomeOK {
+					switch {
+					case out == journal.OutcomeHeadersTimeout || out == journal.OutcomeDeadlineMidBody:
+						f.Deadlines.GaveUpFirst["client"]++
+					case l.hungUp(last) || (r.done > 0 && last.end > r.done+int64(OrphanTolerance)):
+						f.Deadlines.GaveUpFirst["gateway"]++
+					default:
+						f.Deadlines.GaveUpFirst["upstream"]++
+					}
+				}
+			}
+		}
+		reached := f.Requests - f.Distribution["0"]
+		if reached > 0 {
+			f.RetriedShare = ptr(float64(reached-f.Distribution["1"]) / float64(reached))
+		}
+		if before[0] > 0 {
+			f.AmplificationBefore = ptr(float64(before[1]) / float64(before[0]))
+		}
+		if during[0] > 0 {
+			f.AmplificationDuring = ptr(float64(during[1]) / float64(during[0]))
+		}
+		f.Backoff = backoffFigures(all, waits)
+		starts := make([]int64, len(retries))
+		seqs := make([]uint64, len(retries))
+		sort.Slice(retries, func(a, b int) bool { return retries[a].t < retries[b].t })
+		for i, r := range retries {
+			starts[i], seqs[i] = r.t, r.seq
+		}
+		f.Lockstep = lockstep(starts, seqs, LockstepWindow)
+		f.Deadlines.PastAnswerMs = minP50Max(past)
+		f.Writes.Examples = topExamples(examples, retryExamples)
+		res.Upstreams[name] = f
+	}
+	// Gateway-wide: the client's deadline against the gateway's answer.
+	for ri := range l.reqs {
+		r := &l.reqs[ri]
+		out := journal.Outcome(l.outcomes.names[r.outcome])
+		if out == journal.OutcomeHeadersTimeout {
+			res.ClientDeadlineFirst++
+		}
+	}
+	for _, f := range res.Upstreams {
+		res.AtRisk += f.Deadlines.GaveUpFirst["gateway"] + f.Deadlines.GaveUpFirst["client"]
+	}
+	res.Cost = l.cost(all, firstFault)
+	res.Statements = res.statements()
+	return res
+}
+
+// hungUp reports that the upstream saw the caller hang up on the call.
+func (l *retryLog) hungUp(c *rCall) bool {
+	if c == nil {
+		return false
+	}
+	o := journal.Outcome(l.outcomes.names[c.outcome])
+	return o == journal.OutcomeUpstreamGone || o == journal.OutcomeUpstreamStalled
+}
+
+// writeFigures counts one request's write retries at an upstream.
+func (l *retryLog) writeFigures(f *RetryFigures, r *rReq, idx []int, examples map[string]int64, upstream string) {
+	first := &l.calls[idx[0]]
+	m := methodOf(l.mps.names[first.mp])
+	if !isPostPatch(m) && !isPutDelete(m) {
+		return
+	}
+	f.Writes.Writes++
+	if first.key == 0 && l.failedCall(first) {
+		f.Writes.FailedWithoutKey++
+	}
+	if len(idx) < 2 {
+		return
+	}
+	split := &f.Writes.PostPatch
+	if isPutDelete(m) {
+		split = &f.Writes.PutDelete
+	}
+	same, none := true, true
+	for _, ci := range idx {
+		k := l.calls[ci].key
+		if k != 0 {
+			none = false
+		}
+		if k != first.key || k == 0 {
+			same = false
+		}
+	}
+	switch {
+	case none:
+		split.WithoutKey++
+		examples[fmt.Sprintf("%s|%s|%d", l.mps.names[first.mp], upstream, len(idx))]++
+	case same:
+		split.SameKey++
+	default:
+		split.InconsistentKey++
+	}
+}
+
+// topExamples turns the write-retry groups into statements, most
+// frequent first: "12 POST /tools/search were sent 4 times to search
+// without an Idempotency-Key".
+func topExamples(ex map[string]int64, n int) []string {
+	type g struct {
+		k string
+		c int64
+	}
+	var gs []g
+	for k, c := range ex {
+		gs = append(gs, g{k, c})
+	}
+	sort.Slice(gs, func(i, j int) bool {
+		if gs[i].c != gs[j].c {
+			return gs[i].c > gs[j].c
+		}
+		return gs[i].k < gs[j].k
+	})
+	var out []string
+	for i, x := range gs {
+		if i == n {
+			break
+		}
+		parts := strings.SplitN(x.k, "|", 3)
+		times := map[string]string{"2": "twice", "3": "3 times"}[parts[2]]
+		if times == "" {
+			times = parts[2] + " times"
+		}
+		verb := "were"
+		if x.c == 1 {
+			verb = "was"
+		}
+		out = append(out, fmt.Sprintf("%d %s %s sent %s to %s without an idempotency key", x.c, parts[0], verb, times, parts[1]))
+	}
+	return out
+}
+
+// backoffFigures summarises waits before retries, overall and by retry.
+func backoffFigures(all []float64, byRetry [][]float64) BackoffFigures {
+	b := BackoffFigures{Retries: int64(len(all)), P50ByRetryMs: []float64{}}
+	if len(all) == 0 {
+		return b
+	}
+	s := sortedCopy(all)
+	b.MinMs, b.P50Ms, b.MaxMs = ptr(round3(s[0])), ptr(round3(median(s))), ptr(round3(s[len(s)-1]))
+	var meds []float64
+	for _, w := range byRetry {
+		if len(w) < 5 {
+			break
+		}
+		meds = append(meds, median(sortedCopy(w)))
+	}
+	for _, w := range byRetry {
+		if len(w) == 0 {
+			break
+		}
+		b.P50ByRetryMs = append(b.P50ByRetryMs, round3(median(sortedCopy(w))))
+	}
+	if len(meds) >= 2 {
+		grows := true
+		for i := 1; i < len(meds); i++ {
+			if meds[i] < 1.5*meds[i-1] {
+				grows = false
+			}
+		}
+		b.Grows = &grows
+	}
+	return b
+}
+
+// lockstep compares the share of retries starting within w of another
+// request's retry with what independent retries would give at the local
+// rate (Poisson: 1 - exp(-2 w λ), λ the other retries in the second
+// around each one). starts is sorted.
+func lockstep(starts []int64, seqs []uint64, w time.Duration) LockstepFigures {
+	f := LockstepFigures{Retries: int64(len(starts)), WindowMs: float64(w) / float64(time.Millisecond)}
+	n := len(starts)
+	if n < 2 {
+		return f
+	}
+	const half = int64(500 * time.Millisecond)
+	var coincident int
+	var expected float64
+	lo, hi := 0, 0
+	for i, t := range starts {
+		near := false
+		for j := i - 1; j >= 0 && t-starts[j] <= int64(w); j-- {
+			if seqs[j] != seqs[i] {
+				near = true
+				break
+			}
+		}
+		for j := i + 1; !near && j < n && starts[j]-t <= int64(w); j++ {
+			if seqs[j] != seqs[i] {
+				near = true
+			}
+		}
+		if near {
+			coincident++
+		}
+		for lo < n && starts[lo] < t-half {
+			lo++
+		}
+		for hi < n && starts[hi] <= t+half {
+			hi++
+		}
+		lambda := float64(hi-lo-1) / 1.0 // others per second
+		expected += 1 - math.Exp(-2*w.Seconds()*lambda)
+	}
+	obs := float64(coincident) / float64(n)
+	p0 := expected / float64(n)
+	f.CoincidentShare, f.IndependentShare = ptr(round3(obs)), ptr(round3(p0))
+	if n >= LockstepMinRetries {
+		se := math.Sqrt(max(p0*(1-p0), 1e-4) / float64(n))
+		v := obs > p0+3*se && obs > 1.5*p0
+		f.Lockstep = &v
+	}
+	return f
+}
+
+// cost sums upstream work per completed request before and during the
+// fault windows.
+func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
+	var c CostFigures
+	phase := func(t int64) int { // 0 before, 1 during, -1 other
+		switch {
+		case inSpans(t, during):
+			return 1
+		case firstFault < 0 || t < firstFault:
+			return 0
+		}
+		return -1
+	}
+	reqPhase := make(map[uint64]int, len(l.reqs))
+	for i := range l.reqs {
+		r := &l.reqs[i]
+		reqPhase[r.seq] = phase(r.sent)
+		if journal.Outcome(l.outcomes.names[r.outcome]) != journal.OutcomeOK || r.status < 200 || r.status > 299 {
+			continue
+		}
+		switch phase(r.sent) {
+		case 0:
+			c.CompletedBefore++
+		case 1:
+			c.CompletedDuring++
+		}
+	}
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth != 0 {
+			continue
+		}
+		// A call belongs to its client request's phase (its retries may
+		// come after the window closed); a call without one, to its own.
+		ph, ok := reqPhase[k.seq]
+		if k.flags&rcSeq == 0 || !ok {
+			ph = phase(k.at)
+		}
+		switch ph {
+		case 0:
+			c.CallsBefore++
+			c.TokensBefore += int64(k.tokens)
+		case 1:
+			c.CallsDuring++
+			c.TokensDuring += int64(k.tokens)
+		}
+	}
+	per := func(work, done int64) *float64 {
+		if done == 0 {
+			return nil
+		}
+		return ptr(round3(float64(work) / float64(done)))
+	}
+	c.CallsPerCompletedBefore, c.CallsPerCompletedDuring = per(c.CallsBefore, c.CompletedBefore), per(c.CallsDuring, c.CompletedDuring)
+	if c.TokensBefore > 0 || c.TokensDuring > 0 {
+		c.TokensPerCompletedBefore, c.TokensPerCompletedDuring = per(c.TokensBefore, c.CompletedBefore), per(c.TokensDuring, c.CompletedDuring)
+	}
+	ratio := func(a, b *float64) *float64 {
+		if a == nil || b == nil || *b == 0 {
+			return nil
+		}
+		return ptr(round3(*a / *b))
+	}
+	c.CallsAmplification = ratio(c.CallsPerCompletedDuring, c.CallsPerCompletedBefore)
+	c.TokensAmplification = ratio(c.TokensPerCompletedDuring, c.TokensPerCompletedBefore)
+	c.WorkWithoutCompletion = c.CompletedDuring == 0 && c.CallsDuring > 0
+	return c
+}
+
+// statements says the findings in words a postmortem reader gets.
+func (r *Resilience) statements() []string {
+	out := []string{}
+	for _, name := range sortedKeys(r.Upstreams) {
+		f := r.Upstreams[name]
+		if f.RetriedShare != nil && *f.RetriedShare > 0 {
+			s := fmt.Sprintf("%s: %.0f%% of the %d client requests that reached it were retried, up to %d attempts each (%s)",
+				name, *f.RetriedShare*100, f.Requests-f.Distribution["0"], f.MaxAttempts, "first call included")
+			if f.AmplificationDuring != nil && f.AmplificationBefore != nil {
+				s += fmt.Sprintf("; %.2f attempts per request during the fault against %.2f before", *f.AmplificationDuring, *f.AmplificationBefore)
+			}
+			out = append(out, s+".")
+		}
+		if b := f.Backoff; b.Retries > 0 {
+			s := fmt.Sprintf("%s: waits before retries %s / %s / %s (min / median / max)", name, fmtMs(*b.MinMs), fmtMs(*b.P50Ms), fmtMs(*b.MaxMs))
+			switch {
+			case b.Grows == nil:
+			case *b.Grows:
+				s += ", growing from one retry to the next (exponential backoff)"
+			default:
+				s += ", not growing (no exponential backoff)"
+			}
+			out = append(out, s+".")
+		}
+		if l := f.Lockstep; l.Lockstep != nil && *l.Lockstep {
+			out = append(out, fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %g ms of another request's retry, where independent jittered retries would give %.0f%%.",
+				name, *l.CoincidentShare*100, l.Retries, l.WindowMs, *l.IndependentShare*100))
+		}
+		out = append(out, prefixAll(name+": ", f.Writes.Examples)...)
+		if n := f.Writes.PutDelete.WithoutKey; n > 0 {
+			out = append(out, fmt.Sprintf("%s: %d PUT/DELETE requests reached it more than once without an idempotency key.", name, n))
+		}
+		if n := f.Writes.PostPatch.InconsistentKey + f.Writes.PutDelete.InconsistentKey; n > 0 {
+			out = append(out, fmt.Sprintf("%s: %d write requests were retried with a different or missing idempotency key on some attempt.", name, n))
+		}
+		if d := f.Deadlines; d.OrphanedCalls > 0 {
+			out = append(out, fmt.Sprintf("%s: %d calls were still running after the client's exchange had ended (orphaned), up to %s past it.",
+				name, d.OrphanedCalls, fmtMs(*d.PastAnswerMs.Max)))
+		}
+	}
+	if r.ClientDeadlineFirst > 0 {
+		out = append(out, fmt.Sprintf("%d client requests gave up at their own deadline before the gateway answered: the gateway's deadline is longer than the client's.", r.ClientDeadlineFirst))
+	}
+	c := r.Cost
+	if c.CallsAmplification != nil {
+		s := fmt.Sprintf("Cost per completed request: %.2f upstream calls during faults against %.2f before (×%.2f)",
+			*c.CallsPerCompletedDuring, *c.CallsPerCompletedBefore, *c.CallsAmplification)
+		if c.TokensAmplification != nil {
+			s += fmt.Sprintf("; %.0f tokens against %.0f (×%.2f)", *c.TokensPerCompletedDuring, *c.TokensPerCompletedBefore, *c.TokensAmplification)
+		}
+		out = append(out, s+".")
+	} else if c.WorkWithoutCompletion {
+		out = append(out, fmt.Sprintf("During faults the upstreams received %d calls (%d tokens) and no client request completed.", c.CallsDuring, c.TokensDuring))
+	}
+	return out
+}
+
+func prefixAll(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + s + "."
+	}
+	return out
+}
+
+func fmtMs(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%.2fs", ms/1000)
+	}
+	return fmt.Sprintf("%.0fms", ms)
+}
+
+// median of a sorted slice, the upper one of an even count (as minP50Max).
+func median(s []float64) float64 { return s[len(s)/2] }
+
+func sortedCopy(v []float64) []float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s
+}
