@@ -385,6 +385,14 @@ var checks = []check{
 		}
 		return res, true
 	}},
+	// Retries, deadlines and cost (retries_eval.go).
+	{"max_attempts", evalMaxAttempts},
+	{"no_write_retries", evalNoWriteRetries},
+	{"retry_backoff_min", evalRetryBackoffMin},
+	{"no_lockstep_retries", evalNoLockstep},
+	{"orphaned_calls_max", evalOrphanedCalls},
+	{"gateway_answers_before_client_deadline", evalDeadlineOrder},
+	{"cost_amplification_max", evalCostAmplification},
 }
 
 // evalRetryAfter: true asserts every episode that served a 429 with
@@ -610,7 +618,7 @@ func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
 			out = append(out, r)
 		}
 	}
-	return append(out, evaluateResilience(a, e)...)
+	return out
 }
 
 // fmtDur formats seconds as a Go-style duration string rounded to the ms,

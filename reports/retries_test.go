@@ -226,7 +226,7 @@ func TestResilienceExpectations(t *testing.T) {
 		naive.request(2*time.Second+time.Duration(i)*100*time.Millisecond, "POST", "/tools/orders", "", 4,
 			func(int) time.Duration { return 200 * time.Millisecond }, map[bool]int{true: 200, false: 503}[i%10 == 0])
 	}
-	v := verdicts(evaluateResilience(naive.analyse(t), resilienceExpectations()))
+	v := verdicts(Evaluate(naive.analyse(t), resilienceExpectations()))
 	for _, name := range []string{"max_attempts", "no_write_retries", "no_lockstep_retries", "cost_amplification_max"} {
 		if v[name].Passed || v[name].Name == "" {
 			t.Errorf("naive: %s %+v, want not met", name, v[name])
@@ -235,7 +235,7 @@ func TestResilienceExpectations(t *testing.T) {
 	if !v["retry_backoff_min"].Passed || !v["orphaned_calls_max"].Passed {
 		t.Errorf("naive: fixed 200ms waits and no orphan: %+v %+v", v["retry_backoff_min"], v["orphaned_calls_max"])
 	}
-	if r := v["gateway_answers_before_client_deadline"]; r.Passed || r.Observed != "not observable" {
+	if r := v["gateway_answers_before_client_deadline"]; r.Passed || r.Outcome != NotObservable {
 		t.Errorf("deadline order with nobody giving up: %+v", r)
 	}
 
@@ -254,19 +254,19 @@ func TestResilienceExpectations(t *testing.T) {
 	e := resilienceExpectations()
 	amp := 3.0
 	e.CostAmplificationMax = &amp
-	v = verdicts(evaluateResilience(ref.analyse(t), e))
+	v = verdicts(Evaluate(ref.analyse(t), e))
 	for _, name := range []string{"max_attempts", "retry_backoff_min", "no_lockstep_retries", "orphaned_calls_max", "cost_amplification_max"} {
 		if !v[name].Passed {
 			t.Errorf("jittered: %s %+v, want met", name, v[name])
 		}
 	}
-	if r := v["no_write_retries"]; r.Passed || r.Observed != "not observable" {
+	if r := v["no_write_retries"]; r.Passed || r.Outcome != NotObservable {
 		t.Errorf("every write keyed: %+v, want not observable", r)
 	}
 
 	empty := &Analysis{Upstreams: map[string]*UpstreamAnalysis{}}
-	for _, r := range evaluateResilience(empty, resilienceExpectations()) {
-		if r.Passed || r.Observed != "not observable" {
+	for _, r := range Evaluate(empty, resilienceExpectations()) {
+		if r.Passed || r.Outcome != NotObservable {
 			t.Errorf("empty analysis: %+v", r)
 		}
 	}
