@@ -324,6 +324,14 @@ type Episode struct {
 	MetricsOpenLagS  *float64 `json:"metrics_open_lag_s"`
 	MetricsCloseLagS *float64 `json:"metrics_close_lag_s"`
 
+	// Retries are the upstream's retry, write-retry and deadline figures
+	// over the client requests sent during the episode (retries.go); null
+	// when no call carried a client's sequence number. Cost is upstream
+	// work per completed client request during the episode against before
+	// any fault, over every upstream.
+	Retries *RetryFigures `json:"retries"`
+	Cost    *CostFigures  `json:"cost"`
+
 	Cycles []*Cycle `json:"cycles"`
 	// Statement is the episode in one plain sentence.
 	Statement string `json:"statement"`

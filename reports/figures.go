@@ -181,6 +181,111 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return e.MetricsCloseLagS }, In: InCompare},
 	{Key: "cycles", Label: "open/close cycles", Unit: Count,
 		Value: func(e *Episode) *float64 { return ptr(float64(len(e.Cycles))) }, In: InReport},
+	// Retries, deadlines and cost of the requests sent during the episode
+	// (retries.go; docs/analysis.md).
+	{Key: "retries.max_attempts", Label: "max attempts per request", Unit: Count,
+		Value: retryFig(func(r *RetryFigures) *float64 { return ptr(float64(r.MaxAttempts)) }),
+		Cell: retryCell(func(r *RetryFigures) string {
+			return fmt.Sprintf("%d (%s retried)", r.MaxAttempts, fnum(scale(r.RetriedShare, 100), "%.0f%%"))
+		}), In: Everywhere, HistoryLabel: "max attempts"},
+	{Key: "retries.retry_amplification_during", Label: "retry amplification (attempts / request)", Unit: Ratio,
+		Value: retryFig(func(r *RetryFigures) *float64 { return r.AmplificationDuring }),
+		Cell: retryCell(func(r *RetryFigures) string {
+			return fmt.Sprintf("%s (%d / %d)", fnum(r.AmplificationDuring, "%.2f"), r.Attempts, r.Requests)
+		}), In: InReport | InCompare, CompareLabel: "retry amplification"},
+	{Key: "retries.backoff.p50_ms", Label: "wait before a retry min / p50 / max", Unit: Seconds,
+		Value: retryFig(func(r *RetryFigures) *float64 { return scale(r.Backoff.P50Ms, 0.001) }),
+		Cell: retryCell(func(r *RetryFigures) string {
+			b := r.Backoff
+			s := fmt.Sprintf("%s / %s / %s", fsec(scale(b.MinMs, 0.001)), fsec(scale(b.P50Ms, 0.001)), fsec(scale(b.MaxMs, 0.001)))
+			if b.Grows != nil {
+				s += map[bool]string{true: " (growing)", false: " (not growing)"}[*b.Grows]
+			}
+			return s
+		}), In: InReport | InCompare, CompareLabel: "wait before a retry p50"},
+	{Key: "retries.lockstep.coincident_share", Label: "retries in lockstep", Unit: Ratio,
+		Value: retryFig(func(r *RetryFigures) *float64 { return r.Lockstep.CoincidentShare }),
+		Cell: retryCell(func(r *RetryFigures) string {
+			l := r.Lockstep
+			if l.CoincidentShare == nil {
+				return "—"
+			}
+			verdict := "too few retries to judge"
+			if l.Lockstep != nil {
+				verdict = map[bool]string{true: "yes", false: "no"}[*l.Lockstep]
+			}
+			return fmt.Sprintf("%s (%.0f%% within %g ms; %.0f%% if independent)", verdict, *l.CoincidentShare*100, l.WindowMs, *l.IndependentShare*100)
+		}), In: InReport | InCompare, CompareLabel: "retries within 10 ms of another's"},
+	{Key: "retries.write_retries.post_patch.without_key", Label: "writes sent again without a key", Unit: Count,
+		Value: retryFig(func(r *RetryFigures) *float64 { return ptr(float64(r.Writes.PostPatch.WithoutKey)) }),
+		Cell: retryCell(func(r *RetryFigures) string {
+			w := r.Writes
+			return fmt.Sprintf("%d POST/PATCH, %d PUT/DELETE (%d with the same key, %d with differing keys)", w.PostPatch.WithoutKey, w.PutDelete.WithoutKey,
+				w.PostPatch.SameKey+w.PutDelete.SameKey, w.PostPatch.InconsistentKey+w.PutDelete.InconsistentKey)
+		}), In: Everywhere, CompareLabel: "POST/PATCH sent again without a key", HistoryLabel: "writes resent without key"},
+	{Key: "retries.deadlines.orphaned_calls", Label: "orphaned calls", Unit: Count,
+		Value: retryFig(func(r *RetryFigures) *float64 { return ptr(float64(r.Deadlines.OrphanedCalls)) }),
+		Cell: retryCell(func(r *RetryFigures) string {
+			d := r.Deadlines
+			return fmt.Sprintf("%d (up to %s past the end; gave up first: upstream %d, gateway %d, client %d)", d.OrphanedCalls,
+				fsec(scale(d.PastAnswerMs.Max, 0.001)), d.GaveUpFirst["upstream"], d.GaveUpFirst["gateway"], d.GaveUpFirst["client"])
+		}), In: Everywhere},
+	{Key: "cost.cost_amplification_calls", Label: "cost per completed request, during / before (calls)", Unit: Ratio,
+		Value: func(e *Episode) *float64 {
+			if e.Cost == nil {
+				return nil
+			}
+			return e.Cost.CallsAmplification
+		}, Cell: func(e *Episode) string {
+			c := e.Cost
+			switch {
+			case c == nil:
+				return "—"
+			case c.WorkWithoutCompletion:
+				return fmt.Sprintf("unbounded (%d calls, nothing completed)", c.CallsDuring)
+			}
+			return fmt.Sprintf("%s (%s against %s calls)", fnum(c.CallsAmplification, "×%.2f"), fnum(c.CallsPerCompletedDuring, "%.2f"), fnum(c.CallsPerCompletedBefore, "%.2f"))
+		}, In: Everywhere, CompareLabel: "cost amplification (calls)", HistoryLabel: "cost amplification calls"},
+	{Key: "cost.cost_amplification_tokens", Label: "cost per completed request, during / before (tokens)", Unit: Ratio,
+		Value: func(e *Episode) *float64 {
+			if e.Cost == nil {
+				return nil
+			}
+			return e.Cost.TokensAmplification
+		}, Cell: func(e *Episode) string {
+			c := e.Cost
+			if c == nil || (c.TokensBefore == 0 && c.TokensDuring == 0) {
+				return "— (no tokens charged)"
+			}
+			return fmt.Sprintf("%s (%s against %s tokens)", fnum(c.TokensAmplification, "×%.2f"), fnum(c.TokensPerCompletedDuring, "%.0f"), fnum(c.TokensPerCompletedBefore, "%.0f"))
+		}, In: InReport | InCompare, CompareLabel: "cost amplification (tokens)"},
+}
+
+// retryFig reads a figure of the episode's retry figures; nil without them.
+func retryFig(f func(*RetryFigures) *float64) func(*Episode) *float64 {
+	return func(e *Episode) *float64 {
+		if e.Retries == nil {
+			return nil
+		}
+		return f(e.Retries)
+	}
+}
+
+// retryCell is a report cell of the episode's retry figures.
+func retryCell(f func(*RetryFigures) string) func(*Episode) string {
+	return func(e *Episode) string {
+		if e.Retries == nil {
+			return "— (no forwarded sequence header)"
+		}
+		return f(e.Retries)
+	}
+}
+
+func scale(v *float64, k float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	return ptr(*v * k)
 }
 
 // compareLabel and historyLabel are the figure's names in those outputs.

@@ -123,7 +123,6 @@ func (c *collector) finish() (*Analysis, error) {
 	}
 	c.replayStats(a)
 	c.phases(a, fr)
-	a.Resilience = c.resilience(wins, int64(fr.faultStart), int64(fr.faultEnd))
 	reqUp := c.routeUpstreams(a)
 
 	secs := runEnd/time.Second + 1
@@ -164,6 +163,7 @@ func (c *collector) finish() (*Analysis, error) {
 		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr}
 		a.Upstreams[name] = u.analyse(a, reqsBy[name])
 	}
+	a.Resilience = c.resilience(a, wins, int64(fr.faultStart), int64(fr.faultEnd))
 	for _, h := range healthIntervals(c.health, runEnd) {
 		tl.Health = append(tl.Health, h)
 		if h.State == "unhealthy" {

@@ -153,8 +153,9 @@ func inSpans(t int64, ss []span) bool {
 }
 
 // resilience runs the retry analysis over the collector's fault windows:
-// per upstream its own windows, gateway-wide the phases' "during" span.
-func (c *collector) resilience(wins map[string][]window, durStart, durEnd int64) *Resilience {
+// per upstream its own windows, gateway-wide the phases' "during" span; and
+// per episode, over the requests sent during it.
+func (c *collector) resilience(a *Analysis, wins map[string][]window, durStart, durEnd int64) *Resilience {
 	per := map[string][]span{}
 	for u, ws := range wins {
 		for _, w := range ws {
@@ -165,7 +166,22 @@ func (c *collector) resilience(wins map[string][]window, durStart, durEnd int64)
 	if durStart >= 0 {
 		during = []span{{durStart, durEnd}}
 	}
-	return analyzeResilience(c.rl, per, during, durStart)
+	res, ix := analyzeResilience(c.rl, per, during, durStart)
+	for name, ua := range a.Upstreams {
+		upID, ok := c.rl.ups.ids[name]
+		for j, ep := range ua.Episodes {
+			if ep == nil || j >= len(per[name]) {
+				continue
+			}
+			w := per[name][j]
+			if ok && ix.upSeq[upID] {
+				ep.Retries = ix.figures(upID, per[name], &w)
+			}
+			cost := c.rl.cost([]span{w}, durStart)
+			ep.Cost = &cost
+		}
+	}
+	return res
 }
 
 // Resilience is the retry, deadline and cost analysis of a run (run.json
@@ -328,22 +344,25 @@ func (l *retryLog) failedCall(c *rCall) bool {
 	return o != journal.OutcomeUpstreamComplete && o != ""
 }
 
-// analyzeResilience computes the figures. windows maps an upstream to its
-// fault windows; all is their union (the gateway-wide "during"), firstFault
-// the start of the first window (-1 when none).
-func analyzeResilience(l *retryLog, windows map[string][]span, all []span, firstFault int64) *Resilience {
-	res := &Resilience{AttemptsDefinition: AttemptsDefinition, Upstreams: map[string]*RetryFigures{}, Statements: []string{}}
-	reqBySeq := make(map[uint64]int, len(l.reqs))
-	for i, r := range l.reqs {
-		reqBySeq[r.seq] = i
+// retryKey names one client request's calls at one upstream.
+type retryKey struct {
+	up  uint16
+	seq uint64
+}
+
+// retryIndex is the calls of the log grouped by upstream and client request.
+type retryIndex struct {
+	l     *retryLog
+	byReq map[retryKey][]int
+	upSeq map[uint16]bool
+}
+
+func newRetryIndex(l *retryLog) *retryIndex {
+	known := make(map[uint64]bool, len(l.reqs))
+	for _, r := range l.reqs {
+		known[r.seq] = true
 	}
-	// Calls per (upstream, seq), in arrival order.
-	type key struct {
-		up  uint16
-		seq uint64
-	}
-	byReq := map[key][]int{}
-	upSeq := map[uint16]bool{}
+	ix := &retryIndex{l: l, byReq: map[retryKey][]int{}, upSeq: map[uint16]bool{}}
 	order := make([]int, 0, len(l.calls))
 	for i := range l.calls {
 		order = append(order, i)
@@ -351,118 +370,25 @@ func analyzeResilience(l *retryLog, windows map[string][]span, all []span, first
 	sort.SliceStable(order, func(a, b int) bool { return l.calls[order[a]].at < l.calls[order[b]].at })
 	for _, i := range order {
 		c := &l.calls[i]
-		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 {
-			continue
+		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 || !known[c.seq] {
+			continue // a health check, or not one of the replayed requests
 		}
-		if _, ok := reqBySeq[c.seq]; !ok {
-			continue // not a replayed request (another client's, or the gateway's own)
-		}
-		k := key{c.up, c.seq}
-		byReq[k] = append(byReq[k], i)
-		upSeq[c.up] = true
+		k := retryKey{c.up, c.seq}
+		ix.byReq[k] = append(ix.byReq[k], i)
+		ix.upSeq[c.up] = true
 	}
-	for upID := range upSeq {
+	return ix
+}
+
+// analyzeResilience computes the figures. windows maps an upstream to its
+// fault windows; all is their union (the gateway-wide "during"), firstFault
+// the start of the first window (-1 when none).
+func analyzeResilience(l *retryLog, windows map[string][]span, all []span, firstFault int64) (*Resilience, *retryIndex) {
+	res := &Resilience{AttemptsDefinition: AttemptsDefinition, Upstreams: map[string]*RetryFigures{}, Statements: []string{}}
+	ix := newRetryIndex(l)
+	for upID := range ix.upSeq {
 		name := l.ups.names[upID]
-		f := &RetryFigures{Distribution: map[string]int64{}}
-		f.Lockstep.WindowMs = float64(LockstepWindow) / float64(time.Millisecond)
-		f.Deadlines.GaveUpFirst = map[string]int64{"upstream": 0, "gateway": 0, "client": 0}
-		wins := windows[name]
-		var before, during [2]int64 // requests, attempts
-		firstWin := int64(-1)
-		if len(wins) > 0 {
-			firstWin = wins[0].start
-			for _, w := range wins {
-				firstWin = min(firstWin, w.start)
-			}
-		}
-		var waits [][]float64 // by retry index
-		var all []float64
-		type retryStart struct {
-			t   int64
-			seq uint64
-		}
-		var retries []retryStart
-		var past []float64
-		examples := map[string]int64{}
-		for ri := range l.reqs {
-			r := &l.reqs[ri]
-			idx := byReq[key{upID, r.seq}]
-			if len(idx) == 0 && r.up != upID {
-				continue
-			}
-			n := int64(len(idx))
-			f.Requests++
-			f.Attempts += n
-			f.Distribution[fmt.Sprint(n)]++
-			f.MaxAttempts = max(f.MaxAttempts, n)
-			switch {
-			case inSpans(r.sent, wins):
-				during[0]++
-				during[1] += n
-			case firstWin < 0 || r.sent < firstWin:
-				before[0]++
-				before[1] += n
-			}
-			for j := 1; j < len(idx); j++ {
-				prev, cur := &l.calls[idx[j-1]], &l.calls[idx[j]]
-				w := float64(cur.at-prev.end) / float64(time.Millisecond)
-				w = max(w, 0) // overlapping attempts (hedging): no wait
-				for len(waits) < j {
-					waits = append(waits, nil)
-				}
-				waits[j-1] = append(waits[j-1], w)
-				all = append(all, w)
-				retries = append(retries, retryStart{cur.at, r.seq})
-			}
-			if n > 0 {
-				l.writeFigures(f, r, idx, examples, name)
-				// Orphans and who gave up first.
-				end := r.done
-				var last *rCall
-				for _, ci := range idx {
-					c := &l.calls[ci]
-					if last == nil || c.end > last.end {
-						last = c
-					}
-					if end > 0 && c.end > end+int64(OrphanTolerance) {
-						f.Deadlines.OrphanedCalls++
-						past = append(past, float64(c.end-end)/float64(time.Millisecond))
-					}
-				}
-				out := journal.Outcome(l.outcomes.names[r.outcome])
-				if out != journal.OutcomeOK {
-					switch {
-					case out == journal.OutcomeHeadersTimeout || out == journal.OutcomeDeadlineMidBody:
-						f.Deadlines.GaveUpFirst["client"]++
-					case l.hungUp(last) || (r.done > 0 && last.end > r.done+int64(OrphanTolerance)):
-						f.Deadlines.GaveUpFirst["gateway"]++
-					default:
-						f.Deadlines.GaveUpFirst["upstream"]++
-					}
-				}
-			}
-		}
-		reached := f.Requests - f.Distribution["0"]
-		if reached > 0 {
-			f.RetriedShare = ptr(float64(reached-f.Distribution["1"]) / float64(reached))
-		}
-		if before[0] > 0 {
-			f.AmplificationBefore = ptr(float64(before[1]) / float64(before[0]))
-		}
-		if during[0] > 0 {
-			f.AmplificationDuring = ptr(float64(during[1]) / float64(during[0]))
-		}
-		f.Backoff = backoffFigures(all, waits)
-		starts := make([]int64, len(retries))
-		seqs := make([]uint64, len(retries))
-		sort.Slice(retries, func(a, b int) bool { return retries[a].t < retries[b].t })
-		for i, r := range retries {
-			starts[i], seqs[i] = r.t, r.seq
-		}
-		f.Lockstep = lockstep(starts, seqs, LockstepWindow)
-		f.Deadlines.PastAnswerMs = minP50Max(past)
-		f.Writes.Examples = topExamples(examples, retryExamples)
-		res.Upstreams[name] = f
+		res.Upstreams[name] = ix.figures(upID, windows[name], nil)
 	}
 	// Gateway-wide: the client's deadline against the gateway's answer.
 	for ri := range l.reqs {
@@ -477,7 +403,119 @@ func analyzeResilience(l *retryLog, windows map[string][]span, all []span, first
 	}
 	res.Cost = l.cost(all, firstFault)
 	res.Statements = res.statements()
-	return res
+	return res, ix
+}
+
+// figures are one upstream's retry figures over the client requests sent
+// in scope (every one when nil); wins are the upstream's fault windows,
+// for "before" and "during".
+func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigures {
+	l := ix.l
+	name := l.ups.names[upID]
+	byReq := ix.byReq
+	type key = retryKey
+	f := &RetryFigures{Distribution: map[string]int64{}}
+	f.Lockstep.WindowMs = float64(LockstepWindow) / float64(time.Millisecond)
+	f.Deadlines.GaveUpFirst = map[string]int64{"upstream": 0, "gateway": 0, "client": 0}
+	var before, during [2]int64 // requests, attempts
+	firstWin := int64(-1)
+	if len(wins) > 0 {
+		firstWin = wins[0].start
+		for _, w := range wins {
+			firstWin = min(firstWin, w.start)
+		}
+	}
+	var waits [][]float64 // by retry index
+	var all []float64
+	type retryStart struct {
+		t   int64
+		seq uint64
+	}
+	var retries []retryStart
+	var past []float64
+	examples := map[string]int64{}
+	for ri := range l.reqs {
+		r := &l.reqs[ri]
+		idx := byReq[key{upID, r.seq}]
+		if len(idx) == 0 && r.up != upID {
+			continue
+		}
+		if scope != nil && (r.sent < scope.start || r.sent >= scope.end) {
+			continue
+		}
+		n := int64(len(idx))
+		f.Requests++
+		f.Attempts += n
+		f.Distribution[fmt.Sprint(n)]++
+		f.MaxAttempts = max(f.MaxAttempts, n)
+		switch {
+		case inSpans(r.sent, wins):
+			during[0]++
+			during[1] += n
+		case firstWin < 0 || r.sent < firstWin:
+			before[0]++
+			before[1] += n
+		}
+		for j := 1; j < len(idx); j++ {
+			prev, cur := &l.calls[idx[j-1]], &l.calls[idx[j]]
+			w := float64(cur.at-prev.end) / float64(time.Millisecond)
+			w = max(w, 0) // overlapping attempts (hedging): no wait
+			for len(waits) < j {
+				waits = append(waits, nil)
+			}
+			waits[j-1] = append(waits[j-1], w)
+			all = append(all, w)
+			retries = append(retries, retryStart{cur.at, r.seq})
+		}
+		if n > 0 {
+			l.writeFigures(f, r, idx, examples, name)
+			// Orphans and who gave up first.
+			end := r.done
+			var last *rCall
+			for _, ci := range idx {
+				c := &l.calls[ci]
+				if last == nil || c.end > last.end {
+					last = c
+				}
+				if end > 0 && c.end > end+int64(OrphanTolerance) {
+					f.Deadlines.OrphanedCalls++
+					past = append(past, float64(c.end-end)/float64(time.Millisecond))
+				}
+			}
+			out := journal.Outcome(l.outcomes.names[r.outcome])
+			if out != journal.OutcomeOK {
+				switch {
+				case out == journal.OutcomeHeadersTimeout || out == journal.OutcomeDeadlineMidBody:
+					f.Deadlines.GaveUpFirst["client"]++
+				case l.hungUp(last) || (r.done > 0 && last.end > r.done+int64(OrphanTolerance)):
+					f.Deadlines.GaveUpFirst["gateway"]++
+				default:
+					f.Deadlines.GaveUpFirst["upstream"]++
+				}
+			}
+		}
+	}
+	reached := f.Requests - f.Distribution["0"]
+	if reached > 0 {
+		f.RetriedShare = ptr(float64(reached-f.Distribution["1"]) / float64(reached))
+	}
+	if before[0] > 0 {
+		f.AmplificationBefore = ptr(float64(before[1]) / float64(before[0]))
+	}
+	if during[0] > 0 {
+		f.AmplificationDuring = ptr(float64(during[1]) / float64(during[0]))
+	}
+	f.Backoff = backoffFigures(all, waits)
+	starts := make([]int64, len(retries))
+	seqs := make([]uint64, len(retries))
+	sort.Slice(retries, func(a, b int) bool { return retries[a].t < retries[b].t })
+	for i, r := range retries {
+		starts[i], seqs[i] = r.t, r.seq
+	}
+	f.Lockstep = lockstep(starts, seqs, LockstepWindow)
+	f.Deadlines.PastAnswerMs = msSummary(past)
+	f.Writes.Examples = topExamples(examples, retryExamples)
+	return f
 }
 
 // hungUp reports that the upstream saw the caller hang up on the call.
@@ -787,6 +825,16 @@ func fmtMs(ms float64) string {
 		return fmt.Sprintf("%.2fs", ms/1000)
 	}
 	return fmt.Sprintf("%.0fms", ms)
+}
+
+// msSummary is min/p50/max of figures in milliseconds (p50 the upper
+// median, as minP50Max).
+func msSummary(v []float64) MinP50Max {
+	if len(v) == 0 {
+		return MinP50Max{}
+	}
+	s := sortedCopy(v)
+	return MinP50Max{Min: ptr(round3(s[0])), P50: ptr(round3(median(s))), Max: ptr(round3(s[len(s)-1]))}
 }
 
 // median of a sorted slice, the upper one of an even count (as minP50Max).
