@@ -46,6 +46,11 @@ type haproxyTiming struct {
 	Inter, FastInter, DownInter time.Duration
 	Rise, Fall, ErrorLimit      int
 	TimeoutServer, TimeoutCheck time.Duration
+	// Retries, when set, are HAProxy's L7 retries ("retries N", "retry-on
+	// RetryOn", "option redispatch"), without passive observation, so
+	// that the server stays UP and every failed request is retried.
+	Retries int
+	RetryOn string
 }
 
 var defaultTiming = haproxyTiming{
@@ -130,6 +135,12 @@ func needHAProxy(t *testing.T) string {
 // sockets: fd@3 traffic, fd@4 metrics.
 func haproxyConfig(tm haproxyTiming, upstreams map[string]string) string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+	observe := fmt.Sprintf(" observe layer7 error-limit %d on-error mark-down", tm.ErrorLimit)
+	retries := ""
+	if tm.Retries > 0 {
+		observe = ""
+		retries = fmt.Sprintf("    retries %d\n    retry-on %s\n    option redispatch\n", tm.Retries, tm.RetryOn)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `global
     # No log target: in the foreground (-db) HAProxy still prints its
@@ -143,16 +154,16 @@ defaults
     timeout server %s
     timeout check %s
     option httpchk GET /healthz
-    default-server check inter %s fastinter %s downinter %s rise %d fall %d observe layer7 error-limit %d on-error mark-down
+    default-server check inter %s fastinter %s downinter %s rise %d fall %d%s
     # HAProxy's own 503 (no server UP) becomes a recognisable fast-fail;
     # 503s that the servers send are forwarded unchanged.
     http-error status 503 content-type application/json hdr X-Breaker-State open lf-string "{\"error\":{\"code\":\"dependency_unavailable\",\"dependency\":\"%%b\",\"message\":\"No server is available to handle this request.\"}}"
-
+%s
 frontend fe_rehearse
     bind fd@3
     # Ready only while every backend has a server UP.
     monitor-uri /haproxy-ready
-`, ms(tm.TimeoutServer), ms(tm.TimeoutCheck), ms(tm.Inter), ms(tm.FastInter), ms(tm.DownInter), tm.Rise, tm.Fall, tm.ErrorLimit)
+`, ms(tm.TimeoutServer), ms(tm.TimeoutCheck), ms(tm.Inter), ms(tm.FastInter), ms(tm.DownInter), tm.Rise, tm.Fall, observe, retries)
 	for _, n := range upstreamNames {
 		fmt.Fprintf(&b, "    monitor fail if { nbsrv(be_%s) lt 1 }\n", n)
 	}
@@ -326,7 +337,13 @@ upstreams:
 // judge (the drill's own assertions are more precise).
 func rehearseHAProxy(t *testing.T, d drill) (*haproxy, *rehearsal.Result, error) {
 	t.Helper()
-	h := startHAProxy(t, defaultTiming)
+	return rehearseHAProxyWith(t, defaultTiming, d)
+}
+
+// rehearseHAProxyWith is rehearseHAProxy with HAProxy's own settings.
+func rehearseHAProxyWith(t *testing.T, tm haproxyTiming, d drill) (*haproxy, *rehearsal.Result, error) {
+	t.Helper()
+	h := startHAProxy(t, tm)
 	src := h.scenarioYAML(d)
 	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), d.Name+".yaml"), []byte(src))
 	if err != nil {

@@ -435,6 +435,10 @@ type Overrides struct {
 	Rate       float64
 	Duration   time.Duration
 	Seed       *int64
+	// GatewayMode sets the built-in gateway's mode ("reference" or
+	// "naive"), to rehearse the same drill on both and compare the runs;
+	// a mode other than the reference names the run "<name>-<mode>".
+	GatewayMode string
 }
 
 // Override applies o and validates the result.
@@ -471,6 +475,15 @@ func (s *Scenario) Override(o Overrides) error {
 	if o.Seed != nil {
 		seed := *o.Seed
 		s.Seed = &seed
+	}
+	if o.GatewayMode != "" {
+		if s.Gateway.Builtin == nil {
+			return fmt.Errorf("%w: --gateway-mode applies to the built-in gateway; this scenario tests %s", rehearse.ErrInvalid, s.Gateway.URL)
+		}
+		s.Gateway.Builtin.Config.Mode = o.GatewayMode
+		if o.GatewayMode != gateway.ModeReference {
+			s.Name += "-" + o.GatewayMode
+		}
 	}
 	return s.Validate()
 }

@@ -32,7 +32,8 @@ Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
 
 const runExamples = `  rehearse run weekly                              # built-in weekly drill, built-in gateway
   rehearse run ci-503.yaml --junit out/junit.xml   # in CI
-  rehearse run my.yaml --gateway http://127.0.0.1:8080 --duration 1m`
+  rehearse run my.yaml --gateway http://127.0.0.1:8080 --duration 1m
+  rehearse run retry-storm --gateway-mode naive    # the same storm on a naive gateway`
 
 func newRunCmd() *cobra.Command {
 	var (
@@ -110,6 +111,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&ov.GatewayURL, "gateway", "", "base URL of the gateway under test (replaces the scenario's gateway)")
 	f.DurationVar(&ov.Duration, "duration", 0, "replay duration (e.g. 30s, 5m)")
 	f.Float64Var(&ov.Rate, "rate", 0, "requests per second")
+	f.StringVar(&ov.GatewayMode, "gateway-mode", "", "built-in gateway mode: reference or naive (fixed 200ms retries ×3, no deadline, no breaker), to compare the two")
 	f.Int64Var(&seed, "seed", scenarios.DefaultSeed, "seed of every random decision")
 	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N runs of this scenario (0: no count limit)")
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
