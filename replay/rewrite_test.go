@@ -310,9 +310,9 @@ func TestIdempotencyKeysStamped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	post := prepare(&capture.Request{Method: "POST", Target: "/tools/search", Body: []byte("{}")}, &o)
-	keyed := prepare(&capture.Request{Method: "POST", Target: "/tools/search", Header: []capture.HeaderField{{Name: "Idempotency-Key", Value: "mine"}}}, &o)
-	get := prepare(&capture.Request{Method: "GET", Target: "/tools/weather"}, &o)
+	post, _ := prepare(&capture.Request{Method: "POST", Target: "/tools/search", Body: []byte("{}")}, &o)
+	keyed, _ := prepare(&capture.Request{Method: "POST", Target: "/tools/search", Header: []capture.HeaderField{{Name: "Idempotency-Key", Value: "mine"}}}, &o)
+	get, _ := prepare(&capture.Request{Method: "GET", Target: "/tools/weather"}, &o)
 	stamped := 0
 	keys := map[string]bool{}
 	for seq := range uint64(1000) {

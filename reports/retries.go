@@ -64,6 +64,7 @@ type rReq struct {
 	up, mp, outcome     uint16
 	status              int16
 	keyed               bool
+	resent              bool // the client's own transport sent it again
 }
 
 // retryLog collects what the retry, deadline and cost analysis needs from
@@ -114,7 +115,8 @@ func (l *retryLog) addRequest(p *journal.ClientRequest) {
 	}
 	l.reqs = append(l.reqs, rReq{seq: p.Seq, sent: int64(p.Sent), headers: int64(p.HeadersAt), done: int64(p.Done),
 		deadline: int64(p.Deadline), up: l.ups.id(p.Upstream), mp: l.mps.id(p.Method + " " + p.Route),
-		outcome: l.outcomes.id(string(p.Outcome)), status: int16(min(max(p.Status, 0), 32767)), keyed: p.IdempotencyKey})
+		outcome: l.outcomes.id(string(p.Outcome)), status: int16(min(max(p.Status, 0), 32767)), keyed: p.IdempotencyKey,
+		resent: len(p.Resent) > 0})
 }
 
 // interner maps strings to small integers; index 0 is "". It keeps the
@@ -210,6 +212,10 @@ type RetryFigures struct {
 	// once, or were routed to it; Attempts the calls matched to them.
 	Requests int64 `json:"requests"`
 	Attempts int64 `json:"attempts"`
+	// ClientResent counts client requests left out because the client's
+	// own HTTP transport sent them more than once (journal "resent"):
+	// their extra calls are not the gateway's.
+	ClientResent int64 `json:"client_resent"`
 	// Distribution counts requests by their number of attempts ("0" for
 	// requests routed here that never reached it, e.g. fast-failed).
 	Distribution map[string]int64 `json:"attempts_distribution"`
@@ -441,6 +447,12 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 			continue
 		}
 		if scope != nil && (r.sent < scope.start || r.sent >= scope.end) {
+			continue
+		}
+		if r.resent {
+			// The client's own transport sent it again: its extra calls
+			// are not the gateway's retries.
+			f.ClientResent++
 			continue
 		}
 		n := int64(len(idx))

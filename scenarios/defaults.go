@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
