@@ -368,6 +368,7 @@ func (g *Gateway) try(ctx context.Context, d *dependency, t *Ticket, in *http.Re
 		return &attempt{class: ClassMalformed, err: err}
 	}
 	out.Header = in.Header.Clone()
+	noSilentResend(out)
 	removeHop(out.Header)
 	out.Header.Del(HeaderProbe) // only the gateway tags probes
 	out.Host = ""
@@ -452,6 +453,33 @@ func (g *Gateway) try(ctx context.Context, d *dependency, t *Ticket, in *http.Re
 		g.m.failures.With(failLabels(d, a.class)).Inc()
 	}
 	return a
+}
+
+// noSilentResend makes net/http's Transport send the request once: it
+// re-sends a "replayable" request (GET, HEAD, OPTIONS, TRACE, or one with an
+// Idempotency-Key header, with no body or a GetBody) by itself when a
+// reused connection fails before the response, an attempt the gateway
+// would neither see nor bound. A request is not replayable when its body
+// is set and cannot be rewound; a bodyless GET/HEAD/DELETE/OPTIONS gets an
+// empty body the Transport probes and sends as none. Every attempt is then
+// one of the retry loop's, counted against retry.max_attempts. (A request
+// on a keep-alive connection the upstream closed while idle fails instead
+// of being re-sent; the retry loop retries it where that is safe.)
+func noSilentResend(out *http.Request) {
+	out.GetBody = nil
+	if out.Body == nil || out.Body == http.NoBody {
+		switch out.Method {
+		case http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions:
+			out.Body, out.ContentLength = io.NopCloser(strings.NewReader("")), 0
+		case http.MethodTrace:
+			// Never replayed with a body: TRACE must not carry one, and
+			// net/http would send this one as an empty chunked body.
+		default:
+			if out.Header.Get("Idempotency-Key") != "" || out.Header.Get("X-Idempotency-Key") != "" {
+				out.Body, out.ContentLength = io.NopCloser(strings.NewReader("")), 0
+			}
+		}
+	}
 }
 
 type cancelBody struct {

@@ -186,3 +186,39 @@ func TestModeValidated(t *testing.T) {
 		t.Fatal("negative reserve accepted")
 	}
 }
+
+// TestNoSilentResend: net/http's Transport re-sends a replayable request
+// by itself when a reused connection is reset before the response; the
+// gateway must not let it, or its attempts are not bounded. With one
+// attempt allowed, a reset GET and a reset POST with an Idempotency-Key
+// each reach the upstream exactly once.
+func TestNoSilentResend(t *testing.T) {
+	up := newUpstream(t)
+	cfg := fastConfig(map[string]string{"search": up.URL})
+	cfg.Retry.MaxAttempts = 1
+	cfg.Breaker.ConsecutiveFailures = 100
+	cfg.Breaker.MinSamples = 1000
+	_, base := testGateway(t, cfg)
+	c := &http.Client{}
+	for i, tc := range []struct{ method, key string }{{"GET", ""}, {"POST", "k1"}, {"DELETE", ""}} {
+		up.set(ok("{}"))
+		do(t, c, tc.method, base+"/tools/search", HeaderSeq, "warm") // a keep-alive connection to reuse
+		up.set(reset)
+		seq := "s" + strconv.Itoa(i)
+		hdr := []string{HeaderSeq, seq}
+		if tc.key != "" {
+			hdr = append(hdr, "Idempotency-Key", tc.key)
+		}
+		r := do(t, c, tc.method, base+"/tools/search", hdr...)
+		calls, _ := up.snapshot()
+		n := 0
+		for _, a := range calls {
+			if a.Seq == seq {
+				n++
+			}
+		}
+		if n != 1 || r.Status != http.StatusBadGateway {
+			t.Errorf("%s: %d upstream calls, status %d; want 1 call and 502", tc.method, n, r.Status)
+		}
+	}
+}
