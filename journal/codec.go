@@ -81,6 +81,8 @@ func appendClientRequest(b []byte, p *ClientRequest) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = appendBoolOmit(b, `,"idempotency_key":`, p.IdempotencyKey)
+	b = appendIntOmit(b, `,"deadline_ns":`, int64(p.Deadline))
 	return b
 }
 
@@ -103,6 +105,10 @@ func appendUpstreamRequest(b []byte, p *UpstreamRequest) []byte {
 	b = appendIntOmit(b, `,"bytes":`, p.Bytes)
 	b = appendIntOmit(b, `,"done":`, int64(p.Done))
 	b = appendStr(b, `,"outcome":`, string(p.Outcome))
+	b = appendStrOmit(b, `,"idempotency_key":`, p.IdempotencyKey)
+	b = appendIntOmit(b, `,"budget_ns":`, int64(p.Budget))
+	b = appendIntOmit(b, `,"prompt_tokens":`, p.PromptTokens)
+	b = appendIntOmit(b, `,"completion_tokens":`, p.CompletionTokens)
 	return b
 }
 
@@ -582,6 +588,10 @@ func decodeClientRequest(s *scanner) *ClientRequest {
 				p.Resent = append(p.Resent, time.Duration(s.int64()))
 			}
 			s.expect(']')
+		case "idempotency_key":
+			p.IdempotencyKey = s.bool()
+		case "deadline_ns":
+			p.Deadline = time.Duration(s.int64())
 		default:
 			return false
 		}
@@ -635,6 +645,14 @@ func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
 			p.Done = time.Duration(s.int64())
 		case "outcome":
 			p.Outcome = Outcome(s.internStr())
+		case "idempotency_key":
+			p.IdempotencyKey = s.internStr()
+		case "budget_ns":
+			p.Budget = time.Duration(s.int64())
+		case "prompt_tokens":
+			p.PromptTokens = s.int64()
+		case "completion_tokens":
+			p.CompletionTokens = s.int64()
 		default:
 			return false
 		}

@@ -11,7 +11,8 @@ func clientFrom(seq uint64, method, route, errText string, a, b, c int64, status
 	p := &ClientRequest{Seq: seq, Method: method, Route: route, Upstream: route, Scheduled: time.Duration(a),
 		Sent: time.Duration(b), HeadersAt: time.Duration(c), Done: time.Duration(a + b), Latency: time.Duration(b - a),
 		Service: time.Duration(c), Status: status, Bytes: b, Expected: c, Fraction: frac, SSEEvents: status / 7,
-		Outcome: Outcome(errText), FastFail: ff, FastFailCode: method, Late: late, Error: errText}
+		Outcome: Outcome(errText), FastFail: ff, FastFailCode: method, Late: late, Error: errText,
+		IdempotencyKey: late != ff, Deadline: time.Duration(c - a)}
 	for i := range resent % 4 {
 		p.Resent = append(p.Resent, time.Duration(a+int64(i)))
 	}
@@ -21,7 +22,8 @@ func clientFrom(seq uint64, method, route, errText string, a, b, c int64, status
 func upstreamFrom(seq uint64, method, path, ua string, a, b int64, status int, health, withSeq bool) *UpstreamRequest {
 	p := &UpstreamRequest{Upstream: path, Method: method, Path: path, Remote: ua, UserAgent: ua, ProbeTag: method,
 		HealthCheck: health, Fault: ua, FaultType: method, InFlight: status, Status: status,
-		RetryAfter: time.Duration(a), Bytes: b, Done: time.Duration(a - b), Outcome: Outcome(path)}
+		RetryAfter: time.Duration(a), Bytes: b, Done: time.Duration(a - b), Outcome: Outcome(path),
+		IdempotencyKey: ua, Budget: time.Duration(b), PromptTokens: a, CompletionTokens: b - a}
 	if withSeq {
 		p.Seq = &seq
 	}
