@@ -42,6 +42,9 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <table>{{range .Rows}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
 {{if .RetryAfter}}<ul class="ra">{{range .RetryAfter}}<li>{{.}}</li>{{end}}</ul>{{end}}</div>
 {{end}}</div>
+{{if .V.AttemptsDef}}<h2>Retries, deadlines and cost</h2>
+{{if .V.Retries}}<ul class="retries">{{range .V.Retries}}<li>{{.}}</li>{{end}}</ul>{{else}}<p>No retry, orphaned call or cost change to report.</p>{{end}}
+<p class="note-small">{{.V.AttemptsDef}}.</p>{{end}}
 <h2>Upstreams</h2>
 <table><tr><th>upstream</th><th>attribution</th><th>client requests</th><th>calls</th><th>failed</th><th>amplification</th><th>health checks</th><th>opens outside faults</th><th>longest health/breaker disagreement</th></tr>
 {{range .V.Upstreams}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>

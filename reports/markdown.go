@@ -182,6 +182,16 @@ func Markdown(a *Analysis) ([]byte, error) {
 			p("\n")
 		}
 	}
+	if v.AttemptsDef != "" {
+		p("## Retries, deadlines and cost\n\n")
+		if len(v.Retries) == 0 {
+			p("No retry, orphaned call or cost change to report.\n\n")
+		}
+		for _, st := range v.Retries {
+			p("- %s\n", mdLine(st))
+		}
+		p("\n_%s._\n\n", mdEscape(v.AttemptsDef))
+	}
 	p("## Upstreams\n\n| upstream | attribution | client requests | calls | failed | amplification | health checks | opens outside faults | longest health/breaker disagreement |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range v.Upstreams {
 		cells := make([]string, len(r))

@@ -53,6 +53,10 @@ type reportView struct {
 	Injected    [][]string // fault, upstream, window, type, parameters, targeting, health checks, applied
 	Gateway     []kv
 	Links       []Link
+	// Retries are the retry, deadline and cost findings in words, with
+	// the definition of an attempt.
+	AttemptsDef string
+	Retries     []string
 }
 
 type coverageView struct {
@@ -107,6 +111,9 @@ func tri(p *bool, yes, no string) string {
 
 func buildView(a *Analysis) *reportView {
 	v := &reportView{Partial: a.Run.Partial, Exp: a.Expectations, Notes: a.Notes}
+	if r := a.Resilience; r != nil {
+		v.AttemptsDef, v.Retries = r.AttemptsDefinition, r.Statements
+	}
 	scen := a.Run.Scenario
 	if scen == "" {
 		scen = "unnamed run"
