@@ -130,13 +130,13 @@ func (e Expectations) Validate() error {
 	neg("leaked_max", e.LeakedMax)
 	neg("orphaned_calls_max", e.OrphanedCallsMax)
 	if e.MaxAttempts != nil && *e.MaxAttempts < 1 {
-		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1 (the first call counts), got %d", *e.MaxAttempts))
+		bad("max_attempts", "must be at least 1 (the first call counts), got %d", *e.MaxAttempts)
 	}
 	if e.RetryBackoffMin != nil && *e.RetryBackoffMin < 0 {
-		errs = append(errs, fmt.Errorf("retry_backoff_min: must not be negative, got %s", *e.RetryBackoffMin))
+		bad("retry_backoff_min", "must not be negative, got %s", *e.RetryBackoffMin)
 	}
 	if e.CostAmplificationMax != nil && !(*e.CostAmplificationMax > 0) {
-		errs = append(errs, fmt.Errorf("cost_amplification_max: must be positive, got %g", *e.CostAmplificationMax))
+		bad("cost_amplification_max", "must be positive, got %g", *e.CostAmplificationMax)
 	}
 	if e.AmplificationMax != nil && *e.AmplificationMax < 1 {
 		bad("amplification_max", "must be at least 1 (one upstream call per request), got %g", *e.AmplificationMax)
