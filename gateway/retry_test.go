@@ -131,12 +131,13 @@ func TestBackoffFullJitterWithinDeadline(t *testing.T) {
 	}
 	// A 150ms client budget: the gateway's deadline is 120ms, its calls
 	// end by 90ms; retries go on while a wait fits, and the answer comes
-	// before the client's deadline.
+	// before the client's deadline: the upstream's 503, or the gateway's
+	// 504 when a loaded machine made the last call reach its own deadline.
 	cfg.Deadline.Reserve = rehearse.Duration(30 * time.Millisecond)
 	_, base2 := testGateway(t, cfg)
 	start := time.Now()
 	r := do(t, c, "GET", base2+"/tools/search", DefaultDeadlineHeader, "150")
-	if took := time.Since(start); took > 150*time.Millisecond || r.Status != 503 {
+	if took := time.Since(start); took > 150*time.Millisecond || (r.Status != 503 && r.Status != 504) {
 		t.Errorf("status %d after %s with a 150ms client budget", r.Status, took)
 	}
 }

@@ -74,7 +74,7 @@ client_success_min: 0.5
 		t.Error("client_success_min 1.5 accepted")
 	}
 	// The retry expectations: each bad value at its own key.
-	err := (Expectations{MaxAttempts: ptr(0), OrphanedCallsMax: ptr(-1), RetryBackoffMin: ptr(dur(-time.Millisecond)), CostAmplificationMax: ptr(0.0)}).Validate()
+	err = (Expectations{MaxAttempts: ptr(0), OrphanedCallsMax: ptr(-1), RetryBackoffMin: ptr(dur(-time.Millisecond)), CostAmplificationMax: ptr(0.0)}).Validate()
 	for _, key := range []string{"max_attempts", "orphaned_calls_max", "retry_backoff_min", "cost_amplification_max"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: err %v", key, err)
