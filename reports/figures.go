@@ -185,9 +185,12 @@ var Figures = []Figure{
 	// (retries.go; docs/analysis.md).
 	{Key: "retries.max_attempts", Label: "max attempts per request", Unit: Count,
 		Value: retryFig(func(r *RetryFigures) *float64 { return ptr(float64(r.MaxAttempts)) }),
+		Samples: func(e *Episode) []float64 {
+			return retrySamples(e, func(r *RetryFigures) []float64 { return r.attemptSamples })
+		},
 		Cell: retryCell(func(r *RetryFigures) string {
 			return fmt.Sprintf("%d (%s retried)", r.MaxAttempts, fnum(scale(r.RetriedShare, 100), "%.0f%%"))
-		}), In: Everywhere, HistoryLabel: "max attempts"},
+		}), In: Everywhere, CompareLabel: "attempts per request", HistoryLabel: "max attempts"},
 	{Key: "retries.retry_amplification_during", Label: "retry amplification (attempts / request)", Unit: Ratio,
 		Value: retryFig(func(r *RetryFigures) *float64 { return r.AmplificationDuring }),
 		Cell: retryCell(func(r *RetryFigures) string {
@@ -195,6 +198,9 @@ var Figures = []Figure{
 		}), In: InReport | InCompare, CompareLabel: "retry amplification"},
 	{Key: "retries.backoff.p50_ms", Label: "wait before a retry min / p50 / max", Unit: Seconds,
 		Value: retryFig(func(r *RetryFigures) *float64 { return scale(r.Backoff.P50Ms, 0.001) }),
+		Samples: func(e *Episode) []float64 {
+			return retrySamples(e, func(r *RetryFigures) []float64 { return r.waitSamples })
+		},
 		Cell: retryCell(func(r *RetryFigures) string {
 			b := r.Backoff
 			s := fmt.Sprintf("%s / %s / %s", fsec(scale(b.MinMs, 0.001)), fsec(scale(b.P50Ms, 0.001)), fsec(scale(b.MaxMs, 0.001)))
@@ -202,7 +208,7 @@ var Figures = []Figure{
 				s += map[bool]string{true: " (growing)", false: " (not growing)"}[*b.Grows]
 			}
 			return s
-		}), In: InReport | InCompare, CompareLabel: "wait before a retry p50"},
+		}), In: InReport | InCompare, CompareLabel: "wait before a retry"},
 	{Key: "retries.lockstep.coincident_share", Label: "retries in lockstep", Unit: Ratio,
 		Value: retryFig(func(r *RetryFigures) *float64 { return r.Lockstep.CoincidentShare }),
 		Cell: retryCell(func(r *RetryFigures) string {
@@ -269,6 +275,15 @@ func retryFig(f func(*RetryFigures) *float64) func(*Episode) *float64 {
 		}
 		return f(e.Retries)
 	}
+}
+
+// retrySamples reads samples of the episode's retry figures; nil (the one
+// Value) when the episode has none, e.g. read back from run.json.
+func retrySamples(e *Episode, f func(*RetryFigures) []float64) []float64 {
+	if e.Retries == nil {
+		return nil
+	}
+	return f(e.Retries)
 }
 
 // retryCell is a report cell of the episode's retry figures.

@@ -237,6 +237,11 @@ type RetryFigures struct {
 	Writes WriteRetryFigures `json:"write_retries"`
 	// Deadlines are who gave up first and the orphaned calls.
 	Deadlines DeadlineFigures `json:"deadlines"`
+
+	// attemptSamples (attempts of each request) and waitSamples (each wait
+	// before a retry, in seconds) are what report compare compares; they
+	// are rebuilt from the journal, not written to run.json.
+	attemptSamples, waitSamples []float64
 }
 
 // BackoffFigures summarise the wait between the end of one attempt and
@@ -456,6 +461,7 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 			continue
 		}
 		n := int64(len(idx))
+		f.attemptSamples = append(f.attemptSamples, float64(n))
 		f.Requests++
 		f.Attempts += n
 		f.Distribution[fmt.Sprint(n)]++
@@ -477,6 +483,7 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 			}
 			waits[j-1] = append(waits[j-1], w)
 			all = append(all, w)
+			f.waitSamples = append(f.waitSamples, w/1000)
 			retries = append(retries, retryStart{cur.at, r.seq})
 		}
 		if n > 0 {
@@ -830,13 +837,6 @@ func prefixAll(p string, ss []string) []string {
 		out[i] = p + s + "."
 	}
 	return out
-}
-
-func fmtMs(ms float64) string {
-	if ms >= 1000 {
-		return fmt.Sprintf("%.2fs", ms/1000)
-	}
-	return fmt.Sprintf("%.0fms", ms)
 }
 
 // msSummary is min/p50/max of figures in milliseconds (p50 the upper
