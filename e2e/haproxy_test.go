@@ -86,16 +86,30 @@ type logLine struct {
 // harness binds its upstreams itself from the scenario's listen address,
 // so the port is chosen here and released; HAProxy's own sockets are
 // passed in as open listeners instead (bind fd@N), with no such race.
+// The e2e drills run in parallel, and the kernel may hand a port just
+// released to another test's probe: no port is ever handed out twice.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !portsGiven[addr] {
+			portsGiven[addr] = true
+			return addr
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[string]bool{}
+)
 
 // listenerFile opens a loopback listener and returns it as a file to
 // hand to HAProxy, with its URL.
