@@ -91,6 +91,20 @@ type RunInfo struct {
 	UnknownEvents int64   `json:"unknown_events,omitempty"`
 }
 
+// HarnessFailure returns the cause when the run ended because the harness
+// or its environment failed (a taken port, an unreachable gateway): its
+// expectations judged nothing, so reports show the cause instead of a
+// verdict. It is "" for a run that completed or was interrupted.
+func (a *Analysis) HarnessFailure() string {
+	if a.Run.EndReason != journal.EndFailed {
+		return ""
+	}
+	if a.Run.EndError == "" {
+		return "the run failed (no cause recorded)"
+	}
+	return a.Run.EndError
+}
+
 // PlatformInfo is journal.Platform with units in the names.
 type PlatformInfo struct {
 	OS           string            `json:"os"`

@@ -34,7 +34,7 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <table>{{range .V.Gateway}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>{{end}}
 {{if .V.Exp}}<h2>Expectations</h2>
 <table><tr><th></th><th>expectation</th><th>observed</th><th>want</th><th>detail</th></tr>
-{{range .V.Exp}}<tr><td class="{{if .Passed}}pass-cell{{else}}fail-cell{{end}}">{{if .Passed}}pass{{else if eq .Outcome "not_observable"}}FAIL: not observable{{else}}FAIL{{end}}</td><td><code>{{.Name}}</code></td><td>{{.Observed}}</td><td>{{.Want}}</td><td>{{.Message}}</td></tr>
+{{range .V.Exp}}<tr><td class="{{if $.V.Harness}}{{else if .Passed}}pass-cell{{else}}fail-cell{{end}}">{{if $.V.Harness}}not evaluated{{else if .Passed}}pass{{else if eq .Outcome "not_observable"}}FAIL: not observable{{else}}FAIL{{end}}</td><td><code>{{.Name}}</code></td><td>{{.Observed}}</td><td>{{.Want}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Breakers</h2>
 {{if not .V.Episodes}}<p>No fault episodes in this run.</p>{{end}}

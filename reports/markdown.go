@@ -156,6 +156,8 @@ func Markdown(a *Analysis) ([]byte, error) {
 		for _, r := range v.Exp {
 			m := "pass"
 			switch {
+			case v.Harness != "":
+				m = "not evaluated"
 			case r.Outcome == NotObservable:
 				m = "**FAIL: not observable**"
 			case !r.Passed:

@@ -137,6 +137,7 @@ type junitSuites struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -145,6 +146,7 @@ type junitSuite struct {
 	Tests      int             `xml:"tests,attr"`
 	Failures   int             `xml:"failures,attr"`
 	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
 	Time       string          `xml:"time,attr"`
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
@@ -161,7 +163,13 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -171,7 +179,10 @@ type junitFailure struct {
 }
 
 // JUnit renders junit.xml: one test case per expectation, observed vs
-// wanted in the failure message.
+// wanted in the failure message. A run the harness could not carry out
+// (Analysis.HarnessFailure) is one <error> carrying the cause, with every
+// expectation skipped: a CI reader sees one broken harness, not a list of
+// gateway failures that never happened.
 func JUnit(a *Analysis) ([]byte, error) {
 	scen := a.Run.Scenario
 	if scen == "" {
@@ -185,9 +196,18 @@ func JUnit(a *Analysis) ([]byte, error) {
 	if p := a.Platform; p != nil {
 		s.Properties = append(s.Properties, junitProperty{"os", p.OS}, junitProperty{"arch", p.Arch})
 	}
+	harness := a.HarnessFailure()
+	if harness != "" {
+		s.Errors++
+		s.Cases = append(s.Cases, junitCase{Name: "harness", Classname: "rehearse." + scen,
+			Error: &junitFailure{Type: "harness", Message: "harness failure: " + harness, Text: harness}})
+	}
 	for _, r := range a.Expectations {
 		c := junitCase{Name: r.Name, Classname: "rehearse." + scen + ".expectations"}
 		switch {
+		case harness != "":
+			s.Skipped++
+			c.Skipped = &junitSkipped{Message: "not evaluated: harness failure"}
 		case r.Outcome == NotObservable:
 			// A failure like any other (a CI must not go green for lack of
 			// evidence), saying what could not be observed.
@@ -205,7 +225,7 @@ func JUnit(a *Analysis) ([]byte, error) {
 	}
 	s.Tests = len(s.Cases)
 	s.SystemOut = strings.Join(a.Notes, "\n")
-	doc := junitSuites{Name: "rehearse", Tests: s.Tests, Failures: s.Failures, Suites: []junitSuite{s}}
+	doc := junitSuites{Name: "rehearse", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Suites: []junitSuite{s}}
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	enc := xml.NewEncoder(&b)

@@ -29,13 +29,16 @@ type phaseView struct {
 }
 
 type reportView struct {
-	Title      string
-	Verdict    string
-	Passed     bool
-	Partial    bool
-	Meta       []kv
-	Notes      []string
-	Exp        []ExpectationResult
+	Title   string
+	Verdict string
+	Passed  bool
+	Partial bool
+	Meta    []kv
+	Notes   []string
+	Exp     []ExpectationResult
+	// Harness is the cause of a harness failure ("" otherwise): the
+	// report leads with it and lists the expectations as not evaluated.
+	Harness    string
 	Episodes   []episodeView
 	Upstreams  [][]string // name, routing, client requests, calls, failed, amplification, health checks, unprovoked opens
 	Phases     []phaseView
@@ -128,7 +131,10 @@ func buildView(a *Analysis) *reportView {
 			unobserved++
 		}
 	}
+	v.Harness = a.HarnessFailure()
 	switch {
+	case v.Harness != "":
+		v.Verdict = "Harness failure: " + v.Harness + ". The expectations were not evaluated: this says nothing about the gateway."
 	case len(a.Expectations) == 0:
 		v.Verdict, v.Passed = "No expectations were set: figures only.", true
 	case failed == 0:
@@ -139,7 +145,7 @@ func buildView(a *Analysis) *reportView {
 			v.Verdict = fmt.Sprintf("%d of %d expectations failed (%d not observable).", failed, len(a.Expectations), unobserved)
 		}
 	}
-	if a.Run.Partial {
+	if a.Run.Partial && v.Harness == "" {
 		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
 	}
 	clock := a.Run.clock()
@@ -149,7 +155,7 @@ func buildView(a *Analysis) *reportView {
 			v.NotCovered = append(v.NotCovered, c.Summary)
 		}
 	}
-	if len(v.NotCovered) > 0 {
+	if len(v.NotCovered) > 0 && v.Harness == "" {
 		v.Verdict += " · not covered by any expectation: " + strings.Join(v.NotCovered, "; ")
 	}
 	wall, ended := "—", "—"

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,9 @@ func newRunCmd() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			var res *rehearsal.Result
+			// Whatever happens, the last line on stdout says how it ended,
+			// in words: a log scrolled past or a CI console shows it.
+			defer func() { fmt.Fprintln(cmd.OutOrStdout(), outcomeLine(res, err)) }()
 			if notifyTo != "" {
 				if _, err := notify.ParseURL(notifyTo); err != nil {
 					return err
@@ -121,14 +125,58 @@ func newRunCmd() *cobra.Command {
 	return cmd
 }
 
+// outcomeLine is the run's last stdout line: its outcome in words, the
+// same words as the exit code (0 met, 1 not met, 2 invalid input, 3
+// harness failure, 130 interrupted).
+func outcomeLine(res *rehearsal.Result, err error) string {
+	switch rehearse.ExitCode(err) {
+	case rehearse.ExitOK:
+		if res != nil && len(res.Expectations) == 0 {
+			return "outcome: met (no expectations were set)"
+		}
+		return "outcome: met"
+	case rehearse.ExitExpectations:
+		if res != nil {
+			return fmt.Sprintf("outcome: not met (%d of %d expectations failed)", len(res.Failed()), len(res.Expectations))
+		}
+		return "outcome: not met"
+	case rehearse.ExitInterrupted:
+		return "outcome: interrupted"
+	case rehearse.ExitInvalid:
+		return "outcome: invalid input: " + firstLine(err.Error())
+	default:
+		return "outcome: harness failure: " + firstLine(err.Error())
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
 func printRunResult(w io.Writer, res *rehearsal.Result) {
 	state := "complete"
 	if res.Partial {
 		state = "partial"
 	}
+	harness := ""
+	if res.Analysis != nil {
+		harness = res.Analysis.HarnessFailure()
+	}
+	if harness != "" {
+		state = "failed"
+	}
 	fmt.Fprintf(w, "run %s: %s\n", state, res.Dir)
 	if r := res.Replay; r != nil {
 		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %.2f ms\n", r.Sent, r.Dropped, r.Lateness.P99)
+	}
+	if harness != "" {
+		// Expectations judged nothing: listing them as FAIL would blame
+		// the gateway for the harness's failure.
+		fmt.Fprintf(w, "  harness failure: %s\n  expectations: %d not evaluated\n", harness, len(res.Expectations))
+		res = &rehearsal.Result{Dir: res.Dir}
 	}
 	passed := 0
 	for _, e := range res.Expectations {

@@ -81,3 +81,38 @@ func TestScenariosCommands(t *testing.T) {
 		t.Fatalf("show unknown drill: exit %d, want 2", code)
 	}
 }
+
+// TestRunHarnessFailureOutput: a harness failure lists no expectation as
+// FAIL, and the last stdout line says how every kind of run ended.
+func TestRunHarnessFailureOutput(t *testing.T) {
+	dir := t.TempDir()
+	scenario := filepath.Join(dir, "unreachable.yaml")
+	src := "name: unreachable\ngateway: {url: \"http://127.0.0.1:1\", ready: {timeout: 1s}}\nupstreams: [{name: search}]\nreplay: {duration: 2s}\nexpectations: {upstreams: [search], max_probes_in_flight: 1}\n"
+	if err := os.WriteFile(scenario, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := execute(t, "run", scenario, "-o", filepath.Join(dir, "run"), "--quiet")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "FAIL") {
+		t.Errorf("stdout lists expectation failures for a harness failure:\n%s", out)
+	}
+	if last := lastLine(out); !strings.HasPrefix(last, "outcome: harness failure: ") || !strings.Contains(last, "127.0.0.1:1") {
+		t.Errorf("last stdout line %q, want the harness failure and its cause", last)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("replay:\n  rat: 10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = execute(t, "run", bad)
+	if last := lastLine(out); code != 2 || !strings.HasPrefix(last, "outcome: invalid input: ") {
+		t.Errorf("invalid scenario: exit %d, last stdout line %q", code, last)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
