@@ -80,6 +80,9 @@ func checkHarnessFailure(t *testing.T, dir string, expectations int, cause strin
 		if strings.Contains(text, "expectations failed") || strings.Contains(text, "FAIL") {
 			t.Errorf("%s shows expectation failures for a harness failure", f)
 		}
+		if k := strings.Index(text[i:], " The expectations were not evaluated"); k < 2 || strings.ContainsRune(".?!", rune(text[i+k-2])) {
+			t.Errorf("%s: the harness failure is not one sentence ending in one stop", f)
+		}
 		if j := strings.Index(text, "Expectations"); j >= 0 && j < i {
 			t.Errorf("%s: the expectations come before the harness failure", f)
 		}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
+	"os"
 	"time"
 
 	"github.com/halfopen/rehearse"
@@ -46,17 +48,59 @@ func waitReady(ctx context.Context, client *http.Client, url string, timeout tim
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err() // interrupted, not unreachable
 			}
+			// One plain sentence a person reads in a log: what was
+			// tried, for how long, and the cause in words, not the
+			// whole chain of Go errors (Get "…": dial tcp …: connect:).
 			if require2xx && lastErr != nil && !isDialError(lastErr) {
-				return fmt.Errorf("%w: gateway at %s not ready after %s: %w", rehearse.ErrEnvironment, url, timeout, lastErr)
+				return fmt.Errorf("%w: gateway at %s not ready after %s: %s", rehearse.ErrEnvironment, url, timeout, plainCause(lastErr))
 			}
-			return fmt.Errorf("%w: gateway unreachable at %s after %s: %w (is it running, and is gateway.url right?)",
-				rehearse.ErrEnvironment, url, timeout, lastErr)
+			return fmt.Errorf("%w: gateway unreachable at %s after %s: %s; check that it is running and that gateway.url is right",
+				rehearse.ErrEnvironment, url, timeout, plainCause(lastErr))
 		case <-time.After(backoff):
 		}
 		if backoff < 250*time.Millisecond {
 			backoff *= 2
 		}
 	}
+}
+
+// plainCause is the innermost meaningful part of a failed readiness
+// request, in words: "connection refused", "no such host example.test",
+// "timed out", "answered 503 Service Unavailable, want 2xx".
+func plainCause(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return "no such host " + dns.Name
+		}
+		return "cannot resolve " + dns.Name + ": " + dns.Err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var sys *os.SyscallError
+		if errors.As(op.Err, &sys) {
+			return sys.Err.Error()
+		}
+		if op.Timeout() {
+			return "timed out"
+		}
+		return op.Err.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the connection closed before an answer"
+	}
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // isDialError reports whether err is a failure to reach the server at all.

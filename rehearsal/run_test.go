@@ -167,6 +167,10 @@ replay: {duration: 1m}
 	if !strings.Contains(err.Error(), "gateway unreachable at http://"+addr) {
 		t.Errorf("message: %v", err)
 	}
+	// One plain sentence with the cause, not Go's error chain.
+	if msg := err.Error(); !strings.Contains(msg, "after 1s: connection refused;") || strings.Contains(msg, `Get "`) || strings.Contains(msg, "dial tcp") {
+		t.Errorf("message is not one plain sentence with the cause: %v", err)
+	}
 	// Only a hang fails this bound; "quickly" is asserted on the journal.
 	if d := time.Since(start); d > 45*time.Second {
 		t.Errorf("took %s to give up on a 1 s readiness timeout", d)

@@ -1,8 +1,10 @@
 package reports
 
 import (
+	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -102,7 +104,8 @@ func (a *Analysis) HarnessFailure() string {
 	if a.Run.EndError == "" {
 		return "the run failed (no cause recorded)"
 	}
-	return a.Run.EndError
+	// "Harness failure: environment failure: …" says the class twice.
+	return strings.TrimPrefix(a.Run.EndError, rehearse.ErrEnvironment.Error()+": ")
 }
 
 // PlatformInfo is journal.Platform with units in the names.

@@ -134,7 +134,7 @@ func buildView(a *Analysis) *reportView {
 	v.Harness = a.HarnessFailure()
 	switch {
 	case v.Harness != "":
-		v.Verdict = "Harness failure: " + v.Harness + ". The expectations were not evaluated: this says nothing about the gateway."
+		v.Verdict = "Harness failure: " + sentenceEnd(v.Harness) + " The expectations were not evaluated: this says nothing about the gateway."
 	case len(a.Expectations) == 0:
 		v.Verdict, v.Passed = "No expectations were set: figures only.", true
 	case failed == 0:
@@ -380,4 +380,14 @@ func wallSentence(c wallClock, ep *Episode) string {
 		parts = append(parts, "closed "+c.stamp(*ep.ClosedAtS))
 	}
 	return " On the clock: " + strings.Join(parts, ", ") + "."
+}
+
+// sentenceEnd ends s with a full stop unless it already ends a sentence
+// ("… is gateway.url right?" takes none).
+func sentenceEnd(s string) string {
+	s = strings.TrimRight(s, " ")
+	if s == "" || strings.ContainsRune(".?!", rune(s[len(s)-1])) {
+		return s
+	}
+	return s + "."
 }

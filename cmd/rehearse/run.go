@@ -145,7 +145,9 @@ func outcomeLine(res *rehearsal.Result, err error) string {
 	case rehearse.ExitInvalid:
 		return "outcome: invalid input: " + firstLine(err.Error())
 	default:
-		return "outcome: harness failure: " + firstLine(err.Error())
+		// The class is in the words already: "harness failure:
+		// environment failure: …" would say it twice.
+		return "outcome: harness failure: " + firstLine(strings.TrimPrefix(err.Error(), rehearse.ErrEnvironment.Error()+": "))
 	}
 }
 
