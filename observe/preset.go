@@ -1,7 +1,9 @@
 package observe
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -133,12 +135,8 @@ var presets = map[string]preset{
 
 // Presets returns the names of the presets, sorted, "custom" included.
 func Presets() []string {
-	out := make([]string, 0, len(presets)+1)
-	for name := range presets {
-		out = append(out, name)
-	}
-	out = append(out, PresetCustom)
-	sort.Strings(out)
+	out := append(slices.Collect(maps.Keys(presets)), PresetCustom)
+	slices.Sort(out)
 	return out
 }
 

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,13 +34,8 @@ type WritesRefusedError struct {
 }
 
 func (e *WritesRefusedError) Error() string {
-	methods := make([]string, 0, len(e.ByMethod))
-	for m := range e.ByMethod {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
 	var parts []string
-	for _, m := range methods {
+	for _, m := range slices.Sorted(maps.Keys(e.ByMethod)) {
 		parts = append(parts, fmt.Sprintf("%d %s", e.ByMethod[m], m))
 	}
 	return fmt.Sprintf("replay: the capture holds %d write request(s) (%s) that could change real data behind the gateway; "+

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -122,13 +123,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 		s.Scheduled, s.Sent, s.Completed, s.Dropped, s.DroppedInFlight, s.DroppedMissed, s.Late, s.LateThresholdMS)
 	pf("  lateness   p50 %.3fms  p99 %.3fms  max %.3fms\n", s.Lateness.P50, s.Lateness.P99, s.Lateness.Max)
 	pf("  latency    p50 %.1fms  p99 %.1fms  max %.1fms (from the due time)\n", s.Latency.P50, s.Latency.P99, s.Latency.Max)
-	outs := make([]journal.Outcome, 0, len(s.ByOutcome))
-	for o := range s.ByOutcome {
-		outs = append(outs, o)
-	}
-	slices.Sort(outs)
 	pf("  outcomes  ")
-	for _, o := range outs {
+	for _, o := range slices.Sorted(maps.Keys(s.ByOutcome)) {
 		pf(" %s %d", o, s.ByOutcome[o])
 	}
 	pf("\n")
@@ -136,24 +132,14 @@ func (s *Summary) WriteText(w io.Writer) error {
 		// Corpus requests never sent: said, so that nothing is lost
 		// without a word.
 		pf("  skipped    %d incomplete in the capture", s.SkippedIncomplete)
-		why := make([]string, 0, len(s.SkippedUnsendable))
-		for w := range s.SkippedUnsendable {
-			why = append(why, w)
-		}
-		slices.Sort(why)
-		for _, w := range why {
+		for _, w := range slices.Sorted(maps.Keys(s.SkippedUnsendable)) {
 			pf("; %d %s", s.SkippedUnsendable[w], w)
 		}
 		pf("\n")
 	}
 	if len(s.FastFailCodes) > 0 {
-		codes := make([]string, 0, len(s.FastFailCodes))
-		for c := range s.FastFailCodes {
-			codes = append(codes, c)
-		}
-		slices.Sort(codes)
 		pf("  fast-fail ")
-		for _, c := range codes {
+		for _, c := range slices.Sorted(maps.Keys(s.FastFailCodes)) {
 			pf(" %s %d", c, s.FastFailCodes[c])
 		}
 		pf("\n")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -376,7 +377,7 @@ func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) 
 	}
 	if len(digests) > 1 {
 		var parts []string
-		for _, d := range sortedKeys(digests) {
+		for _, d := range slices.Sorted(maps.Keys(digests)) {
 			parts = append(parts, fmt.Sprintf("%s (%s)", shortDigest(d), strings.Join(digests[d], ", ")))
 		}
 		msg := fmt.Sprintf("the runs rehearsed %d different drills: %s", len(digests), strings.Join(parts, "; "))
@@ -449,7 +450,7 @@ func (c *Comparison) labelWarnings() {
 			}
 		}
 		if len(oses) > 1 || len(arches) > 1 {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s mixes platforms (%s / %s): its spread includes platform differences", c.Labels[i], strings.Join(sortedKeys(oses), ", "), strings.Join(sortedKeys(arches), ", ")))
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s mixes platforms (%s / %s): its spread includes platform differences", c.Labels[i], strings.Join(slices.Sorted(maps.Keys(oses)), ", "), strings.Join(slices.Sorted(maps.Keys(arches)), ", ")))
 		}
 		tokens := strings.FieldsFunc(strings.ToLower(c.Labels[i]), func(r rune) bool {
 			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
@@ -470,7 +471,7 @@ func (c *Comparison) labelWarnings() {
 			if hit == "" || len(have) == 0 || have[lw.want] {
 				continue
 			}
-			c.Warnings = append(c.Warnings, fmt.Sprintf("label %q says %s, but its runs ran on %s %s (platform facts)", c.Labels[i], hit, lw.field, strings.Join(sortedKeys(have), ", ")))
+			c.Warnings = append(c.Warnings, fmt.Sprintf("label %q says %s, but its runs ran on %s %s (platform facts)", c.Labels[i], hit, lw.field, strings.Join(slices.Sorted(maps.Keys(have)), ", ")))
 		}
 	}
 }
@@ -485,7 +486,7 @@ func (c *Comparison) upstreamNames() []string {
 			}
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // rows computes every figure's row.
@@ -678,7 +679,7 @@ func (c *Comparison) facts() {
 			}
 		}
 	}
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		get := pf(func(p *PlatformInfo) string { return p.TCPKeepalive[k] })
 		c.Facts = append(c.Facts, CompareFact{Key: k, A: values(c.sides[0], get), B: values(c.sides[1], get)})
 	}
@@ -696,7 +697,7 @@ func (c *Comparison) config() {
 			}
 		}
 	}
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		get := func(r *sideRun) string {
 			if v, ok := r.Config[k]; ok {
 				return v

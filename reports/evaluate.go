@@ -2,8 +2,8 @@ package reports
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -325,7 +325,7 @@ var checks = []check{
 			return ExpectationResult{}, false
 		}
 		var obs []observation
-		for _, name := range sortedKeys(ev.a.Upstreams) {
+		for _, name := range slices.Sorted(maps.Keys(ev.a.Upstreams)) {
 			if m := ev.a.Upstreams[name].HealthDisagreementMaxS; m != nil {
 				obs = append(obs, seenNote(name, *m, "health and breaker disagreed for "+fmtDur(*m)))
 			}
@@ -460,7 +460,7 @@ func evalHealthy(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 	a := ev.a
 	var obs []observation
 	var checked []string
-	for _, name := range sortedKeys(a.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		ua := a.Upstreams[name]
 		if hu.All && ua.Faulted || !hu.Has(name) {
 			continue
@@ -519,7 +519,7 @@ func evalAmplification(ev *evaluation, e Expectations) (ExpectationResult, bool)
 	a := ev.a
 	var obs []observation
 	if a.Amplification.Overall != nil {
-		for _, name := range sortedKeys(a.Upstreams) {
+		for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 			ua := a.Upstreams[name]
 			switch {
 			case ua.Amplification != nil:
@@ -599,7 +599,7 @@ func (ev *evaluation) metricsSampled(upstream string) bool {
 // Met, NotMet or NotObservable; only Met passes.
 func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
 	ev := &evaluation{a: a}
-	for _, name := range sortedKeys(a.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		if len(e.Upstreams) > 0 && !slices.Contains(e.Upstreams, name) {
 			continue
 		}
@@ -630,13 +630,4 @@ func fmtDur(s float64) string {
 		return d.Round(time.Microsecond).String()
 	}
 	return d.Round(time.Millisecond).String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -156,7 +158,7 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 	}
 	g.Runs = append(g.Runs, hr)
 	r := &sideRun{A: a}
-	for _, n := range sortedKeys(a.Upstreams) {
+	for _, n := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		for i, ep := range a.Upstreams[n].Episodes {
 			for _, f := range historyFigures() {
 				if v := f.Value(ep); v != nil {
@@ -219,7 +221,7 @@ func (g *HistoryGroup) trends() {
 			eps[n] = max(eps[n], len(u.Episodes))
 		}
 	}
-	for _, n := range sortedKeys(eps) {
+	for _, n := range slices.Sorted(maps.Keys(eps)) {
 		for i := range eps[n] {
 			for _, f := range historyFigures() {
 				k := trendKey(n, i, f.Key)

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -218,7 +219,7 @@ func (c *collector) unstarted() []PlannedFault {
 		by[f.Upstream] = append(by[f.Upstream], f)
 	}
 	var out []PlannedFault
-	for _, u := range sortedKeys(by) {
+	for _, u := range slices.Sorted(maps.Keys(by)) {
 		fs := by[u]
 		slices.SortStableFunc(fs, func(x, y PlannedFault) int { return cmp.Compare(x.At, y.At) })
 		if n := started[u]; n < len(fs) {

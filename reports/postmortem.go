@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -131,7 +132,7 @@ func targeting(probability float64, rec *scenarioRecord, name string) string {
 				if m.Path != "" {
 					parts = append(parts, "path ~ "+m.Path)
 				}
-				for _, h := range sortedKeys(m.Header) {
+				for _, h := range slices.Sorted(maps.Keys(m.Header)) {
 					if m.Header[h] == "" {
 						parts = append(parts, "header "+h+" present")
 					} else {
@@ -270,7 +271,7 @@ func faultKind(f InjectedFault) string {
 func coverage(a *Analysis) []EpisodeCoverage {
 	out := []EpisodeCoverage{}
 	judged := breakerExpectations(a.Expected)
-	for _, name := range sortedKeys(a.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		ua := a.Upstreams[name]
 		covered := judged && (len(a.Expected.Upstreams) == 0 || slices.Contains(a.Expected.Upstreams, name))
 		for i, ep := range ua.Episodes {
@@ -297,7 +298,7 @@ func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) stri
 		by[faultKind(f)] += *f.Applied
 	}
 	var what []string
-	types := sortedKeys(by)
+	types := slices.Sorted(maps.Keys(by))
 	sort.Strings(types)
 	for _, t := range types {
 		what = append(what, faultCount(by[t], t))

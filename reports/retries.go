@@ -2,7 +2,9 @@ package reports
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -777,7 +779,7 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 // statements says the findings in words a postmortem reader gets.
 func (r *Resilience) statements() []string {
 	out := []string{}
-	for _, name := range sortedKeys(r.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(r.Upstreams)) {
 		f := r.Upstreams[name]
 		if f.RetriedShare != nil && *f.RetriedShare > 0 {
 			s := fmt.Sprintf("%s: %.0f%% of the %d client requests that reached it were retried, up to %d attempts each (%s)",

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ func (ev *evaluation) retryUpstreams(e Expectations) ([]string, string) {
 		return nil, "no upstream call carried a client's sequence number: attempts cannot be attributed (does the gateway forward X-Rehearse-Seq?)"
 	}
 	var names []string
-	for _, n := range sortedKeys(r.Upstreams) {
+	for _, n := range slices.Sorted(maps.Keys(r.Upstreams)) {
 		if len(e.Upstreams) == 0 || slices.Contains(e.Upstreams, n) {
 			names = append(names, n)
 		}

@@ -3,7 +3,9 @@ package reports
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/halfopen/rehearse/internal/canvas"
@@ -215,7 +217,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 		w.to = math.Max(a.Run.DurationS, 1)
 	}
 	clock := a.Run.clock()
-	ups := sortedKeys(tl.Upstreams)
+	ups := slices.Sorted(maps.Keys(tl.Upstreams))
 	var faulted []string
 	for _, u := range ups {
 		for _, f := range tl.Faults {

@@ -3,6 +3,8 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,7 +176,7 @@ func buildView(a *Analysis) *reportView {
 		v.Meta = append(v.Meta, kv{"error", a.Run.EndError})
 	}
 
-	for _, name := range sortedKeys(a.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		ua := a.Upstreams[name]
 		v.Upstreams = append(v.Upstreams, []string{name, ua.Routing, fmt.Sprint(ua.ClientRequests), fmt.Sprint(ua.Calls),
 			fmt.Sprint(ua.Failed), fnum(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
@@ -225,7 +227,7 @@ func buildView(a *Analysis) *reportView {
 			continue
 		}
 		other := []string{}
-		for _, k := range sortedKeys(ps.Outcomes) {
+		for _, k := range slices.Sorted(maps.Keys(ps.Outcomes)) {
 			if k != "ok" && k != "fast_fail" && k != "http_5xx" {
 				other = append(other, fmt.Sprintf("%s %d", k, ps.Outcomes[k]))
 			}
@@ -308,7 +310,7 @@ func paramsText(raw []byte) string {
 		return "defaults"
 	}
 	parts := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
 		var txt string
 		switch x := val.(type) {
@@ -338,7 +340,7 @@ func platformRows(p *PlatformInfo) []kv {
 	if l := p.LoadDuringRun; l != nil {
 		rows = append(rows, kv{"load average during the run (median / max)", fmt.Sprintf("%.2f / %.2f on %d cores", l.Median, l.Max, p.NumCPU)})
 	}
-	for _, k := range sortedKeys(p.TCPKeepalive) {
+	for _, k := range slices.Sorted(maps.Keys(p.TCPKeepalive)) {
 		rows = append(rows, kv{k, p.TCPKeepalive[k]})
 	}
 	return rows
