@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
@@ -426,65 +425,3 @@ func (s *Scenario) gatewayErrorPath(err error) string {
 // placeholderURL stands for an upstream's address in validation; the
 // conductor wires the real addresses.
 func placeholderURL(string) string { return "http://127.0.0.1:1" }
-
-// Overrides are command-line values that win over the file. Zero values
-// leave the file's value.
-type Overrides struct {
-	// GatewayURL replaces the gateway under test with the gateway at this
-	// URL (the built-in gateway is not started).
-	GatewayURL string
-	Rate       float64
-	Duration   time.Duration
-	Seed       *int64
-	// GatewayMode sets the built-in gateway's mode ("reference" or
-	// "naive"), to rehearse the same drill on both and compare the runs;
-	// a mode other than the reference names the run "<name>-<mode>".
-	GatewayMode string
-}
-
-// Override applies o and validates the result.
-func (s *Scenario) Override(o Overrides) error {
-	if o.GatewayURL != "" {
-		if err := validURL(o.GatewayURL); err != nil {
-			return fmt.Errorf("%w: --gateway: %w", rehearse.ErrInvalid, err)
-		}
-		base := strings.TrimRight(o.GatewayURL, "/")
-		s.Gateway.URL = base
-		if s.Gateway.Builtin != nil {
-			// The built-in gateway's observers follow the new URL.
-			s.Gateway.Builtin = nil
-			if m := s.Gateway.Metrics; m != nil && m.URL == "" {
-				m.URL = base + "/metrics"
-			}
-			if h := s.Gateway.Health; h != nil && h.URL == "" {
-				h.URL = base + "/healthz"
-			}
-		}
-	}
-	if o.Rate < 0 {
-		return fmt.Errorf("%w: --rate must be positive, got %g", rehearse.ErrInvalid, o.Rate)
-	}
-	if o.Rate > 0 {
-		s.Replay.Rate = o.Rate
-	}
-	if o.Duration < 0 {
-		return fmt.Errorf("%w: --duration must be positive, got %s", rehearse.ErrInvalid, o.Duration)
-	}
-	if o.Duration > 0 {
-		s.Replay.Duration = rehearse.Duration(o.Duration)
-	}
-	if o.Seed != nil {
-		seed := *o.Seed
-		s.Seed = &seed
-	}
-	if o.GatewayMode != "" {
-		if s.Gateway.Builtin == nil {
-			return fmt.Errorf("%w: --gateway-mode applies to the built-in gateway; this scenario tests %s", rehearse.ErrInvalid, s.Gateway.URL)
-		}
-		s.Gateway.Builtin.Config.Mode = o.GatewayMode
-		if o.GatewayMode != gateway.ModeReference {
-			s.Name += "-" + o.GatewayMode
-		}
-	}
-	return s.Validate()
-}

@@ -38,8 +38,7 @@ const runExamples = `  rehearse run weekly                              # built-
 
 func newRunCmd() *cobra.Command {
 	var (
-		ov       scenarios.Overrides
-		seed     int64
+		ov       = scenarios.NewOverrides()
 		out      string
 		junit    string
 		quiet    bool
@@ -66,9 +65,6 @@ func newRunCmd() *cobra.Command {
 				// However the run ends, from here on, say so.
 				defer func() { notifyRun(cmd.Context(), notifyTo, args[0], res, err) }()
 			}
-			if cmd.Flags().Changed("seed") {
-				ov.Seed = &seed
-			}
 			if out != "" && archive != "" {
 				return fmt.Errorf("%w: --out and --archive are exclusive", rehearse.ErrInvalid)
 			}
@@ -76,7 +72,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := sc.Override(ov); err != nil {
+			if err := ov.Apply(sc); err != nil {
 				return err
 			}
 			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion()}
@@ -112,11 +108,9 @@ func newRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&out, "out", "o", "", "run directory (default runs/<UTC date>-<scenario>)")
 	f.StringVar(&archive, "archive", "", "archive directory: write the run to <archive>/<date>-<scenario>, update latest, apply retention")
-	f.StringVar(&ov.GatewayURL, "gateway", "", "base URL of the gateway under test (replaces the scenario's gateway)")
-	f.DurationVar(&ov.Duration, "duration", 0, "replay duration (e.g. 30s, 5m)")
-	f.Float64Var(&ov.Rate, "rate", 0, "requests per second")
-	f.StringVar(&ov.GatewayMode, "gateway-mode", "", "built-in gateway mode: reference or naive (fixed 200ms retries ×3, no deadline, no breaker), to compare the two")
-	f.Int64Var(&seed, "seed", scenarios.DefaultSeed, "seed of every random decision")
+	for _, o := range ov.Flags() {
+		f.Var(o, o.Name, o.Usage)
+	}
 	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N runs of this scenario (0: no count limit)")
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/halfopen/rehearse"
 )
 
 func TestRunArchiveKeepsHistory(t *testing.T) {
@@ -52,6 +57,28 @@ func TestRunInvalidScenarioExits2(t *testing.T) {
 	out, _, code := execute(t, "validate", scenario)
 	if code != 2 {
 		t.Fatalf("validate: exit %d, want 2 (%s)", code, out)
+	}
+}
+
+func TestRunBadOverrideExits2(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--rate", "0"},
+		{"--duration", "0s"},
+		{"--gateway", "127.0.0.1:8080"},
+		{"--gateway-mode", "fancy"},
+		{"--gateway", "http://127.0.0.1:1", "--gateway-mode", "naive"},
+	} {
+		out := filepath.Join(dir, "run")
+		root := newRootCmd(io.Discard, io.Discard)
+		root.SetArgs(append([]string{"run", "weekly", "--out", out, "--quiet"}, args...))
+		err := root.ExecuteContext(context.Background())
+		if code := rehearse.ExitCode(err); code != 2 || !strings.Contains(fmt.Sprint(err), args[len(args)-2]) {
+			t.Errorf("%v: exit %d (%v), want 2 naming the flag", args, code, err)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: a run directory was written for a refused override", args)
+		}
 	}
 }
 
