@@ -269,7 +269,11 @@ func TestRetryOnReusedConnectionCounted(t *testing.T) {
 		}
 	}()
 	mem := journal.NewMemory(journal.NewClock(time.Now()))
-	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: &url.URL{Scheme: "http", Host: ln.Addr().String()}, Rate: 20, Duration: 100 * time.Millisecond}, WithRecorder(mem))
+	// 250 ms between the two sends: the first response must be read and
+	// its connection back in the idle pool before the second request is
+	// sent, or the transport dials a fresh connection and nothing is
+	// retried. 50 ms was too little on a loaded CI machine.
+	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: &url.URL{Scheme: "http", Host: ln.Addr().String()}, Rate: 4, Duration: 500 * time.Millisecond}, WithRecorder(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
