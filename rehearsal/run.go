@@ -58,6 +58,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Now is the wall clock for naming the run directory; nil means time.Now.
 	Now func() time.Time
+	// Plan is the scenario's Check, when the caller made it already (to
+	// refuse a bad capture before it creates anything of its own, such as
+	// an archive entry); nil means Run checks the scenario itself. It
+	// must be a Plan of the scenario given to Run.
+	Plan *Plan
 }
 
 // Result is what a run produced.
@@ -135,10 +140,14 @@ type conductor struct {
 func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	// The input is read before anything is created: a capture with nothing
 	// to replay leaves no run directory behind.
-	corpus, err := c.loadCorpus(ctx)
-	if err != nil {
-		return nil, err
+	plan := c.opt.Plan
+	if plan == nil || plan.Scenario != c.sc {
+		if plan, err = Check(ctx, c.sc); err != nil {
+			return nil, err
+		}
 	}
+	corpus := plan.corpus
+	c.log.Info("capture loaded", "capture", plan.Capture, "requests", plan.Replayable, "stats", plan.Stats.String())
 	start, err := c.sc.RunStart()
 	if err != nil {
 		return nil, err
@@ -211,29 +220,6 @@ func (c *conductor) makeDir() (dir string, created bool, err error) {
 		return "", false, fmt.Errorf("%w: run directory: %w", rehearse.ErrEnvironment, err)
 	}
 	return dir, errors.Is(statErr, fs.ErrNotExist), nil
-}
-
-// loadCorpus reads the capture into the requests to replay, with the
-// scenario's capture options (filter, rewrite; secrets stay redacted).
-func (c *conductor) loadCorpus(ctx context.Context) ([]*capture.Request, error) {
-	opt, err := c.sc.CaptureOptions()
-	if err != nil {
-		return nil, err
-	}
-	rc, name, err := c.sc.OpenCapture()
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	corpus, stats, err := capture.ReadAll(ctx, rc, opt)
-	if err != nil {
-		return nil, fmt.Errorf("capture %s: %w", name, err)
-	}
-	if len(corpus) == 0 {
-		return nil, fmt.Errorf("%w: capture %s holds no replayable HTTP request (%s)", rehearse.ErrInvalid, name, stats)
-	}
-	c.log.Info("capture loaded", "capture", name, "requests", len(corpus), "stats", stats.String())
-	return corpus, nil
 }
 
 // prepare starts Redis for a fleet and binds the built-in gateways'

@@ -170,6 +170,10 @@ func newTransport(o *Options) *http.Transport {
 // Corpus returns the number of requests one pass of the corpus holds.
 func (r *Replayer) Corpus() int { return len(r.templates) }
 
+// Unsendable counts, by reason, the complete requests of the corpus that
+// net/http cannot send as captured and New left out; nil when none.
+func (r *Replayer) Unsendable() map[string]int { return maps.Clone(r.unsendable) }
+
 // run is the state of one Run.
 type run struct {
 	r         *Replayer

@@ -74,6 +74,14 @@ func decode(file string, data []byte) (*Scenario, error) {
 // or, failing that, at its nearest parent present in the file. An err that
 // is a *rehearse.ConfigError names a key below path (a package's own
 // validation of its section): the error is placed at that key.
+// ErrorAt places err at the scenario key path (e.g. "replay.capture"),
+// with the file name and the key's line and column (or its closest parent
+// present in the file): how a check made outside this package, such as
+// reading the capture, reports a problem of the scenario.
+func (s *Scenario) ErrorAt(path string, err error) *rehearse.ConfigError {
+	return s.at(path, err)
+}
+
 func (s *Scenario) at(path string, err error) *rehearse.ConfigError {
 	ce := rehearse.AtPath(path, err)
 	ce.File = displayName(s.File)

@@ -23,6 +23,17 @@ func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), rehearse.ExitCode(err)
 }
 
+// executeErr runs the command tree in-process and returns stdout and the
+// error main would print and map to the exit code.
+func executeErr(t *testing.T, args ...string) (stdout string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := newRootCmd(&out, &errb)
+	root.SetArgs(args)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
 func TestHelp(t *testing.T) {
 	out, _, code := execute(t, "--help")
 	if code != 0 || !strings.Contains(out, "circuit breakers") || !strings.Contains(out, "Examples:") {

@@ -75,7 +75,13 @@ func newRunCmd() *cobra.Command {
 			if err := ov.Apply(sc); err != nil {
 				return err
 			}
-			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion()}
+			// The capture is checked before anything is created: a bad
+			// one leaves no run directory and no archive entry.
+			plan, err := rehearsal.Check(cmd.Context(), sc)
+			if err != nil {
+				return err
+			}
+			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion(), Plan: plan}
 			if !quiet && isTerminal(cmd.ErrOrStderr()) {
 				opt.Progress = cmd.ErrOrStderr()
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,4 +143,89 @@ func TestRunHarnessFailureOutput(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+// TestBadCaptureRefusedBeforeAnything: validate and run read the capture
+// the same way; run refuses a bad one before it makes a run directory or
+// touches the archive (latest stays on the last good run).
+func TestBadCaptureRefusedBeforeAnything(t *testing.T) {
+	dir := t.TempDir()
+	full, err := os.ReadFile("../../scenarios/captures/agent-gateway.pcapng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"empty.pcap":   {},
+		"notes.pcap":   []byte("these are my notes, not a capture\n"),
+		"cut.pcapng":   full[:3000], // head -c 3000
+		"tls.pcap":     nil,
+		"redis.pcap":   nil,
+		"whole.pcapng": full,
+	}
+	for name, b := range files {
+		if b == nil {
+			src := map[string]string{"tls.pcap": "tls-only.pcap", "redis.pcap": "redis-only.pcap"}[name]
+			if b, err = os.ReadFile(filepath.Join("../../rehearsal/testdata/captures", src)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An archive whose latest run is a good one.
+	archive := filepath.Join(dir, "archive")
+	prev := filepath.Join(archive, "2026-11-30T030000Z-bad")
+	if err := os.MkdirAll(prev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(prev, "run.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(prev), filepath.Join(archive, "latest")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ capture, filter, want string }{
+		{"empty.pcap", "", "not a pcap or pcapng file"},
+		{"notes.pcap", "", "not a pcap or pcapng file"},
+		{"cut.pcapng", "", "truncated at packet "},
+		{"tls.pcap", "", "0 replayable requests: 3 TLS streams"},
+		{"redis.pcap", "", "0 replayable requests: 3 TCP streams not HTTP/1.x"},
+		{"whole.pcapng", "  filter: {path: ^/nothing/}\n", "0 replayable requests: 200 requests filtered out by replay.filter (path ~ ^/nothing/)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.capture, func(t *testing.T) {
+			sc := filepath.Join(dir, tc.capture+".yaml")
+			src := "version: 1\nname: bad\nreplay:\n  capture: " + tc.capture + "\n  duration: 1s\n" + tc.filter
+			if err := os.WriteFile(sc, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := executeErr(t, "validate", sc)
+			if rehearse.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), sc+":") {
+				t.Errorf("validate: exit %d, %v (want %q at %s:line:col)", rehearse.ExitCode(err), err, tc.want, sc)
+			}
+			if strings.Contains(out, "ok") {
+				t.Errorf("validate said ok: %s", out)
+			}
+			runDir := filepath.Join(dir, "out-"+tc.capture)
+			for _, args := range [][]string{{"--archive", archive}, {"--out", runDir}} {
+				out, err = executeErr(t, append([]string{"run", sc, "--quiet"}, args...)...)
+				if rehearse.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("run %v: exit %d, %v", args, rehearse.ExitCode(err), err)
+				}
+				if strings.Contains(out, "complete") {
+					t.Errorf("run %v printed %q", args, out)
+				}
+			}
+			if _, err := os.Stat(runDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("run --out made %s: %v", runDir, err)
+			}
+			entries, _ := os.ReadDir(archive)
+			if len(entries) != 2 {
+				t.Errorf("archive holds %d entries, want the previous run and latest", len(entries))
+			}
+			if l, err := os.Readlink(filepath.Join(archive, "latest")); err != nil || l != filepath.Base(prev) {
+				t.Errorf("latest moved: %q, %v", l, err)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -15,8 +16,11 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check scenario files without running them",
 		Long: `Check scenario files strictly, as rehearse run would: unknown fields, wrong
 types, bad durations, references to upstreams that do not exist, invalid fault
-parameters. Every problem is reported as file:line:col. Exit code 2 when any
-file is invalid.`,
+parameters. Every problem is reported as file:line:col. The capture is read as
+run reads it, with the scenario's filter and rewrite: a file that is not a
+pcap or pcapng file, a truncated one, or one with no request to replay (TLS
+only, another protocol, everything filtered out) is refused with the reason.
+Exit code 2 when any file is invalid.`,
 		Example: "  rehearse validate scenarios/*.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -27,8 +31,13 @@ file is invalid.`,
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s: %d upstreams, %d faults, %g req/s for %s)\n",
-					path, sc.Name, len(sc.Upstreams), len(sc.Faults), sc.Replay.Rate, sc.Replay.Duration)
+				plan, err := rehearsal.Check(cmd.Context(), sc)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s: %d upstreams, %d faults, %g req/s for %s; %d replayable requests in the capture)\n",
+					path, sc.Name, len(sc.Upstreams), len(sc.Faults), sc.Replay.Rate, sc.Replay.Duration, plan.Replayable)
 			}
 			return errors.Join(errs...)
 		},
