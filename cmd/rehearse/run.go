@@ -27,6 +27,12 @@ report.md with timeline.svg, and junit.xml.
 SCENARIO is a scenario file or the name of a built-in drill (rehearse
 scenarios list). Flags given on the command line win over the file.
 
+The scenario and its capture are checked before anything is created: a bad
+capture (not a pcap or pcapng file, truncated, nothing replayable) leaves no
+run directory. With --dry-run the plan is printed (capture summary, gateway,
+upstreams and ports, fault timeline, expectations) and nothing is sent or
+written.
+
 Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
 3 harness or environment failure (gateway unreachable, port taken);
 130 interrupted (the journal is intact and a partial report is written).`
@@ -34,6 +40,7 @@ Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
 const runExamples = `  rehearse run weekly                              # built-in weekly drill, built-in gateway
   rehearse run ci-503.yaml --junit out/junit.xml   # in CI
   rehearse run my.yaml --gateway http://127.0.0.1:8080 --duration 1m
+  rehearse run my.yaml --dry-run                   # the plan, checked; nothing runs
   rehearse run retry-storm --gateway-mode naive    # the same storm on a naive gateway`
 
 func newRunCmd() *cobra.Command {
@@ -46,6 +53,7 @@ func newRunCmd() *cobra.Command {
 		keep     int
 		keepFor  string
 		notifyTo string
+		dryRun   bool
 	)
 	cmd := &cobra.Command{
 		Use:     "run SCENARIO",
@@ -80,6 +88,13 @@ func newRunCmd() *cobra.Command {
 			plan, err := rehearsal.Check(cmd.Context(), sc)
 			if err != nil {
 				return err
+			}
+			if dryRun {
+				if err := plan.WriteText(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "\ndry run: the scenario is valid; nothing was sent and nothing was written")
+				return nil
 			}
 			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion(), Plan: plan}
 			if !quiet && isTerminal(cmd.ErrOrStderr()) {
@@ -121,6 +136,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan (capture summary, gateway, upstreams and ports, fault timeline, expectations) and exit: 0 valid, 2 invalid; nothing is sent or written")
 	f.StringVar(&notifyTo, "notify", "", "when the run ends, POST a JSON summary to this webhook URL (Slack or any JSON receiver); a failed delivery is logged, the exit code is the run's")
 	return cmd
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/halfopen/rehearse"
@@ -227,5 +229,97 @@ func TestBadCaptureRefusedBeforeAnything(t *testing.T) {
 				t.Errorf("latest moved: %q, %v", l, err)
 			}
 		})
+	}
+}
+
+// TestRunDryRun: --dry-run prints the plan and exits 0 without sending a
+// byte to the gateway or a real upstream and without writing a file; an
+// invalid scenario exits 2 the same way.
+func TestRunDryRun(t *testing.T) {
+	var accepted atomic.Int64
+	listen := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	gw, real := listen(), listen()
+	work := t.TempDir()
+	t.Chdir(work)
+	src := `version: 1
+name: dry
+gateway:
+  url: http://ci:s3cret@` + gw + `
+  metrics: {url: http://` + gw + `/metrics, preset: reference}
+replay: {rate: 20, duration: 90s, filter: {methods: [GET]}}
+upstreams:
+  - {name: search, mode: proxy, target: "http://` + real + `"}
+  - {name: weather}
+faults:
+  - {type: status, upstream: search, at: 10s, for: 30s, params: {code: 503}}
+  - {type: retry_after, upstream: weather, at: 50s, params: {after: 5s}, probability: 0.5}
+expectations: {upstreams: [search], opens_within: 20s}
+`
+	if err := os.WriteFile("dry.yaml", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := executeErr(t, "run", "dry.yaml", "--dry-run", "--out", "out", "--junit", "j/junit.xml")
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"plan: dry (dry.yaml)",
+		"capture builtin:agent-gateway (pcapng): 20 replayable requests",
+		"180 requests filtered out by replay.filter (methods GET)",
+		"replay: 20 req/s for 1m30s",
+		"gateway: http://REDACTED@" + gw + " (under test)",
+		"metrics: http://" + gw + "/metrics (preset reference)",
+		"search   proxy  127.0.0.1:0 (a free port, picked at start)  → http://" + real,
+		"10s    40s         search    status       -     {\"code\":503}",
+		"50s    end of run  weather   retry_after  -     {\"after\":\"5s\"} probability 0.5",
+		"opens_within: 20s",
+		"nothing was sent and nothing was written",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "s3cret") {
+		t.Errorf("the gateway URL's password is in the plan:\n%s", out)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the dry run opened %d connections", n)
+	}
+	entries, _ := os.ReadDir(work)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the dry run wrote files: %v", names)
+	}
+
+	// Invalid: exit 2, nothing written.
+	if err := os.WriteFile("bad.yaml", []byte("replay: {capture: dry.yaml}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = executeErr(t, "run", "bad.yaml", "--dry-run")
+	if rehearse.ExitCode(err) != 2 || !strings.Contains(err.Error(), "not a pcap or pcapng file") || strings.Contains(out, "plan:") {
+		t.Errorf("invalid dry run: exit %d, %v\n%s", rehearse.ExitCode(err), err, out)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 2 {
+		t.Errorf("the invalid dry run wrote files: %d entries", len(entries))
 	}
 }
