@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -146,6 +146,7 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
 }
+
 // TestBadCaptureRefusedBeforeAnything: validate and run read the capture
 // the same way; run refuses a bad one before it makes a run directory or
 // touches the archive (latest stays on the last good run).
