@@ -65,13 +65,22 @@ func newRunCmd() *cobra.Command {
 			var res *rehearsal.Result
 			// Whatever happens, the last line on stdout says how it ended,
 			// in words: a log scrolled past or a CI console shows it.
-			defer func() { fmt.Fprintln(cmd.OutOrStdout(), outcomeLine(res, err)) }()
+			defer func() {
+				if dryRun && err == nil {
+					fmt.Fprintln(cmd.OutOrStdout(), "outcome: valid (dry run: nothing was sent and nothing was written)")
+					return
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), outcomeLine(res, err))
+			}()
 			if notifyTo != "" {
 				if _, err := notify.ParseURL(notifyTo); err != nil {
 					return err
 				}
-				// However the run ends, from here on, say so.
-				defer func() { notifyRun(cmd.Context(), notifyTo, args[0], res, err) }()
+				// However the run ends, from here on, say so; a dry run
+				// sends nothing, not even this.
+				if !dryRun {
+					defer func() { notifyRun(cmd.Context(), notifyTo, args[0], res, err) }()
+				}
 			}
 			if out != "" && archive != "" {
 				return fmt.Errorf("%w: --out and --archive are exclusive", rehearse.ErrInvalid)
@@ -93,7 +102,7 @@ func newRunCmd() *cobra.Command {
 				if err := plan.WriteText(cmd.OutOrStdout()); err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), "\ndry run: the scenario is valid; nothing was sent and nothing was written")
+				fmt.Fprintln(cmd.OutOrStdout())
 				return nil
 			}
 			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion(), Plan: plan}

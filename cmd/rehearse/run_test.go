@@ -276,7 +276,8 @@ expectations: {upstreams: [search], opens_within: 20s}
 	if err := os.WriteFile("dry.yaml", []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := executeErr(t, "run", "dry.yaml", "--dry-run", "--out", "out", "--junit", "j/junit.xml")
+	out, err := executeErr(t, "run", "dry.yaml", "--dry-run", "--out", "out", "--junit", "j/junit.xml",
+		"--notify", "http://"+gw+"/hook")
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s", err, out)
 	}
@@ -291,7 +292,7 @@ expectations: {upstreams: [search], opens_within: 20s}
 		"10s    40s         search    status       -     {\"code\":503}",
 		"50s    end of run  weather   retry_after  -     {\"after\":\"5s\"} probability 0.5",
 		"opens_within: 20s",
-		"nothing was sent and nothing was written",
+		"\noutcome: valid (dry run: nothing was sent and nothing was written)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
