@@ -35,6 +35,11 @@ type CompareOptions struct {
 	Thresholds map[string]stats.Threshold
 	// Stats tunes the confidence interval (level, resamples, seed).
 	Stats stats.Options
+	// Version is the harness version that compares. The figures are
+	// computed anew from the journals by this build, so the documents'
+	// links to the definitions (DocsURL) are for its version; "" links
+	// main.
+	Version string
 }
 
 // Comparison is two sets of runs of one drill, figure by figure.
@@ -70,7 +75,8 @@ type Comparison struct {
 	// Why ties each flagged figure to the differences that may explain it.
 	Why []CompareWhy `json:"why"`
 
-	sides [2][]*sideRun
+	sides   [2][]*sideRun
+	version string
 }
 
 // CompareRun is one run of a side.
@@ -350,7 +356,7 @@ func flatten(prefix string, v any, out map[string]string) {
 
 // compareSides builds the comparison of two loaded sides.
 func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) {
-	c := &Comparison{Labels: opt.Labels, sides: sides, Warnings: []string{}, Why: []CompareWhy{}}
+	c := &Comparison{Labels: opt.Labels, sides: sides, version: opt.Version, Warnings: []string{}, Why: []CompareWhy{}}
 	sopt := opt.Stats
 	if sopt.Level <= 0 || sopt.Level >= 1 {
 		sopt.Level = stats.DefaultLevel

@@ -6,23 +6,27 @@ import (
 	"fmt"
 	"html/template"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/halfopen/rehearse/internal/atomicfile"
+	"github.com/halfopen/rehearse/internal/canvas"
 	"github.com/halfopen/rehearse/internal/stats"
 )
 
-// CompareTimelinesFile is the one picture of a comparison: the first run
-// of each side, stacked, aligned at the first fault start.
-const CompareTimelinesFile = "compare-timelines.svg"
+// The one picture of a comparison, as SVG and as PNG: the first run of
+// each side, stacked, aligned at the first fault start.
+const (
+	CompareTimelinesFile    = "compare-timelines.svg"
+	CompareTimelinesPNGFile = "compare-timelines.png"
+)
 
 // CompareFiles are the files WriteComparison writes.
-var CompareFiles = []string{"compare.html", "compare.md", "compare.json", CompareTimelinesFile}
+var CompareFiles = []string{"compare.html", "compare.md", "compare.json", CompareTimelinesFile, CompareTimelinesPNGFile}
 
 // WriteComparison writes compare.html, compare.md, compare.json and the
-// aligned timelines into dir (which must exist), atomically, file by file.
+// aligned timelines (SVG and PNG) into dir (which must exist),
+// atomically, file by file.
 func WriteComparison(dir string, c *Comparison) error {
 	h, err := CompareHTML(c)
 	if err != nil {
@@ -32,7 +36,11 @@ func WriteComparison(dir string, c *Comparison) error {
 	if err != nil {
 		return err
 	}
-	for i, b := range [][]byte{h, CompareMarkdown(c, CompareTimelinesFile), j, CompareTimelinesSVG(c)} {
+	p, err := CompareTimelinesPNG(c)
+	if err != nil {
+		return err
+	}
+	for i, b := range [][]byte{h, CompareMarkdown(c, true), j, CompareTimelinesSVG(c), p} {
 		if err := atomicfile.Write(filepath.Join(dir, CompareFiles[i]), b, 0o644); err != nil {
 			return err
 		}
@@ -141,9 +149,9 @@ func (r CompareRow) verdictCell() string {
 func joinVals(v []string) string { return strings.Join(v, ", ") }
 
 // CompareMarkdown renders the comparison for a postmortem or a CI summary.
-// timelines names the timelines picture beside it; empty when it is not
-// written (the text then says how to get it).
-func CompareMarkdown(c *Comparison, timelines string) []byte {
+// withTimelines says the timelines pictures are written beside it
+// (WriteComparison); without them the text says how to get them.
+func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	la, lb := mdEscape(c.Labels[0]), mdEscape(c.Labels[1])
@@ -222,51 +230,48 @@ func CompareMarkdown(c *Comparison, timelines string) []byte {
 		}
 		p("\n")
 	}
-	if timelines != "" {
-		p("\n## Timelines, aligned at the first fault start\n\n![%s and %s timelines](%s)\n", la, lb, timelines)
+	if withTimelines {
+		// The PNG for the documents that take no SVG (Google Docs, Jira,
+		// Confluence); the SVG linked, as in report.md.
+		p("\n## Timelines, aligned at the first fault start\n\n![%s and %s timelines](%s)\n\n[Timelines as SVG](%s)\n", la, lb, CompareTimelinesPNGFile, CompareTimelinesFile)
 	} else {
-		p("\nTimelines aligned at the first fault start: run with `--out DIR` to write %s beside compare.md.\n", CompareTimelinesFile)
+		p("\nTimelines aligned at the first fault start: run with `--out DIR` to write %s and %s beside compare.md.\n", CompareTimelinesPNGFile, CompareTimelinesFile)
 	}
+	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>), [how runs are compared](<%s>).\n",
+		mdURL(DocsURL(c.version, "analysis.md")), mdURL(DocsURL(c.version, "cross-platform.md")))
 	return b.Bytes()
 }
 
-var svgSize = regexp.MustCompile(`^<svg [^>]*width="(\d+)" height="(\d+)"`)
-
-// CompareTimelinesSVG draws the first run of each side, one above the
-// other in one picture, both aligned at their first fault start (t = 0)
-// over the same window.
-func CompareTimelinesSVG(c *Comparison) []byte {
+// compareTimelines draws the first run of each side, one above the other
+// in one picture, both aligned at their first fault start (t = 0) over
+// the same window: one drawing, so that the SVG and the PNG are the same
+// picture.
+func compareTimelines(c *Comparison) *canvas.Drawing {
+	const width, gap = 1200, 10
 	a, b := c.sides[0][0].A, c.sides[1][0].A
 	oa, ob := firstFault(a), firstFault(b)
 	pre := max(oa, ob)
 	post := max(a.Run.DurationS-oa, b.Run.DurationS-ob)
-	var parts [2][]byte
-	var heights [2]int
-	width := 1200
+	d := canvas.New(width, 0)
 	for i, x := range []*Analysis{a, b} {
 		o := []float64{oa, ob}[i]
-		parts[i] = TimelineSVG(x, SVGOptions{Width: width, From: o - pre, To: o + post, Origin: o,
+		part := timelineDrawing(x, SVGOptions{Width: width, From: o - pre, To: o + post, Origin: o,
 			Title: fmt.Sprintf("%s — %s (t = 0 at the first fault)", c.Labels[i], x.Run.RunID)})
-		if m := svgSize.FindSubmatch(parts[i]); m != nil {
-			heights[i], _ = strconv.Atoi(string(m[2]))
-		} else {
-			heights[i] = 500
+		if i > 0 {
+			d.H += gap
 		}
+		d.Place(part, 0, d.H)
+		d.H += part.H
 	}
-	var buf bytes.Buffer
-	total := heights[0] + heights[1] + 10
-	fmt.Fprintf(&buf, `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" viewBox="0 0 %d %d" width="%d" height="%d">`+"\n", width, total, width, total)
-	y := 0
-	for i := range parts {
-		// A nested <svg> keeps each timeline's own coordinates and style.
-		inner := strings.Replace(string(parts[i]), "<svg ", fmt.Sprintf(`<svg x="0" y="%d" `, y), 1)
-		buf.WriteString(inner)
-		buf.WriteString("\n")
-		y += heights[i] + 10
-	}
-	buf.WriteString("</svg>\n")
-	return buf.Bytes()
+	return d
 }
+
+// CompareTimelinesSVG is the comparison's timelines as SVG.
+func CompareTimelinesSVG(c *Comparison) []byte { return compareTimelines(c).SVG("timeline") }
+
+// CompareTimelinesPNG is the same picture as CompareTimelinesSVG as a PNG
+// at PNGScale, for documents that do not take SVG.
+func CompareTimelinesPNG(c *Comparison) ([]byte, error) { return compareTimelines(c).PNG(PNGScale) }
 
 func firstFault(a *Analysis) float64 {
 	first := -1.0
@@ -308,7 +313,7 @@ var compareTmpl = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
 <table><tr><th>fact</th><th>{{index .C.Labels 0}}</th><th>{{index .C.Labels 1}}</th></tr>
 {{range .Platform}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td></tr>
 {{end}}</table>
-<footer>Black-box figures; definitions in docs/analysis.md; the statistics in docs/cross-platform.md.</footer>
+<footer>Black-box figures, measured from outside the gateway; <a href="{{.Docs}}">how to read them</a>, <a href="{{.Stats}}">how runs are compared</a>.</footer>
 </body></html>
 `))
 
@@ -347,6 +352,9 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 		Platform [][3]string
 		Level    string
 		Digest   string
-	}{c, template.CSS(reportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), shortDigest(c.Digest)})
+		Docs     string
+		Stats    string
+	}{c, template.CSS(reportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), shortDigest(c.Digest),
+		DocsURL(c.version, "analysis.md"), DocsURL(c.version, "cross-platform.md")})
 	return b.Bytes(), err
 }

@@ -143,7 +143,7 @@ func TestAddedFigureIsInEveryOutput(t *testing.T) {
 			found = true
 		}
 	}
-	if !found || !strings.Contains(string(CompareMarkdown(c, "")), "probes per cycle (compared)") {
+	if !found || !strings.Contains(string(CompareMarkdown(c, false)), "probes per cycle (compared)") {
 		t.Error("report compare has no row for the added figure")
 	}
 	if h, err := CompareHTML(c); err != nil || !strings.Contains(string(h), "probes per cycle (compared)") {

@@ -133,7 +133,7 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 			if level <= 0 || level >= 1 {
 				return fmt.Errorf("%w: --level %v: want a confidence level between 0 and 1, e.g. 0.95", rehearse.ErrInvalid, level)
 			}
-			opt := reports.CompareOptions{Scenario: scenario, Force: force, Stats: stats.Options{Level: level}}
+			opt := reports.CompareOptions{Scenario: scenario, Force: force, Stats: stats.Options{Level: level}, Version: buildVersion()}
 			copy(opt.Labels[:], labels)
 			th, err := parseThresholds(thresholds)
 			if err != nil {
@@ -163,7 +163,7 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 					return err
 				}
 			case out == "":
-				if _, err := w.Write(reports.CompareMarkdown(c, "")); err != nil {
+				if _, err := w.Write(reports.CompareMarkdown(c, false)); err != nil {
 					return err
 				}
 			default:

@@ -100,6 +100,29 @@ func (d *Drawing) Insert(at int, other *Drawing) {
 	d.shapes = append(d.shapes[:at], append(append([]shape(nil), other.shapes...), d.shapes[at:]...)...)
 }
 
+// Place draws the shapes of other over d with other's origin at (dx, dy),
+// so that pictures laid out on their own (two timelines) become one
+// picture, in SVG and in PNG alike. d's size is not changed.
+func (d *Drawing) Place(other *Drawing, dx, dy float64) {
+	for _, s := range other.shapes {
+		s.x += dx
+		s.y += dy
+		switch s.kind {
+		case kindLine:
+			// w, h are a line's second point.
+			s.w += dx
+			s.h += dy
+		case kindPoly:
+			pts := make([]Point, len(s.pts))
+			for i, p := range s.pts {
+				pts[i] = Point{p.X + dx, p.Y + dy}
+			}
+			s.pts = pts
+		}
+		d.shapes = append(d.shapes, s)
+	}
+}
+
 // Rect draws a w × h rectangle with its top-left corner at (x, y).
 // Negative sizes are drawn as empty.
 func (d *Drawing) Rect(x, y, w, h float64, s Style) {

@@ -160,3 +160,38 @@ func BenchmarkRaster(b *testing.B) {
 		d.Raster(2)
 	}
 }
+
+// TestPlace stacks a drawing under another: the lower half of the result
+// is the placed drawing, pixel for pixel, and every shape kind moved.
+func TestPlace(t *testing.T) {
+	top, low := New(200, 100), sample()
+	top.Rect(0, 0, 200, 100, Style{Fill: Hex("#283593")})
+	d := New(200, 200)
+	d.Place(top, 0, 0)
+	d.Place(low, 0, 100)
+	if d.Len() != top.Len()+low.Len() {
+		t.Fatalf("%d shapes, want %d", d.Len(), top.Len()+low.Len())
+	}
+	got, want := d.Raster(2), low.Raster(2)
+	for y := 0; y < 200; y++ {
+		for x := 0; x < 400; x++ {
+			if g, w := got.RGBAAt(x, y+200), want.RGBAAt(x, y); g != w {
+				t.Fatalf("pixel (%d,%d) of the placed drawing: %v, want %v", x, y, g, w)
+			}
+			if g := got.RGBAAt(x, y); g != (color.RGBA{0x28, 0x35, 0x93, 0xff}) {
+				t.Fatalf("pixel (%d,%d) of the top drawing: %v", x, y, g)
+			}
+		}
+	}
+	// The SVG says the same: the line's both ends and the polygon moved.
+	svg := string(d.SVG(""))
+	for _, s := range []string{`<line x1="0" y1="190" x2="200" y2="190"`, `points="150,160 160,170 150,180 140,170"`, `<text x="10" y="160"`} {
+		if !strings.Contains(svg, s) {
+			t.Errorf("SVG lacks %s", s)
+		}
+	}
+	// The placed drawing itself is left as it was.
+	if !strings.Contains(string(low.SVG("")), `<line x1="0" y1="90" x2="200" y2="90"`) {
+		t.Error("Place changed the drawing it placed")
+	}
+}

@@ -1,0 +1,125 @@
+package reports
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// writtenComparison compares the clean and haproxy fixtures, compared by
+// harness version, and writes the comparison into a directory.
+func writtenComparison(t *testing.T, version string) (*Comparison, string) {
+	t.Helper()
+	c, err := CompareDirs(renderFixture(t, "clean"), renderFixture(t, "haproxy"), [2]string{"a", "b"}, CompareOptions{Version: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteComparison(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	return c, dir
+}
+
+// TestCompareTimelinesPNG decodes compare-timelines.png: it is the
+// comparison's drawing at PNGScale, its lower part the second side's
+// timeline pixel for pixel as that run's own drawing over the aligned
+// window, and the upper part is the first side's.
+func TestCompareTimelinesPNG(t *testing.T) {
+	c, dir := writtenComparison(t, "")
+	b, err := os.ReadFile(filepath.Join(dir, CompareTimelinesPNGFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := compareTimelines(c)
+	if img.Bounds() != image.Rect(0, 0, int(d.W*PNGScale), int(d.H*PNGScale)) {
+		t.Fatalf("PNG %v, want the drawing's %v×%v at scale %v", img.Bounds(), d.W, d.H, PNGScale)
+	}
+	a, bb := c.sides[0][0].A, c.sides[1][0].A
+	oa, ob := firstFault(a), firstFault(bb)
+	pre, post := max(oa, ob), max(a.Run.DurationS-oa, bb.Run.DurationS-ob)
+	second := timelineDrawing(bb, SVGOptions{Width: 1200, From: ob - pre, To: ob + post, Origin: ob,
+		Title: "b — " + bb.Run.RunID + " (t = 0 at the first fault)"})
+	first := timelineDrawing(a, SVGOptions{Width: 1200, From: oa - pre, To: oa + post, Origin: oa,
+		Title: "a — " + a.Run.RunID + " (t = 0 at the first fault)"})
+	if first.H+10+second.H != d.H {
+		t.Fatalf("height %v, want %v + 10 + %v", d.H, first.H, second.H)
+	}
+	for _, part := range []struct {
+		what string
+		d    *image.RGBA
+		top  int
+	}{
+		{"first side", first.Raster(PNGScale), 0},
+		{"second side", second.Raster(PNGScale), int((first.H + 10) * PNGScale)},
+	} {
+		differ := 0
+		bounds := part.d.Bounds()
+		for y := 0; y < bounds.Dy(); y++ {
+			for x := 0; x < bounds.Dx(); x++ {
+				if color.RGBAModel.Convert(img.At(x, y+part.top)) != part.d.RGBAAt(x, y) {
+					differ++
+				}
+			}
+		}
+		if differ > 0 {
+			t.Errorf("%s: %d pixels differ from its own timeline drawn alone", part.what, differ)
+		}
+	}
+}
+
+// TestCompareMarkdownTimelinesAndDocs checks compare.md as GFM sees it:
+// the PNG shown, the SVG linked, and the definitions linked for the
+// version that compared, not by a path that only works in the repository.
+func TestCompareMarkdownTimelinesAndDocs(t *testing.T) {
+	_, dir := writtenComparison(t, "v1.4.0")
+	src, err := os.ReadFile(filepath.Join(dir, "compare.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, links := map[string]bool{}, map[string]bool{}
+	ast.Walk(gfm.Parser().Parse(text.NewReader(src)), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			switch n := n.(type) {
+			case *ast.Image:
+				images[string(n.Destination)] = true
+			case *ast.Link:
+				links[string(n.Destination)] = true
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	if !images[CompareTimelinesPNGFile] || len(images) != 1 {
+		t.Errorf("images %v, want %s alone", images, CompareTimelinesPNGFile)
+	}
+	for _, want := range []string{CompareTimelinesFile, DocsURL("v1.4.0", "analysis.md"), DocsURL("v1.4.0", "cross-platform.md")} {
+		if !links[want] {
+			t.Errorf("compare.md does not link %s; links %v", want, links)
+		}
+	}
+	h, err := os.ReadFile(filepath.Join(dir, "compare.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), `href="`+DocsURL("v1.4.0", "analysis.md")+`"`) || strings.Contains(string(h), "docs/analysis.md;") {
+		t.Error("compare.html's footer does not link the definitions of the comparing version")
+	}
+	// Without the pictures beside it, compare.md says how to get both.
+	c, _ := writtenComparison(t, "")
+	md := string(CompareMarkdown(c, false))
+	if strings.Contains(md, "![") || !strings.Contains(md, CompareTimelinesPNGFile) || !strings.Contains(md, CompareTimelinesFile) {
+		t.Errorf("compare.md without pictures:\n%s", md[max(0, len(md)-600):])
+	}
+}
