@@ -36,7 +36,18 @@ func startFront(backends []string) (*http.Server, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: fleet front: %w", rehearse.ErrEnvironment, err)
 	}
-	srv := &http.Server{Handler: proxy}
+	// Full duplex: net/http's HTTP/1 server otherwise consumes and closes
+	// the request body as soon as the response starts, while the proxy's
+	// transport may still be forwarding it (or making its final check
+	// that nothing follows the declared length). The transport then fails
+	// the request and closes the gateway connection under the response:
+	// the client gets a 200 cut after its header although the gateway
+	// answered in full. A load balancer streams both ways at once.
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		proxy.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: handler}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, "http://" + ln.Addr().String(), nil
 }
