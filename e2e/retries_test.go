@@ -205,7 +205,7 @@ func TestNaiveReverseProxyRetries(t *testing.T) {
 	}
 	front := p.start(t)
 	d := retryStorm("naive-proxy")
-	d.Expect += "  no_lockstep_retries: true\n  retry_backoff_min: 100ms\n"
+	d.Expect += "  no_lockstep_retries: true\n  retry_backoff_min: 100ms\n  retry_jitter: full\n"
 	var b strings.Builder
 	fmt.Fprintf(&b, "version: 1\nname: naive-proxy\ngateway:\n  url: %s\nreplay:\n  rate: %g\n  duration: %s\n  deadline: 5s\n  idempotency_keys: {share: 0.5}\nupstreams:\n", front, d.Rate, d.Duration)
 	for _, n := range upstreamNames {
@@ -239,8 +239,8 @@ func TestNaiveReverseProxyRetries(t *testing.T) {
 	for _, e := range res.Expectations {
 		verdict[e.Name] = e.Passed
 	}
-	if verdict["max_attempts"] || verdict["no_write_retries"] || !verdict["retry_backoff_min"] {
-		t.Errorf("verdicts %v: want max_attempts and no_write_retries not met, retry_backoff_min met", verdict)
+	if verdict["max_attempts"] || verdict["no_write_retries"] || !verdict["retry_backoff_min"] || verdict["retry_jitter"] {
+		t.Errorf("verdicts %v: want max_attempts, no_write_retries and retry_jitter (a fixed 150 ms wait) not met, retry_backoff_min met", verdict)
 	}
 	t.Logf("no_lockstep_retries met: %v", verdict["no_lockstep_retries"])
 }

@@ -389,6 +389,7 @@ var checks = []check{
 	{"max_attempts", evalMaxAttempts},
 	{"no_write_retries", evalNoWriteRetries},
 	{"retry_backoff_min", evalRetryBackoffMin},
+	{"retry_jitter", evalRetryJitter},
 	{"no_lockstep_retries", evalNoLockstep},
 	{"orphaned_calls_max", evalOrphanedCalls},
 	{"gateway_answers_before_client_deadline", evalDeadlineOrder},

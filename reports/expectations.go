@@ -84,6 +84,10 @@ type Expectations struct {
 	// jitter draws single waits near zero by design; the median is what
 	// tells a backoff from an immediate retry).
 	RetryBackoffMin *rehearse.Duration `yaml:"retry_backoff_min,omitempty" json:"retry_backoff_min,omitempty"`
+	// RetryJitter: "full" asserts that the waits before each retry
+	// position are drawn uniformly between zero and a cap (see
+	// JitterFigures for the test): a fixed wait, or one with a floor, fails.
+	RetryJitter *Jitter `yaml:"retry_jitter,omitempty" json:"retry_jitter,omitempty"`
 	// NoLockstepRetries: true asserts that retries of different requests
 	// are not synchronised (see LockstepFigures).
 	NoLockstepRetries *bool `yaml:"no_lockstep_retries,omitempty" json:"no_lockstep_retries,omitempty"`
@@ -107,7 +111,7 @@ func (e Expectations) IsZero() bool {
 		e.HealthyUnaffected == nil && e.ClosesWithin == nil && e.SuccessesToCloseMin == nil &&
 		e.AmplificationMax == nil && e.MetricsLagMax == nil && e.HealthDisagreementMax == nil &&
 		e.LeakedMax == nil && e.ClientSuccessMin == nil && e.ReplayLatenessMax == nil &&
-		e.MaxAttempts == nil && e.NoWriteRetries == nil && e.RetryBackoffMin == nil && e.NoLockstepRetries == nil &&
+		e.MaxAttempts == nil && e.NoWriteRetries == nil && e.RetryBackoffMin == nil && e.RetryJitter == nil && e.NoLockstepRetries == nil &&
 		e.OrphanedCallsMax == nil && e.GatewayAnswersBeforeClientDeadline == nil && e.CostAmplificationMax == nil
 }
 
@@ -135,6 +139,9 @@ func (e Expectations) Validate() error {
 	if e.RetryBackoffMin != nil && *e.RetryBackoffMin < 0 {
 		bad("retry_backoff_min", "must not be negative, got %s", *e.RetryBackoffMin)
 	}
+	if e.RetryJitter != nil && *e.RetryJitter != JitterFull {
+		bad("retry_jitter", "must be %q (waits drawn between zero and a cap), got %q", JitterFull, *e.RetryJitter)
+	}
 	if e.CostAmplificationMax != nil && !(*e.CostAmplificationMax > 0) {
 		bad("cost_amplification_max", "must be positive, got %g", *e.CostAmplificationMax)
 	}
@@ -145,6 +152,18 @@ func (e Expectations) Validate() error {
 		bad("client_success_min", "must be a fraction between 0 and 1, got %g", *e.ClientSuccessMin)
 	}
 	return errs.Err()
+}
+
+// Jitter names a kind of retry jitter an expectation asks for.
+type Jitter string
+
+// JitterFull is full jitter: each wait uniform between zero and a cap.
+const JitterFull Jitter = "full"
+
+// JSONSchema describes the values retry_jitter accepts.
+func (*Jitter) JSONSchema() map[string]any {
+	return map[string]any{"type": "string", "enum": []string{string(JitterFull)},
+		"description": "full: the waits before each retry are uniform between zero and a cap (Kolmogorov–Smirnov, α = 0.001)"}
 }
 
 // UpstreamSet is "all" (true), "none" (false) or a list of upstream names;

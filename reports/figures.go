@@ -204,8 +204,15 @@ var Figures = []Figure{
 		Cell: retryCell(func(r *RetryFigures) string {
 			b := r.Backoff
 			s := fmt.Sprintf("%s / %s / %s", fsec(scale(b.MinMs, 0.001)), fsec(scale(b.P50Ms, 0.001)), fsec(scale(b.MaxMs, 0.001)))
+			var notes []string
 			if b.Grows != nil {
-				s += map[bool]string{true: " (growing)", false: " (not growing)"}[*b.Grows]
+				notes = append(notes, map[bool]string{true: "growing", false: "not growing"}[*b.Grows])
+			}
+			if j := b.Jitter.Full; j != nil {
+				notes = append(notes, map[bool]string{true: "full jitter", false: "not full jitter"}[*j])
+			}
+			if len(notes) > 0 {
+				s += " (" + strings.Join(notes, "; ") + ")"
 			}
 			return s
 		}), In: InReport | InCompare, CompareLabel: "wait before a retry"},

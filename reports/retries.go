@@ -31,6 +31,16 @@ const (
 	// LockstepMinRetries is the least number of retries at an upstream for
 	// a lockstep verdict.
 	LockstepMinRetries = 10
+	// JitterMinWaits is the least number of waits before one retry
+	// position for the full-jitter test of that position.
+	JitterMinWaits = 10
+	// JitterKSCritical is the Kolmogorov–Smirnov critical value at
+	// α = 0.001 of the full-jitter test, in Stephens' form: a position is
+	// rejected when D·(√m + 0.12 + 0.11/√m) exceeds it (m the waits
+	// tested). A true full-jitter gateway is then rejected in about one
+	// run in a thousand per position, while a fixed wait is rejected from
+	// 10 waits on.
+	JitterKSCritical = 1.949
 	// OrphanTolerance is how long an upstream call may go on after the
 	// client's exchange ended before it counts as orphaned: the time the
 	// upstream needs to notice a hang-up.
@@ -56,6 +66,7 @@ const (
 	rcSeq uint8 = 1 << iota
 	rcHealth
 	rcDone
+	rcRetryAfter // the response announced a Retry-After
 )
 
 // rReq is a client request, compacted for the retry analysis.
@@ -99,6 +110,9 @@ func (l *retryLog) addCall(t time.Duration, p *journal.UpstreamRequest) {
 	}
 	if p.HealthCheck {
 		k.flags |= rcHealth
+	}
+	if p.RetryAfter > 0 {
+		k.flags |= rcRetryAfter
 	}
 	if p.IdempotencyKey != "" {
 		id, ok := l.keys[p.IdempotencyKey]
@@ -259,6 +273,47 @@ type BackoffFigures struct {
 	// next (exponential backoff: by at least a half each time); null with
 	// fewer than 5 waits at two retry positions.
 	Grows *bool `json:"grows"`
+	// Jitter tests the waits of each retry position for full jitter.
+	Jitter JitterFigures `json:"jitter"`
+}
+
+// JitterFigures test whether the waits before each retry position are
+// drawn uniformly between zero and a cap ("full jitter", the backoff that
+// keeps clients from retrying in lockstep). Waits after a response that
+// announced a Retry-After are left out: those are the upstream's to set.
+//
+// The test: for waits uniform on [0, c], those below the k-th longest,
+// divided by it, are independent and uniform on [0, 1] whatever c is, so
+// the unknown cap costs nothing (k is a tenth of the waits, so that a few
+// waits stretched by a loaded machine are not taken for the cap). A
+// one-sample Kolmogorov–Smirnov test of those ratios against U(0, 1) at
+// α = 0.001 (Stephens' critical value,
+// JitterKSCritical) rejects a fixed wait (the ratios pile up near 1), a
+// wait with a floor ("equal jitter": none below half the cap) and
+// an immediate retry with a rare long one alike.
+type JitterFigures struct {
+	// Tests are the positions with at least JitterMinWaits waits.
+	Tests []JitterTest `json:"tests"`
+	// Full is true when every tested position passes, false when one is
+	// rejected, null when no position has enough waits.
+	Full *bool `json:"full"`
+}
+
+// JitterTest is the full-jitter test of one retry position.
+type JitterTest struct {
+	// Retry is the position: 1 for the wait before the first retry.
+	Retry int `json:"retry"`
+	// Waits counts the waits of the position; MaxMs is the longest and
+	// CapMs the estimate of the cap the test scales by: the k-th longest,
+	// k a tenth of the waits (at least 1).
+	Waits int     `json:"waits"`
+	MaxMs float64 `json:"max_ms"`
+	CapMs float64 `json:"cap_ms"`
+	// D is the Kolmogorov–Smirnov distance of wait/max from U(0, 1);
+	// Critical the largest D the test accepts for this many waits.
+	D        float64 `json:"ks_d"`
+	Critical float64 `json:"ks_critical"`
+	Full     bool    `json:"full"`
 }
 
 // LockstepFigures compare how many retries start within LockstepWindow of
@@ -439,6 +494,7 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 		}
 	}
 	var waits [][]float64 // by retry index
+	var jwaits [][]float64 // by retry index, without waits the upstream set (Retry-After)
 	var all []float64
 	type retryStart struct {
 		t   int64
@@ -484,6 +540,12 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 				waits = append(waits, nil)
 			}
 			waits[j-1] = append(waits[j-1], w)
+			if prev.flags&rcRetryAfter == 0 {
+				for len(jwaits) < j {
+					jwaits = append(jwaits, nil)
+				}
+				jwaits[j-1] = append(jwaits[j-1], w)
+			}
 			all = append(all, w)
 			f.waitSamples = append(f.waitSamples, w/1000)
 			retries = append(retries, retryStart{cur.at, r.seq})
@@ -527,6 +589,7 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 		f.AmplificationDuring = ptr(float64(during[1]) / float64(during[0]))
 	}
 	f.Backoff = backoffFigures(all, waits)
+	f.Backoff.Jitter = jitterFigures(jwaits)
 	starts := make([]int64, len(retries))
 	seqs := make([]uint64, len(retries))
 	sort.Slice(retries, func(a, b int) bool { return retries[a].t < retries[b].t })
@@ -655,6 +718,57 @@ func backoffFigures(all []float64, byRetry [][]float64) BackoffFigures {
 		b.Grows = &grows
 	}
 	return b
+}
+
+// jitterFigures runs the full-jitter test on each retry position with
+// enough waits (see JitterFigures).
+func jitterFigures(byRetry [][]float64) JitterFigures {
+	j := JitterFigures{Tests: []JitterTest{}}
+	for i, w := range byRetry {
+		if len(w) < JitterMinWaits {
+			continue
+		}
+		t := fullJitterTest(w)
+		t.Retry = i + 1
+		j.Tests = append(j.Tests, t)
+	}
+	if len(j.Tests) > 0 {
+		full := true
+		for _, t := range j.Tests {
+			full = full && t.Full
+		}
+		j.Full = &full
+	}
+	return j
+}
+
+// fullJitterTest tests waits (ms, at least two) for a uniform draw on
+// [0, cap]. For waits uniform on [0, c], those below the k-th longest,
+// divided by it, are independent and uniform on [0, 1] whatever c is; k
+// is a tenth of the waits (at least 1), so that a few waits stretched by
+// a loaded machine (a late timer, a descheduled gateway) are not taken
+// for the cap. Those ratios are compared with U(0, 1) by their
+// Kolmogorov–Smirnov distance, against Stephens' α = 0.001 critical value.
+func fullJitterTest(waits []float64) JitterTest {
+	s := sortedCopy(waits)
+	k := max(1, (len(s)+9)/10)
+	top := s[len(s)-k]
+	t := JitterTest{Waits: len(s), MaxMs: round3(s[len(s)-1]), CapMs: round3(top)}
+	rest := s[:len(s)-k] // conditioned on the k-th longest
+	m := float64(len(rest))
+	var d float64
+	for i, w := range rest {
+		u := 1.0 // every wait equal to the cap: a fixed wait
+		if top > 0 {
+			u = w / top
+		}
+		d = max(d, float64(i+1)/m-u, u-float64(i)/m)
+	}
+	sm := math.Sqrt(m)
+	t.D = round3(d)
+	t.Critical = round3(JitterKSCritical / (sm + 0.12 + 0.11/sm))
+	t.Full = d*(sm+0.12+0.11/sm) <= JitterKSCritical
+	return t
 }
 
 // lockstep compares the share of retries starting within w of another
@@ -798,7 +912,19 @@ func (r *Resilience) statements() []string {
 			default:
 				s += ", not growing (no exponential backoff)"
 			}
+			if j := b.Jitter; j.Full != nil && *j.Full {
+				s += fmt.Sprintf("; random between zero and a cap before each of %d retry positions tested (full jitter)", len(j.Tests))
+			}
 			out = append(out, s+".")
+		}
+		if j := f.Backoff.Jitter; j.Full != nil && !*j.Full {
+			for _, t := range j.Tests {
+				if !t.Full {
+					out = append(out, fmt.Sprintf("%s: the waits before retry %d are not full jitter (random between zero and a cap): %d waits up to %s, Kolmogorov–Smirnov distance %.2f from uniform where %.2f is the most the test accepts.",
+						name, t.Retry, t.Waits, fmtMs(t.MaxMs), t.D, t.Critical))
+					break
+				}
+			}
 		}
 		if l := f.Lockstep; l.Lockstep != nil && *l.Lockstep {
 			out = append(out, fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %g ms of another request's retry, where independent jittered retries would give %.0f%%.",

@@ -118,6 +118,51 @@ func evalRetryBackoffMin(ev *evaluation, e Expectations) (ExpectationResult, boo
 	return judge("retry_backoff_min", bd, obs, none, "upstreams"), true
 }
 
+func evalRetryJitter(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	if e.RetryJitter == nil {
+		return ExpectationResult{}, false
+	}
+	res := ExpectationResult{Name: "retry_jitter", Want: "full jitter at every retry position", Outcome: NotMet}
+	names, none := ev.retryUpstreams(e)
+	if none != "" {
+		return notObservable("retry_jitter", res.Want, none), true
+	}
+	var passed, rejected, missing []string
+	var tested int
+	for _, n := range names {
+		j := ev.a.Resilience.Upstreams[n].Backoff.Jitter
+		if j.Full == nil {
+			missing = append(missing, fmt.Sprintf("%s: fewer than %d waits before every retry position (without Retry-After): too few to test", n, JitterMinWaits))
+			continue
+		}
+		for _, t := range j.Tests {
+			tested++
+			d := fmt.Sprintf("%s retry %d: %d waits up to %s, Kolmogorov–Smirnov distance %.3f (at most %.3f for full jitter, α = 0.001)", n, t.Retry, t.Waits, fmtMs(t.MaxMs), t.D, t.Critical)
+			if t.Full {
+				passed = append(passed, d)
+			} else {
+				rejected = append(rejected, d)
+			}
+		}
+	}
+	switch {
+	case len(rejected) > 0:
+		res.Observed = fmt.Sprintf("%d of %d retry positions not full jitter", len(rejected), tested)
+		res.Message = "waits not drawn uniformly between zero and a cap: " + strings.Join(rejected, "; ")
+		if len(missing) > 0 {
+			res.Message += "; not observable: " + strings.Join(missing, "; ")
+		}
+	case len(missing) > 0:
+		res.Outcome, res.Observed = NotObservable, "not observed"
+		res.Message = "not observable: " + strings.Join(missing, "; ")
+	default:
+		res.Outcome = Met
+		res.Observed = fmt.Sprintf("%d of %d retry positions full jitter", len(passed), tested)
+		res.Message = strings.Join(passed, "; ")
+	}
+	return res.settle(), true
+}
+
 func evalNoLockstep(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 	if e.NoLockstepRetries == nil {
 		return ExpectationResult{}, false
@@ -197,22 +242,42 @@ func evalCostAmplification(ev *evaluation, e Expectations) (ExpectationResult, b
 	if r == nil {
 		return judge("cost_amplification_max", b, nil, "no upstream call was recorded", "figures"), true
 	}
-	c := r.Cost
+	// Over all the fault windows together, and over each covered episode's
+	// window on its own: a costly window must not be averaged away by a
+	// cheap one (a storm of retries followed by a slow spell).
+	obs := costObservations(nil, &r.Cost, "during faults")
+	for _, ref := range ev.eps {
+		if ref.ep.Cost != nil {
+			obs = append(obs, costObservations(&ref, ref.ep.Cost, "during "+ref.ep.Fault)...)
+		}
+	}
+	return judge("cost_amplification_max", b, obs, "no fault window, or no traffic during one: nothing to compare", "figures"), true
+}
+
+// costObservations reads the cost figures of all the fault windows (ref
+// nil) or of one episode's window.
+func costObservations(ref *episodeRef, c *CostFigures, during string) []observation {
+	subject := func(what string) string {
+		if ref == nil {
+			return what
+		}
+		return ref.label() + " " + what
+	}
 	var obs []observation
 	switch {
 	case c.WorkWithoutCompletion:
-		obs = append(obs, breach("calls", fmt.Sprintf("during faults the upstreams received %d calls (%d tokens) and no client request completed", c.CallsDuring, c.TokensDuring)))
+		obs = append(obs, breach(subject("calls"), fmt.Sprintf("%s the upstreams received %d calls (%d tokens) and no client request completed", during, c.CallsDuring, c.TokensDuring)))
 	case c.CallsAmplification != nil:
-		obs = append(obs, seenNote("calls", *c.CallsAmplification, fmt.Sprintf("%.2f upstream calls per completed request during faults against %.2f before (×%.2f)",
-			*c.CallsPerCompletedDuring, *c.CallsPerCompletedBefore, *c.CallsAmplification)))
+		obs = append(obs, seenNote(subject("calls"), *c.CallsAmplification, fmt.Sprintf("%.2f upstream calls per completed request %s against %.2f before (×%.2f)",
+			*c.CallsPerCompletedDuring, during, *c.CallsPerCompletedBefore, *c.CallsAmplification)))
 		if c.TokensAmplification != nil {
-			obs = append(obs, seenNote("tokens", *c.TokensAmplification, fmt.Sprintf("%.0f tokens per completed request during faults against %.0f before (×%.2f)",
-				*c.TokensPerCompletedDuring, *c.TokensPerCompletedBefore, *c.TokensAmplification)))
+			obs = append(obs, seenNote(subject("tokens"), *c.TokensAmplification, fmt.Sprintf("%.0f tokens per completed request %s against %.0f before (×%.2f)",
+				*c.TokensPerCompletedDuring, during, *c.TokensPerCompletedBefore, *c.TokensAmplification)))
 		}
 	case c.CompletedDuring == 0 && c.CallsDuring == 0 && c.CallsPerCompletedBefore != nil:
 		// No fault window, or no traffic during it.
-	case c.CallsPerCompletedBefore == nil:
+	case c.CallsPerCompletedBefore == nil && ref == nil:
 		obs = append(obs, unseen("calls", "no client request completed before the faults: no baseline"))
 	}
-	return judge("cost_amplification_max", b, obs, "no fault window, or no traffic during one: nothing to compare", "figures"), true
+	return obs
 }

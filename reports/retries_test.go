@@ -91,6 +91,9 @@ func TestRetryFiguresNaive(t *testing.T) {
 	if b := f.Backoff; b.Retries != 300 || *b.MinMs < 199 || *b.MaxMs > 201 || b.Grows == nil || *b.Grows {
 		t.Errorf("backoff %+v", b)
 	}
+	if j := f.Backoff.Jitter; j.Full == nil || *j.Full || len(j.Tests) != 3 || j.Tests[0].Full || j.Tests[0].Waits != 100 {
+		t.Errorf("a fixed 200ms wait passed as full jitter: %+v", j)
+	}
 	if l := f.Lockstep; l.Lockstep == nil || !*l.Lockstep || *l.CoincidentShare < 0.9 {
 		t.Errorf("lockstep %+v, share %v vs %v", l, *l.CoincidentShare, *l.IndependentShare)
 	}
@@ -108,7 +111,7 @@ func TestRetryFiguresNaive(t *testing.T) {
 		t.Errorf("tokens amplification without tokens: %v", *c.TokensAmplification)
 	}
 	joined := strings.Join(a.Resilience.Statements, "\n")
-	for _, want := range []string{"retries in lockstep", "not growing", "were sent 4 times to orders without an idempotency key", "(×40.00)"} {
+	for _, want := range []string{"retries in lockstep", "not growing", "are not full jitter", "were sent 4 times to orders without an idempotency key", "(×40.00)"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("statements lack %q:\n%s", want, joined)
 		}
@@ -130,6 +133,9 @@ func TestRetryFiguresJittered(t *testing.T) {
 	f := s.analyse(t).Resilience.Upstreams["orders"]
 	if b := f.Backoff; b.Grows == nil || !*b.Grows || len(b.P50ByRetryMs) != 2 {
 		t.Errorf("backoff %+v", b)
+	}
+	if j := f.Backoff.Jitter; j.Full == nil || !*j.Full || len(j.Tests) != 2 || j.Tests[1].Retry != 2 || j.Tests[1].Waits != 300 {
+		t.Errorf("full jitter not recognised: %+v", j)
 	}
 	if l := f.Lockstep; l.Lockstep == nil || *l.Lockstep {
 		t.Errorf("jittered retries judged in lockstep: %v vs %v", *l.CoincidentShare, *l.IndependentShare)
@@ -201,7 +207,8 @@ func resilienceExpectations() Expectations {
 	yes := true
 	amp := 2.0
 	backoff := rehearse.Duration(10 * time.Millisecond)
-	return Expectations{MaxAttempts: &three, NoWriteRetries: &yes, RetryBackoffMin: &backoff, NoLockstepRetries: &yes,
+	full := JitterFull
+	return Expectations{MaxAttempts: &three, NoWriteRetries: &yes, RetryBackoffMin: &backoff, RetryJitter: &full, NoLockstepRetries: &yes,
 		OrphanedCallsMax: &zero, GatewayAnswersBeforeClientDeadline: &yes, CostAmplificationMax: &amp}
 }
 
@@ -227,7 +234,7 @@ func TestResilienceExpectations(t *testing.T) {
 			func(int) time.Duration { return 200 * time.Millisecond }, map[bool]int{true: 200, false: 503}[i%10 == 0])
 	}
 	v := verdicts(Evaluate(naive.analyse(t), resilienceExpectations()))
-	for _, name := range []string{"max_attempts", "no_write_retries", "no_lockstep_retries", "cost_amplification_max"} {
+	for _, name := range []string{"max_attempts", "no_write_retries", "retry_jitter", "no_lockstep_retries", "cost_amplification_max"} {
 		if v[name].Passed || v[name].Name == "" {
 			t.Errorf("naive: %s %+v, want not met", name, v[name])
 		}
@@ -255,7 +262,7 @@ func TestResilienceExpectations(t *testing.T) {
 	amp := 3.0
 	e.CostAmplificationMax = &amp
 	v = verdicts(Evaluate(ref.analyse(t), e))
-	for _, name := range []string{"max_attempts", "retry_backoff_min", "no_lockstep_retries", "orphaned_calls_max", "cost_amplification_max"} {
+	for _, name := range []string{"max_attempts", "retry_backoff_min", "retry_jitter", "no_lockstep_retries", "orphaned_calls_max", "cost_amplification_max"} {
 		if !v[name].Passed {
 			t.Errorf("jittered: %s %+v, want met", name, v[name])
 		}
@@ -269,5 +276,117 @@ func TestResilienceExpectations(t *testing.T) {
 		if r.Passed || r.Outcome != NotObservable {
 			t.Errorf("empty analysis: %+v", r)
 		}
+	}
+}
+
+// TestFullJitterTest: the test accepts waits uniform between zero and a
+// cap whatever the cap, at about its stated rate of false rejections, and
+// with a few waits stretched by a loaded machine; it rejects a fixed wait, a wait with a floor (equal jitter: uniform on
+// [cap/2, cap]) and immediate retries with a rare long one.
+func TestFullJitterTest(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 8))
+	draw := func(n int, f func(i int) float64) []float64 {
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = f(i)
+		}
+		return w
+	}
+	const trials = 2000
+	rejected := 0
+	for i := range trials {
+		c := 10 + float64(i%7)*300 // the cap does not matter
+		n := JitterMinWaits + i%40
+		if !fullJitterTest(draw(n, func(int) float64 { return rnd.Float64() * c })).Full {
+			rejected++
+		}
+	}
+	// α = 0.001: a handful of 2000 at most (Stephens' form is
+	// conservative at small samples).
+	if rejected > 10 {
+		t.Errorf("full jitter rejected %d of %d times", rejected, trials)
+	}
+	for name, f := range map[string]func(int) float64{
+		"fixed 200ms with scheduling noise": func(int) float64 { return 200 + rnd.Float64()*3 },
+		"equal jitter":                      func(int) float64 { return 50 + rnd.Float64()*50 },
+		"immediate, one in ten after 100ms": func(i int) float64 { return map[bool]float64{true: 100, false: rnd.Float64()}[i%10 == 0] },
+		"all zero":                          func(int) float64 { return 0 },
+	} {
+		missed := 0
+		for range 200 {
+			if fullJitterTest(draw(30, f)).Full {
+				missed++
+			}
+		}
+		if missed > 2 {
+			t.Errorf("%s passed as full jitter %d of 200 times", name, missed)
+		}
+	}
+	// A loaded machine stretches a few waits: they are not taken for the cap.
+	stretched := 0
+	for range 200 {
+		w := draw(21, func(i int) float64 { return rnd.Float64()*50 + map[bool]float64{true: 60}[i < 2] })
+		if !fullJitterTest(w).Full {
+			stretched++
+		}
+	}
+	if stretched > 2 {
+		t.Errorf("full jitter with two stretched waits in 21 rejected %d of 200 times", stretched)
+	}
+	if tt := fullJitterTest(draw(10, func(int) float64 { return 200 })); tt.Full || tt.D < 0.99 {
+		t.Errorf("fixed wait: %+v", tt)
+	}
+}
+
+// TestJitterSkipsRetryAfter: waits after a response that announced a
+// Retry-After are the upstream's, not the gateway's jitter: they are
+// left out of the test (and kept in the backoff figures).
+func TestJitterSkipsRetryAfter(t *testing.T) {
+	var s retrySim
+	s.fault(0, 30*time.Second)
+	for i := range 40 {
+		s.request(time.Duration(i)*100*time.Millisecond, "GET", "/tools/orders", "", 2,
+			func(int) time.Duration { return time.Second }, 200)
+	}
+	for _, ev := range s.events {
+		if u, ok := ev.Payload.(*journal.UpstreamRequest); ok && u.Status == 503 {
+			u.RetryAfter = time.Second
+		}
+	}
+	f := s.analyse(t).Resilience.Upstreams["orders"]
+	if f.Backoff.Retries != 40 || f.Backoff.Jitter.Full != nil || len(f.Backoff.Jitter.Tests) != 0 {
+		t.Errorf("backoff %+v, jitter %+v", f.Backoff, f.Backoff.Jitter)
+	}
+	full := JitterFull
+	if r := verdicts(Evaluate(s.analyse(t), Expectations{RetryJitter: &full}))["retry_jitter"]; r.Outcome != NotObservable {
+		t.Errorf("retry_jitter with only Retry-After waits: %+v", r)
+	}
+}
+
+// TestCostPerWindow: a costly window (every request sent 4 times) is not
+// averaged away by a long cheap one: cost_amplification_max judges each
+// covered episode as well as all the windows together.
+func TestCostPerWindow(t *testing.T) {
+	var s retrySim
+	for i := range 20 {
+		s.request(time.Duration(i)*100*time.Millisecond, "GET", "/tools/orders", "", 1, nil, 200)
+	}
+	s.fault(2*time.Second, 4*time.Second)
+	for i := range 20 {
+		s.request(2*time.Second+time.Duration(i)*100*time.Millisecond, "GET", "/tools/orders", "", 4,
+			func(int) time.Duration { return 10 * time.Millisecond }, 200)
+	}
+	s.fault(5*time.Second, 25*time.Second)
+	for i := range 200 {
+		s.request(5*time.Second+time.Duration(i)*100*time.Millisecond, "GET", "/tools/orders", "", 1, nil, 200)
+	}
+	a := s.analyse(t)
+	if c := a.Resilience.Cost; c.CallsAmplification == nil || *c.CallsAmplification > 1.5 {
+		t.Fatalf("all windows together: %+v, want the cheap window to dilute the costly one", c)
+	}
+	amp := 2.0
+	r := verdicts(Evaluate(a, Expectations{CostAmplificationMax: &amp}))["cost_amplification_max"]
+	if r.Outcome != NotMet || !strings.Contains(r.Message, "orders episode 1 (storm) calls") || !strings.Contains(r.Message, "×4.00") {
+		t.Errorf("cost_amplification_max %+v, want not met naming the first window", r)
 	}
 }
