@@ -493,7 +493,7 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 			firstWin = min(firstWin, w.start)
 		}
 	}
-	var waits [][]float64 // by retry index
+	var waits [][]float64  // by retry index
 	var jwaits [][]float64 // by retry index, without waits the upstream set (Retry-After)
 	var all []float64
 	type retryStart struct {
