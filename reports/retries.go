@@ -1,11 +1,13 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +91,7 @@ type retryLog struct {
 	mps      *interner
 	keys     map[string]uint32
 	outcomes *interner
+	owners   []int32 // callOwners, once computed
 }
 
 func newRetryLog() *retryLog {
@@ -420,17 +423,38 @@ type retryKey struct {
 
 // retryIndex is the calls of the log grouped by upstream and client request.
 type retryIndex struct {
-	l     *retryLog
-	byReq map[retryKey][]int
+	l *retryLog
+	// byUp holds, per upstream, the client requests its figures look at,
+	// in log order: those routed to it and those whose sequence number
+	// its calls carried, each with those calls in time order. Built once,
+	// so that the figures of every episode walk a slice instead of
+	// looking every request up again (the analysis of a million events
+	// spent most of its time in those lookups).
+	byUp  map[uint16][]reqCalls
 	upSeq map[uint16]bool
 }
 
+// reqCalls is one client request (an index into retryLog.reqs) and its
+// calls at one upstream (indexes into retryLog.calls).
+type reqCalls struct {
+	ri  int32
+	idx []int
+}
+
 func newRetryIndex(l *retryLog) *retryIndex {
-	known := make(map[uint64]bool, len(l.reqs))
-	for _, r := range l.reqs {
-		known[r.seq] = true
+	// The requests of each sequence number, in log order: first[seq] and
+	// a chain through next (-1 ends it).
+	first := make(map[uint64]int32, len(l.reqs))
+	next := make([]int32, len(l.reqs))
+	for ri := len(l.reqs) - 1; ri >= 0; ri-- {
+		next[ri] = -1
+		if f, ok := first[l.reqs[ri].seq]; ok {
+			next[ri] = f
+		}
+		first[l.reqs[ri].seq] = int32(ri)
 	}
-	ix := &retryIndex{l: l, byReq: map[retryKey][]int{}, upSeq: map[uint16]bool{}}
+	byReq := map[retryKey][]int{}
+	ix := &retryIndex{l: l, byUp: map[uint16][]reqCalls{}, upSeq: map[uint16]bool{}}
 	order := make([]int, 0, len(l.calls))
 	for i := range l.calls {
 		order = append(order, i)
@@ -438,12 +462,29 @@ func newRetryIndex(l *retryLog) *retryIndex {
 	sort.SliceStable(order, func(a, b int) bool { return l.calls[order[a]].at < l.calls[order[b]].at })
 	for _, i := range order {
 		c := &l.calls[i]
-		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 || !known[c.seq] {
+		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 {
 			continue // a health check, or not one of the replayed requests
 		}
+		if _, known := first[c.seq]; !known {
+			continue
+		}
 		k := retryKey{c.up, c.seq}
-		ix.byReq[k] = append(ix.byReq[k], i)
+		byReq[k] = append(byReq[k], i)
 		ix.upSeq[c.up] = true
+	}
+	for ri := range l.reqs {
+		r := &l.reqs[ri]
+		ix.byUp[r.up] = append(ix.byUp[r.up], reqCalls{int32(ri), byReq[retryKey{r.up, r.seq}]})
+	}
+	for k, idx := range byReq {
+		for ri := first[k.seq]; ri >= 0; ri = next[ri] {
+			if l.reqs[ri].up != k.up { // those routed to k.up are in already
+				ix.byUp[k.up] = append(ix.byUp[k.up], reqCalls{ri, idx})
+			}
+		}
+	}
+	for _, rs := range ix.byUp {
+		slices.SortFunc(rs, func(a, b reqCalls) int { return cmp.Compare(a.ri, b.ri) })
 	}
 	return ix
 }
@@ -480,8 +521,6 @@ func analyzeResilience(l *retryLog, windows map[string][]span, all []span, first
 func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigures {
 	l := ix.l
 	name := l.ups.names[upID]
-	byReq := ix.byReq
-	type key = retryKey
 	f := &RetryFigures{Distribution: map[string]int64{}}
 	f.Lockstep.WindowMs = float64(LockstepWindow) / float64(time.Millisecond)
 	f.Deadlines.GaveUpFirst = map[string]int64{"upstream": 0, "gateway": 0, "client": 0}
@@ -503,12 +542,9 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 	var retries []retryStart
 	var past []float64
 	examples := map[string]int64{}
-	for ri := range l.reqs {
-		r := &l.reqs[ri]
-		idx := byReq[key{upID, r.seq}]
-		if len(idx) == 0 && r.up != upID {
-			continue
-		}
+	var dist []int64 // requests by number of attempts
+	for _, rc := range ix.byUp[upID] {
+		r, idx := &l.reqs[rc.ri], rc.idx
 		if scope != nil && (r.sent < scope.start || r.sent >= scope.end) {
 			continue
 		}
@@ -522,7 +558,10 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 		f.attemptSamples = append(f.attemptSamples, float64(n))
 		f.Requests++
 		f.Attempts += n
-		f.Distribution[fmt.Sprint(n)]++
+		for int64(len(dist)) <= n {
+			dist = append(dist, 0)
+		}
+		dist[n]++
 		f.MaxAttempts = max(f.MaxAttempts, n)
 		switch {
 		case inSpans(r.sent, wins):
@@ -576,6 +615,11 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 					f.Deadlines.GaveUpFirst["upstream"]++
 				}
 			}
+		}
+	}
+	for n, c := range dist {
+		if c > 0 {
+			f.Distribution[strconv.Itoa(n)] = c
 		}
 	}
 	reached := f.Requests - f.Distribution["0"]
@@ -834,10 +878,11 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 		}
 		return -1
 	}
-	reqPhase := make(map[uint64]int, len(l.reqs))
+	owners := l.callOwners()
+	reqPhase := make([]int8, len(l.reqs))
 	for i := range l.reqs {
 		r := &l.reqs[i]
-		reqPhase[r.seq] = phase(r.sent)
+		reqPhase[i] = int8(phase(r.sent))
 		if journal.Outcome(l.outcomes.names[r.outcome]) != journal.OutcomeOK || r.status < 200 || r.status > 299 {
 			continue
 		}
@@ -855,8 +900,10 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 		}
 		// A call belongs to its client request's phase (its retries may
 		// come after the window closed); a call without one, to its own.
-		ph, ok := reqPhase[k.seq]
-		if k.flags&rcSeq == 0 || !ok {
+		var ph int
+		if o := owners[i]; o >= 0 {
+			ph = int(reqPhase[o])
+		} else {
 			ph = phase(k.at)
 		}
 		switch ph {
@@ -888,6 +935,30 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 	c.TokensAmplification = ratio(c.TokensPerCompletedDuring, c.TokensPerCompletedBefore)
 	c.WorkWithoutCompletion = c.CompletedDuring == 0 && c.CallsDuring > 0
 	return c
+}
+
+// callOwners returns, for each call, the client request whose phase the
+// cost figures count it in: the last request of the log with the call's
+// sequence number, or -1 (no sequence number, or none of the replayed
+// requests). Computed once: cost runs for the run and for each episode.
+func (l *retryLog) callOwners() []int32 {
+	if l.owners != nil {
+		return l.owners
+	}
+	last := make(map[uint64]int32, len(l.reqs))
+	for i := range l.reqs {
+		last[l.reqs[i].seq] = int32(i)
+	}
+	l.owners = make([]int32, len(l.calls))
+	for i := range l.calls {
+		l.owners[i] = -1
+		if k := &l.calls[i]; k.flags&rcSeq != 0 {
+			if o, ok := last[k.seq]; ok {
+				l.owners[i] = o
+			}
+		}
+	}
+	return l.owners
 }
 
 // statements says the findings in words a postmortem reader gets.
