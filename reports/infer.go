@@ -477,14 +477,14 @@ func (c *collector) routeUpstreams(a *Analysis) []name {
 		bySeq := c.seqIndex()
 		type vote struct{ route, upstream name }
 		votes := map[vote]int{}
-		seen := map[uint64]bool{}
+		seen := make([]bool, len(c.reqs)) // by the first request of a number: the number's first call votes
 		for i := range c.calls {
 			k := &c.calls[i]
-			if !k.hasSeq || k.health || seen[k.seq] {
+			if !k.hasSeq || k.health {
 				continue
 			}
-			seen[k.seq] = true
-			if ri, ok := bySeq(k.seq); ok {
+			if ri, ok := bySeq(k.seq); ok && !seen[ri] {
+				seen[ri] = true
 				votes[vote{c.reqs[ri].route, k.upstream}]++
 			}
 		}
@@ -549,16 +549,12 @@ func (c *collector) markAbandoned() {
 	}
 }
 
-// seqIndex returns a lookup from sequence number to request index.
+// seqIndex returns a lookup from sequence number to the first request of
+// that number.
 func (c *collector) seqIndex() func(uint64) (int, bool) {
-	m := make(map[uint64]int32, len(c.reqs))
-	for i := range c.reqs {
-		if _, dup := m[c.reqs[i].seq]; !dup {
-			m[c.reqs[i].seq] = int32(i)
-		}
-	}
+	ix := newSeqIndex(len(c.reqs), func(i int) uint64 { return c.reqs[i].seq })
 	return func(s uint64) (int, bool) {
-		i, ok := m[s]
+		i, ok := ix.first(s)
 		return int(i), ok
 	}
 }

@@ -91,7 +91,8 @@ type retryLog struct {
 	mps      *interner
 	keys     map[string]uint32
 	outcomes *interner
-	owners   []int32 // callOwners, once computed
+	owners   []int32   // callOwners, once computed
+	bySeq    *seqIndex // seqs, once computed
 }
 
 func newRetryLog() *retryLog {
@@ -442,45 +443,55 @@ type reqCalls struct {
 }
 
 func newRetryIndex(l *retryLog) *retryIndex {
-	// The requests of each sequence number, in log order: first[seq] and
-	// a chain through next (-1 ends it).
-	first := make(map[uint64]int32, len(l.reqs))
-	next := make([]int32, len(l.reqs))
-	for ri := len(l.reqs) - 1; ri >= 0; ri-- {
-		next[ri] = -1
-		if f, ok := first[l.reqs[ri].seq]; ok {
-			next[ri] = f
-		}
-		first[l.reqs[ri].seq] = int32(ri)
+	seqs := l.seqs()
+	// The calls of replayed requests (a sequence number one of the
+	// requests has; no health check), grouped by upstream and the first
+	// request of their number, in time order within a group (ties in log
+	// order).
+	type groupedCall struct {
+		at   int64
+		head int32
+		i    int32
+		up   uint16
 	}
-	byReq := map[retryKey][]int{}
-	ix := &retryIndex{l: l, byUp: map[uint16][]reqCalls{}, upSeq: map[uint16]bool{}}
-	order := make([]int, 0, len(l.calls))
+	var gc []groupedCall
 	for i := range l.calls {
-		order = append(order, i)
-	}
-	sort.SliceStable(order, func(a, b int) bool { return l.calls[order[a]].at < l.calls[order[b]].at })
-	for _, i := range order {
 		c := &l.calls[i]
 		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 {
-			continue // a health check, or not one of the replayed requests
-		}
-		if _, known := first[c.seq]; !known {
 			continue
 		}
-		k := retryKey{c.up, c.seq}
-		byReq[k] = append(byReq[k], i)
-		ix.upSeq[c.up] = true
+		if h, ok := seqs.first(c.seq); ok {
+			gc = append(gc, groupedCall{c.at, h, int32(i), c.up})
+		}
+	}
+	slices.SortFunc(gc, func(a, b groupedCall) int {
+		return cmp.Or(cmp.Compare(a.up, b.up), cmp.Compare(a.head, b.head), cmp.Compare(a.at, b.at), cmp.Compare(a.i, b.i))
+	})
+	flat := make([]int, len(gc))
+	for j, g := range gc {
+		flat[j] = int(g.i)
+	}
+	ix := &retryIndex{l: l, byUp: map[uint16][]reqCalls{}, upSeq: map[uint16]bool{}}
+	atOwn := make([]bool, len(l.reqs)) // the request has calls at the upstream it was routed to
+	for j := 0; j < len(gc); {
+		k := j
+		for k < len(gc) && gc[k].up == gc[j].up && gc[k].head == gc[j].head {
+			k++
+		}
+		up, idx := gc[j].up, flat[j:k:k]
+		ix.upSeq[up] = true
+		for ri := gc[j].head; ri >= 0; ri = seqs.next[ri] {
+			ix.byUp[up] = append(ix.byUp[up], reqCalls{ri, idx})
+			if l.reqs[ri].up == up {
+				atOwn[ri] = true
+			}
+		}
+		j = k
 	}
 	for ri := range l.reqs {
-		r := &l.reqs[ri]
-		ix.byUp[r.up] = append(ix.byUp[r.up], reqCalls{int32(ri), byReq[retryKey{r.up, r.seq}]})
-	}
-	for k, idx := range byReq {
-		for ri := first[k.seq]; ri >= 0; ri = next[ri] {
-			if l.reqs[ri].up != k.up { // those routed to k.up are in already
-				ix.byUp[k.up] = append(ix.byUp[k.up], reqCalls{ri, idx})
-			}
+		if !atOwn[ri] {
+			up := l.reqs[ri].up
+			ix.byUp[up] = append(ix.byUp[up], reqCalls{int32(ri), nil})
 		}
 	}
 	for _, rs := range ix.byUp {
@@ -945,20 +956,25 @@ func (l *retryLog) callOwners() []int32 {
 	if l.owners != nil {
 		return l.owners
 	}
-	last := make(map[uint64]int32, len(l.reqs))
-	for i := range l.reqs {
-		last[l.reqs[i].seq] = int32(i)
-	}
+	seqs := l.seqs()
 	l.owners = make([]int32, len(l.calls))
 	for i := range l.calls {
 		l.owners[i] = -1
 		if k := &l.calls[i]; k.flags&rcSeq != 0 {
-			if o, ok := last[k.seq]; ok {
+			if o, ok := seqs.last(k.seq); ok {
 				l.owners[i] = o
 			}
 		}
 	}
 	return l.owners
+}
+
+// seqs returns the index of the requests by sequence number, built once.
+func (l *retryLog) seqs() *seqIndex {
+	if l.bySeq == nil {
+		l.bySeq = newSeqIndex(len(l.reqs), func(i int) uint64 { return l.reqs[i].seq })
+	}
+	return l.bySeq
 }
 
 // statements says the findings in words a postmortem reader gets.
