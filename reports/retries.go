@@ -454,7 +454,7 @@ func newRetryIndex(l *retryLog) *retryIndex {
 		i    int32
 		up   uint16
 	}
-	var gc []groupedCall
+	gc := make([]groupedCall, 0, len(l.calls))
 	for i := range l.calls {
 		c := &l.calls[i]
 		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 {
@@ -472,6 +472,20 @@ func newRetryIndex(l *retryLog) *retryIndex {
 		flat[j] = int(g.i)
 	}
 	ix := &retryIndex{l: l, byUp: map[uint16][]reqCalls{}, upSeq: map[uint16]bool{}}
+	// Sized first: each request is in its own upstream's list, and in
+	// another's when that one's calls carried its number.
+	sizes := map[uint16]int{}
+	for ri := range l.reqs {
+		sizes[l.reqs[ri].up]++
+	}
+	for j := range gc {
+		if j == 0 || gc[j].up != gc[j-1].up || gc[j].head != gc[j-1].head {
+			sizes[gc[j].up]++
+		}
+	}
+	for up, n := range sizes {
+		ix.byUp[up] = make([]reqCalls, 0, n)
+	}
 	atOwn := make([]bool, len(l.reqs)) // the request has calls at the upstream it was routed to
 	for j := 0; j < len(gc); {
 		k := j
