@@ -118,6 +118,27 @@ func BenchmarkAnalyze1M(b *testing.B) {
 	b.ReportMetric(float64(heap)/1e6, "live-MB")
 }
 
+// BenchmarkRender1M is `rehearse report render` of a 1,000,000-event
+// journal: the analysis and every file written (run.json, report.html,
+// report.md, the SVG and PNG timelines, junit.xml), timed in CPU seconds.
+// Run with -cpu 1 for the one-core figure of docs/benchmarks.md.
+func BenchmarkRender1M(b *testing.B) {
+	dir := b.TempDir()
+	n := bigJournal(b, filepath.Join(dir, "journal.jsonl"), 1_000_000)
+	runtime.GC()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := RenderDir(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(cpu.Seconds()/float64(b.N)*1e6/float64(n), "cpu-s/1M-events")
+	b.ReportMetric(float64(n), "events")
+}
+
 // cpuTime is the process's user+system CPU time: on a shared machine it
 // says more about the analysis's cost than the wall clock.
 func cpuTime() time.Duration {

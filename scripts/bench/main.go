@@ -10,8 +10,8 @@
 //     send lateness at 10, 1,000 and 5,000/s, and the process's CPU;
 //   - capture: capture.ExtractFile against tshark on the same generated
 //     capture (go test -bench BenchmarkExtract);
-//   - analysis: a 953k-event journal analysed on one core (go test -bench
-//     Analyze1M -cpu 1);
+//   - analysis: a 953k-event journal analysed and rendered (report render)
+//     on one core (go test -bench 'Analyze1M|Render1M' -cpu 1);
 //   - drill: `rehearse run 503-storm --duration 2m`, its CPU share and the
 //     replay's p99 send lateness.
 //
@@ -532,17 +532,19 @@ func benchCapture() {
 }
 
 func benchAnalysis() {
-	fmt.Println("  reports.Analyze of a generated 953,473-event journal (reports/bench_test.go), GOMAXPROCS=1")
-	var cpuPerM, wallPerM series
+	fmt.Println("  a generated 953,473-event journal (reports/bench_test.go), GOMAXPROCS=1: reports.Analyze, and RenderDir (= rehearse report render: the analysis and every report file)")
+	var cpuPerM, wallPerM, renderPerM series
 	for range *rounds {
-		res := goBench(nil, "-bench", "^BenchmarkAnalyze1M$", "-benchtime", "1x", "-cpu", "1", "./reports/")
+		res := goBench(nil, "-bench", "^Benchmark(Analyze|Render)1M$", "-benchtime", "1x", "-cpu", "1", "./reports/")
 		m := res["BenchmarkAnalyze1M"]
 		const events = 953473
 		cpuPerM = append(cpuPerM, m["cpu-s/op"]*1e6/events)
 		wallPerM = append(wallPerM, m["ns/op"]/1e9*1e6/events)
+		renderPerM = append(renderPerM, res["BenchmarkRender1M"]["cpu-s/1M-events"])
 	}
-	row("CPU per 1 M events, one core", cpuPerM, "s")
-	row("wall per 1 M events, one core", wallPerM, "s (the load average inflates it)")
+	row("analysis: CPU per 1 M events, one core", cpuPerM, "s")
+	row("analysis: wall per 1 M events, one core", wallPerM, "s (the load average inflates it)")
+	row("report render: CPU per 1 M events, one core", renderPerM, "s")
 }
 
 // findKey returns the first value of key anywhere in v.
