@@ -94,6 +94,8 @@ func (c *fakeClock) WaitUntil(ctx context.Context, t time.Duration) error {
 	return nil
 }
 
+func (c *fakeClock) WaitAbout(ctx context.Context, t time.Duration) error { return c.WaitUntil(ctx, t) }
+
 type schedEvent struct {
 	i    uint64
 	due  time.Duration

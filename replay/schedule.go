@@ -16,6 +16,10 @@ type waiter interface {
 	Now() time.Duration
 	// WaitUntil returns when Now() >= t, or with ctx's error.
 	WaitUntil(ctx context.Context, t time.Duration) error
+	// WaitAbout returns when Now() >= t, possibly later by the coarse
+	// timer's granularity, or with ctx's error: a wait whose precision
+	// does not matter, made cheaply (one wake-up, no spin).
+	WaitAbout(ctx context.Context, t time.Duration) error
 }
 
 // spinWindow, when set (tests and benchmarks), replaces the calibrated
@@ -30,6 +34,15 @@ var spinWindow time.Duration
 // machine. It only bounds how long a cancellation can wait: the precise
 // sleep is not interrupted by ctx.
 const coarseMargin = 2 * time.Millisecond
+
+// preciseMax is the longest wait made with the precise sleep alone; a
+// longer one first sleeps on the Go timer to coarseMargin before the due
+// time. A sender dispatched dispatchLead early so waits with one wake-up.
+const preciseMax = 2 * coarseMargin
+
+// dispatchLead is how long before its due time a request of a slow
+// schedule is handed to its sender (leadFor).
+const dispatchLead = 2 * coarseMargin
 
 // maxSpin caps the spin window wherever it comes from: at 10 requests per
 // second it bounds the spinning to 0.1 % of a core; a longer window would
@@ -65,8 +78,8 @@ func newRealWaiter(start time.Time, spin time.Duration) *realWaiter {
 func (w *realWaiter) Now() time.Duration { return time.Since(w.start) }
 
 func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
-	if d := t - w.Now() - coarseMargin; d > 0 {
-		w.timer.Reset(d)
+	if d := t - w.Now(); d > preciseMax {
+		w.timer.Reset(d - coarseMargin)
 		select {
 		case <-ctx.Done():
 			w.timer.Stop()
@@ -85,6 +98,26 @@ func (w *realWaiter) WaitUntil(ctx context.Context, t time.Duration) error {
 	for w.Now() < t {
 	}
 	return nil
+}
+
+// WaitAbout is the Go timer alone, to t: it fires up to about a
+// millisecond late (the poller's granularity), more on a loaded machine,
+// never early. The scheduler's early dispatch waits so (its precision is
+// the sender's precise wait): a precise sleep and a spin there had been a
+// second wake-up and a second spin per request. It uses the waiter's one
+// timer, as WaitUntil does for waits longer than preciseMax: only the
+// scheduler's goroutine makes either (a sender's precise wait is shorter).
+func (w *realWaiter) WaitAbout(ctx context.Context, t time.Duration) error {
+	if d := t - w.Now(); d > 0 {
+		w.timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			w.timer.Stop()
+			return ctx.Err()
+		case <-w.timer.C:
+		}
+	}
+	return ctx.Err()
 }
 
 // spinFor returns the spin window for a run whose requests are interval
@@ -107,19 +140,22 @@ func spinFor(interval time.Duration) time.Duration {
 }
 
 // leadFor returns how long before its due time each request of a run
-// whose requests are interval apart is handed to its sender: coarseMargin
-// for slow schedules (at most one request in every four margins, 125/s
-// and slower, which includes a rehearsal's 10/s), else 0. With a
-// lead, the scheduler's Go timer wakes it early, it dispatches, and the
-// sender builds the request and then makes the precise wait itself, so
-// the hand-off from the scheduler to a sender goroutine (tens of µs on a
-// virtual machine, where the sender's thread may be on an idle vCPU) and
-// the request's build are off the send path. Fast schedules keep the
-// precise wait in the scheduler: a lead there would take the drop
-// decisions (missed slot, in-flight cap) several requests ahead.
+// whose requests are interval apart is handed to its sender: dispatchLead
+// for slow schedules (at most one request in every two leads, 125/s and
+// slower, which includes a rehearsal's 10/s), else 0. With a lead, the
+// scheduler's Go timer wakes it early, it dispatches, and the sender
+// builds the request and then makes the precise wait itself (one precise
+// sleep, no Go timer: the rest is at most preciseMax), so the hand-off
+// from the scheduler to a sender goroutine (tens of µs on a virtual
+// machine, where the sender's thread may be on an idle vCPU) and the
+// request's build are off the send path. The lead is twice the Go timer's
+// margin so that a late timer still leaves the sender its precise wait.
+// Fast schedules keep the precise wait in the scheduler: a lead there
+// would take the drop decisions (missed slot, in-flight cap) several
+// requests ahead.
 func leadFor(interval time.Duration) time.Duration {
-	if interval >= 4*coarseMargin {
-		return coarseMargin
+	if interval >= 2*dispatchLead {
+		return dispatchLead
 	}
 	return 0
 }
@@ -186,7 +222,11 @@ func (s *scheduler) run(ctx context.Context) (uint64, error) {
 		if !ok {
 			return i, nil
 		}
-		if err := s.clock.WaitUntil(ctx, due-s.lead); err != nil {
+		wait := s.clock.WaitUntil
+		if s.lead > 0 {
+			wait = s.clock.WaitAbout // the sender waits precisely
+		}
+		if err := wait(ctx, due-s.lead); err != nil {
 			return i, err
 		}
 		now := s.clock.Now()

@@ -37,12 +37,24 @@ func TestWaitUntilNeverEarly(t *testing.T) {
 			}
 		}
 	}
-	// A long wait is cancellable in its timer phase.
+	// The coarse wait is never early either.
 	w := newRealWaiter(time.Now(), 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := w.WaitUntil(ctx, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("WaitUntil(1h) with a 20 ms context: %v", err)
+	for i := range 10 {
+		due := w.Now() + time.Duration(i%4)*time.Millisecond + time.Duration(i)*53*time.Microsecond
+		if err := w.WaitAbout(context.Background(), due); err != nil {
+			t.Fatal(err)
+		}
+		if now := w.Now(); now < due {
+			t.Fatalf("WaitAbout(%v) returned at %v", due, now)
+		}
+	}
+	// A long wait is cancellable in its timer phase, both kinds.
+	for name, wait := range map[string]func(context.Context, time.Duration) error{"WaitUntil": w.WaitUntil, "WaitAbout": w.WaitAbout} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		if err := wait(ctx, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s(1h) with a 20 ms context: %v", name, err)
+		}
+		cancel()
 	}
 }
 
@@ -55,7 +67,7 @@ func TestSpinAndLeadBounded(t *testing.T) {
 			t.Errorf("interval %v: spin %v is more than a twentieth", iv, s)
 		}
 	}
-	if leadFor(100*time.Millisecond) != coarseMargin || leadFor(time.Millisecond) != 0 {
+	if leadFor(100*time.Millisecond) != dispatchLead || leadFor(time.Millisecond) != 0 || dispatchLead > preciseMax {
 		t.Errorf("lead: %v at 10/s, %v at 1,000/s", leadFor(100*time.Millisecond), leadFor(time.Millisecond))
 	}
 }
