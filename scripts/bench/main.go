@@ -569,33 +569,115 @@ func findKey(v any, key string) any {
 	return nil
 }
 
-func benchDrill() {
-	fmt.Printf("  rehearse run 503-storm --duration %s (built-in gateway and upstreams in the same process)\n", *drillFor)
-	var cpu, p50, p99 series
-	for r := range *rounds {
-		out := filepath.Join(tmp, fmt.Sprintf("drill-%d", r))
-		cmd := exec.Command(*rehearse, "run", "503-storm", "--duration", drillFor.String(), "-q", "-o", out)
-		t0 := time.Now()
-		if b, err := cmd.CombinedOutput(); err != nil {
-			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 { // 1: an expectation failed, still a run
-				log.Fatalf("drill: %v\n%s", err, b)
-			}
-		}
-		wall := time.Since(t0)
-		used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		cpu = append(cpu, 100*float64(used)/float64(wall))
-		b, err := os.ReadFile(filepath.Join(out, "run.json"))
-		if err != nil {
-			log.Fatal(err)
-		}
-		var v any
-		json.Unmarshal(b, &v)
-		if l, ok := findKey(v, "lateness_ms").(map[string]any); ok {
-			p50 = append(p50, l["p50"].(float64))
-			p99 = append(p99, l["p99"].(float64))
+// drillRun is one drill's figures.
+type drillRun struct {
+	cpu, noReport float64 // % of a core over the run; the same less the report step's CPU
+	render        float64 // CPU-s of rendering its report again (rehearse report render)
+	p50, p99      float64 // send lateness, ms
+	gateway       float64 // % of a core used by the gateway process (-1: in the same process)
+}
+
+// runDrill runs rehearse run with args into out and returns its figures;
+// pid0, when not 0, is a gateway process whose CPU over the run is taken.
+func runDrill(out string, gatewayPID int, args ...string) drillRun {
+	cmd := exec.Command(*rehearse, append(append([]string{"run"}, args...), "-q", "-o", out)...)
+	g0 := procCPU(gatewayPID)
+	t0 := time.Now()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 { // 1: an expectation failed, still a run
+			log.Fatalf("drill: %v\n%s", err, b)
 		}
 	}
-	row("process CPU over the run", cpu, "% of a core")
-	row("replay send lateness p50", p50, "ms")
-	row("replay send lateness p99", p99, "ms")
+	wall := time.Since(t0)
+	d := drillRun{gateway: -1}
+	if gatewayPID != 0 {
+		d.gateway = 100 * float64(procCPU(gatewayPID)-g0) / float64(wall)
+	}
+	d.cpu = 100 * float64(cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()) / float64(wall)
+	// The report step's share: the same report rendered again from the
+	// run directory, as its own process.
+	rr := exec.Command(*rehearse, "report", "render", out)
+	if b, err := rr.CombinedOutput(); err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			log.Fatalf("report render: %v\n%s", err, b)
+		}
+	}
+	d.render = (rr.ProcessState.UserTime() + rr.ProcessState.SystemTime()).Seconds()
+	d.noReport = d.cpu - 100*d.render/wall.Seconds()
+	b, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var v any
+	json.Unmarshal(b, &v)
+	if l, ok := findKey(v, "lateness_ms").(map[string]any); ok {
+		d.p50, _ = l["p50"].(float64)
+		d.p99, _ = l["p99"].(float64)
+	}
+	return d
+}
+
+// separateDrill writes the 503 drill with the reference gateway as its
+// own process (rehearse gateway) on free ports, starts that process and
+// returns the scenario file, the gateway's PID and how to stop it.
+func separateDrill(round int) (string, int, func()) {
+	ups := []string{"search", "weather", "vectors", "llm-primary", "llm-fallback"}
+	gw := "127.0.0.1:" + freePort()
+	var gcfg, scfg strings.Builder
+	fmt.Fprintf(&gcfg, "listen: %s\nprimary: llm-primary\nfallback: llm-fallback\nupstreams:\n", gw)
+	fmt.Fprintf(&scfg, "version: 1\nname: 503-storm-separate\ngateway:\n  url: http://%s\n  metrics: {url: http://%s/metrics, preset: reference}\n  health: {url: http://%s/healthz}\n  ready: {url: http://%s/healthz, timeout: 15s}\nupstreams:\n", gw, gw, gw, gw)
+	for _, u := range ups {
+		addr := "127.0.0.1:" + freePort()
+		kind := ""
+		if strings.HasPrefix(u, "llm-") {
+			kind = ", kind: model"
+		}
+		fmt.Fprintf(&gcfg, "  %s: {url: http://%s%s}\n", u, addr, kind)
+		fmt.Fprintf(&scfg, "  - {name: %s, listen: %q}\n", u, addr)
+	}
+	// The built-in 503-storm drill's replay, fault and expectations.
+	fmt.Fprintf(&scfg, "replay: {rate: 10, duration: %s}\nfaults:\n  - {name: search-503, type: status, upstream: search, at: 20s, for: 60s, params: {code: 503}}\nexpectations: {upstreams: [search], opens_within: 30s, max_probes_in_flight: 1, probe_spacing_min: 200ms, closes_within: 45s, healthy_unaffected: [weather, vectors]}\n", *drillFor)
+	gfile := filepath.Join(tmp, fmt.Sprintf("gateway-%d.yaml", round))
+	sfile := filepath.Join(tmp, fmt.Sprintf("drill-separate-%d.yaml", round))
+	if err := os.WriteFile(gfile, []byte(gcfg.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(sfile, []byte(scfg.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(*rehearse, "gateway", "--config", gfile, "--log-level", "error")
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("starting the gateway: %v", err)
+	}
+	return sfile, cmd.Process.Pid, func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }
+}
+
+func benchDrill() {
+	fmt.Printf("  rehearse run 503-storm --duration %s: (a) as built in, the reference gateway and the upstreams in one process; (b) the same drill with the gateway as its own process (rehearse gateway), so that (b)'s CPU is the harness's alone; report step = CPU of rehearse report render of the run directory afterwards\n", *drillFor)
+	var cpu, cpuNoReport, p50, p99, render, sepCPU, sepNoReport, sepGateway, sepP99 series
+	for r := range *rounds {
+		for _, variant := range rotate([]string{"in-process", "separate"}, r) {
+			out := filepath.Join(tmp, fmt.Sprintf("drill-%s-%d", variant, r))
+			if variant == "in-process" {
+				d := runDrill(out, 0, "503-storm", "--duration", drillFor.String())
+				cpu, p50, p99, render = append(cpu, d.cpu), append(p50, d.p50), append(p99, d.p99), append(render, d.render)
+				cpuNoReport = append(cpuNoReport, d.noReport)
+				continue
+			}
+			sfile, pid, stop := separateDrill(r)
+			d := runDrill(out, pid, sfile)
+			stop()
+			sepCPU, sepGateway, sepP99 = append(sepCPU, d.cpu), append(sepGateway, d.gateway), append(sepP99, d.p99)
+			sepNoReport = append(sepNoReport, d.noReport)
+		}
+	}
+	row("(a) process CPU over the run", cpu, "% of a core")
+	row("(a) the same without the report step", cpuNoReport, "% of a core (run CPU less the re-render's, over the run's length)")
+	row("(a) report step (re-render)", render, "CPU-s")
+	row("(a) replay send lateness p50", p50, "ms")
+	row("(a) replay send lateness p99", p99, "ms")
+	row("(b) harness process CPU", sepCPU, "% of a core")
+	row("(b) harness without the report step", sepNoReport, "% of a core")
+	row("(b) gateway process CPU", sepGateway, "% of a core")
+	row("(b) replay send lateness p99", sepP99, "ms")
 }
