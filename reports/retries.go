@@ -100,7 +100,7 @@ func newRetryLog() *retryLog {
 }
 
 func (l *retryLog) addCall(t time.Duration, p *journal.UpstreamRequest) {
-	k := rCall{at: int64(t), up: l.ups.id(p.Upstream), mp: l.mps.id(p.Method + " " + p.Path),
+	k := rCall{at: int64(t), up: l.ups.id(p.Upstream), mp: l.mps.pair(p.Method, p.Path),
 		outcome: l.outcomes.id(string(p.Outcome)), status: int16(min(max(p.Status, 0), 32767)),
 		tokens: uint32(min(max(p.PromptTokens+p.CompletionTokens, 0), 1<<32-1))}
 	k.end = k.at
@@ -134,7 +134,7 @@ func (l *retryLog) addRequest(p *journal.ClientRequest) {
 		return // never sent: no attempt, no cost, no deadline
 	}
 	l.reqs = append(l.reqs, rReq{seq: p.Seq, sent: int64(p.Sent), headers: int64(p.HeadersAt), done: int64(p.Done),
-		deadline: int64(p.Deadline), up: l.ups.id(p.Upstream), mp: l.mps.id(p.Method + " " + p.Route),
+		deadline: int64(p.Deadline), up: l.ups.id(p.Upstream), mp: l.mps.pair(p.Method, p.Route),
 		outcome: l.outcomes.id(string(p.Outcome)), status: int16(min(max(p.Status, 0), 32767)), keyed: p.IdempotencyKey,
 		resent: len(p.Resent) > 0})
 }
@@ -144,9 +144,26 @@ func (l *retryLog) addRequest(p *journal.ClientRequest) {
 type interner struct {
 	ids   map[string]uint16
 	names []string
+	pairs map[[2]string]uint16 // pair's cache: no string built per lookup
 }
 
-func newInterner() *interner { return &interner{ids: map[string]uint16{"": 0}, names: []string{""}} }
+func newInterner() *interner {
+	return &interner{ids: map[string]uint16{"": 0}, names: []string{""}, pairs: map[[2]string]uint16{}}
+}
+
+// pair is id(a + " " + b) without building the string for a name already
+// seen (a million events had been a million concatenations).
+func (in *interner) pair(a, b string) uint16 {
+	k := [2]string{a, b}
+	if id, ok := in.pairs[k]; ok {
+		return id
+	}
+	id := in.id(a + " " + b)
+	if len(in.pairs) < 1<<16 {
+		in.pairs[k] = id
+	}
+	return id
+}
 
 func (in *interner) id(s string) uint16 {
 	if id, ok := in.ids[s]; ok {
