@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -48,9 +47,11 @@ type Options struct {
 	JUnitPath string
 	// Version is the harness version recorded in run.start.
 	Version string
-	// Progress receives the replay's progress display (a terminal); nil
-	// means none.
-	Progress io.Writer
+	// Status shows the run's status line while it replays (a terminal's
+	// bottom line: internal/tty.Display, with the log written through
+	// it): elapsed and planned time, sent/ok/failed, the fault windows
+	// open, each watched upstream's breaker; nil means none.
+	Status StatusLine
 	// Logger logs the run's steps; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the harness's own metrics; nil means a private
@@ -121,9 +122,13 @@ type conductor struct {
 	log *slog.Logger
 	reg prometheus.Registerer
 
-	dir         string
-	clock       *journal.Clock
-	journal     *journal.Writer
+	dir     string
+	clock   *journal.Clock
+	journal *journal.Writer
+	// rec is where the components record: the journal, behind the live
+	// view of the status line when there is one.
+	rec         journal.Recorder
+	live        *live
 	inject      *inject.Server
 	redis       *redisServer
 	gateways    []*gateway.Gateway
@@ -180,6 +185,11 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	if err != nil {
 		abandon()
 		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
+	}
+	c.rec = c.journal
+	if c.opt.Status != nil {
+		c.live = newLive(c.journal, c.clock, c.sc)
+		c.rec = c.live
 	}
 	res = &Result{Dir: dir}
 	c.recordStart(start, &platform)
@@ -285,7 +295,7 @@ func (c *conductor) start(ctx context.Context) error {
 	// Faults are added when the replay starts, so that "at: 30s" means 30
 	// seconds into the replay whatever the setup took.
 	inj, err := inject.New(sc.InjectUpstreams(redisAddr), nil,
-		inject.WithRecorder(c.journal), inject.WithClock(c.clock), inject.WithSeed(*sc.Seed),
+		inject.WithRecorder(c.rec), inject.WithClock(c.clock), inject.WithSeed(*sc.Seed),
 		inject.WithRegisterer(c.reg), inject.WithLogger(c.log))
 	if err != nil {
 		return err
@@ -319,7 +329,7 @@ func (c *conductor) start(ctx context.Context) error {
 func (c *conductor) startGateways(cfg gateway.Config) error {
 	for i, ln := range c.gwListeners {
 		g, err := gateway.New(cfg,
-			gateway.WithRecorder(c.journal), gateway.WithLogger(c.log),
+			gateway.WithRecorder(c.rec), gateway.WithLogger(c.log),
 			gateway.WithInstance(fmt.Sprintf("gw%d", i)), gateway.WithSeed(uint64(*c.sc.Seed)+uint64(i)))
 		if err != nil {
 			return err
@@ -344,11 +354,11 @@ func (c *conductor) startObservers(ctx context.Context) error {
 	// Timer lateness and load throughout the run, not only before it: a
 	// comparison of platforms needs what the timers did while the breaker
 	// was timing its cooldowns.
-	ps := observe.NewPlatformSampler(0, observe.WithRecorder(c.journal), observe.WithClock(c.clock))
+	ps := observe.NewPlatformSampler(0, observe.WithRecorder(c.rec), observe.WithClock(c.clock))
 	c.obsWG.Add(1)
 	go func() { defer c.obsWG.Done(); _ = ps.Run(obsCtx) }()
 	for _, mc := range c.sc.ScrapeConfigs(c.gwURLs) {
-		s, err := observe.NewScraper(mc, observe.WithRecorder(c.journal), observe.WithClock(c.clock),
+		s, err := observe.NewScraper(mc, observe.WithRecorder(c.rec), observe.WithClock(c.clock),
 			observe.WithLogger(c.log), observe.WithUpstreams(names...))
 		if err != nil {
 			return err
@@ -358,7 +368,7 @@ func (c *conductor) startObservers(ctx context.Context) error {
 		go func() { defer c.obsWG.Done(); _ = s.Run(obsCtx) }()
 	}
 	if health := c.sc.HealthConfig(c.target); health != nil {
-		cn, err := observe.NewCanary(*health, observe.WithRecorder(c.journal), observe.WithClock(c.clock), observe.WithLogger(c.log))
+		cn, err := observe.NewCanary(*health, observe.WithRecorder(c.rec), observe.WithClock(c.clock), observe.WithLogger(c.log))
 		if err != nil {
 			return err
 		}
@@ -377,15 +387,19 @@ func (c *conductor) replay(ctx context.Context, corpus []*capture.Request) (*rep
 	}
 	opts := sc.ReplayOptions(target, c.runID)
 	var ropts []replay.Option
-	ropts = append(ropts, replay.WithRecorder(c.journal), replay.WithClock(c.clock), replay.WithRegisterer(c.reg))
-	if c.opt.Progress != nil {
-		ropts = append(ropts, replay.WithProgress(c.opt.Progress))
+	ropts = append(ropts, replay.WithRecorder(c.rec), replay.WithClock(c.clock), replay.WithRegisterer(c.reg))
+	if c.live != nil {
+		ropts = append(ropts, replay.WithProgressFunc(c.live.setReplay))
 	}
 	rp, err := replay.New(corpus, opts, ropts...)
 	if err != nil {
 		return nil, err
 	}
 	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", len(corpus))})
+	if c.live != nil {
+		c.opt.Status.Start(c.live.Line)
+		defer c.opt.Status.Stop()
+	}
 	for _, f := range sc.Faults {
 		if _, err := c.inject.AddFault(f); err != nil {
 			return nil, err

@@ -42,6 +42,9 @@ type FileRun struct {
 	OutDir string
 	// Progress, when set, shows the progress line (pass a terminal).
 	Progress io.Writer
+	// ProgressFunc, when set, receives the running counts instead
+	// (WithProgressFunc), for a display of the caller's own.
+	ProgressFunc func(Progress)
 	// Summary, when set, receives the human summary at the end (the JSON
 	// summary with SummaryJSON).
 	Summary     io.Writer
@@ -95,7 +98,10 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 		rec = jw
 	}
 	opts := []Option{WithRecorder(rec), WithClock(clock)}
-	if fr.Progress != nil {
+	switch {
+	case fr.ProgressFunc != nil:
+		opts = append(opts, WithProgressFunc(fr.ProgressFunc))
+	case fr.Progress != nil:
 		opts = append(opts, WithProgress(fr.Progress))
 	}
 	r, err := New(corpus, o, opts...)

@@ -306,7 +306,7 @@ type config struct {
 	clock    *journal.Clock
 	pacer    Pacer
 	reg      prometheus.Registerer
-	progress io.Writer
+	progress func(Progress)
 	waiter   waiter
 }
 
@@ -328,4 +328,10 @@ func WithRegisterer(reg prometheus.Registerer) Option { return func(c *config) {
 // WithProgress draws a one-line progress display on w, refreshed four
 // times a second. The caller decides whether w is a terminal; without this
 // option nothing is drawn.
-func WithProgress(w io.Writer) Option { return func(c *config) { c.progress = w } }
+func WithProgress(w io.Writer) Option { return func(c *config) { c.progress = drawOn(w) } }
+
+// WithProgressFunc calls fn with the running count four times a second
+// while Run sends, and once more (Final set) when the replay has ended:
+// for a display that shows more than the replay (rehearse run's status
+// line). It replaces WithProgress.
+func WithProgressFunc(fn func(Progress)) Option { return func(c *config) { c.progress = fn } }

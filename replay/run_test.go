@@ -159,9 +159,9 @@ func TestSummaryJSON(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
-	s := &Summary{Sent: 120, Dropped: 2, Late: 1, AchievedRate: []int{10, 10, 9},
+	p := Progress{Elapsed: 2*time.Second + 500*time.Millisecond, Planned: 5 * time.Minute, Sent: 120, Dropped: 2, Late: 1, Rate: 10, InFlight: 4,
 		ByOutcome: map[journal.Outcome]int{journal.OutcomeOK: 100, journal.OutcomeFastFail: 15, journal.OutcomeCutMidBody: 3, journal.OutcomeDropped: 2}}
-	got := progressLine(s, 2*time.Second+500*time.Millisecond, 5*time.Minute, 4)
+	got := p.Line()
 	want := "0:02 / 5:00 (4:58 left)  sent 120  10/s  in flight 4  dropped 2  late 1  cut_mid_body 3  fast_fail 15"
 	if got != want {
 		t.Errorf("progress\n got %q\nwant %q", got, want)

@@ -2,15 +2,17 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/tty"
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
 )
@@ -80,8 +82,28 @@ partial summary (exit code 130).`,
 			fr.Capture = args[0]
 			fr.Summary = cmd.OutOrStdout()
 			fr.Version = version
-			if f, ok := cmd.ErrOrStderr().(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
-				fr.Progress = f
+			if !quiet && tty.IsTerminal(cmd.ErrOrStderr()) {
+				// The progress line at the bottom, the log above it.
+				d := tty.New(cmd.ErrOrStderr())
+				logger, err := newLogger(d, cmd.Flag("log-level").Value.String(), cmd.Flag("log-format").Value.String())
+				if err != nil {
+					return err
+				}
+				prev := slog.Default()
+				slog.SetDefault(logger)
+				defer slog.SetDefault(prev)
+				// The line appears with the first count: a replay that
+				// fails before it sends leaves no line behind.
+				var last atomic.Pointer[replay.Progress]
+				var start sync.Once
+				fr.ProgressFunc = func(p replay.Progress) {
+					last.Store(&p)
+					start.Do(func() { d.Start(func() string { return last.Load().Line() }) })
+					if p.Final {
+						d.Stop() // before the summary goes to stdout
+					}
+				}
+				defer d.Stop()
 			}
 			_, err = replay.RunFile(cmd.Context(), fr)
 			return err

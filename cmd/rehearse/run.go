@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/runs"
+	"github.com/halfopen/rehearse/internal/tty"
 	"github.com/halfopen/rehearse/notify"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/scenarios"
@@ -106,8 +106,18 @@ func newRunCmd() *cobra.Command {
 				return nil
 			}
 			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion(), Plan: plan}
-			if !quiet && isTerminal(cmd.ErrOrStderr()) {
-				opt.Progress = cmd.ErrOrStderr()
+			if !quiet && tty.IsTerminal(cmd.ErrOrStderr()) {
+				// On a terminal the status line stays at the bottom and
+				// the log is written above it, through the display.
+				d := tty.New(cmd.ErrOrStderr())
+				logger, err := newLogger(d, cmd.Flag("log-level").Value.String(), cmd.Flag("log-format").Value.String())
+				if err != nil {
+					return err
+				}
+				prev := slog.Default()
+				slog.SetDefault(logger)
+				defer slog.SetDefault(prev)
+				opt.Status, opt.Logger = d, logger
 			}
 			var a *runs.Archive
 			if archive != "" {
@@ -222,10 +232,4 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 		abs, _ := filepath.Abs(filepath.Join(res.Dir, "report.html"))
 		fmt.Fprintf(w, "  report: %s\n", abs)
 	}
-}
-
-// isTerminal reports whether w is a terminal, for the progress display.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -1,0 +1,77 @@
+package tty
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the display's redraw goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogLinesGoAboveTheStatusLine(t *testing.T) {
+	var out syncBuffer
+	d := NewWidth(&out, func() int { return 20 })
+	d.every = time.Hour // only the redraws the writes make
+	d.Write([]byte("before start\n"))
+	d.Start(func() string { return "status that is longer than twenty columns" })
+	d.Write([]byte("log one\nlog "))
+	d.Write([]byte("two\n"))
+	d.Stop()
+	d.Write([]byte("after stop\n"))
+	got := out.String()
+	// Every log line starts on a cleared line, and the status line is
+	// redrawn (clipped to 19 columns) after it.
+	status := "status that is lon…"
+	want := "before start\n" +
+		"\r\x1b[K" + status +
+		"\r\x1b[Klog one\n" + "\r\x1b[K" + status +
+		"\r\x1b[Klog two\n" + "\r\x1b[K" + status
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("terminal output\n got %q\nwant prefix %q", got, want)
+	}
+	if !strings.HasSuffix(got, "\r\x1b[K"+status+"\nafter stop\n") {
+		t.Errorf("Stop does not leave the last status line above what follows: %q", got)
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if strings.Contains(l, "log") && strings.Contains(l[strings.LastIndex(l, "\r")+1:], "status") {
+			t.Errorf("a log line and the status share a line: %q", l)
+		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"longer than ten", 10, "longer th…"},
+		{"two\nlines", 20, "two lines"},
+		{"résumé—ok", 6, "résum…"},
+		{"x", 0, ""},
+	} {
+		if got := Clip(tc.in, tc.width); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.width, got, tc.want)
+		}
+	}
+}
