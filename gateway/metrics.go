@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -64,72 +66,40 @@ type metrics struct {
 }
 
 func newMetrics(env string) *metrics {
-	labels := func(extra ...string) []string { return append(append([]string{}, depLabels...), extra...) }
+	// Every series but the coordinator's is per dependency, region and
+	// env, plus its own labels; the constructors say it once.
+	labels := func(extra ...string) []string { return append(slices.Clone(depLabels), extra...) }
+	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels(extra...))
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels())
+	}
+	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels())
+	}
+	// The coordinator is one per process, not per dependency.
+	fleet := prometheus.Labels{"env": env}
 	return &metrics{
-		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricState,
-			Help: "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
-		}, labels()),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricTransitions,
-			Help: "Circuit breaker state changes.",
-		}, labels("from", "to")),
-		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRejections,
-			Help: "Calls failed fast by an open or half-open breaker, without an upstream call.",
-		}, labels()),
-		probeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricProbeLatency,
-			Help:    "Time to response headers of half-open probes, in milliseconds.",
-			Buckets: ProbeLatencyBuckets,
-		}, labels()),
-		probeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricProbeLatencySeconds,
-			Help:    "Time to response headers of half-open probes, in seconds (the same observations as " + MetricProbeLatency + ").",
-			Buckets: probeLatencySecondsBuckets(),
-		}, labels()),
-		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRetryAfterSkips,
-			Help: "Calls not sent because the upstream's Retry-After pause was in force (a quota pause, not a failure).",
-		}, labels()),
-		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricProbes,
-			Help: "Half-open probes sent, by result (success, failure, neutral).",
-		}, labels("result")),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricUpstreamCalls,
-			Help: "Calls sent to upstreams, retries and probes included.",
-		}, labels()),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricUpstreamFails,
-			Help: "Failed upstream calls by class (http_5xx, rate_limited, refused, reset, headers_timeout, deadline, cut_mid_body, malformed).",
-		}, labels("class")),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRetries,
-			Help: "Retries of idempotent calls.",
-		}, labels()),
-		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricFallbacks,
-			Help: "Chat requests served by the fallback provider, labelled by the provider that was skipped or failed.",
-		}, labels()),
-		canaryUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricCanaryUp,
-			Help: "Result of the last synthetic canary per dependency: 1 up, 0 down.",
-		}, labels()),
-		coordUp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name:        MetricCoordUp,
-			Help:        "1 while the fleet coordinator (Redis) answers, 0 while probing falls back to local spacing.",
-			ConstLabels: prometheus.Labels{"env": env},
-		}),
-		coordErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name:        MetricCoordErrors,
-			Help:        "Failed calls to the fleet coordinator.",
-			ConstLabels: prometheus.Labels{"env": env},
-		}),
-		coordDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricCoordDenied,
-			Help: "Probes withheld because another gateway of the fleet holds the probe lease.",
-		}, labels()),
+		state:       gauge(MetricState, "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open."),
+		transitions: counter(MetricTransitions, "Circuit breaker state changes.", "from", "to"),
+		rejections:  counter(MetricRejections, "Calls failed fast by an open or half-open breaker, without an upstream call."),
+		probeLatency: histogram(MetricProbeLatency, "Time to response headers of half-open probes, in milliseconds.",
+			ProbeLatencyBuckets),
+		probeSeconds: histogram(MetricProbeLatencySeconds, "Time to response headers of half-open probes, in seconds (the same observations as "+MetricProbeLatency+").",
+			probeLatencySecondsBuckets()),
+		skips:     counter(MetricRetryAfterSkips, "Calls not sent because the upstream's Retry-After pause was in force (a quota pause, not a failure)."),
+		probes:    counter(MetricProbes, "Half-open probes sent, by result (success, failure, neutral).", "result"),
+		calls:     counter(MetricUpstreamCalls, "Calls sent to upstreams, retries and probes included."),
+		failures:  counter(MetricUpstreamFails, "Failed upstream calls by class (http_5xx, rate_limited, refused, reset, headers_timeout, deadline, cut_mid_body, malformed).", "class"),
+		retries:   counter(MetricRetries, "Retries of idempotent calls."),
+		fallbacks: counter(MetricFallbacks, "Chat requests served by the fallback provider, labelled by the provider that was skipped or failed."),
+		canaryUp:  gauge(MetricCanaryUp, "Result of the last synthetic canary per dependency: 1 up, 0 down."),
+		coordUp: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricCoordUp, ConstLabels: fleet,
+			Help: "1 while the fleet coordinator (Redis) answers, 0 while probing falls back to local spacing."}),
+		coordErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricCoordErrors, ConstLabels: fleet,
+			Help: "Failed calls to the fleet coordinator."}),
+		coordDenied: counter(MetricCoordDenied, "Probes withheld because another gateway of the fleet holds the probe lease."),
 	}
 }
 
