@@ -87,11 +87,11 @@ type Exchange struct {
 	newRand  func() *rand.Rand
 	rng      *rand.Rand
 	mu       sync.Mutex
-	outcome  journal.Outcome
 	bodyLen  int64
 	clientGo bool
 	prompt   int64
 	output   int64
+	outcomeCell
 }
 
 // SetUsage records the tokens the upstream charged for this exchange.
@@ -123,18 +123,25 @@ func (x *Exchange) Rand() *rand.Rand {
 	return x.rng
 }
 
-// SetOutcome records how the exchange ended, for faults that end it in a way
-// the server cannot see (a reset, a cut, a stall).
-func (x *Exchange) SetOutcome(o journal.Outcome) {
-	x.mu.Lock()
-	x.outcome = o
-	x.mu.Unlock()
+// outcomeCell is how an exchange or a link ended, as a fault recorded it
+// (SetOutcome) for an end the server cannot see itself (a reset, a cut, a
+// stall). Faults set it from their own goroutines, hence the lock.
+type outcomeCell struct {
+	mu sync.Mutex
+	o  journal.Outcome
 }
 
-func (x *Exchange) getOutcome() journal.Outcome {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.outcome
+// SetOutcome records how the exchange or the link ended.
+func (c *outcomeCell) SetOutcome(o journal.Outcome) {
+	c.mu.Lock()
+	c.o = o
+	c.mu.Unlock()
+}
+
+func (c *outcomeCell) getOutcome() journal.Outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.o
 }
 
 // Warn reports a problem with how a fault could be applied (not an outcome:
@@ -172,6 +179,19 @@ func (x *Exchange) BodyLength() int64 {
 func (x *Exchange) Hijack() (net.Conn, error) {
 	c, err := x.rw.hijack()
 	return c, err
+}
+
+// cutConn takes the connection over to end the response a fault's way.
+// When the server will not give it up, the response is cut by aborting
+// the handler instead, which closes the connection: either way the
+// client's response ends early, recorded as cut.
+func (x *Exchange) cutConn() net.Conn {
+	conn, err := x.Hijack()
+	if err != nil {
+		x.SetOutcome(journal.OutcomeUpstreamCut)
+		panic(http.ErrAbortHandler)
+	}
+	return conn
 }
 
 type exchangeKey struct{}

@@ -10,23 +10,11 @@ import (
 // BlackholeParams are the params of the "blackhole" fault; it has none.
 type BlackholeParams struct{}
 
-// blackholeFault accepts the connection and reads everything sent on it,
-// but never answers (HTTP) nor forwards (tcp), until the client hangs up or
-// the server closes.
-type blackholeFault struct{}
-
-func newBlackhole(*BlackholeParams) (Fault, error) { return blackholeFault{}, nil }
-
-func (blackholeFault) Describe() string { return "accept and read, never answer" }
-
-func (blackholeFault) ServeConn(x *Exchange, conn net.Conn) {
-	swallow(x.Context().Done(), conn)
-	x.SetOutcome(journal.OutcomeUpstreamStalled)
-}
-
-func (blackholeFault) ServeTCP(l *Link) {
-	swallow(l.Context().Done(), l.Client)
-	l.SetOutcome(journal.OutcomeUpstreamStalled)
+// newBlackhole accepts the connection and reads everything sent on it, but
+// never answers (HTTP) nor forwards (tcp), until the client hangs up or the
+// server closes.
+func newBlackhole(*BlackholeParams) (Fault, error) {
+	return connFault{what: "accept and read, never answer", act: swallow, outcome: journal.OutcomeUpstreamStalled}, nil
 }
 
 // swallow reads and discards from conn until it ends or done closes, then

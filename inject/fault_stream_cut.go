@@ -157,13 +157,7 @@ func (f *streamCutFault) end(x *Exchange) {
 		x.SetOutcome(journal.OutcomeUpstreamStalled)
 		return
 	}
-	conn, err := x.Hijack()
-	if err != nil {
-		// The server would not give the connection up; abort instead,
-		// which closes it.
-		x.SetOutcome(journal.OutcomeUpstreamCut)
-		panic(http.ErrAbortHandler)
-	}
+	conn := x.cutConn()
 	if f.then == EndRST {
 		awaitAcked(conn, 250*time.Millisecond)
 		resetConn(conn)

@@ -57,12 +57,7 @@ func (f *truncateFault) ServeHTTP(x *Exchange, next http.Handler) {
 		x.SetOutcome(journal.OutcomeUpstreamGone)
 		return
 	}
-	conn, err := x.Hijack()
-	if err != nil {
-		x.SetOutcome(journal.OutcomeUpstreamCut)
-		panic(http.ErrAbortHandler)
-	}
-	conn.Close()
+	x.cutConn().Close()
 	x.SetOutcome(journal.OutcomeUpstreamCut)
 }
 

@@ -20,12 +20,11 @@ type Link struct {
 	// Client is the gateway's connection.
 	Client net.Conn
 
-	ctx     context.Context
-	target  string
-	rng     *rand.Rand
-	down    atomic.Int64
-	mu      sync.Mutex
-	outcome journal.Outcome
+	ctx    context.Context
+	target string
+	rng    *rand.Rand
+	down   atomic.Int64
+	outcomeCell
 }
 
 // Context is cancelled when the server closes.
@@ -33,19 +32,6 @@ func (l *Link) Context() context.Context { return l.ctx }
 
 // Rand returns the link's seeded random source (see Exchange.Rand).
 func (l *Link) Rand() *rand.Rand { return l.rng }
-
-// SetOutcome records how the connection ended.
-func (l *Link) SetOutcome(o journal.Outcome) {
-	l.mu.Lock()
-	l.outcome = o
-	l.mu.Unlock()
-}
-
-func (l *Link) getOutcome() journal.Outcome {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.outcome
-}
 
 // Pipe dials the target and relays bytes both ways until both directions
 // end, half-closing each side as its peer finishes. wrapDown and wrapUp,
