@@ -143,64 +143,7 @@ kickstart call launchctl and need macOS (on Linux see "rehearse systemd").`,
 	manager := func(extra ...launchd.Option) (*launchd.Manager, error) {
 		return launchd.New(append(append([]launchd.Option(nil), opts...), extra...)...)
 	}
-
-	var pf jobFlags
-	printCmd := &cobra.Command{
-		Use:   "print",
-		Short: "Print the LaunchAgent plist (any OS; nothing is installed)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := manager()
-			if err != nil {
-				return err
-			}
-			j, err := pf.printable(m.Home())
-			if err != nil {
-				return err
-			}
-			data, err := j.Plist().Render()
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(data)
-			return err
-		},
-	}
-	pf.bind(printCmd, true)
-
-	var inf jobFlags
-	var force bool
-	var domain string
-	installCmd := &cobra.Command{
-		Use:   "install",
-		Short: "Install and load the LaunchAgent (macOS)",
-		Long: `Write ~/Library/LaunchAgents/<label>.plist atomically and load it with
-launchctl bootstrap. Installing the same job again changes nothing; a different
-job under the same label is refused unless --force.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			job, err := inf.job()
-			if err != nil {
-				return err
-			}
-			m, err := manager(launchd.WithDomain(domain))
-			if err != nil {
-				return err
-			}
-			res, err := m.Install(cmd.Context(), job, launchd.InstallOptions{Force: force})
-			if err != nil {
-				return err
-			}
-			p := res.Job.Plist()
-			printInstalled(cmd.OutOrStdout(), res, p.StandardErrorPath)
-			return nil
-		},
-	}
-	inf.bind(installCmd, true)
-	installCmd.Flags().BoolVar(&force, "force", false, "replace a different agent installed under the same label")
-	installCmd.Flags().StringVar(&domain, "domain", launchd.DefaultDomain, `launchd domain: "gui" (needs a logged-in GUI session) or "user" (works over SSH)`)
-
-	labelCmds := schedulerCmds{
+	cmd.AddCommand(schedulerCmds{
 		open: func(cmd *cobra.Command) (scheduler, error) {
 			domain, _ := cmd.Flags().GetString("domain")
 			if domain == "" {
@@ -209,23 +152,45 @@ job under the same label is refused unless --force.`,
 			return manager(launchd.WithDomain(domain))
 		},
 		flags: func(cmd *cobra.Command) {
-			if cmd.Name() != "list" {
+			switch cmd.Name() {
+			case "print", "list":
+				// No domain: they read files, not launchd.
+			case "install":
+				cmd.Flags().String("domain", launchd.DefaultDomain, `launchd domain: "gui" (needs a logged-in GUI session) or "user" (works over SSH)`)
+			default:
 				cmd.Flags().String("domain", launchd.DefaultDomain, "launchd domain the agent was installed in")
 			}
 		},
 		short: map[string]string{
+			"print":     "Print the LaunchAgent plist (any OS; nothing is installed)",
+			"install":   "Install and load the LaunchAgent (macOS)",
 			"uninstall": "Unload the LaunchAgent and remove its plist (macOS)",
 			"status":    "Show the agent's state, last exit status, next run and latest run (macOS)",
 			"kickstart": "Start a scheduled rehearsal now (macOS)",
 			"list":      "List the rehearsal agents in ~/Library/LaunchAgents (any OS)",
 		},
+		long: map[string]string{
+			"install": `Write ~/Library/LaunchAgents/<label>.plist atomically and load it with
+launchctl bootstrap. Installing the same job again changes nothing; a different
+job under the same label is refused unless --force.`,
+		},
+		launchdJob: true,
+		render: func(w io.Writer, _ scheduler, job launchd.Job) error {
+			data, err := job.Plist().Render()
+			if err != nil {
+				return err
+			}
+			_, err = w.Write(data)
+			return err
+		},
+		forceHelp: "replace a different agent installed under the same label",
+		installed: func(w io.Writer, res launchd.InstallResult) {
+			printInstalled(w, res, res.Job.Plist().StandardErrorPath)
+		},
 		restartHelp: "kill a rehearsal in progress and start again",
 		started: func(label string) string {
 			return fmt.Sprintf("started %s; see \"rehearse launchd status --label %s\"", label, label)
 		},
-	}.labelCommands()
-
-	cmd.AddCommand(printCmd, installCmd)
-	cmd.AddCommand(labelCmds...)
+	}.commands()...)
 	return cmd
 }
