@@ -91,6 +91,20 @@ func (w *tlw) x(t float64) float64 {
 
 func hex(s string) color.NRGBA { return canvas.Hex(s) }
 
+// states draws a lane of state intervals h high at the current y, the
+// ones in the window, coloured by state: each titled title+state, its
+// legend entry source_state.
+func (w *tlw) states(spans []StateInterval, h float64, source, title string) {
+	for _, m := range spans {
+		if m.EndS < w.from || m.StartS > w.to {
+			continue
+		}
+		x0, x1 := w.x(m.StartS), w.x(m.EndS)
+		w.rect(x0, w.y, math.Max(x1-x0, 0.5), h, stateColour[m.State], title+m.State)
+		w.used[source+"_"+m.State] = true
+	}
+}
+
 func (w *tlw) rect(x, y, wd, h float64, fill, title string) {
 	w.d.Rect(x, y, wd, h, canvas.Style{Fill: hex(fill), Title: title})
 }
@@ -393,28 +407,14 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 		w.y += uh + 2
 		if len(ut.Metrics) > 0 {
 			w.label("metrics · "+u, 8)
-			for _, m := range ut.Metrics {
-				if m.EndS < w.from || m.StartS > w.to {
-					continue
-				}
-				x0, x1 := w.x(m.StartS), w.x(m.EndS)
-				w.rect(x0, w.y, math.Max(x1-x0, 0.5), 8, stateColour[m.State], "metrics: "+m.State)
-				w.used["metrics_"+m.State] = true
-			}
+			w.states(ut.Metrics, 8, "metrics", "metrics: ")
 			w.y += 12
 		}
 		w.y += 6
 	}
 	if len(tl.Health) > 0 {
 		w.label("gateway health", 10)
-		for _, h := range tl.Health {
-			if h.EndS < w.from || h.StartS > w.to {
-				continue
-			}
-			x0, x1 := w.x(h.StartS), w.x(h.EndS)
-			w.rect(x0, w.y, math.Max(x1-x0, 0.5), 10, stateColour[h.State], "gateway "+h.State)
-			w.used["gateway_"+h.State] = true
-		}
+		w.states(tl.Health, 10, "gateway", "gateway ")
 		w.y += 16
 	}
 	w.axis(clock, o.Origin, gridTop, gridAt)
