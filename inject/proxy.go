@@ -55,7 +55,16 @@ func newProxyHandler(target string) (http.Handler, func(), error) {
 		},
 		ErrorLog: log.New(discardWriter{}, "", 0),
 	}
-	return rp, tr.CloseIdleConnections, nil
+	// Full duplex, as the fleet front (rehearsal/front.go): net/http's
+	// HTTP/1 server otherwise closes the request body when the response
+	// begins, and the transport's final read of it (the check that nothing
+	// follows the declared length) then fails the request and closes the
+	// upstream connection under an answer already on its way.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	})
+	return h, tr.CloseIdleConnections, nil
 }
 
 // bufferPool recycles the proxy's copy buffers; without one, ReverseProxy
