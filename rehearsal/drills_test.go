@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/scenarios"
@@ -83,7 +84,9 @@ const drillsEnv = "REHEARSE_DRILLS_OUT"
 // every expectation that is not met, with its message. It is `make drills`
 // (about 25 minutes of run time, half that two at a time) and runs in CI
 // after make test; plain go test skips it. The weekly drill is the one
-// `make rehearse` runs, so its verdict is checked here too.
+// `make rehearse` runs, so its verdict is checked here too; retry-storm
+// runs a second time on the naive gateway, which must fail every one of
+// its expectations.
 func TestDrillVerdicts(t *testing.T) {
 	root := os.Getenv(drillsEnv)
 	if root == "" {
@@ -129,6 +132,39 @@ func TestDrillVerdicts(t *testing.T) {
 			t.Logf("%s: %d expectations evaluated; run directory %s", d.Name, len(res.Expectations), dir)
 		})
 	}
+	// The retry-storm drill again on the naive gateway (fixed 200 ms
+	// retries ×3 of every call, no deadline, no breaker: the gateway the
+	// practice warns about): every expectation the reference meets must
+	// fail on it, for the reason its message states, or the drill cannot
+	// tell the two apart.
+	t.Run("retry-storm-naive", func(t *testing.T) {
+		t.Parallel()
+		sc, err := scenarios.Builtin("retry-storm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Gateway.Builtin.Config.Mode = gateway.ModeNaive
+		sc.Name += "-" + gateway.ModeNaive
+		dir := filepath.Join(root, sc.Name)
+		quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		res, err := Run(context.Background(), sc, Options{OutDir: dir, Logger: quiet})
+		if res == nil {
+			t.Fatalf("run: %v", err)
+		}
+		if !errors.Is(err, rehearse.ErrExpectations) {
+			t.Errorf("run: %v, want the expectations error", err)
+		}
+		if len(res.Expectations) == 0 {
+			t.Fatal("no expectation was evaluated")
+		}
+		for _, e := range res.Expectations {
+			if e.Passed || e.Outcome != reports.NotMet {
+				t.Errorf("%s %s on the naive gateway (observed %s, want %s): the drill does not tell it from the reference: %s", e.Name, e.Outcome, e.Observed, e.Want, e.Message)
+				continue
+			}
+			t.Logf("naive: %s not met: %s", e.Name, e.Message)
+		}
+	})
 }
 
 // TestStormAgainstNeverProbingGateway runs the 503-storm drill (compressed)
