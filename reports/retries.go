@@ -308,10 +308,10 @@ type BackoffFigures struct {
 // the unknown cap costs nothing (k is a tenth of the waits, so that a few
 // waits stretched by a loaded machine are not taken for the cap). A
 // one-sample Kolmogorov–Smirnov test of those ratios against U(0, 1) at
-// α = 0.001 (Stephens' critical value,
-// JitterKSCritical) rejects a fixed wait (the ratios pile up near 1), a
-// wait with a floor ("equal jitter": none below half the cap) and
-// an immediate retry with a rare long one alike.
+// α = 0.001 (Stephens' critical value, JitterKSCritical) rejects a fixed
+// wait (the ratios pile up near 1), a wait with a floor ("equal jitter":
+// none below half the cap) and an immediate retry with a rare long one
+// alike.
 type JitterFigures struct {
 	// Tests are the positions with at least JitterMinWaits waits.
 	Tests []JitterTest `json:"tests"`
@@ -330,7 +330,7 @@ type JitterTest struct {
 	Waits int     `json:"waits"`
 	MaxMs float64 `json:"max_ms"`
 	CapMs float64 `json:"cap_ms"`
-	// D is the Kolmogorov–Smirnov distance of wait/max from U(0, 1);
+	// D is the Kolmogorov–Smirnov distance of wait/cap from U(0, 1);
 	// Critical the largest D the test accepts for this many waits.
 	D        float64 `json:"ks_d"`
 	Critical float64 `json:"ks_critical"`
