@@ -172,7 +172,7 @@ func nothingWhy(sc *scenarios.Scenario, st *capture.Stats) string {
 			st.HTTP2Streams, plural(st.HTTP2Streams, "stream", "streams")))
 	}
 	if st.OtherStreams > 0 {
-		parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x", st.OtherStreams, plural(st.OtherStreams, "stream", "streams")))
+		parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x%s", st.OtherStreams, plural(st.OtherStreams, "stream", "streams"), st.ProtocolsText()))
 	}
 	if st.Incomplete > 0 {
 		why := ""

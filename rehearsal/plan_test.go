@@ -69,7 +69,7 @@ func TestCheckRefusesBadCaptures(t *testing.T) {
 		{"TLS only", badCapture(t, "testdata/captures/tls-only.pcap", nil, ""),
 			[]string{"0 replayable requests: 3 TLS streams"}, "replay.capture: "},
 		{"Redis only", badCapture(t, "testdata/captures/redis-only.pcap", nil, ""),
-			[]string{"0 replayable requests: 3 TCP streams not HTTP/1.x"}, "replay.capture: "},
+			[]string{"0 replayable requests: 3 TCP streams not HTTP/1.x (3 Redis)"}, "replay.capture: "},
 		{"filtered out", badCapture(t, "cut.pcapng", full, "  filter: {host: nowhere.example}\n"),
 			[]string{"0 replayable requests: 200 requests filtered out by replay.filter (host nowhere.example)"}, "replay.filter: "},
 		{"writes only, real upstream", badCapture(t, "full.pcapng", full,

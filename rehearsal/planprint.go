@@ -167,7 +167,7 @@ func (p *Plan) skipped() []string {
 	}
 	add(st.TLSStreams, "TLS streams (encrypted: not replayable)")
 	add(st.HTTP2Streams, "HTTP/2 streams (not replayed)")
-	add(st.OtherStreams, "TCP streams that are not HTTP/1.x")
+	add(st.OtherStreams, "TCP streams that are not HTTP/1.x"+st.ProtocolsText())
 	add(st.Incomplete, "incomplete requests (gaps, cut packets or the capture's end)")
 	if st.Filtered > 0 {
 		add(st.Filtered, "requests filtered out by replay.filter ("+describeFilter(p.Scenario.Replay.Filter)+")")

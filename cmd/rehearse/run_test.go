@@ -192,7 +192,7 @@ func TestBadCaptureRefusedBeforeAnything(t *testing.T) {
 		{"notes.pcap", "", "not a pcap or pcapng file"},
 		{"cut.pcapng", "", "truncated at packet "},
 		{"tls.pcap", "", "0 replayable requests: 3 TLS streams"},
-		{"redis.pcap", "", "0 replayable requests: 3 TCP streams not HTTP/1.x"},
+		{"redis.pcap", "", "0 replayable requests: 3 TCP streams not HTTP/1.x (3 Redis)"},
 		{"whole.pcapng", "  filter: {path: ^/nothing/}\n", "0 replayable requests: 200 requests filtered out by replay.filter (path ~ ^/nothing/)"},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -318,8 +319,30 @@ func (p *httpParser) classify() bool {
 		return false // wait for the line's end
 	}
 	p.x.st.OtherStreams++
+	if name := guessProtocol(b); name != "" {
+		p.x.st.OtherProtocols[name]++
+	}
 	p.dead()
 	return false
+}
+
+// respArray is the start of a Redis client command: a RESP array of bulk
+// strings ("*3\r\n$3\r\nSET\r\n…"), which is how every Redis client
+// sends commands.
+var respArray = regexp.MustCompile(`^\*[0-9]{1,9}\r\n\$[0-9]{1,9}\r\n`)
+
+// guessProtocol names the protocol of a client stream that is not
+// HTTP/1.x when its first bytes say so plainly, for the message that
+// explains an empty capture; "" when they do not.
+func guessProtocol(b []byte) string {
+	switch {
+	case respArray.Match(b):
+		return "Redis"
+	case len(b) >= 8 && b[4] == 0 && b[5] == 3 && b[6] == 0 && b[7] == 0:
+		// PostgreSQL StartupMessage: length, then protocol 3.0.
+		return "PostgreSQL"
+	}
+	return ""
 }
 
 // versionless recognises a request line without an HTTP version at the

@@ -357,3 +357,20 @@ func TestGapDeclaredByPeerACK(t *testing.T) {
 		t.Errorf("warning %v", w)
 	}
 }
+
+func TestGuessProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		first string
+		want  string
+	}{
+		{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "Redis"},
+		{"*1\r\n$4\r\nPING\r\n", "Redis"},
+		{"\x00\x00\x00\x4f\x00\x03\x00\x00user\x00postgres\x00", "PostgreSQL"},
+		{"*3\r\nnot resp", ""},
+		{"SSH-2.0-OpenSSH_9.2\r\n", ""},
+	} {
+		if got := guessProtocol([]byte(tc.first)); got != tc.want {
+			t.Errorf("guessProtocol(%q) = %q, want %q", tc.first, got, tc.want)
+		}
+	}
+}

@@ -127,6 +127,10 @@ type Stats struct {
 	TLSStreams   int64 `json:"tls_streams"`
 	HTTP2Streams int64 `json:"http2_streams"`
 	OtherStreams int64 `json:"other_streams"`
+	// OtherProtocols counts, by name, the other streams whose first bytes
+	// name their protocol plainly (a Redis command, a PostgreSQL startup
+	// message).
+	OtherProtocols map[string]int64 `json:"other_protocols,omitempty"`
 	// SkippedBytes counts client bytes that were not part of any request
 	// (before resynchronising on a request line after a gap or a
 	// mid-stream start).
@@ -172,7 +176,7 @@ type Stats struct {
 
 func newStats() *Stats {
 	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}, RequestsRefused: map[string]int64{},
-		ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{}}
+		OtherProtocols: map[string]int64{}, ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{}}
 }
 
 func (s *Stats) warn(max int, w Warning) {
@@ -238,13 +242,26 @@ func (s *Stats) Hint() string {
 		case s.Segments == 0:
 			parts = append(parts, "no TCP segments — check the capture filter")
 		case s.OtherStreams > 0 && len(parts) == 0:
-			parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x", s.OtherStreams, plural(s.OtherStreams, "stream is", "streams are")))
+			parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x%s", s.OtherStreams, plural(s.OtherStreams, "stream is", "streams are"), s.ProtocolsText()))
 		}
 		if len(parts) > 0 {
 			return "0 HTTP requests; " + strings.Join(parts, "; ")
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// ProtocolsText names the recognised protocols among the other streams,
+// as " (3 Redis)", or "" when none was recognised.
+func (s *Stats) ProtocolsText() string {
+	if len(s.OtherProtocols) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, c := range sortedCounts(s.OtherProtocols) {
+		parts = append(parts, fmt.Sprintf("%d %s", c.Count, c.Name))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func plural(n int64, one, many string) string {
