@@ -131,3 +131,32 @@ func TestRunBadCaptureCreatesNothing(t *testing.T) {
 		t.Errorf("run directory made for a bad capture: %v", err)
 	}
 }
+
+// TestPlanOfEveryDrill: every built-in drill checks and prints its plan,
+// with each fault of its timeline.
+func TestPlanOfEveryDrill(t *testing.T) {
+	for _, d := range scenarios.Drills() {
+		sc, err := scenarios.Builtin(d.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Check(context.Background(), sc)
+		if err != nil {
+			t.Errorf("%s: %v", d.Name, err)
+			continue
+		}
+		var b strings.Builder
+		if err := p.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.HasPrefix(out, "plan: "+sc.Name) || !strings.Contains(out, "replayable requests") || !strings.Contains(out, "upstreams:") {
+			t.Errorf("%s: plan:\n%s", d.Name, out)
+		}
+		for _, f := range sc.Faults {
+			if !strings.Contains(out, f.Upstream+" ") || !strings.Contains(out, f.Type) {
+				t.Errorf("%s: the plan lacks fault %s on %s:\n%s", d.Name, f.Type, f.Upstream, out)
+			}
+		}
+	}
+}

@@ -74,8 +74,15 @@ func (p *Plan) WriteText(w io.Writer) error {
 			mode = "reference"
 		}
 		ew.printf("\ngateway: built-in (%s mode), %d instance(s) on %s", mode, b.Instances, listenText(sc.GatewayListen()))
-		if b.Redis != "" {
-			ew.printf(", fleet coordination through Redis %s", redactURL(b.Redis))
+		switch b.Redis {
+		case "":
+		case "auto":
+			ew.printf(", coordinated through a redis-server the run starts on a free port")
+		default:
+			ew.printf(", coordinated through Redis at %s", redactURL(b.Redis))
+		}
+		if b.Instances > 1 {
+			ew.printf(", behind a round-robin front")
 		}
 		ew.printf("\n")
 	} else {
@@ -110,7 +117,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 			mode = inject.ModeFake
 		}
 		line := fmt.Sprintf("  %s\t%s\t%s", u.Name, mode, listenText(u.Listen))
-		if u.Target != "" {
+		switch b := sc.Gateway.Builtin; {
+		case b != nil && b.Redis == "auto" && u.Name == b.RedisUpstream:
+			line += "\t→ the run's redis-server"
+		case u.Target != "":
 			line += "\t→ " + redactURL(u.Target)
 		}
 		fmt.Fprintln(tw, line)
