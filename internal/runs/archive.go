@@ -220,7 +220,8 @@ func (a Archive) UpdateLatest(runDir string) error {
 // history index (index.html, index.md). It does all of it even when a step
 // fails, and returns the pruned directories and the joined errors. A
 // failed rehearsal that produced a report is archived like a passing one:
-// those are the runs people come to read.
+// those are the runs people come to read. A run that left nothing changes
+// nothing else.
 func (a Archive) Finish(runDir string, now time.Time) ([]string, error) {
 	var errs []error
 	if hasReport(runDir) {
@@ -229,6 +230,12 @@ func (a Archive) Finish(runDir string, now time.Time) ([]string, error) {
 		}
 	} else {
 		RemoveEmpty(runDir)
+		if _, err := os.Stat(runDir); errors.Is(err, fs.ErrNotExist) {
+			// Nothing was added to the archive: retention and the index
+			// stand as they were (and an archive holding no run yet is
+			// not an error to warn about).
+			return nil, nil
+		}
 	}
 	removed, err := a.Prune(now)
 	if err != nil {

@@ -233,6 +233,16 @@ func TestFinish(t *testing.T) {
 	if _, err := os.Stat(next); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("empty run directory kept: %v", err)
 	}
+	// The first run of a new archive failing before it started: no
+	// warning about an archive with no runs, no index.
+	fresh := Archive{Dir: filepath.Join(t.TempDir(), "new")}
+	first, _ := fresh.NewRunDir("weekly", monday)
+	if _, err := fresh.Finish(first, monday); err != nil {
+		t.Errorf("a run that left nothing, in a new archive: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(fresh.Dir, "index.html")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("index written for an archive with no runs: %v", err)
+	}
 	// A run with a journal but no report is kept for reading, but is not
 	// latest.
 	broken, _ := a.NewRunDir("weekly", monday.Add(8*24*time.Hour))
