@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 const (
@@ -125,25 +125,7 @@ type fleetMember struct {
 	base   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the exec copier and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	stderr *testutil.SyncBuffer
 }
 
 func startMember(t *testing.T, name string, cfg Config) *fleetMember {
@@ -154,7 +136,7 @@ func startMember(t *testing.T, name string, cfg Config) *fleetMember {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envFleetChild+"="+string(raw), envFleetInstance+"="+name)
-	m := &fleetMember{name: name, cmd: cmd, stderr: &syncBuffer{}}
+	m := &fleetMember{name: name, cmd: cmd, stderr: &testutil.SyncBuffer{}}
 	cmd.Stderr = m.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -194,7 +196,7 @@ func TestCorruptLineNumber(t *testing.T) {
 }
 
 func TestConcurrentWritersNeverInterleave(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	w := NewWriter(&buf, NewClock(time.Now()), WithFlushInterval(time.Millisecond))
 	const goroutines, each = 16, 500
 	var wg sync.WaitGroup
@@ -286,23 +288,6 @@ func TestMemory(t *testing.T) {
 	var _ Recorder = m
 	var _ Recorder = (*Writer)(nil)
 	Discard.Record(&Phase{})
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Bytes()
 }
 
 func FuzzReader(f *testing.F) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/gateway"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 func TestGatewayCmdErrors(t *testing.T) {
@@ -96,7 +97,7 @@ func TestGatewayCmdServes(t *testing.T) {
 	go up.Serve(uln)
 	defer up.Close()
 
-	var out, errb syncBuffer
+	var out, errb testutil.SyncBuffer
 	root := newRootCmd(&out, &errb)
 	root.SetArgs([]string{"gateway", "--upstream", "search=http://" + uln.Addr().String(),
 		"--canary-interval", "0s", "--instance", "cmd-test", "--log-level", "warn"})

@@ -9,30 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a poller.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestInjectTypes(t *testing.T) {
 	out, _, code := execute(t, "inject", "types")
@@ -84,7 +66,7 @@ func TestInjectServe(t *testing.T) {
 	cfg := filepath.Join(dir, "up.yaml")
 	jpath := filepath.Join(dir, "journal.jsonl")
 	os.WriteFile(cfg, []byte("seed: 3\nupstreams:\n  - name: search\n"), 0o644)
-	var out, errb syncBuffer
+	var out, errb testutil.SyncBuffer
 	root := newRootCmd(&out, &errb)
 	root.SetArgs([]string{"inject", "serve", "--config", cfg, "--journal", jpath, "--log-level", "warn"})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -104,7 +105,7 @@ func TestSIGHUPStopsLikeSIGTERM(t *testing.T) {
 	}
 	jpath := filepath.Join(tmp, "journal.jsonl")
 	cmd := exec.Command(bin, "inject", "serve", "--config", cfg, "--journal", jpath)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,33 +1,15 @@
 package tty
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
-// syncBuffer is a bytes.Buffer safe for the display's redraw goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLogLinesGoAboveTheStatusLine(t *testing.T) {
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	d := NewWidth(&out, func() int { return 20 })
 	d.every = time.Hour // only the redraws the writes make
 	d.Write([]byte("before start\n"))
