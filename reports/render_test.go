@@ -108,23 +108,30 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				golden := filepath.Join("testdata", "golden", name+"."+f)
-				if *update {
-					os.MkdirAll(filepath.Dir(golden), 0o755)
-					if err := os.WriteFile(golden, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run go test -update)", err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s differs from %s (run go test -update after checking the change)", f, golden)
-				}
+				checkGolden(t, name+"."+f, got)
 			}
 		})
+	}
+}
+
+// checkGolden compares got with testdata/golden/name, or with -update
+// writes it there.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden := filepath.Join("testdata", "golden", name)
+	if *update {
+		os.MkdirAll(filepath.Dir(golden), 0o755)
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (run go test -update after checking the change)", name, golden)
 	}
 }
 
@@ -263,20 +270,6 @@ func TestCompareAndHistoryGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		// compare.json names the run directories as given.
-		got = bytes.ReplaceAll(got, []byte(root), []byte("ROOT"))
-		golden := filepath.Join("testdata", "golden", f)
-		if *update {
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run go test -update)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s (run go test -update after checking the change)", f, golden)
-		}
+		checkGolden(t, f, bytes.ReplaceAll(got, []byte(root), []byte("ROOT")))
 	}
 }
