@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -30,6 +30,39 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// okUpstream serves "ok" on a loopback listener until the test ends (or
+// the test closes it, to kill the upstream) and returns its address.
+func okUpstream(t *testing.T) (*http.Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return srv, ln.Addr().String()
+}
+
+// startServer starts a real server binary in the foreground and kills it
+// when the test ends. out collects its output (safe to read while it
+// runs); exited receives its end if it stops by itself.
+func startServer(t *testing.T, cmd *exec.Cmd) (out *testutil.SyncBuffer, exited <-chan error) {
+	t.Helper()
+	out = &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-ch
+	})
+	return out, ch
+}
+
 // TestCaddyRealExporter runs a real Caddy (2.6, Debian package) with
 // active health checks in front of a healthy loopback upstream and a dead
 // one, and reads their state from its admin /metrics with the caddy preset.
@@ -45,14 +78,8 @@ func TestCaddyRealExporter(t *testing.T) {
 		t.Skip("starts a real caddy and waits for its 10 s metrics refresh; skipped with -short")
 	}
 	t.Parallel()
-	upLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	upSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
-	go upSrv.Serve(upLn)
-	defer upSrv.Close()
-	healthy, dead := upLn.Addr().String(), freeAddr(t)
+	_, healthy := okUpstream(t)
+	dead := freeAddr(t)
 	admin, site := freeAddr(t), freeAddr(t)
 
 	dir := t.TempDir()
@@ -75,19 +102,9 @@ http://%s {
 	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
 	cmd := exec.Command(bin, "run", "--config", cfgPath, "--adapter", "caddyfile")
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		<-exited
-	}()
+	out, exited := startServer(t, cmd)
 
 	rec := newSignalRecorder(nil)
 	s, err := NewScraper(ScrapeConfig{

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,20 +29,9 @@ func TestHAProxyRealExporter(t *testing.T) {
 	}
 	t.Parallel()
 	// The healthy upstream.
-	upLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	upSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
-	go upSrv.Serve(upLn)
-	defer upSrv.Close()
+	upSrv, healthy := okUpstream(t)
 	// A dead upstream: a port nobody listens on any more.
-	deadLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := deadLn.Addr().String()
-	deadLn.Close()
+	dead := freeAddr(t)
 
 	statsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,25 +58,15 @@ backend be_search
     server search1 %s check inter 50ms fall 1 rise 1
 backend be_weather
     server weather1 %s check inter 50ms fall 1 rise 1
-`, upLn.Addr(), dead)
+`, healthy, dead)
 	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
 	cmd := exec.Command(bin, "-db", "-f", cfgPath)
 	cmd.ExtraFiles = []*os.File{statsFile}
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start haproxy: %v", err)
-	}
+	out, exited := startServer(t, cmd)
 	statsFile.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		<-exited
-	}()
 
 	clock := journal.NewClock(time.Now())
 	rec := newSignalRecorder(clock)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -277,31 +276,15 @@ func TestPromQueryRealPrometheus(t *testing.T) {
 
 	// Prometheus cannot inherit a listener: find a free port and let it
 	// bind; a clash fails the start, which the test reports.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	promAddr := ln.Addr().String()
-	ln.Close()
+	promAddr := freeAddr(t)
 
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\nscrape_configs:\n  - job_name: gateway\n    static_configs:\n      - targets: [%q]\n", gw)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		<-exited
-	}()
+	out, exited := startServer(t, exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr, "--log.level=warn"))
 
 	rec := newSignalRecorder(nil)
 	s, err := NewScraper(ScrapeConfig{
