@@ -502,14 +502,9 @@ func TestMidStreamCutNotABreakerFailure(t *testing.T) {
 // plain POSTs never.
 func TestRetriesOnlyIdempotent(t *testing.T) {
 	up := newUpstream(t)
-	var mu sync.Mutex
-	seen := map[string]int{}
+	var seen callCounter
 	up.set(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen[r.Header.Get(HeaderSeq)]++
-		n := seen[r.Header.Get(HeaderSeq)]
-		mu.Unlock()
-		if n == 1 {
+		if seen.add(r) == 1 {
 			status(503)(w, r)
 			return
 		}
@@ -530,9 +525,7 @@ func TestRetriesOnlyIdempotent(t *testing.T) {
 	} {
 		seq := fmt.Sprint(len(tc.name))
 		r := do(t, c, tc.method, base+"/tools/search", append([]string{HeaderSeq, seq + tc.name[:1]}, tc.hdr...)...)
-		mu.Lock()
-		n := seen[seq+tc.name[:1]]
-		mu.Unlock()
+		n := seen.calls(seq + tc.name[:1])
 		if r.Status != tc.want || n != tc.calls {
 			t.Errorf("%s: status %d after %d upstream calls, want %d after %d", tc.name, r.Status, n, tc.want, tc.calls)
 		}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,13 +16,9 @@ import (
 // own answer, its Retry-After included.
 func TestRetryAfterOn503Waited(t *testing.T) {
 	up := newUpstream(t)
-	var mu sync.Mutex
-	seen := map[string]int{}
+	var seen callCounter
 	up.set(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen[r.Header.Get(HeaderSeq)]++
-		n := seen[r.Header.Get(HeaderSeq)]
-		mu.Unlock()
+		n := seen.add(r)
 		switch {
 		case r.Header.Get(HeaderSeq) == "far":
 			status(503, "Retry-After", "60")(w, r)
@@ -50,9 +45,9 @@ func TestRetryAfterOn503Waited(t *testing.T) {
 	}
 	start := time.Now()
 	r = do(t, c, "GET", base+"/tools/search", HeaderSeq, "far")
-	if r.Status != 503 || r.RetryHdr != "60" || seen["far"] != 1 {
+	if r.Status != 503 || r.RetryHdr != "60" || seen.calls("far") != 1 {
 		t.Errorf("Retry-After 60 beyond a 3s deadline: status %d Retry-After %q after %d calls, want the upstream's 503 with 60 after 1 call",
-			r.Status, r.RetryHdr, seen["far"])
+			r.Status, r.RetryHdr, seen.calls("far"))
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("answered after %s: the gateway waited for a Retry-After it could not honour", took)

@@ -58,6 +58,31 @@ type testUpstream struct {
 	maxProbe int
 }
 
+// callCounter counts the calls an upstream handler sees per client
+// request, by its HeaderSeq: the first call of a request is 1.
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// add counts r's call and returns its number.
+func (c *callCounter) add(r *http.Request) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[r.Header.Get(HeaderSeq)]++
+	return c.n[r.Header.Get(HeaderSeq)]
+}
+
+// calls returns how many calls of request seq were seen.
+func (c *callCounter) calls(seq string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[seq]
+}
+
 func newUpstream(t testing.TB) *testUpstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
