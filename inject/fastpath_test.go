@@ -37,54 +37,35 @@ type rawResp struct {
 }
 
 func newRawBackend(t *testing.T, resps ...rawResp) *rawBackend {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &rawBackend{t: t, addr: ln.Addr().String(), resps: resps}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	b := &rawBackend{t: t, resps: resps}
+	b.addr = serveTCP(t, func(c net.Conn) {
+		b.mu.Lock()
+		b.accepts++
+		b.mu.Unlock()
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
+			var buf bytes.Buffer
+			req.Write(&buf)
 			b.mu.Lock()
-			b.accepts++
+			b.got = append(b.got, buf.String())
+			var r rawResp
+			if len(b.resps) > 0 {
+				r, b.resps = b.resps[0], b.resps[1:]
+			}
 			b.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					var buf bytes.Buffer
-					req.Write(&buf)
-					b.mu.Lock()
-					b.got = append(b.got, buf.String())
-					var r rawResp
-					if len(b.resps) > 0 {
-						r, b.resps = b.resps[0], b.resps[1:]
-					}
-					b.mu.Unlock()
-					if r.silent {
-						return
-					}
-					io.WriteString(c, r.bytes)
-					if r.closeAfter {
-						return
-					}
-				}
-			}()
+			if r.silent {
+				return
+			}
+			io.WriteString(c, r.bytes)
+			if r.closeAfter {
+				return
+			}
 		}
-	}()
+	})
 	return b
 }
 

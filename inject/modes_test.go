@@ -91,6 +91,14 @@ func TestProxyUnreachable(t *testing.T) {
 
 // echoServer is a real TCP upstream that echoes lines back.
 func echoServer(t *testing.T) string {
+	return serveTCP(t, func(c net.Conn) { io.Copy(c, c) })
+}
+
+// serveTCP serves every connection of a loopback listener with handle, in
+// a goroutine each, until the test ends (the connections closed after
+// handle returns), and returns the listener's address.
+func serveTCP(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +117,7 @@ func echoServer(t *testing.T) string {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
