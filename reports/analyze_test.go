@@ -159,16 +159,7 @@ func TestGapsOnly(t *testing.T) {
 	if !ep.Opened || !ep.Closed {
 		t.Fatalf("%s", ep.Statement)
 	}
-	var openT, closeT float64
-	for _, e := range truth(evs, "search") {
-		bt := e.Payload.(*journal.BreakerTransition)
-		if bt.From == journal.StateClosed && openT == 0 {
-			openT = seconds(e.T)
-		}
-		if bt.To == journal.StateClosed {
-			closeT = seconds(e.T)
-		}
-	}
+	openT, closeT := truthSpan(evs, "search")
 	near(t, "open", ep.OpenedAtS, openT, tol)
 	near(t, "close", ep.ClosedAtS, closeT, tol)
 	if !strings.Contains(strings.Join(a.Notes, " "), "gaps") {
@@ -354,15 +345,7 @@ func TestNoFaults(t *testing.T) {
 
 func TestStreamingMatchesInMemory(t *testing.T) {
 	evs := base().build()
-	var buf bytes.Buffer
-	w := journal.NewWriter(&buf, journal.NewClock(time.Now()))
-	for _, e := range evs {
-		w.RecordAt(e.T, e.Payload)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	a1, err := Analyze(&buf)
+	a1, err := Analyze(bytes.NewReader(encodeJournal(t, evs)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,16 +429,7 @@ func TestHealthDisagreementAndMetrics(t *testing.T) {
 	s.canary, s.healthInt = true, time.Second
 	a, evs := analyse(t, s)
 	ua := a.Upstreams["search"]
-	var openT, closeT float64
-	for _, e := range truth(evs, "search") {
-		bt := e.Payload.(*journal.BreakerTransition)
-		if bt.From == journal.StateClosed && openT == 0 {
-			openT = seconds(e.T)
-		}
-		if bt.To == journal.StateClosed {
-			closeT = seconds(e.T)
-		}
-	}
+	openT, closeT := truthSpan(evs, "search")
 	if len(ua.HealthDisagreements) != 1 {
 		t.Fatalf("disagreements %+v", ua.HealthDisagreements)
 	}

@@ -64,6 +64,15 @@ func fixtures() map[string]func() []journal.Event {
 
 func writeJournal(t *testing.T, path string, evs []journal.Event) {
 	t.Helper()
+	if err := os.WriteFile(path, encodeJournal(t, evs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// encodeJournal writes the events as a journal file's bytes, each at its
+// own time.
+func encodeJournal(t *testing.T, evs []journal.Event) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	w := journal.NewWriter(&buf, journal.NewClock(time.Now()))
 	for _, e := range evs {
@@ -72,9 +81,7 @@ func writeJournal(t *testing.T, path string, evs []journal.Event) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return buf.Bytes()
 }
 
 // renderFixture copies testdata/NAME.jsonl into a fresh run directory and

@@ -275,6 +275,22 @@ func (s *sim) build() []journal.Event {
 }
 
 // truth extracts the white-box transitions for an upstream.
+// truthSpan is the white-box span of the upstream's breaker trouble: its
+// first transition out of closed and its last back to closed (0 when
+// none), in seconds.
+func truthSpan(events []journal.Event, u string) (openT, closeT float64) {
+	for _, e := range truth(events, u) {
+		bt := e.Payload.(*journal.BreakerTransition)
+		if bt.From == journal.StateClosed && openT == 0 {
+			openT = seconds(e.T)
+		}
+		if bt.To == journal.StateClosed {
+			closeT = seconds(e.T)
+		}
+	}
+	return openT, closeT
+}
+
 func truth(events []journal.Event, u string) []journal.Event {
 	var out []journal.Event
 	for _, e := range events {
