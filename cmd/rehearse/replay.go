@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"net/url"
 	"regexp"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/internal/tty"
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
 )
@@ -82,16 +80,12 @@ partial summary (exit code 130).`,
 			fr.Capture = args[0]
 			fr.Summary = cmd.OutOrStdout()
 			fr.Version = version
-			if !quiet && tty.IsTerminal(cmd.ErrOrStderr()) {
-				// The progress line at the bottom, the log above it.
-				d := tty.New(cmd.ErrOrStderr())
-				logger, err := newLogger(d, cmd.Flag("log-level").Value.String(), cmd.Flag("log-format").Value.String())
-				if err != nil {
-					return err
-				}
-				prev := slog.Default()
-				slog.SetDefault(logger)
-				defer slog.SetDefault(prev)
+			d, _, restore, err := statusDisplay(cmd, quiet)
+			if err != nil {
+				return err
+			}
+			defer restore()
+			if d != nil {
 				// The line appears with the first count: a replay that
 				// fails before it sends leaves no line behind.
 				var last atomic.Pointer[replay.Progress]

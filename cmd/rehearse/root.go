@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/tty"
 )
 
 const rootLong = `rehearse rehearses how an API or agent gateway's circuit breakers behave when
@@ -129,6 +130,24 @@ func wrapArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		wrapArgs(sub)
 	}
+}
+
+// statusDisplay is how a command shows a status line on a terminal: the
+// line stays at the bottom of stderr and the log is written above it,
+// through the display. It returns nil off a terminal or with --quiet;
+// otherwise the default logger writes through the display until restore.
+func statusDisplay(cmd *cobra.Command, quiet bool) (d *tty.Display, logger *slog.Logger, restore func(), err error) {
+	if quiet || !tty.IsTerminal(cmd.ErrOrStderr()) {
+		return nil, nil, func() {}, nil
+	}
+	d = tty.New(cmd.ErrOrStderr())
+	logger, err = newLogger(d, cmd.Flag("log-level").Value.String(), cmd.Flag("log-format").Value.String())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	prev := slog.Default()
+	slog.SetDefault(logger)
+	return d, logger, func() { slog.SetDefault(prev) }, nil
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/runs"
-	"github.com/halfopen/rehearse/internal/tty"
 	"github.com/halfopen/rehearse/notify"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/scenarios"
@@ -106,17 +105,12 @@ func newRunCmd() *cobra.Command {
 				return nil
 			}
 			opt := rehearsal.Options{OutDir: out, JUnitPath: junit, Version: buildVersion(), Plan: plan}
-			if !quiet && tty.IsTerminal(cmd.ErrOrStderr()) {
-				// On a terminal the status line stays at the bottom and
-				// the log is written above it, through the display.
-				d := tty.New(cmd.ErrOrStderr())
-				logger, err := newLogger(d, cmd.Flag("log-level").Value.String(), cmd.Flag("log-format").Value.String())
-				if err != nil {
-					return err
-				}
-				prev := slog.Default()
-				slog.SetDefault(logger)
-				defer slog.SetDefault(prev)
+			d, logger, restore, err := statusDisplay(cmd, quiet)
+			if err != nil {
+				return err
+			}
+			defer restore()
+			if d != nil {
 				opt.Status, opt.Logger = d, logger
 			}
 			var a *runs.Archive
