@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/internal/yamlstrict"
 )
 
@@ -338,7 +339,9 @@ func (u UpstreamConfig) MarshalJSON() ([]byte, error) {
 	type plain UpstreamConfig
 	p := plain(u)
 	if p.Credential != "" {
-		p.Credential = "redacted:sha256:" + u.Fingerprint()
+		// The one marker of everything rehearse writes, and the
+		// fingerprint that tells two credentials apart.
+		p.Credential = redact.Marker + " sha256:" + u.Fingerprint()
 	}
 	return json.Marshal(p)
 }

@@ -153,7 +153,7 @@ func TestConfigJSONRedactsCredential(t *testing.T) {
 		t.Fatalf("credential written: %s", b)
 	}
 	fp := cfg.Upstreams["llm-fallback"].Fingerprint()
-	if len(fp) != 12 || !strings.Contains(string(b), "redacted:sha256:"+fp) {
+	if len(fp) != 12 || !strings.Contains(string(b), "REDACTED sha256:"+fp) {
 		t.Fatalf("fingerprint %q missing from %s", fp, b)
 	}
 }

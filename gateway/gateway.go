@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -464,14 +465,8 @@ func (g *Gateway) coordOK() {
 	}
 }
 
-// redactURL drops a password from a URL for logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
-}
+// redactURL drops user info and credential parameters from a URL for logs.
+func redactURL(s string) string { return redact.URL(s) }
 
 // sanitizeName keeps a log value short and printable.
 func sanitizeName(s string) string {

@@ -27,6 +27,9 @@ func (m *Memory) Record(p Payload) { m.RecordAt(m.clock.Now(), p) }
 
 // RecordAt implements Recorder.
 func (m *Memory) RecordAt(t time.Duration, p Payload) {
+	// The same rule as a written journal: what is analysed and reported
+	// from memory holds no secret either.
+	p = redactPayload(p)
 	m.mu.Lock()
 	m.events = append(m.events, Event{T: t, Payload: p})
 	m.mu.Unlock()

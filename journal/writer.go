@@ -224,14 +224,16 @@ func Marshal(e Event) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// encodeEvent writes {"t":N,"kind":"k",<payload fields>}\n. The frequent
-// kinds have hand-written encoders (codec.go); any other payload is
-// encoded with encoding/json and its opening brace replaced, so the fields
+// encodeEvent writes {"t":N,"kind":"k",<payload fields>}\n, secrets
+// redacted (redactPayload). The frequent kinds have hand-written encoders
+// (codec.go); any other payload is encoded with encoding/json and its opening brace replaced, so the fields
 // sit flat beside t and kind.
 func encodeEvent(buf *bytes.Buffer, e Event) error {
 	if e.Payload == nil {
 		return errors.New("journal: event without payload")
 	}
+	// Nothing is written with a secret in it, whoever recorded it.
+	e.Payload = redactPayload(e.Payload)
 	if b, ok := appendEventFast(buf.AvailableBuffer(), e); ok {
 		buf.Write(b) // no copy when it fitted the buffer's spare room
 		return nil

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 )
 
 // Schema names the summary's format; it changes only incompatibly.
@@ -176,7 +177,8 @@ func (e *DeliveryError) Error() string {
 
 func (e *DeliveryError) Unwrap() error { return e.Err }
 
-// Send posts s as JSON. It fills Text and Schema when empty. The error,
+// Send posts s as JSON, redacted by the one rule of internal/redact. It
+// fills Text and Schema when empty. The error,
 // if any, is a *DeliveryError that never contains the URL's path or query.
 func (snd *Sender) Send(ctx context.Context, s Summary) error {
 	if s.Schema == "" {
@@ -192,6 +194,9 @@ func (snd *Sender) Send(ctx context.Context, s Summary) error {
 	if err != nil {
 		return err
 	}
+	// A webhook payload is written somewhere else for good (a chat
+	// channel): the run's error text may hold a URL with a password.
+	body = redact.JSON(body)
 	timeout := snd.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -147,8 +148,9 @@ func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
 // a header is where credentials live.
 type HeaderMap map[string]string
 
-// Redacted is the JSON value of every header in a HeaderMap.
-const Redacted = "[redacted]"
+// Redacted is the JSON value of every header in a HeaderMap: the one
+// marker of everything rehearse writes (redact.Marker).
+const Redacted = redact.Marker
 
 // MarshalJSON writes the header names with redacted values.
 func (h HeaderMap) MarshalJSON() ([]byte, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -415,29 +416,7 @@ func labelKey(l map[string]string) string {
 	return b.String()
 }
 
-// secretParamRE matches query parameters that commonly carry credentials.
-var secretParamRE = regexp.MustCompile(`(?i)token|key|secret|auth|pass|sig|credential`)
-
-// redactURL hides a password and credential-like query parameters in a
+// redactURL hides user info and credential-like query parameters in a
 // URL, for Source fields and messages: they end up in journals and
 // reports.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return s
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		changed := false
-		for k := range q {
-			if secretParamRE.MatchString(k) {
-				q[k] = []string{"xxxxx"}
-				changed = true
-			}
-		}
-		if changed {
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.Redacted()
-}
+func redactURL(s string) string { return redact.URL(s) }

@@ -241,7 +241,7 @@ func TestSourceRedactsPassword(t *testing.T) {
 	if auth == "" {
 		t.Error("basic auth from the URL was not sent")
 	}
-	if strings.Contains(got.Source, "s3cret") || !strings.Contains(got.Source, "scraper:xxxxx@") {
+	if strings.Contains(got.Source, "s3cret") || !strings.Contains(got.Source, "scraper:REDACTED@") {
 		t.Errorf("source %q leaks or lost the user", got.Source)
 	}
 }
@@ -468,7 +468,7 @@ func TestHeadersRedactedInJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(b), "literal-token") || strings.Contains(string(b), "k3y") || !strings.Contains(string(b), `"[redacted]"`) {
+		if strings.Contains(string(b), "literal-token") || strings.Contains(string(b), "k3y") || !strings.Contains(string(b), `"REDACTED"`) {
 			t.Errorf("JSON %s", b)
 		}
 	}
@@ -477,9 +477,9 @@ func TestHeadersRedactedInJSON(t *testing.T) {
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"http://127.0.0.1:9/metrics":                        "http://127.0.0.1:9/metrics",
-		"http://u:p@gw:9/metrics":                           "http://u:xxxxx@gw:9/metrics",
-		"http://gw:9/metrics?module=http&api_key=abc":       "http://gw:9/metrics?api_key=xxxxx&module=http",
-		"https://gw/actuator/prometheus?access_token=t0k3n": "https://gw/actuator/prometheus?access_token=xxxxx",
+		"http://u:p@gw:9/metrics":                           "http://u:REDACTED@gw:9/metrics",
+		"http://gw:9/metrics?module=http&api_key=abc":       "http://gw:9/metrics?module=http&api_key=REDACTED",
+		"https://gw/actuator/prometheus?access_token=t0k3n": "https://gw/actuator/prometheus?access_token=REDACTED",
 	} {
 		if got := redactURL(in); got != want {
 			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/replay/capture"
 )
@@ -121,7 +122,7 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 		Scenario:  "replay",
 		WallStart: clock.Start(),
 		Version:   fr.Version,
-		Target:    r.opt.Target.Redacted(),
+		Target:    redact.URL(r.opt.Target.String()),
 		Rate:      rateOf(&r.opt),
 		Duration:  r.opt.Duration,
 		Platform: &journal.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH, NumCPU: runtime.NumCPU(),
@@ -169,7 +170,7 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 func (o Options) MarshalJSON() ([]byte, error) {
 	target := ""
 	if o.Target != nil {
-		target = o.Target.Redacted()
+		target = redact.URL(o.Target.String())
 	}
 	return json.Marshal(struct {
 		Target         string            `json:"target"`
@@ -267,7 +268,7 @@ func preflight(ctx context.Context, o Options) error {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%w: replay: target %s is unreachable: %w", rehearse.ErrEnvironment, o.Target.Redacted(), err)
+		return fmt.Errorf("%w: replay: target %s is unreachable: %w", rehearse.ErrEnvironment, redact.URL(o.Target.String()), err)
 	}
 	return c.Close()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -219,7 +220,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: replay: a target URL with a host is required (e.g. http://127.0.0.1:8080)", rehearse.ErrInvalid)
 	}
 	if o.Target.Scheme != "http" && o.Target.Scheme != "https" {
-		return o, fmt.Errorf("%w: replay: target %q: scheme must be http or https", rehearse.ErrInvalid, o.Target.Redacted())
+		return o, fmt.Errorf("%w: replay: target %q: scheme must be http or https", rehearse.ErrInvalid, redact.URL(o.Target.String()))
 	}
 	if o.Timing == "" {
 		o.Timing = TimingRate

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/replay/capture"
 )
@@ -253,7 +254,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	if r.cfg.progress != nil {
 		stopProgress = ru.showProgress(r.cfg.progress)
 	}
-	slog.Debug("replay starting", "target", r.opt.Target.Redacted(), "timing", r.opt.Timing, "rate", r.opt.Rate,
+	slog.Debug("replay starting", "target", redact.URL(r.opt.Target.String()), "timing", r.opt.Timing, "rate", r.opt.Rate,
 		"duration", r.opt.Duration, "corpus", len(r.templates))
 
 	ru.work = make(chan job)
@@ -283,7 +284,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	stopProgress()
 
 	sum := ru.st.snapshot()
-	sum.Target = r.opt.Target.Redacted()
+	sum.Target = redact.URL(r.opt.Target.String())
 	sum.Timing = r.opt.Timing
 	if r.opt.Timing == TimingOriginal {
 		sum.Speed = r.opt.Speed

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -275,18 +275,9 @@ func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 	}
 }
 
-// redactURL removes a password from a URL's user info, so that a target
-// written as http://user:secret@host never reaches a report.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	}
-	return u.String()
-}
+// redactURL removes user info and credential parameters from a URL, so
+// that a target written as http://user:secret@host never reaches a report.
+func redactURL(s string) string { return redact.URL(s) }
 
 // ms converts to float milliseconds rounded to the microsecond.
 func ms(d time.Duration) float64 {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -39,7 +40,7 @@ func run() int {
 		err = fmt.Errorf("%w: %w", rehearse.ErrInterrupted, err)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "rehearse:", err)
+		fmt.Fprintln(os.Stderr, "rehearse:", redact.Text(err.Error()))
 	}
 	return rehearse.ExitCode(err)
 }

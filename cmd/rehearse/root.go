@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/internal/tty"
 )
 
@@ -155,7 +156,9 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", rehearse.ErrInvalid, level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	// Every log line goes through the one redaction rule: a URL with a
+	// password or a token in an error must not reach a LaunchAgent's log.
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redact.SlogAttr}
 	switch strings.ToLower(format) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/internal/runs"
 	"github.com/halfopen/rehearse/notify"
 	"github.com/halfopen/rehearse/rehearsal"
@@ -69,7 +70,7 @@ func newRunCmd() *cobra.Command {
 					fmt.Fprintln(cmd.OutOrStdout(), "outcome: valid (dry run: nothing was sent and nothing was written)")
 					return
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), outcomeLine(res, err))
+				fmt.Fprintln(cmd.OutOrStdout(), redact.Text(outcomeLine(res, err)))
 			}()
 			if notifyTo != "" {
 				if _, err := notify.ParseURL(notifyTo); err != nil {

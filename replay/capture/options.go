@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/halfopen/rehearse/internal/redact"
 )
 
 // Defaults of the limits in Options. They bound memory by the number of
@@ -206,33 +208,17 @@ func (r *Request) Clone() *Request {
 	return &c
 }
 
-// Redacted is the value secrets are replaced with.
-const Redacted = "REDACTED"
+// Redacted is the value secrets are replaced with (redact.Marker, the
+// one marker of everything rehearse writes).
+const Redacted = redact.Marker
 
-// secretQueryParams are query parameters that carry credentials.
-var secretQueryParams = []string{"access_token", "api_key", "apikey", "api-key", "token", "key", "password", "client_secret", "sig", "signature"}
-
-// IsSecretHeader reports whether a header carries a credential:
-// Authorization, Proxy-Authorization, Cookie, Set-Cookie, and API-key or
-// token style names (X-Api-Key, Api-Key, X-Auth-Token, *-Token, *-Secret,
-// *-Password, *-Api-Key), or one of extra (case-insensitive).
+// IsSecretHeader reports whether a header carries a credential
+// (redact.IsSecretHeader): Authorization, Proxy-Authorization, Cookie,
+// Set-Cookie, and API-key or token style names (X-Api-Key, Api-Key,
+// X-Auth-Token, *-Token, *-Secret, *-Password, *-Api-Key), or one of
+// extra (case-insensitive).
 func IsSecretHeader(name string, extra ...string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie", "api-key", "apikey", "x-api-key", "x-apikey":
-		return true
-	}
-	for _, suf := range []string{"-token", "_token", "-api-key", "_api_key", "-apikey", "-secret", "_secret", "-password", "-credentials"} {
-		if strings.HasSuffix(n, suf) {
-			return true
-		}
-	}
-	for _, e := range extra {
-		if strings.EqualFold(e, name) {
-			return true
-		}
-	}
-	return false
+	return redact.IsSecretHeader(name, extra...)
 }
 
 // Redact returns a copy of r with the values of secret headers and
@@ -241,12 +227,12 @@ func IsSecretHeader(name string, extra ...string) bool {
 // "REDACTED". The body is not changed.
 func Redact(r *Request, extra ...string) *Request {
 	c := r.Clone()
-	redact(c, extra)
+	redactRequest(c, extra)
 	return c
 }
 
-// redact redacts c in place.
-func redact(c *Request, extra []string) {
+// redactRequest redacts c in place.
+func redactRequest(c *Request, extra []string) {
 	for i, f := range c.Header {
 		if IsSecretHeader(f.Name, extra...) {
 			c.Header[i].Value = Redacted
@@ -257,38 +243,5 @@ func redact(c *Request, extra []string) {
 			c.Trailer[i].Value = Redacted
 		}
 	}
-	c.Target = redactQuery(c.Target)
-}
-
-// redactQuery replaces the values of credential parameters in a target's
-// query, leaving everything else byte for byte.
-func redactQuery(target string) string {
-	q := strings.IndexByte(target, '?')
-	if q < 0 {
-		return target
-	}
-	end := len(target)
-	if h := strings.IndexByte(target[q:], '#'); h >= 0 {
-		end = q + h
-	}
-	parts := strings.Split(target[q+1:end], "&")
-	changed := false
-	for i, p := range parts {
-		k, _, ok := strings.Cut(p, "=")
-		if !ok {
-			continue
-		}
-		name, err := url.QueryUnescape(k)
-		if err != nil {
-			name = k
-		}
-		if slices.Contains(secretQueryParams, strings.ToLower(name)) {
-			parts[i] = k + "=" + Redacted
-			changed = true
-		}
-	}
-	if !changed {
-		return target
-	}
-	return target[:q+1] + strings.Join(parts, "&") + target[end:]
+	c.Target = redact.Query(c.Target)
 }

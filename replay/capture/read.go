@@ -326,7 +326,7 @@ func (x *extractor) deliverRequest(r *Request) {
 		x.opt.Rewrite.apply(r)
 	}
 	if !x.opt.KeepSecrets {
-		redact(r, x.opt.RedactHeaders)
+		redactRequest(r, x.opt.RedactHeaders)
 	}
 	r.Index = x.index
 	x.index++

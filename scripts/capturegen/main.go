@@ -43,7 +43,7 @@ import (
 func main() {
 	var (
 		out     = flag.String("o", "", "output capture file (required)")
-		mode    = flag.String("mode", "gateway", "traffic: gateway (agent-gateway mix) or edge (pipelining, chunked, 100-continue, absolute-form, OPTIONS *, HTTP/1.0, big body, TLS)")
+		mode    = flag.String("mode", "gateway", "traffic: gateway (agent-gateway mix), edge (pipelining, chunked, 100-continue, absolute-form, OPTIONS *, HTTP/1.0, big body, TLS) or secrets (tool calls carrying the SecretsCaptured credentials)")
 		n       = flag.Int("n", 200, "gateway mode: number of requests")
 		conns   = flag.Int("conns", 4, "gateway mode: keep-alive connections")
 		seed    = flag.Uint64("seed", 1, "gateway mode: random seed of the request mix")
@@ -151,6 +151,8 @@ func run(out, mode string, n, conns int, seed uint64, iface, tool, extra string,
 		err = gatewayTraffic(base, n, conns, seed)
 	case "edge":
 		err = edgeTraffic(base, ln.Addr().String(), tlsLn.Addr().String(), bigBody)
+	case "secrets":
+		err = secretsTraffic(base)
 	default:
 		err = fmt.Errorf("unknown -mode %q", mode)
 	}
@@ -320,6 +322,44 @@ func gatewayTraffic(base string, n, conns int, seed uint64) error {
 	case err := <-errs:
 		return err
 	default:
+	}
+	return nil
+}
+
+// SecretsCaptured are the credentials -mode secrets puts on the wire, in
+// an Authorization header, a Cookie, an X-Api-Key and api_key/access_token
+// query parameters: the redaction test greps a run directory for each.
+var SecretsCaptured = []string{"sk-captured-bearer-5ecret", "captured-cookie-5ecret", "captured-xkey-5ecret", "captured-query-5ecret", "captured-access-5ecret"}
+
+// secretsTraffic sends a few tool calls that carry SecretsCaptured on one
+// keep-alive connection.
+func secretsTraffic(base string) error {
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, DisableCompression: true}}
+	for i := range 12 {
+		var req *http.Request
+		var err error
+		if i%2 == 0 {
+			req, err = http.NewRequest("GET", base+"/tools/weather?city=Oslo&api_key="+SecretsCaptured[3]+"&units=metric", nil)
+		} else {
+			body := fmt.Sprintf(`{"tool_call_id":"call_%04d","name":"search","arguments":{"query":"retry budget"}}`, i)
+			req, err = http.NewRequest("POST", base+"/tools/search?access_token="+SecretsCaptured[4], strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", "openclaw-agent/0.9")
+		req.Header.Set("Authorization", "Bearer "+SecretsCaptured[0])
+		req.Header.Set("Cookie", "session="+SecretsCaptured[1])
+		req.Header.Set("X-Api-Key", SecretsCaptured[2])
+		req.Header.Set("X-Request-Id", fmt.Sprintf("req-%06d", i))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		time.Sleep(5 * time.Millisecond)
 	}
 	return nil
 }
