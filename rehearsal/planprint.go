@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse/inject"
-	"github.com/halfopen/rehearse/replay/capture"
+	"github.com/halfopen/rehearse/internal/redact"
 )
 
 // WriteText prints the plan for a person, as rehearse run --dry-run shows
@@ -238,29 +236,9 @@ func faultParams(f inject.FaultSpec) string {
 	return strings.Join(parts, " ")
 }
 
-// secretQuery matches query parameter names that carry credentials.
-var secretQuery = regexp.MustCompile(`(?i)(token|key|secret|passw|auth|signature|sig$|credential|session)`)
-
-// redactURL hides a URL's user info and credential-like query values.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return raw
-	}
-	if u.User != nil {
-		u.User = url.User(capture.Redacted)
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if secretQuery.MatchString(k) {
-				q[k] = []string{capture.Redacted}
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
+// redactURL hides a URL's user info and credential-like query values, by
+// the one rule of everything rehearse writes (internal/redact).
+func redactURL(raw string) string { return redact.URL(raw) }
 
 // errWriter keeps the first write error, so that printing can go on
 // unchecked and the error is returned once.

@@ -286,7 +286,7 @@ expectations: {upstreams: [search], opens_within: 20s}
 		"capture builtin:agent-gateway (pcapng): 20 replayable requests",
 		"180 requests filtered out by replay.filter (methods GET)",
 		"replay: 20 req/s for 1m30s",
-		"gateway: http://REDACTED@" + gw + " (under test)",
+		"gateway: http://ci:REDACTED@" + gw + " (under test)",
 		"metrics: http://" + gw + "/metrics (preset reference)",
 		"search   proxy  127.0.0.1:0 (a free port, picked at start)  → http://" + real,
 		"10s    40s         search    status       -     {\"code\":503}",
