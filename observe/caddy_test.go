@@ -44,6 +44,22 @@ func okUpstream(t *testing.T) (*http.Server, string) {
 	return srv, ln.Addr().String()
 }
 
+// realServer returns the path of the real server binary name, for a test
+// that runs it, and marks the test parallel; it skips the test when the
+// binary is not installed (install says how to get it) and with -short.
+func realServer(t *testing.T, name, install string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s not installed: %s to run this test", name, install)
+	}
+	if testing.Short() {
+		t.Skipf("starts a real %s; skipped with -short", name)
+	}
+	t.Parallel()
+	return bin
+}
+
 // startServer starts a real server binary in the foreground and kills it
 // when the test ends. out collects its output (safe to read while it
 // runs); exited receives its end if it stops by itself.
@@ -70,14 +86,7 @@ func startServer(t *testing.T, cmd *exec.Cmd) (out *testutil.SyncBuffer, exited 
 // (before the first refresh every upstream reads healthy), so this test
 // takes that long.
 func TestCaddyRealExporter(t *testing.T) {
-	bin, err := exec.LookPath("caddy")
-	if err != nil {
-		t.Skip("caddy not installed: apt-get install caddy (Debian) to run this test")
-	}
-	if testing.Short() {
-		t.Skip("starts a real caddy and waits for its 10 s metrics refresh; skipped with -short")
-	}
-	t.Parallel()
+	bin := realServer(t, "caddy", "apt-get install caddy (Debian)")
 	_, healthy := okUpstream(t)
 	dead := freeAddr(t)
 	admin, site := freeAddr(t), freeAddr(t)

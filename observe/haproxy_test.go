@@ -20,14 +20,7 @@ import (
 // and watches its server turn open. HAProxy gets its stats listener as an
 // inherited socket (bind fd@3), so no port is guessed.
 func TestHAProxyRealExporter(t *testing.T) {
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		t.Skip("haproxy not installed: install the Debian package haproxy (2.6+, with USE_PROMEX) to run this test")
-	}
-	if testing.Short() {
-		t.Skip("starts a real haproxy; skipped with -short")
-	}
-	t.Parallel()
+	bin := realServer(t, "haproxy", "install the Debian package haproxy (2.6+, with USE_PROMEX)")
 	// The healthy upstream.
 	upSrv, healthy := okUpstream(t)
 	// A dead upstream: a port nobody listens on any more.

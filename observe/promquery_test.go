@@ -262,14 +262,7 @@ func TestPromQueryRange(t *testing.T) {
 // TestPromQueryRealPrometheus runs a real Prometheus server scraping a
 // loopback gateway and reads the breaker state back through its API.
 func TestPromQueryRealPrometheus(t *testing.T) {
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus not installed: apt-get install prometheus (Debian) to run this test")
-	}
-	if testing.Short() {
-		t.Skip("starts a real prometheus; skipped with -short")
-	}
-	t.Parallel()
+	bin := realServer(t, "prometheus", "apt-get install prometheus (Debian)")
 	g := newRefGateway()
 	g.set("search", 2)
 	gw := strings.TrimPrefix(serve(t, g), "http://")
