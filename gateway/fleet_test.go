@@ -200,37 +200,24 @@ func TestFleetProbeLeases(t *testing.T) {
 	for i := range 3 {
 		members = append(members, startMember(t, fmt.Sprintf("gw%d", i+1), cfg))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	// Two clients a member.
+	var bases []string
 	for _, m := range members {
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := &http.Client{Timeout: 5 * time.Second}
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					req, _ := http.NewRequest("POST", m.base+"/tools/search", strings.NewReader("{}"))
-					if resp, err := c.Do(req); err == nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-					}
-					time.Sleep(5 * time.Millisecond) // client pacing
-				}
-			}()
-		}
+		bases = append(bases, m.base, m.base)
 	}
+	stop := loadClients(bases, 5*time.Millisecond, func(c *http.Client, base string) {
+		req, _ := http.NewRequest("POST", base+"/tools/search", strings.NewReader("{}"))
+		if resp, err := c.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
 	const phase = 3 * time.Second
 	time.Sleep(phase)
 	killedAt := time.Now()
 	stopRedis()
 	time.Sleep(phase)
-	close(stop)
-	wg.Wait()
+	stop()
 
 	calls, maxInFlight := up.snapshot()
 	var before, after []arrival

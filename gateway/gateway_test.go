@@ -76,32 +76,17 @@ func TestOpenProbeCloseEndToEnd(t *testing.T) {
 	mem := journal.NewMemory(clk)
 	g, base := testGateway(t, cfg, WithRecorder(mem), WithInstance("gw-test"))
 
-	const clients = 4
+	// Four clients.
 	var (
 		mu      sync.Mutex
 		results []clientResult
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
 	)
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &http.Client{Timeout: 5 * time.Second}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r := do(t, c, "POST", base+"/tools/search")
-				mu.Lock()
-				results = append(results, r)
-				mu.Unlock()
-				time.Sleep(10 * time.Millisecond) // client pacing, not synchronisation
-			}
-		}()
-	}
+	stop := loadClients([]string{base, base, base, base}, 10*time.Millisecond, func(c *http.Client, base string) {
+		r := do(t, c, "POST", base+"/tools/search")
+		mu.Lock()
+		results = append(results, r)
+		mu.Unlock()
+	})
 	// Fail for 2.2 s: open, then failed probes with doubling cooldowns.
 	time.Sleep(2200 * time.Millisecond)
 	recovered := time.Now()
@@ -115,8 +100,7 @@ func TestOpenProbeCloseEndToEnd(t *testing.T) {
 	}
 	closedAt := time.Now()
 	time.Sleep(200 * time.Millisecond) // traffic after the close
-	close(stop)
-	wg.Wait()
+	stop()
 
 	if st := g.Breaker("search").State(); st != Closed {
 		t.Fatalf("breaker %s 5s after recovery, want closed; transitions %v", st, transitions(mem))

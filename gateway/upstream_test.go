@@ -58,6 +58,34 @@ type testUpstream struct {
 	maxProbe int
 }
 
+// loadClients keeps calling: one goroutine a base URL, each with its own
+// client, calling send and then pausing for pace (client pacing, not
+// synchronisation), until stop, which waits for them all.
+func loadClients(bases []string, pace time.Duration, send func(c *http.Client, base string)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, base := range bases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Timeout: 5 * time.Second}
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				send(c, base)
+				time.Sleep(pace)
+			}
+		}()
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
 // callCounter counts the calls an upstream handler sees per client
 // request, by its HeaderSeq: the first call of a request is 1.
 type callCounter struct {
