@@ -60,6 +60,14 @@ func realServer(t *testing.T, name, install string) string {
 	return bin
 }
 
+// runScraper runs s until the test ends.
+func runScraper(t *testing.T, s *Scraper) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 // startServer starts a real server binary in the foreground and kills it
 // when the test ends. out collects its output (safe to read while it
 // runs); exited receives its end if it stops by itself.
@@ -124,10 +132,7 @@ http://%s {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runScraper(t, s)
 
 	deadline := time.After(40 * time.Second)
 	var last *journal.MetricsSample

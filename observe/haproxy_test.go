@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -71,10 +70,7 @@ backend be_weather
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runScraper(t, s)
 
 	// waitFor reads samples until search is in state want and weather is
 	// open, or fails after a deadline. Scrape errors while HAProxy starts

@@ -287,10 +287,7 @@ func TestPromQueryRealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runScraper(t, s)
 
 	waitFor := func(want string) {
 		t.Helper()
