@@ -20,14 +20,22 @@ type StatusLine interface {
 	Stop()
 }
 
+// matchGrace is how long a client request that got an answer, but was not
+// seen at its upstream, waits for the upstream's record before it counts
+// as turned away by the gateway: the upstream records a call when it has
+// answered, a moment after which the gateway may already have answered
+// the client.
+const matchGrace = 250 * time.Millisecond
+
 // probeWindow is how recent a call reaching an upstream whose breaker is
 // seen open must be for the status line to call the breaker half-open.
 const probeWindow = time.Second
 
 // live follows the run's events as they are recorded, for the status line:
 // the replay's counts, the fault windows open now, and each watched
-// upstream's breaker state as seen from outside (the gateway's fast-fails
-// and the calls that still reach the upstream) and, where metrics are
+// upstream's breaker state as seen from outside (the gateway's fast-fails,
+// the answered requests whose sequence stamp never reached the upstream,
+// and the calls that still reach it) and, where metrics are
 // scraped, as the gateway reports it. It is a journal.Recorder in front of
 // the journal: every event goes on to the journal unchanged.
 //
@@ -62,6 +70,43 @@ type liveUpstream struct {
 	// metrics is the last state the gateway's metrics gave ("" when none
 	// were scraped for it).
 	metrics string
+	// stamped reports that the gateway forwards the client's sequence
+	// stamp to this upstream: then a client request answered without
+	// its stamp reaching the upstream was turned away (or served from
+	// elsewhere) whatever the answer looks like, and the gateway's
+	// rejections are seen even when the fast-fail recogniser does not
+	// know them. seen holds the stamps that arrived, pending the answered
+	// requests still waiting for theirs.
+	stamped bool
+	seen    map[uint64]time.Duration
+	pending []pendingRequest
+}
+
+type pendingRequest struct {
+	seq uint64
+	at  time.Duration
+}
+
+func (u *liveUpstream) reject(at time.Duration) {
+	u.lastRejected, u.rejected = max(u.lastRejected, at), true
+}
+
+func (u *liveUpstream) forward(at time.Duration) {
+	u.lastForwarded, u.forwarded = max(u.lastForwarded, at), true
+}
+
+// settle counts as turned away the answered requests whose stamp has not
+// reached the upstream within matchGrace, as of run time now.
+func (u *liveUpstream) settle(now time.Duration) {
+	n := 0
+	for _, p := range u.pending {
+		if now-p.at < matchGrace {
+			break
+		}
+		u.reject(p.at)
+		n++
+	}
+	u.pending = u.pending[n:]
 }
 
 // newLive returns a live view in front of rec for the scenario's watched
@@ -97,6 +142,9 @@ func (l *live) RecordAt(t time.Duration, p journal.Payload) {
 func (l *live) observe(t time.Duration, p journal.Payload) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, name := range l.watched {
+		l.ups[name].settle(t)
+	}
 	switch e := p.(type) {
 	case *journal.FaultStart:
 		l.faults = append(l.faults, liveFault{e.Name, e.Upstream, e.Type})
@@ -111,11 +159,18 @@ func (l *live) observe(t time.Duration, p journal.Payload) {
 		if e.Done > 0 {
 			at = e.Done
 		}
-		if e.FastFail || e.Outcome == journal.OutcomeFastFail {
-			u.lastRejected, u.rejected = max(u.lastRejected, at), true
-		} else {
-			u.lastForwarded, u.forwarded = max(u.lastForwarded, at), true
+		_, reached := u.seen[e.Seq]
+		delete(u.seen, e.Seq)
+		switch {
+		case e.FastFail || e.Outcome == journal.OutcomeFastFail:
+			u.reject(at)
+		case !u.stamped || reached:
+			u.forward(at)
+		case e.Status > 0:
+			u.pending = append(u.pending, pendingRequest{e.Seq, at})
 		}
+		// A stamped request that failed without an answer and never
+		// reached the upstream says nothing of the breaker.
 	case *journal.UpstreamRequest:
 		u := l.ups[e.Upstream]
 		if u == nil || e.HealthCheck {
@@ -123,6 +178,28 @@ func (l *live) observe(t time.Duration, p journal.Payload) {
 		}
 		if u.state(t) != "closed" {
 			u.lastCall, u.called = max(u.lastCall, t), true
+		}
+		if e.Seq != nil {
+			u.stamped = true
+			if i := slices.IndexFunc(u.pending, func(p pendingRequest) bool { return p.seq == *e.Seq }); i >= 0 {
+				u.forward(u.pending[i].at)
+				u.pending = slices.Delete(u.pending, i, i+1)
+				return
+			}
+			if u.seen == nil {
+				u.seen = map[uint64]time.Duration{}
+			}
+			u.seen[*e.Seq] = t
+			if len(u.seen) > 4096 {
+				// Stamps whose client request never came (retries of
+				// one request, calls of the gateway's own): keep the
+				// last half minute.
+				for seq, at := range u.seen {
+					if t-at > 30*time.Second {
+						delete(u.seen, seq)
+					}
+				}
+			}
 		}
 	case *journal.MetricsSample:
 		for _, s := range e.States {
@@ -192,6 +269,7 @@ func (l *live) Line() string {
 	now := l.clock.Now()
 	for _, name := range l.watched {
 		u := l.ups[name]
+		u.settle(now)
 		b.WriteString(" " + name + "=" + u.state(now))
 		if u.metrics != "" {
 			b.WriteString("(metrics " + strings.ReplaceAll(u.metrics, "_", "-") + ")")

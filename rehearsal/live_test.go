@@ -68,3 +68,49 @@ expectations: {upstreams: [weather]}
 		t.Errorf("%d events reached the journal, want 10", n)
 	}
 }
+
+// TestLiveStampedRejections: when the gateway forwards the sequence
+// stamp, a request answered without reaching its upstream counts as
+// turned away, though no fast-fail recogniser knows the answer (a bare
+// 503), and an upstream's record written a moment after the client's
+// answer still counts as forwarded.
+func TestLiveStampedRejections(t *testing.T) {
+	sc := parse(t, "version: 1\nname: live\nexpectations: {upstreams: [search]}\n")
+	clock := journal.NewClock(time.Now().Add(-time.Hour))
+	l := newLive(journal.Discard, clock, sc)
+	u := l.ups["search"]
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	seq := func(n uint64) *uint64 { return &n }
+	client := func(at int, n uint64, status int, o journal.Outcome) {
+		l.RecordAt(ms(at), &journal.ClientRequest{Seq: n, Upstream: "search", Status: status, Outcome: o, Done: ms(at)})
+	}
+	// Forwarded: the upstream saw seq 1 (a 503 passed through).
+	l.RecordAt(ms(100), &journal.UpstreamRequest{Upstream: "search", Seq: seq(1), Status: 503})
+	client(110, 1, 503, journal.OutcomeHTTP5xx)
+	if s := u.state(ms(120)); s != "closed" {
+		t.Fatalf("a 503 from the upstream: %s, want closed", s)
+	}
+	// Turned away: seq 2 never reaches the upstream.
+	client(1000, 2, 503, journal.OutcomeHTTP5xx)
+	if s := u.state(ms(1100)); s != "closed" {
+		t.Errorf("within the grace: %s, want closed still", s)
+	}
+	u.settle(ms(1300))
+	if s := u.state(ms(1300)); s != "open" {
+		t.Errorf("answered without reaching the upstream: %s, want open", s)
+	}
+	// The upstream's record after the client's answer: forwarded.
+	client(2000, 3, 200, journal.OutcomeOK)
+	l.RecordAt(ms(1990), &journal.UpstreamRequest{Upstream: "search", Seq: seq(3), Status: 200})
+	u.settle(ms(2500))
+	if s := u.state(ms(2500)); s != "closed" {
+		t.Errorf("the upstream's record came late: %s, want closed", s)
+	}
+	// A reset without an answer that never reached the upstream says
+	// nothing.
+	client(3000, 4, 0, journal.OutcomeResetBeforeHdrs)
+	u.settle(ms(3500))
+	if s := u.state(ms(3500)); s != "closed" {
+		t.Errorf("an unanswered request: %s, want closed", s)
+	}
+}
