@@ -47,12 +47,15 @@ func TestIsSecretName(t *testing.T) {
 
 func TestQuery(t *testing.T) {
 	for in, want := range map[string]string{
-		"/search?q=go&api_key=abc":                 "/search?q=go&api_key=REDACTED",
-		"/a?access_token=t0k&x=1#frag":             "/a?access_token=REDACTED&x=1#frag",
-		"/a?author=me&monkey=1":                    "/a?author=me&monkey=1",
-		"/a?My%5Ftoken=1":                          "/a?My%5Ftoken=REDACTED",
-		"/a?token":                                 "/a?token",
-		"/plain":                                   "/plain",
+		"/search?q=go&api_key=abc":     "/search?q=go&api_key=REDACTED",
+		"/a?access_token=t0k&x=1#frag": "/a?access_token=REDACTED&x=1#frag",
+		"/a?author=me&monkey=1":        "/a?author=me&monkey=1",
+		"/a?My%5Ftoken=1":              "/a?My%5Ftoken=REDACTED",
+		"/a?token":                     "/a?token",
+		"/plain":                       "/plain",
+		"/a?&token=t&":                 "/a?&token=REDACTED&",
+		"/a?api_key=k#x?token=y":       "/a?api_key=REDACTED#x?token=y",
+		"/a?=v&sig=":                   "/a?=v&sig=REDACTED",
 		"https://gw/p?sig=zz&module=http&KEY=abc1": "https://gw/p?sig=REDACTED&module=http&KEY=REDACTED",
 	} {
 		if got := Query(in); got != want {
