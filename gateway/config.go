@@ -430,9 +430,8 @@ func (c Config) Validate() error {
 		if u.URL == "" {
 			return bad(f, "url is required")
 		}
-		pu, err := url.Parse(u.URL)
-		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return bad(f+".url", "want an absolute http:// or https:// URL, got %q", u.URL)
+		if _, err := rehearse.ParseHTTPURL(u.URL); err != nil {
+			return bad(f+".url", "%v", err)
 		}
 		if u.Kind != "" && u.Kind != KindTool && u.Kind != KindModel {
 			return bad(f+".kind", "want %q or %q, got %q", KindTool, KindModel, u.Kind)

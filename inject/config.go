@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -237,9 +236,8 @@ func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 			return u, bad("target", errors.New("a fake upstream has no target; set mode: proxy or tcp"))
 		}
 	case ModeProxy:
-		t, err := url.Parse(u.Target)
-		if err != nil || (t.Scheme != "http" && t.Scheme != "https") || t.Host == "" {
-			return u, bad("target", fmt.Errorf("proxy mode wants an http:// or https:// URL, got %q", u.Target))
+		if _, err := rehearse.ParseHTTPURL(u.Target); err != nil {
+			return u, bad("target", fmt.Errorf("proxy mode: %w", err))
 		}
 	case ModeTCP:
 		if _, _, err := net.SplitHostPort(u.Target); err != nil {

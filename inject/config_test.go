@@ -107,7 +107,7 @@ func TestNewValidates(t *testing.T) {
 		{"refuse with probability", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "refuse", Upstream: "a", Probability: 0.5}}, "acts on the listener"},
 		{"duplicate names", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Name: "x", Type: "status", Upstream: "a"}, {Name: "x", Type: "reset", Upstream: "a"}}, `duplicate fault name "x"`},
 		{"bad mode", []UpstreamConfig{{Name: "a", Mode: "udp"}}, nil, `unknown mode "udp"; allowed: fake, proxy, tcp`},
-		{"proxy without target", []UpstreamConfig{{Name: "a", Mode: ModeProxy}}, nil, "proxy mode wants an http:// or https:// URL"},
+		{"proxy without target", []UpstreamConfig{{Name: "a", Mode: ModeProxy}}, nil, "proxy mode: want an absolute http:// or https:// URL"},
 		{"wrong params type", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "status", Upstream: "a", Params: RetryAfterParams{}}}, "params must be *inject.StatusParams"},
 		{"typed params ok", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "status", Upstream: "a", Params: &StatusParams{Code: 500}}}, ""},
 		{"map params", []UpstreamConfig{{Name: "a"}}, []FaultSpec{{Type: "status", Upstream: "a", Params: map[string]any{"code": 500}}}, "params must be *inject.StatusParams, got map[string]interface {}"},

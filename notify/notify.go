@@ -122,8 +122,10 @@ func chatEscape(s string) string {
 // ParseURL checks a webhook URL given on the command line: absolute http
 // or https with a host. The error names the URL redacted.
 func ParseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := rehearse.ParseHTTPURL(raw)
+	if err != nil {
+		// Not err's text: a webhook's path is its secret, so the URL is
+		// named by its scheme and host alone.
 		return nil, fmt.Errorf("%w: --notify %s: want an http:// or https:// URL", rehearse.ErrInvalid, Redact(raw))
 	}
 	return u, nil

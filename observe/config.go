@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -285,7 +284,7 @@ func (c ScrapeConfig) compile() (*compiled, error) {
 	case c.URL != "" && c.PromQuery != nil:
 		return nil, cfgErr("url", "set either url or prom_query, not both")
 	case c.URL != "":
-		if err := checkHTTPURL(c.URL); err != nil {
+		if _, err := rehearse.ParseHTTPURL(c.URL); err != nil {
 			return nil, &rehearse.ConfigError{Path: "url", Err: err}
 		}
 	}
@@ -348,7 +347,7 @@ func (c ScrapeConfig) compile() (*compiled, error) {
 		if pq.URL == "" {
 			return nil, cfgErr("prom_query.url", "required")
 		}
-		if err := checkHTTPURL(pq.URL); err != nil {
+		if _, err := rehearse.ParseHTTPURL(pq.URL); err != nil {
 			return nil, &rehearse.ConfigError{Path: "prom_query.url", Err: err}
 		}
 		if pq.Mode != PromModeQuery && pq.Mode != PromModeQueryRange {
@@ -362,20 +361,6 @@ func (c ScrapeConfig) compile() (*compiled, error) {
 		}
 	}
 	return out, nil
-}
-
-func checkHTTPURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("invalid URL %q: %w", s, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("invalid URL %q: want an http:// or https:// URL", s)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("invalid URL %q: no host", s)
-	}
-	return nil
 }
 
 var metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
@@ -480,7 +465,7 @@ func (c HealthConfig) compile() (HealthConfig, healthyRule, error) {
 	if c.URL == "" {
 		return c, r, cfgErr("url", "required")
 	}
-	if err := checkHTTPURL(c.URL); err != nil {
+	if _, err := rehearse.ParseHTTPURL(c.URL); err != nil {
 		return c, r, &rehearse.ConfigError{Path: "url", Err: err}
 	}
 	if c.Timeout > c.Interval {

@@ -21,8 +21,8 @@ func TestScrapeConfigErrors(t *testing.T) {
 	}{
 		{"no source", ScrapeConfig{}, "url: required (or prom_query)"},
 		{"both sources", ScrapeConfig{URL: u, PromQuery: &PromQueryConfig{URL: "http://p:9090"}}, "url: set either url or prom_query, not both"},
-		{"bad scheme", ScrapeConfig{URL: "ftp://x/metrics"}, `url: invalid URL "ftp://x/metrics": want an http:// or https:// URL`},
-		{"no host", ScrapeConfig{URL: "http:///metrics"}, `url: invalid URL "http:///metrics": no host`},
+		{"bad scheme", ScrapeConfig{URL: "ftp://x/metrics"}, `url: want an absolute http:// or https:// URL, got "ftp://x/metrics"`},
+		{"no host", ScrapeConfig{URL: "http:///metrics"}, `url: URL "http:///metrics" has no host`},
 		{"timeout over interval", ScrapeConfig{URL: u, Interval: rehearse.Duration(time.Second), Timeout: rehearse.Duration(2 * time.Second)}, "timeout: 2s is longer than the interval 1s"},
 		{"unknown preset", ScrapeConfig{URL: u, Preset: "nginx"}, `preset: unknown preset "nginx" (want one of: caddy, custom, envoy, haproxy, reference, resilience4j)`},
 		{"unknown format", ScrapeConfig{URL: u, Format: "proto"}, `format: unknown format "proto" (want auto, text or openmetrics)`},

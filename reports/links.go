@@ -42,8 +42,8 @@ func (r *ReportSpec) Validate() error {
 		if v == "" {
 			continue
 		}
-		u, err := url.Parse(strings.NewReplacer("{from}", "0", "{to}", "0").Replace(v))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// Checked with its placeholders filled, named as written.
+		if _, err := rehearse.ParseHTTPURL(strings.NewReplacer("{from}", "0", "{to}", "0").Replace(v)); err != nil {
 			return &rehearse.ConfigError{Path: name, Err: fmt.Errorf("%q: want an absolute http:// or https:// URL", redactURL(v))}
 		}
 	}

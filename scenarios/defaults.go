@@ -197,7 +197,7 @@ func (s *Scenario) Validate() error {
 	case g.URL != "" && g.Builtin != nil:
 		add("gateway", errors.New("set either url (your gateway) or builtin (the reference gateway), not both"))
 	case g.URL != "":
-		if err := validURL(g.URL); err != nil {
+		if _, err := rehearse.ParseHTTPURL(g.URL); err != nil {
 			add("gateway.url", err)
 		}
 	}
@@ -244,7 +244,7 @@ func (s *Scenario) Validate() error {
 		add("gateway.health.url", errors.New("required for a gateway given by url (e.g. http://127.0.0.1:8080/healthz)"))
 	}
 	if g.Ready != nil && g.Ready.URL != "" {
-		if err := validURL(g.Ready.URL); err != nil {
+		if _, err := rehearse.ParseHTTPURL(g.Ready.URL); err != nil {
 			add("gateway.ready.url", err)
 		}
 	}

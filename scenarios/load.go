@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,18 +111,4 @@ func (s *Scenario) Dir() string {
 		return wd
 	}
 	return filepath.Dir(s.File)
-}
-
-func validURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("invalid URL %q: %v", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("URL %q: scheme must be http or https", raw)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("URL %q has no host", raw)
-	}
-	return nil
 }

@@ -92,7 +92,7 @@ func (o *Overrides) Apply(s *Scenario) error {
 }
 
 func parseGatewayOverride(raw string) (func(*Scenario) error, error) {
-	if err := validURL(raw); err != nil {
+	if _, err := rehearse.ParseHTTPURL(raw); err != nil {
 		return nil, err
 	}
 	base := strings.TrimRight(raw, "/")

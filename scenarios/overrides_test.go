@@ -111,7 +111,8 @@ func TestOverrideBadValues(t *testing.T) {
 		{"duration", "5", "want a duration"},
 		{"seed", "1.5", "want a whole number"},
 		{"gateway", "127.0.0.1:8080", "invalid URL"},
-		{"gateway", "ftp://h/", "scheme must be http or https"},
+		{"gateway", "ftp://h/", "want an absolute http:// or https:// URL"},
+		{"gateway", "http://admin:s3cret@h:x/", "REDACTED"},
 		{"gateway-mode", "fancy", `want "reference" or "naive"`},
 	} {
 		o := NewOverrides()

@@ -70,8 +70,8 @@ func TestMetricsCmdErrors(t *testing.T) {
 	}{
 		{[]string{"metrics", dead}, 3, "connection refused"},
 		{[]string{"metrics", dead, "--preset", "nginx"}, 2, `--preset: unknown preset "nginx"`},
-		{[]string{"metrics", "ftp://x"}, 2, `URL argument: invalid URL "ftp://x"`},
-		{[]string{"metrics", "--prom", "nope"}, 2, `--prom: invalid URL "nope"`},
+		{[]string{"metrics", "ftp://x"}, 2, `URL argument: want an absolute http:// or https:// URL, got "ftp://x"`},
+		{[]string{"metrics", "--prom", "nope"}, 2, `--prom: want an absolute http:// or https:// URL, got "nope"`},
 		{[]string{"metrics", dead, "--preset", "custom"}, 2, "--preset custom needs the mapping: --metric NAME"},
 		{[]string{"metrics", dead, "--preset", "custom", "--metric", "x", "--value", "0"}, 2, `--value "0": want KEY=STATE`},
 		{[]string{"metrics", dead, "--metric", "x"}, 2, "use them with --preset custom"},
