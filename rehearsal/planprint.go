@@ -43,7 +43,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		hosts = append(hosts, fmt.Sprintf("%s %d", name, p.Hosts[h]))
 	}
 	ew.printf("  hosts: %s\n", strings.Join(hosts, ", "))
-	skipped := p.skipped()
+	skipped := p.Skipped()
 	if len(skipped) == 0 {
 		ew.printf("  skipped: nothing\n")
 	}
@@ -163,9 +163,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-// skipped lists what the capture held that will not be replayed, each
-// with its reason.
-func (p *Plan) skipped() []string {
+// Skipped lists what the capture held that will not be replayed, each
+// with its count and reason ("3 TLS streams (encrypted: not replayable)").
+func (p *Plan) Skipped() []string {
 	st := p.Stats
 	var out []string
 	add := func(n int64, what string) {

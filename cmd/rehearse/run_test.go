@@ -325,3 +325,18 @@ expectations: {upstreams: [search], opens_within: 20s}
 		t.Errorf("the invalid dry run wrote files: %d entries", len(entries))
 	}
 }
+
+// TestValidateSaysWhatIsReplayed: validate's ok line counts the requests
+// the run will replay and says what is left out and why.
+func TestValidateSaysWhatIsReplayed(t *testing.T) {
+	sc := filepath.Join(t.TempDir(), "gets.yaml")
+	if err := os.WriteFile(sc, []byte("version: 1\nname: gets\nreplay: {duration: 5s, filter: {methods: [GET]}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := executeErr(t, "validate", sc)
+	want := sc + ": ok (gets: 5 upstreams, 0 faults, 10 req/s for 5s; 20 replayable requests in the capture; " +
+		"skipped: 180 requests filtered out by replay.filter (methods GET))\n"
+	if err != nil || out != want {
+		t.Errorf("validate: %v\n got %q\nwant %q", err, out, want)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,10 +37,19 @@ Exit code 2 when any file is invalid.`,
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s: %d upstreams, %d faults, %g req/s for %s; %d replayable requests in the capture)\n",
-					path, sc.Name, len(sc.Upstreams), len(sc.Faults), sc.Replay.Rate, sc.Replay.Duration, plan.Replayable)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s: %d upstreams, %d faults, %g req/s for %s; %d replayable requests in the capture%s)\n",
+					path, sc.Name, len(sc.Upstreams), len(sc.Faults), sc.Replay.Rate, sc.Replay.Duration, plan.Replayable, skippedText(plan))
 			}
 			return errors.Join(errs...)
 		},
 	}
+}
+
+// skippedText says, for validate's ok line, what of the capture will not
+// be replayed and why, or "" when nothing.
+func skippedText(p *rehearsal.Plan) string {
+	if s := p.Skipped(); len(s) > 0 {
+		return "; skipped: " + strings.Join(s, ", ")
+	}
+	return ""
 }

@@ -313,7 +313,7 @@ func writeStats(w io.Writer, st *Stats, m *mix) {
 		fmt.Fprintf(tw, "  skipped\t%d  incomplete (left out here by --skip-incomplete)\n", n)
 	}
 	if st.TLSStreams+st.HTTP2Streams+st.OtherStreams > 0 {
-		fmt.Fprintf(tw, "  not replayable\t%d TLS / %d HTTP/2 / %d other streams\n", st.TLSStreams, st.HTTP2Streams, st.OtherStreams)
+		fmt.Fprintf(tw, "  not replayable\t%d TLS / %d HTTP/2 / %d other streams%s\n", st.TLSStreams, st.HTTP2Streams, st.OtherStreams, st.ProtocolsText())
 	}
 	if m.writes > 0 {
 		fmt.Fprintf(tw, "  write requests\t%d  POST, PUT, PATCH, DELETE: the replay refuses to start without --allow-writes\n", m.writes)
