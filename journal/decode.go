@@ -111,7 +111,7 @@ type chunkResult struct {
 
 // decodeChunk decodes a chunk's lines; a final line without its newline
 // that does not parse is a torn write.
-func decodeChunk(c *chunk, in interner) chunkResult {
+func decodeChunk(c *chunk, in interner, sl *slab) chunkResult {
 	var r chunkResult
 	r.events = c.events[:0]
 	if cap(r.events) < len(c.lines) {
@@ -123,7 +123,7 @@ func decodeChunk(c *chunk, in interner) chunkResult {
 		if len(line) == 0 {
 			continue
 		}
-		ev, ok := decodeFast(line, in)
+		ev, ok := decodeFastIn(line, in, sl)
 		var err error
 		if !ok {
 			ev, err = Unmarshal(line)
@@ -219,8 +219,9 @@ func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 	for w := 0; w < workers; w++ {
 		go func() {
 			in := interner{} // one per worker: no locking
+			sl := &slab{}
 			for c := range jobs {
-				c.res <- decodeChunk(c, in) // buffered: never blocks
+				c.res <- decodeChunk(c, in, sl) // buffered: never blocks
 			}
 		}()
 	}
