@@ -63,16 +63,21 @@ expectations: {upstreams: [search], opens_within: 3s}
 			t.Errorf("the log is missing:\n%s", stderr.String())
 		}
 	})
-	for _, width := range []int{60, 160} {
-		t.Run(fmt.Sprint(width), func(t *testing.T) {
-			sock := filepath.Join(dir, fmt.Sprintf("tmux-%d", width))
+	for _, tc := range []struct{ width, resizeTo int }{{60, 0}, {160, 0}, {160, 60}} {
+		width := tc.width
+		name := fmt.Sprint(width)
+		if tc.resizeTo > 0 {
+			name = fmt.Sprintf("%d to %d", width, tc.resizeTo)
+		}
+		t.Run(name, func(t *testing.T) {
+			sock := filepath.Join(dir, fmt.Sprintf("tmux-%d-%d", width, tc.resizeTo))
 			tmux := func(args ...string) (string, error) {
 				cmd := exec.Command("tmux", append([]string{"-S", sock}, args...)...)
 				cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 				out, err := cmd.CombinedOutput()
 				return string(out), err
 			}
-			run := fmt.Sprintf("%s run %s --out %s 2>&1; echo EXIT=$?; sleep 120", bin, sc, filepath.Join(dir, fmt.Sprintf("run-%d", width)))
+			run := fmt.Sprintf("%s run %s --out %s 2>&1; echo EXIT=$?; sleep 120", bin, sc, filepath.Join(dir, fmt.Sprintf("run-%d-%d", width, tc.resizeTo)))
 			if out, err := tmux("-f", "/dev/null", "new-session", "-d", "-x", fmt.Sprint(width), "-y", "40", run); err != nil {
 				t.Fatalf("tmux new-session: %v\n%s", err, out)
 			}
@@ -84,6 +89,7 @@ expectations: {upstreams: [search], opens_within: 3s}
 			}
 
 			var during, sawFault, sawBreaker int
+			var settle time.Time
 			deadline := time.Now().Add(90 * time.Second)
 			var final string
 			for time.Now().Before(deadline) {
@@ -101,7 +107,20 @@ expectations: {upstreams: [search], opens_within: 3s}
 					continue // not replaying yet
 				}
 				during++
+				if time.Now().Before(settle) {
+					continue // the first redraw after the resize may not have come
+				}
 				checkScreen(t, width, rows, true)
+				if tc.resizeTo > 0 && during == 3 {
+					// The window narrows under a drawn line: the
+					// terminal reflows it onto several rows, all of
+					// which must go.
+					if out, err := tmux("resize-window", "-x", fmt.Sprint(tc.resizeTo)); err != nil {
+						t.Fatalf("tmux resize-window: %v\n%s", err, out)
+					}
+					width = tc.resizeTo
+					settle = time.Now().Add(2 * time.Second)
+				}
 				last := rows[len(rows)-1]
 				if strings.Contains(last, "search:status") {
 					sawFault++
@@ -118,6 +137,9 @@ expectations: {upstreams: [search], opens_within: 3s}
 			}
 			if during == 0 {
 				t.Fatalf("no screen showed the status line while the run replayed:\n%s", final)
+			}
+			if tc.resizeTo > 0 && width != tc.resizeTo {
+				t.Fatalf("the run ended before the window was resized (%d screens)", during)
 			}
 			if width == 160 && (sawFault == 0 || sawBreaker == 0) {
 				t.Errorf("at 160 columns the status line never showed the fault (%d) or the breaker (%d)", sawFault, sawBreaker)

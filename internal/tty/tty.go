@@ -9,7 +9,8 @@
 // Display owns both: log output is written through it (it erases the
 // status line, writes the log lines, and draws the status line again
 // below them), and the status line is clipped to the terminal's width,
-// read again at every redraw so that a resized window is followed.
+// read again at every redraw so that a resized window is followed (a
+// line a narrower window reflowed onto several rows is erased whole).
 //
 // Progress-bar libraries (schollz/progressbar, vbauerster/mpb) draw a bar
 // and leave interleaving with a logger to the caller; the interleaving is
@@ -19,10 +20,12 @@ package tty
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 )
@@ -41,6 +44,8 @@ type Display struct {
 	width  func() int
 	status func() string
 	shown  bool   // the status line is on the screen
+	drawnW int    // the width the line on the screen was clipped to
+	drawnN int    // its length in columns
 	part   []byte // a log line not ended yet
 	stop   chan struct{}
 	done   chan struct{}
@@ -150,8 +155,7 @@ func (d *Display) Write(p []byte) (int, error) {
 	}
 	var buf bytes.Buffer
 	if d.shown {
-		buf.WriteString("\r\x1b[K")
-		d.shown = false
+		buf.WriteString(d.eraseLocked(d.width()))
 	}
 	buf.Write(d.part[:i+1])
 	d.part = append(d.part[:0], d.part[i+1:]...)
@@ -167,9 +171,30 @@ func (d *Display) drawLocked() {
 	if d.status == nil {
 		return
 	}
-	line := Clip(d.status(), d.width()-1)
-	_, _ = io.WriteString(d.w, "\r\x1b[K"+line)
-	d.shown = true
+	width := d.width()
+	line := Clip(d.status(), width-1)
+	_, _ = io.WriteString(d.w, d.eraseLocked(width)+line)
+	d.shown, d.drawnW, d.drawnN = true, width, utf8.RuneCountInString(line)
+}
+
+// eraseLocked returns what erases the status line on the screen, the
+// terminal being width columns wide now, and marks it gone.
+func (d *Display) eraseLocked(width int) string {
+	if !d.shown {
+		return "\r\x1b[K"
+	}
+	d.shown = false
+	if width < d.drawnW && d.drawnN > width {
+		// The window shrank under the line on the screen: a terminal
+		// that reflows (tmux, Terminal.app, iTerm2, GNOME's) has
+		// wrapped it onto several rows, and erasing the last one would
+		// leave the others behind. Go up to its first row and erase
+		// from there down.
+		if up := (d.drawnN+width-1)/width - 1; up > 0 {
+			return fmt.Sprintf("\r\x1b[%dA\x1b[J", up)
+		}
+	}
+	return "\r\x1b[K"
 }
 
 // Clip cuts s to at most width columns (runes; the status line holds no

@@ -57,3 +57,22 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+// TestShrinkErasesTheReflowedLine: after the window narrows, the line on
+// the screen (reflowed onto several rows) is erased from its first row.
+func TestShrinkErasesTheReflowedLine(t *testing.T) {
+	var out testutil.SyncBuffer
+	width := 100
+	d := NewWidth(&out, func() int { return width })
+	d.every = time.Hour
+	d.Start(func() string { return strings.Repeat("x", 95) })
+	width = 40
+	d.Write([]byte("log\n"))
+	d.Stop()
+	got := out.String()
+	// 95 columns on a 40-column terminal: three rows, so up two.
+	want := "\r\x1b[K" + strings.Repeat("x", 95) + "\r\x1b[2A\x1b[Jlog\n" + "\r\x1b[K" + strings.Repeat("x", 38) + "…"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("a log line right after the shrink\n got %q\nwant %q", got, want)
+	}
+}
