@@ -16,20 +16,6 @@ import (
 	"github.com/halfopen/rehearse/journal"
 )
 
-// freeAddr returns a loopback address nobody listens on, for servers that
-// cannot inherit a listener. Another process could take it before the
-// server binds; the server then fails to start and the test says so.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // okUpstream serves "ok" on a loopback listener until the test ends (or
 // the test closes it, to kill the upstream) and returns its address.
 func okUpstream(t *testing.T) (*http.Server, string) {
@@ -96,8 +82,8 @@ func startServer(t *testing.T, cmd *exec.Cmd) (out *testutil.SyncBuffer, exited 
 func TestCaddyRealExporter(t *testing.T) {
 	bin := realServer(t, "caddy", "apt-get install caddy (Debian)")
 	_, healthy := okUpstream(t)
-	dead := freeAddr(t)
-	admin, site := freeAddr(t), freeAddr(t)
+	dead := testutil.FreeAddr(t)
+	admin, site := testutil.FreeAddr(t), testutil.FreeAddr(t)
 
 	dir := t.TempDir()
 	caddyfile := fmt.Sprintf(`{

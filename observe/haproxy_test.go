@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -23,7 +24,7 @@ func TestHAProxyRealExporter(t *testing.T) {
 	// The healthy upstream.
 	upSrv, healthy := okUpstream(t)
 	// A dead upstream: a port nobody listens on any more.
-	dead := freeAddr(t)
+	dead := testutil.FreeAddr(t)
 
 	statsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -269,7 +270,7 @@ func TestPromQueryRealPrometheus(t *testing.T) {
 
 	// Prometheus cannot inherit a listener: find a free port and let it
 	// bind; a clash fails the start, which the test reports.
-	promAddr := freeAddr(t)
+	promAddr := testutil.FreeAddr(t)
 
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\nscrape_configs:\n  - job_name: gateway\n    static_configs:\n      - targets: [%q]\n", gw)

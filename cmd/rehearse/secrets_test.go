@@ -15,25 +15,13 @@ import (
 	"testing"
 
 	"github.com/halfopen/rehearse/gateway"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 // capturedSecrets are the credentials on the wire of testdata/secrets.pcap
 // (scripts/capturegen -mode secrets): an Authorization header, a Cookie,
 // an X-Api-Key, and api_key and access_token query parameters.
 var capturedSecrets = []string{"sk-captured-bearer-5ecret", "captured-cookie-5ecret", "captured-xkey-5ecret", "captured-query-5ecret", "captured-access-5ecret"}
-
-// freeAddr is a loopback address nobody listens on right now, for an
-// upstream whose address the gateway must know before the run starts.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // hookRecorder is a webhook receiver keeping every payload.
 type hookRecorder struct {
@@ -115,7 +103,7 @@ func TestRunWritesNoSecret(t *testing.T) {
 
 	// The built-in gateway, run as a gateway under test of its own
 	// (reached by URL), calling the harness's upstreams at fixed ports.
-	search, weather := freeAddr(t), freeAddr(t)
+	search, weather := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	gw, err := gateway.New(gateway.Config{Upstreams: map[string]gateway.UpstreamConfig{
 		"search": {URL: "http://" + search}, "weather": {URL: "http://" + weather},
 	}}, gateway.WithLogger(slog.New(slog.DiscardHandler)))

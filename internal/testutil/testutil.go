@@ -4,7 +4,9 @@ package testutil
 
 import (
 	"bytes"
+	"net"
 	"sync"
+	"testing"
 )
 
 // SyncBuffer is a bytes.Buffer safe for concurrent use: one goroutine
@@ -36,3 +38,33 @@ func (s *SyncBuffer) Bytes() []byte {
 	defer s.mu.Unlock()
 	return bytes.Clone(s.b.Bytes())
 }
+
+// FreeAddr returns a loopback address nobody listens on right now, for a
+// server that binds its own address (a real binary, an upstream whose
+// address must be known before the run starts). It is chosen and
+// released, so another process could still take it: the server then
+// fails to start and the test says so. Within the test binary no address
+// is handed out twice, since the kernel may hand a port just released to
+// the next caller, a parallel test.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	addrsMu.Lock()
+	defer addrsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !addrsGiven[addr] {
+			addrsGiven[addr] = true
+			return addr
+		}
+	}
+}
+
+var (
+	addrsMu    sync.Mutex
+	addrsGiven = map[string]bool{}
+)

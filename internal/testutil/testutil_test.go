@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +9,24 @@ import (
 
 // TestSyncBufferConcurrent writes from several goroutines while reading;
 // under -race any unguarded access fails the test.
+// TestFreeAddr: the address is free (it can be bound) and never handed
+// out twice.
+func TestFreeAddr(t *testing.T) {
+	seen := map[string]bool{}
+	for range 50 {
+		a := FreeAddr(t)
+		if seen[a] {
+			t.Fatalf("%s handed out twice", a)
+		}
+		seen[a] = true
+	}
+	ln, err := net.Listen("tcp", FreeAddr(t))
+	if err != nil {
+		t.Fatalf("the free address cannot be bound: %v", err)
+	}
+	ln.Close()
+}
+
 func TestSyncBufferConcurrent(t *testing.T) {
 	var b SyncBuffer
 	var wg sync.WaitGroup
