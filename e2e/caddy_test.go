@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/reports"
 )
 
 // caddyTiming is the breaker of the Caddy drills: reverse_proxy's passive
@@ -158,6 +159,16 @@ type caddyRecord struct {
 	// Checks are the active checks Caddy logged: the failed ones (it
 	// logs each) and the passing one that made the upstream healthy again.
 	Checks []caddyHealth
+	// Decisions are Caddy's own verdicts on each request it received:
+	// forwarded ("selected upstream") or turned away ("no upstreams
+	// available"), at the moment it decided, in order.
+	Decisions []caddyDecision
+}
+
+// caddyDecision is one request Caddy forwarded or turned away.
+type caddyDecision struct {
+	At        float64
+	Forwarded bool
 }
 
 type caddyTrip struct {
@@ -217,9 +228,15 @@ func (g *caddyGW) record(t *testing.T, wallStart time.Time) caddyRecord {
 			rec.Checks = append(rec.Checks, caddyHealth{At: at})
 		case e.Msg == "host is up":
 			rec.Checks = append(rec.Checks, caddyHealth{At: at, Healthy: true})
+		case e.Msg == "selected upstream":
+			rec.Decisions = append(rec.Decisions, caddyDecision{At: at, Forwarded: true})
+		case e.Msg == "no upstreams available":
+			// Logged as the request ends; it was decided as it came in.
+			rec.Decisions = append(rec.Decisions, caddyDecision{At: at - e.Duration})
 		}
 	}
 	sort.SliceStable(rec.Trips, func(i, j int) bool { return rec.Trips[i].End < rec.Trips[j].End })
+	sort.SliceStable(rec.Decisions, func(i, j int) bool { return rec.Decisions[i].At < rec.Decisions[j].At })
 	return rec
 }
 
@@ -279,47 +296,69 @@ func (s caddyState) transitions(from float64) []float64 {
 	return out
 }
 
-// caddyTruth derives the breaker's cycles from Caddy's record. A healthy
-// spell that let exactly one call through, whose failure made the
-// upstream unhealthy again, is not a close: that call was, in effect, a
-// probe (as with nginx's; the black box cannot tell the two apart and
-// neither can a client). A healthy spell in which calls flowed is a
-// close, and the next unhealthy spell a new cycle.
-func caddyTruth(s caddyState, from float64, merge bool, sends []float64) []truthCycle {
+// caddyTruth derives the breaker's cycles from Caddy's record. Caddy's
+// own decisions say when it was open: it opened when it first turned a
+// request away, and closed when it next forwarded one. The moments come
+// from its state as its log fixes it (a counted failure, a failure's
+// expiry, an active health change): the open is the last change to
+// unhealthy before the request it turned away, the close the last change
+// to healthy before the request it forwarded. A spell that no request
+// fell into (healthy or unhealthy) changed nothing anyone saw, the black
+// box included. Deciding "did a request see it" by Caddy's decisions,
+// not by when the client sent, matters: a request sent a fraction of a
+// millisecond before a failure expired reaches Caddy after it and is
+// forwarded. With merge (the analysis read the calls let through while
+// open as probes), a healthy spell that let fewer calls through than the
+// analysis needs to call forwarding resumed (reports.CloseRunMin), all
+// failing, the last making the upstream unhealthy again, is not a close:
+// those calls were, in effect, probes (as with nginx's; the black box
+// cannot tell the two apart and neither can a client).
+func caddyTruth(t *testing.T, s caddyState, from float64, merge bool) []truthCycle {
+	t.Helper()
 	var out []truthCycle
-	open := false
-	var openedAt, healthyAt float64
 	// The replay's end: Caddy's checks fail once the harness has closed
 	// its upstream, which is no part of the drill.
 	to := math.Inf(-1)
 	for _, tr := range s.rec.Trips {
 		to = max(to, tr.End)
 	}
-	trans := s.transitions(from - 0.003)
-	for ti, x := range trans {
-		if x > to {
-			break
-		}
-		h := s.healthy(x)
-		if !open && !h {
-			// An unhealthy spell no client request fell into turned
-			// nobody away: nothing anyone (the black box included) can
-			// see. Skip to its end.
-			next := math.Inf(1)
-			for _, y := range trans[ti+1:] {
-				if s.healthy(y) {
-					next = y
-					break
-				}
+	trans := s.transitions(0)
+	// turn is the last change of the derived state to healthy (or to
+	// unhealthy) at or before at (plus a millisecond: Caddy logs a round
+	// trip a moment before it counts it), after lo.
+	turn := func(at, lo float64, healthy bool) float64 {
+		const skew = 0.001
+		best := math.NaN()
+		prev := !healthy
+		for i, x := range trans {
+			if x > at+skew {
+				break
 			}
-			i := sort.SearchFloat64s(sends, x)
-			if i >= len(sends) || sends[i] >= next {
+			if i > 0 && x == trans[i-1] {
 				continue
 			}
+			h := s.healthy(x)
+			if h == healthy && prev != healthy && x > lo-skew {
+				best = x
+			}
+			prev = h
+		}
+		if math.IsNaN(best) {
+			t.Logf("Caddy %s a request at %.4f s that its logged state does not explain: the moment is that request's", map[bool]string{true: "forwarded", false: "turned away"}[healthy], at)
+			return at
+		}
+		return best
+	}
+	open := false
+	lastFwd, lastBlk := from-0.003, from-0.003
+	for _, d := range s.rec.Decisions {
+		if d.At < from-0.003 || d.At > to {
+			continue
 		}
 		switch {
-		case !open && !h:
-			open, openedAt = true, x
+		case !open && !d.Forwarded:
+			x := turn(d.At, lastFwd, false)
+			open = true
 			tc := truthCycle{OpenAt: x}
 			prev := from - 0.003
 			if n := len(out); n > 0 {
@@ -333,31 +372,16 @@ func caddyTruth(s caddyState, from float64, merge bool, sends []float64) []truth
 				}
 			}
 			out = append(out, tc)
-		case open && h:
-			if i := sort.SearchFloat64s(sends, x); i < len(sends) && s.healthy(sends[i]) == false {
-				// Healthy only until the next unhealthy moment, with no
-				// request in between: no request saw it healthy.
-				nextBad := math.Inf(1)
-				for _, y := range trans[ti+1:] {
-					if !s.healthy(y) {
-						nextBad = y
-						break
-					}
-				}
-				if sends[i] >= nextBad {
-					continue
-				}
-			}
-			open, healthyAt = false, x
-			cl := x
-			out[len(out)-1].CloseAt = &cl
-		case !open && !h:
-		case open && !h:
+		case open && d.Forwarded:
+			x := turn(d.At, lastBlk, true)
+			open = false
+			out[len(out)-1].CloseAt = &x
 		}
-		if !open && len(out) > 0 {
-			continue
+		if d.Forwarded {
+			lastFwd = d.At
+		} else {
+			lastBlk = d.At
 		}
-		_ = openedAt
 	}
 	for i := range out {
 		// With active checks, the failed checks while unhealthy and the
@@ -378,7 +402,7 @@ func caddyTruth(s caddyState, from float64, merge bool, sends []float64) []truth
 	if !merge {
 		return out
 	}
-	// Merge healthy spells that admitted one call which re-tripped.
+	// Merge healthy spells that let fewer than CloseRunMin calls through, all re-tripping.
 	var merged []truthCycle
 	for _, c := range out {
 		n := len(merged)
@@ -390,8 +414,14 @@ func caddyTruth(s caddyState, from float64, merge bool, sends []float64) []truth
 					in = append(in, tr)
 				}
 			}
-			if len(in) == 1 && in[0].Counted() && math.Abs(in[0].End-c.OpenAt) < 0.002 {
-				prev.Probes = append(prev.Probes, truthProbe{At: in[0].Start, End: in[0].End, OK: false})
+			counted := len(in) > 0
+			for _, tr := range in {
+				counted = counted && tr.Counted()
+			}
+			if counted && len(in) < reports.CloseRunMin && math.Abs(in[len(in)-1].End-c.OpenAt) < 0.002 {
+				for _, tr := range in {
+					prev.Probes = append(prev.Probes, truthProbe{At: tr.Start, End: tr.End, OK: false})
+				}
 				prev.Probes = append(prev.Probes, c.Probes...)
 				prev.CloseAt = c.CloseAt
 				continue
@@ -399,7 +429,6 @@ func caddyTruth(s caddyState, from float64, merge bool, sends []float64) []truth
 		}
 		merged = append(merged, c)
 	}
-	_ = healthyAt
 	return merged
 }
 

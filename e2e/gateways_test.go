@@ -199,5 +199,10 @@ func runScenario(t *testing.T, name, src string, length time.Duration, p *proc) 
 		t.Fatalf("run left no analysis (err %v)", err)
 	}
 	t.Logf("run directory: %s", dir)
+	if os.Getenv("REHEARSE_E2E_OUT") != "" {
+		// Kept runs keep the gateway's own log beside the journal, to
+		// read one against the other afterwards.
+		_ = os.WriteFile(filepath.Join(dir, p.name+".log"), []byte(p.Log()), 0o644)
+	}
 	return res, err
 }

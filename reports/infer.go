@@ -88,10 +88,19 @@ type cyc struct {
 	// window while the upstream still had it in flight; the close is
 	// bounded, not exact.
 	closeInFlight bool
+	// react is how long the first resumed call took from the client's
+	// send to the upstream: the gateway's reaction time around the close.
+	react time.Duration
+	// expiryByOthers: the close alone could not tell a probe from a
+	// timer; the upstream's other cycles show failures expiring.
+	expiryByOthers bool
+	// checkChance ≥ 0: closed on a passing check although the checks
+	// passed throughout; the chance that this was coincidence.
+	checkChance float64
 }
 
 func newCyc(openAt time.Duration) *cyc {
-	return &cyc{openAt: openAt, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}}
+	return &cyc{openAt: openAt, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}, checkChance: -1}
 }
 
 func (c *collector) finish() (*Analysis, error) {

@@ -115,7 +115,9 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 				for _, q := range run {
 					delete(cur.admitted, match[q])
 				}
-				u.closeOf(cur, c.reqs[sent[lastBlocked]].sent, match[run[0]], match[run[1]])
+				fr, nx, react := u.firstArrivals(run, match)
+				cur.react = react
+				u.closeOf(cur, c.reqs[sent[lastBlocked]].sent, fr, nx)
 				cur.sinceClose = cur.sinceClose[:0]
 				for _, q := range run {
 					cur.sinceClose = append(cur.sinceClose, match[q])
@@ -137,6 +139,33 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 	}
 	u.checksGate(out)
 	return u.splitExpiry(out)
+}
+
+// firstArrivals returns the two calls of a run of passed requests that
+// reached the upstream first. The run is in the order the client sent its
+// requests; a loaded gateway can forward a later one first (a slow dial),
+// and the resumed traffic began with the earliest arrival, not with the
+// first request sent: a call that arrived before it would otherwise be
+// counted as let through while open. It also returns how long the first
+// of them took from the client's send to the upstream: the gateway's
+// reaction time just then.
+func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second int32, react time.Duration) {
+	c := u.c
+	a, b := match[run[0]], match[run[1]]
+	qa := run[0]
+	if c.calls[b].t < c.calls[a].t {
+		a, b, qa = b, a, run[1]
+	}
+	for _, q := range run[2:] {
+		k := match[q]
+		switch t := c.calls[k].t; {
+		case t < c.calls[a].t:
+			a, b, qa = k, a, q
+		case t < c.calls[b].t:
+			b = k
+		}
+	}
+	return a, b, c.calls[a].t - c.reqs[u.sent[qa]].sent
 }
 
 // openMoment estimates when the breaker opened. The black-box bounds are
@@ -354,8 +383,13 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int3
 				n++
 			}
 			out.SuccessesToClose = ptr(max(n, 1))
-			if cy.closeInFlight {
+			switch {
+			case cy.closeInFlight:
 				out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo)), Max: out.ClosedAtS}
+			case cy.checkChance >= 0:
+				// Checks that passed throughout: the close is also known
+				// to the window between the requests either side.
+				out.CloseBoundsS = &Bounds{Min: ptr(seconds(min(cy.lb, cy.closeAt))), Max: ptr(seconds(max(c.calls[cy.fr].t, cy.closeAt)))}
 			}
 		default:
 			// Closed on a timer, or the evidence cannot tell: known to a

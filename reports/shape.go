@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -103,8 +104,18 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 		}
 		// The upstream stamps a call's end once its handler returns,
 		// which can be a moment after the gateway got the answer and
-		// forwarded the next request: slack on both sides.
-		if e := k.end; e > lastBlocked-closeSlack && e <= hi+closeSlackLate && e > best {
+		// forwarded the next request: slack on both sides. A health
+		// check runs on the gateway's own schedule, beside whatever else
+		// closes the breaker: one that ended before a request the gateway
+		// then turned away, by more than the gateway took to forward a
+		// request just then, did not close it (a breaker whose failures
+		// expire, with checks passing throughout, has a check end near
+		// the expiry by chance, every cycle when the periods are in step).
+		early := closeSlack
+		if k.health {
+			early = min(max(cy.react, time.Millisecond), closeSlack)
+		}
+		if e := k.end; e > lastBlocked-early && e <= hi+closeSlackLate && e > best {
 			best, cy.closeBy = e, i
 		}
 	}
@@ -148,6 +159,8 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 	switch {
 	case len(tagged) > 0:
 		return ShapeTaggedProbe, fmt.Sprintf("%s marked as probes", plural(int64(len(tagged)), "call"))
+	case len(live) == 0 && len(health) > 0 && cy.closeBy >= 0 && c.calls[cy.closeBy].health && cy.checkChance >= 0:
+		return ShapeHealthCheck, fmt.Sprintf("traffic resumed right after a passing health check, and no live call got through while open; the checks passed throughout, so a timer of the gateway's own could look the same, but only by a coincidence at every close (chance %.2g %%): the close is also bounded by the requests either side", 100*cy.checkChance)
 	case len(live) == 0 && len(health) > 0 && cy.closeBy >= 0 && c.calls[cy.closeBy].health:
 		return ShapeHealthCheck, "traffic resumed right after a passing health check, and no live call got through while open"
 	}
@@ -158,6 +171,8 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 	switch {
 	case len(live) == 0 && cy.closeAt >= 0 && cy.closeBy < 0 && cy.maybeProbe:
 		return ShapeUnknown, "no call got through while open; the call after which traffic resumed was alone in flight, so it may have been a probe (whose answer closed the breaker) or the first call after the failures expired"
+	case len(live) == 0 && cy.closeAt >= 0 && cy.closeBy < 0 && cy.expiryByOthers:
+		return ShapeExpiry, "no call got through while open and no success closed it; the call after which traffic resumed was alone in flight, and the upstream's other cycles show its failures expiring (traffic resumed with no success to close on, or a call let through again soon after an admitted one failed): read the same way"
 	case len(live) == 0 && cy.closeAt >= 0 && cy.closeBy < 0:
 		return ShapeExpiry, "no call got through while open, and traffic resumed with calls in flight together and no success to close on: the failures expired"
 	case len(live) == 0:
@@ -327,28 +342,34 @@ func (u *upstreamRun) openAt(firstBlocked time.Duration, lastPassed int32) time.
 // the cycle is split at each run of admitted calls, closing when the run's
 // first call arrived (bounded below by the request blocked before it) and
 // opening again when its last failed.
+//
+// A breaker has one shape: once any cycle of the upstream shows that its
+// failures expire, the cycles whose close alone could not tell (the call
+// after which traffic resumed was alone in flight) are read the same way.
+// Besides a timer's close, a re-admission shows it: after an admitted call
+// failed and requests were turned away again, the next one was let
+// through far sooner than the first was after the open. A breaker that
+// probes waits at least its cooldown again after a failed probe; one whose
+// failures expire lets a call through whenever the next remembered
+// failure is forgotten, which can be moments later.
 func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 	c := u.c
+	expires := false
+	for _, cy := range cycles {
+		if adm, ok := u.expiryCandidate(cy); ok && (!cy.maybeProbe || u.quickReadmission(cy, adm)) {
+			expires = true
+			break
+		}
+	}
 	var out []*cyc
 	for _, cy := range cycles {
-		if cy.closeAt < 0 || cy.closeBy >= 0 || cy.maybeProbe || len(cy.admitted) == 0 {
-			out = append(out, cy)
-			continue
+		adm, ok := u.expiryCandidate(cy)
+		if ok && cy.maybeProbe && expires {
+			// Read as the upstream's other cycles show: the failures
+			// expired, and the close came before the first resumed call.
+			cy.maybeProbe, cy.expiryByOthers = false, true
 		}
-		adm := make([]int32, 0, len(cy.admitted))
-		for i := range cy.admitted {
-			if !c.calls[i].tagged {
-				adm = append(adm, i)
-			}
-		}
-		if len(adm) != len(cy.admitted) {
-			out = append(out, cy)
-			continue
-		}
-		sort.Slice(adm, func(a, b int) bool { return c.calls[adm[a]].t < c.calls[adm[b]].t })
-		if ramp, _ := u.rampEvidence(cy, adm); ramp {
-			// Successes let through while still turning requests away:
-			// a ramp, not expiries.
+		if !ok || len(adm) == 0 || cy.maybeProbe {
 			out = append(out, cy)
 			continue
 		}
@@ -370,8 +391,8 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 				}
 			}
 			next := newCyc(u.openAt(cy.nextBlocked(c.calls[last].t), last))
-			next.failureDriven = cy.failureDriven
-			cur.closeAt, cur.closeLo, cur.closeBy = ft, max(lb, cur.openAt), -1
+			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
+			cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = ft, max(lb, cur.openAt), -1, false
 			cur.admitted = map[int32]bool{}
 			out = append(out, cur)
 			cur = next
@@ -380,11 +401,57 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		// The last segment ends as the whole cycle did.
 		cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = final.closeAt, final.closeLo, final.closeBy, final.maybeProbe
 		cur.sinceClose = final.sinceClose
+		cur.lb, cur.fr, cur.nx, cur.react = final.lb, final.fr, final.nx, final.react
 		out = append(out, cur)
 		// Blocked requests to the segment they fell in.
 		redistributeBlocked(out[len(out)-countRuns(cy, adm, c)-1:], cy)
 	}
 	return out
+}
+
+// expiryCandidate reports whether cy may be a passive-expiry cycle (it
+// closed with no success to close on, its admissions untagged and no
+// ramp among them) and returns its admitted calls in arrival order.
+func (u *upstreamRun) expiryCandidate(cy *cyc) ([]int32, bool) {
+	c := u.c
+	if cy.closeAt < 0 || cy.closeBy >= 0 {
+		return nil, false
+	}
+	adm := make([]int32, 0, len(cy.admitted))
+	for i := range cy.admitted {
+		if c.calls[i].tagged {
+			return nil, false
+		}
+		adm = append(adm, i)
+	}
+	sort.Slice(adm, func(a, b int) bool { return c.calls[adm[a]].t < c.calls[adm[b]].t })
+	if ramp, _ := u.rampEvidence(cy, adm); ramp {
+		// Successes let through while still turning requests away: a
+		// ramp, not expiries.
+		return nil, false
+	}
+	return adm, true
+}
+
+// quickReadmission reports whether, after an admitted call of cy failed
+// and a request was turned away, the next admission came sooner than half
+// the wait from the open to the first one.
+func (u *upstreamRun) quickReadmission(cy *cyc, adm []int32) bool {
+	c := u.c
+	if len(adm) < 2 {
+		return false
+	}
+	first := c.calls[adm[0]].t - cy.openAt
+	for i := 0; i+1 < len(adm); i++ {
+		k, n := &c.calls[adm[i]], &c.calls[adm[i+1]]
+		if !k.failed || !k.hasEnd || n.t <= k.end || !cy.blockedBetween(k.end, n.t) {
+			continue
+		}
+		if 2*(n.t-k.end) < first {
+			return true
+		}
+	}
+	return false
 }
 
 // nextBlocked is the first request the cycle blocked after t.
@@ -472,6 +539,22 @@ func (u *upstreamRun) checksGate(cycles []*cyc) {
 		}
 		rise = n
 	}
+	if consistent && rise >= 0 && !u.checksFailedNear(cycles) && !u.checksTrackState(cycles) {
+		// The checks passed throughout: the gateway may close on them
+		// (HAProxy's observe with rise) or on a timer of its own beside
+		// which a check happened to end, each time. Only a chance of
+		// that too small to credit keeps the checks as the gate.
+		chance := u.coincidence(cycles, byCheck)
+		if chance > CoincidenceMax {
+			consistent = false
+		} else {
+			for _, cy := range cycles {
+				if cy.closeAt >= 0 && byCheck(cy) {
+					cy.checkChance = chance
+				}
+			}
+		}
+	}
 	if consistent {
 		return
 	}
@@ -481,6 +564,139 @@ func (u *upstreamRun) checksGate(cycles []*cyc) {
 			u.closeOf(cy, cy.lb, cy.fr, cy.nx)
 		}
 	}
+}
+
+// CoincidenceMax is the largest chance that, with a breaker that ignores
+// its health checks, a passing check ended beside every close by accident,
+// for which checks that passed throughout are still taken as the gate.
+const CoincidenceMax = 0.01
+
+// checksFailedNear reports whether a health check of the upstream failed
+// while its cycles were open or just before the first (two check
+// intervals): checks that see the fault are plausibly what the gateway
+// acts on.
+func (u *upstreamRun) checksFailedNear(cycles []*cyc) bool {
+	c, ci := u.c, u.calls
+	if len(cycles) == 0 {
+		return false
+	}
+	from, to := cycles[0].openAt-2*u.checkSpacing(cycles), u.frame.end
+	if last := cycles[len(cycles)-1]; last.closeAt >= 0 {
+		to = last.closeAt
+	}
+	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= from })
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t > to {
+			break
+		}
+		if k.health && k.failed {
+			return true
+		}
+	}
+	return false
+}
+
+// coincidence is the chance that, were the checks not the gate, a passing
+// check would have ended in every close window by accident. A window runs
+// from the last blocked request (less closeSlack) to the first resumed
+// call, or to the check's end when that came later; a check lands in it
+// with probability its width over the checks' spacing, independently per
+// cycle, unless the check sat at the same place in every window (the
+// clients' and the checks' periods in step, and a timer that keeps step
+// too): then the cycles are one trial, not several.
+func (u *upstreamRun) coincidence(cycles []*cyc, byCheck func(*cyc) bool) float64 {
+	c := u.c
+	iv := u.checkSpacing(cycles)
+	if iv <= 0 {
+		return 1
+	}
+	product, most := 1.0, 0.0
+	var offs []time.Duration
+	for _, cy := range cycles {
+		if cy.closeAt < 0 || !byCheck(cy) {
+			continue
+		}
+		hi := c.calls[cy.fr].t
+		e := c.calls[cy.closeBy].end
+		w := hi - cy.lb + closeSlack
+		if e > hi {
+			w += e - hi
+		}
+		p := min(1, float64(w)/float64(iv))
+		product *= p
+		most = max(most, p)
+		offs = append(offs, e-cy.lb)
+	}
+	if len(offs) > 1 && slices.Max(offs)-slices.Min(offs) <= 3*time.Millisecond {
+		return most
+	}
+	return product
+}
+
+// checkSpacing is the median spacing of the upstream's health checks while
+// its cycles were open (all its checks when those are too few), 0 without.
+func (u *upstreamRun) checkSpacing(cycles []*cyc) time.Duration {
+	in, _, all := u.checkSpacings(cycles)
+	s := in
+	if len(s) < 3 {
+		s = all
+	}
+	return medianDur(s)
+}
+
+// checksTrackState reports whether the gateway checks at another pace
+// while its breaker is open than while it is closed (HAProxy's fastinter
+// and downinter, Envoy's unhealthy_interval): checks tied to the
+// breaker's state are what it acts on.
+func (u *upstreamRun) checksTrackState(cycles []*cyc) bool {
+	in, out, _ := u.checkSpacings(cycles)
+	if len(in) < 2 || len(out) < 2 {
+		return false
+	}
+	a, b := medianDur(in), medianDur(out)
+	return 4*max(a, b) > 5*min(a, b)
+}
+
+// checkSpacings are the spacings between consecutive health checks of the
+// upstream: both while a cycle was open, both while none was, and all.
+func (u *upstreamRun) checkSpacings(cycles []*cyc) (in, out, all []time.Duration) {
+	c, ci := u.c, u.calls
+	prev, prevOpen := time.Duration(-1), false
+	for _, i := range ci {
+		k := &c.calls[i]
+		if !k.health {
+			continue
+		}
+		open := false
+		for _, cy := range cycles {
+			if k.t >= cy.openAt && (cy.closeAt < 0 || k.t <= cy.closeAt) {
+				open = true
+				break
+			}
+		}
+		if prev >= 0 {
+			d := k.t - prev
+			all = append(all, d)
+			switch {
+			case open && prevOpen:
+				in = append(in, d)
+			case !open && !prevOpen:
+				out = append(out, d)
+			}
+		}
+		prev, prevOpen = k.t, open
+	}
+	return in, out, all
+}
+
+// medianDur is the median of durations (0 for none); it sorts s.
+func medianDur(s []time.Duration) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // checksWhileOpen reports whether any health check arrived while cy was

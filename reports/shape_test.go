@@ -1,6 +1,18 @@
 package reports
 
-import "testing"
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
 
 // TestFmtDurBelowMillisecond: a lateness p99 of 0.124 ms is shown in µs,
 // not rounded to "0s".
@@ -10,4 +22,250 @@ func TestFmtDurBelowMillisecond(t *testing.T) {
 			t.Errorf("fmtDur(%g) = %q, want %q", s, got, want)
 		}
 	}
+}
+
+// expirySim is a passive breaker whose failures expire (Caddy's
+// max_fails/fail_duration, generalised): every failure is remembered for
+// forget; while maxFails or more are remembered, requests are turned away.
+// Clients send at rate from phase; the upstream answers 503 at once during
+// the fault and 200 after healthy otherwise; a call reaches the upstream
+// lag after it was sent. Optional health checks pass throughout (every
+// checkEvery) and decide nothing. It returns the journal and the truth:
+// the breaker's open and close moments, a spell counting only when a
+// request saw it (the gateway's own decisions, as its log would show).
+type expirySim struct {
+	rate                   float64
+	phase, lag, healthy    time.Duration
+	forget                 time.Duration
+	maxFails               int
+	faultAt, faultFor, dur time.Duration
+	checkEvery             time.Duration
+}
+
+// simSpell is one open spell of the breaker; close < 0: never. After its
+// close, passed calls went through before the next open, allFailed when
+// every one of them failed.
+type simSpell struct {
+	open, close time.Duration
+	passed      int
+	allFailed   bool
+}
+
+func (x expirySim) build() ([]journal.Event, []simSpell) {
+	var ev []journal.Event
+	add := func(t time.Duration, p journal.Payload) { ev = append(ev, journal.Event{T: t, Payload: p}) }
+	add(0, &journal.RunStart{RunID: "sim-expiry", Scenario: "sim", Seed: 1, Rate: x.rate, Duration: x.dur,
+		WallStart: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC), Upstreams: []string{"app"}, Config: json.RawMessage(`{"rate":20}`)})
+	add(x.faultAt, &journal.FaultStart{Name: "storm", Type: "status", Upstream: "app", For: x.faultFor})
+	add(x.faultAt+x.faultFor, &journal.FaultEnd{Name: "storm", Upstream: "app"})
+	var fails []time.Duration // failure moments, remembered for forget
+	remembered := func(t time.Duration) int {
+		n := 0
+		for _, f := range fails {
+			if f <= t && t < f+x.forget {
+				n++
+			}
+		}
+		return n
+	}
+	// The moment the state last changed to healthy (or unhealthy) at or
+	// before t: a failure that reached maxFails, or the expiry that left
+	// fewer.
+	lastTurn := func(t time.Duration, healthy bool) time.Duration {
+		var marks []time.Duration
+		for _, f := range fails {
+			marks = append(marks, f, f+x.forget)
+		}
+		sort.Slice(marks, func(i, j int) bool { return marks[i] < marks[j] })
+		best := time.Duration(-1)
+		prev := true
+		for _, m := range marks {
+			if m > t {
+				break
+			}
+			h := remembered(m) < x.maxFails
+			if h == healthy && prev != healthy {
+				best = m
+			}
+			prev = h
+		}
+		return best
+	}
+	var spells []simSpell
+	open := false
+	iv := time.Duration(float64(time.Second) / x.rate)
+	nextCheck := x.checkEvery
+	for i := 0; ; i++ {
+		sent := x.phase + time.Duration(i)*iv
+		if sent >= x.dur {
+			break
+		}
+		for x.checkEvery > 0 && nextCheck <= sent {
+			add(nextCheck, &journal.UpstreamRequest{Upstream: "app", Method: "GET", Path: "/healthz", HealthCheck: true,
+				InFlight: 1, Status: 200, Done: nextCheck + time.Millisecond, Outcome: journal.OutcomeUpstreamComplete})
+			nextCheck += x.checkEvery
+		}
+		seq := uint64(i)
+		cr := &journal.ClientRequest{Seq: seq, Method: "POST", Route: "/", Upstream: "app", Scheduled: sent, Sent: sent}
+		at := sent + x.lag
+		if remembered(at) >= x.maxFails {
+			if !open {
+				open = true
+				spells = append(spells, simSpell{open: lastTurn(at, false), close: -1})
+			}
+			cr.Done, cr.Status, cr.Outcome, cr.FastFail = at+time.Millisecond, 503, journal.OutcomeFastFail, true
+		} else {
+			if open {
+				open = false
+				sp := &spells[len(spells)-1]
+				sp.close, sp.allFailed = lastTurn(at, true), true
+			}
+			if n := len(spells); n > 0 {
+				sp := &spells[n-1]
+				sp.passed++
+				sp.allFailed = sp.allFailed && at >= x.faultAt && at < x.faultAt+x.faultFor
+			}
+			p := &journal.UpstreamRequest{Upstream: "app", Method: "POST", Path: "/", Seq: &seq, InFlight: 1, Outcome: journal.OutcomeUpstreamComplete}
+			if at >= x.faultAt && at < x.faultAt+x.faultFor {
+				p.Status, p.Done = 503, at+500*time.Microsecond
+				fails = append(fails, p.Done)
+				cr.Status, cr.Outcome = 503, journal.OutcomeHTTP5xx
+			} else {
+				p.Status, p.Done = 200, at+x.healthy
+				cr.Status, cr.Outcome = 200, journal.OutcomeOK
+			}
+			cr.Done = p.Done + 200*time.Microsecond
+			add(at, p)
+		}
+		cr.HeadersAt = cr.Done
+		cr.Latency, cr.Service = cr.Done-cr.Scheduled, cr.Done-cr.Sent
+		add(sent, cr)
+	}
+	add(x.dur, &journal.RunEnd{Reason: journal.EndCompleted})
+	sort.SliceStable(ev, func(i, j int) bool { return ev[i].T < ev[j].T })
+	return ev, spells
+}
+
+// TestExpiryBreakerRandomised holds the model to a breaker whose failures
+// expire, over randomised timing (how long a failure is remembered, how
+// many open it, the clients' phase, slow or quick healthy answers, health
+// checks passing throughout or none): every spell the breaker turned a
+// request away is one cycle, each open within 20 ms of the truth and each
+// close inside its stated bounds, no success counted, nothing leaked, and
+// the health checks never taken for the gate.
+func TestExpiryBreakerRandomised(t *testing.T) {
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("REHEARSE_SHAPE_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("seed %d (REHEARSE_SHAPE_SEED=%d repeats it)", seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 16))
+	coincided := map[int]bool{}
+	withChecks := 0
+	defer func() {
+		// Each run with checks may, by a chance of at most
+		// CoincidenceMax, have a check end beside every close; more than
+		// two of them in one test run would be far beyond that chance.
+		if len(coincided) > 2 {
+			t.Errorf("%d of %d runs with checks took them for the gate", len(coincided), withChecks)
+		}
+	}()
+	for n := 0; n < 40; n++ {
+		x := expirySim{rate: 20, phase: time.Duration(rng.IntN(50)) * time.Millisecond, lag: time.Duration(300+rng.IntN(1500)) * time.Microsecond,
+			forget: time.Duration(800+rng.IntN(1700)) * time.Millisecond, maxFails: 2 + rng.IntN(3),
+			faultAt: 3 * time.Second, faultFor: time.Duration(3000+rng.IntN(3000)) * time.Millisecond, dur: 14 * time.Second}
+		if rng.IntN(2) == 0 {
+			x.healthy = 300 * time.Millisecond
+		} else {
+			x.healthy = time.Duration(1+rng.IntN(5)) * time.Millisecond
+		}
+		if rng.IntN(2) == 0 {
+			x.checkEvery = time.Duration(150+rng.IntN(400)) * time.Millisecond
+			withChecks++
+		}
+		ev, truth := x.build()
+		a, err := AnalyzeEvents(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("%+v", x)
+		ua := a.Upstreams["app"]
+		if ua == nil || len(ua.Episodes) != 1 {
+			t.Fatalf("%s: want one episode", name)
+		}
+		ep := ua.Episodes[0]
+		if !strings.Contains(ep.Shape, ShapeExpiry) {
+			// The analysis read the calls let through while open as
+			// probes: a spell that let fewer than CloseRunMin through, all
+			// failing, is then part of the cycle before it.
+			truth = probeReading(truth)
+		}
+		if len(ep.Cycles) != len(truth) {
+			var got []string
+			for _, cy := range ep.Cycles {
+				got = append(got, fmt.Sprintf("{%.3f %v %s}", cy.OpenedAtS, fp(cy.ClosedAtS), cy.Shape))
+			}
+			t.Errorf("%s: %d cycles, the breaker had %d: truth %v, measured %v", name, len(ep.Cycles), len(truth), truth, got)
+			continue
+		}
+		for i, sp := range truth {
+			cy := ep.Cycles[i]
+			if d := cy.OpenedAtS - sp.open.Seconds(); d < -0.02 || d > 0.02 {
+				t.Errorf("%s: cycle %d opened at %.3f, truth %.3f", name, i+1, cy.OpenedAtS, sp.open.Seconds())
+			}
+			if sp.close < 0 {
+				continue
+			}
+			b := cy.CloseBoundsS
+			cl := sp.close.Seconds()
+			if cy.ClosedAtS == nil || b == nil || b.Min == nil || cl < *b.Min-0.002 || (b.Max != nil && cl > *b.Max+0.002) {
+				t.Errorf("%s: cycle %d closed at %.3f by the breaker, measured %v with bounds %v", name, i+1, cl, fp(cy.ClosedAtS), bounds(b))
+			}
+			if cy.Shape == ShapeHealthCheck && strings.Contains(cy.ShapeEvidence, "coincidence") {
+				// The checks passed throughout and every close fell
+				// beside one: the analysis says what that would take by
+				// chance (at most CoincidenceMax), and bounds the close.
+				coincided[n] = true
+				continue
+			}
+			if cy.SuccessesToClose != nil || cy.ProbeSource == "health_check" {
+				t.Errorf("%s: cycle %d: successes_to_close %v, probes from %q: a breaker whose failures expire counts none", name, i+1, fp2(cy.SuccessesToClose), cy.ProbeSource)
+			}
+		}
+		if ep.Leaked != 0 {
+			t.Errorf("%s: leaked %d", name, ep.Leaked)
+		}
+	}
+}
+
+// probeReading merges into the cycle before it every spell that let fewer
+// than CloseRunMin calls through, all failing.
+func probeReading(spells []simSpell) []simSpell {
+	var out []simSpell
+	for _, sp := range spells {
+		if n := len(out); n > 0 && out[n-1].passed < CloseRunMin && out[n-1].allFailed {
+			out[n-1].close, out[n-1].passed, out[n-1].allFailed = sp.close, sp.passed, sp.allFailed
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+func (s simSpell) String() string {
+	return fmt.Sprintf("{%.3f %.3f}", s.open.Seconds(), s.close.Seconds())
+}
+
+func bounds(b *Bounds) string {
+	if b == nil {
+		return "none"
+	}
+	return fmt.Sprintf("[%v, %v]", fp(b.Min), fp(b.Max))
+}
+
+func fp2(p *int) any {
+	if p == nil {
+		return "null"
+	}
+	return *p
 }
