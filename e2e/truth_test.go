@@ -121,16 +121,37 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 	for i, tc := range truth {
 		cy := ep.Cycles[i]
 		n := fmt.Sprintf("cycle %d: ", i+1)
+		ref := ep.StartS
+		if i > 0 {
+			ref = *truth[i-1].CloseAt
+		}
+		openHi := cy.OpenedAtS // the latest the open can have been
+		if b := cy.OpenBoundsS; b != nil && b.Max != nil {
+			openHi = *b.Max
+		}
+		switch what := n + "opened after the fault started (s)"; {
+		case i > 0:
+			what = n + "opened after the previous close (s)"
+			fallthrough
+		default:
+			if openHi > cy.OpenedAtS && math.Abs(tc.OpenAt-cy.OpenedAtS) > tolerance(tc.OpenAt-ref) {
+				// Several failures fit the trip: the analysis bounds it.
+				tol := tolerance(tc.OpenAt - ref)
+				in := tc.OpenAt >= cy.OpenedAtS-tol && tc.OpenAt <= openHi+tol
+				c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", tc.OpenAt-ref), fmt.Sprintf("%.3f (bounds %.3f – %.3f)", cy.OpenedAtS-ref, cy.OpenedAtS-ref, openHi-ref), "bound " + yes(in)})
+				if !in {
+					t.Errorf("%s: the log's open %.3f s is outside the stated bounds %.3f – %.3f", what, tc.OpenAt, cy.OpenedAtS, openHi)
+				}
+			} else {
+				c.num(what, tc.OpenAt-ref, cy.OpenedAtS-ref, true)
+			}
+		}
 		if i == 0 {
-			c.num(n+"opened after the fault started (s)", tc.OpenAt-ep.StartS, cy.OpenedAtS-ep.StartS, true)
 			if m := int64(tc.FailedMax); m > int64(tc.Failed) && cy.FailuresBeforeOpen >= int64(tc.Failed) && cy.FailuresBeforeOpen <= m {
 				c.rows = append(c.rows, [4]string{n + "failed calls before the open", fmt.Sprintf("%d–%d (ms-rounded log)", tc.Failed, m), fmt.Sprint(cy.FailuresBeforeOpen), "ok"})
 			} else {
 				c.exact(n+"failed calls before the open", tc.Failed, cy.FailuresBeforeOpen)
 			}
-		} else {
-			prev := *truth[i-1].CloseAt
-			c.num(n+"opened after the previous close (s)", tc.OpenAt-prev, cy.OpenedAtS-prev, true)
 		}
 		if cy.MaybeProbe && len(tc.Probes) > int(cy.ProbeCount) {
 			// The analysis says the calls from the one after which
@@ -148,7 +169,18 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 				}
 				return p.AtS
 			}
-			c.num(n+"first probe after the open (s)", tc.Probes[0].At-tc.OpenAt, at(cy.Probes[0], tc.Probes[0])-cy.OpenedAtS, true)
+			fp0 := at(cy.Probes[0], tc.Probes[0])
+			if lg := tc.Probes[0].At - tc.OpenAt; openHi > cy.OpenedAtS && math.Abs(lg-(fp0-cy.OpenedAtS)) > tolerance(lg) {
+				tol := tolerance(lg)
+				lo, hi := fp0-openHi, fp0-cy.OpenedAtS
+				in := lg >= lo-tol && lg <= hi+tol
+				c.rows = append(c.rows, [4]string{n + "first probe after the open (s)", fmt.Sprintf("%.3f", lg), fmt.Sprintf("%.3f (bounds %.3f – %.3f, from the open's)", hi, lo, hi), "bound " + yes(in)})
+				if !in {
+					t.Errorf("%sfirst probe after the open: the log's %.3f s is outside the bounds %.3f – %.3f", n, lg, lo, hi)
+				}
+			} else {
+				c.num(n+"first probe after the open (s)", lg, fp0-cy.OpenedAtS, true)
+			}
 			for j := 1; j < len(tc.Probes) && j < len(cy.Probes); j++ {
 				c.num(fmt.Sprintf("%sprobe %d after probe %d (s)", n, j+1, j), tc.Probes[j].At-tc.Probes[j-1].At, at(cy.Probes[j], tc.Probes[j])-at(cy.Probes[j-1], tc.Probes[j-1]), true)
 			}
@@ -157,7 +189,7 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 			c.exact(n+"closed", "never", fp(cy.ClosedAtS))
 			continue
 		}
-		ref := ep.EndS
+		ref = ep.EndS
 		what := n + "closed after the fault ended (s)"
 		if *tc.CloseAt < ref {
 			ref, what = tc.OpenAt, n+"closed after its open (s)"

@@ -398,6 +398,14 @@ type Cycle struct {
 	// been. Null when the close is exact (the end of the success that
 	// closed it).
 	CloseBoundsS *Bounds `json:"close_bounds_s"`
+	// OpenBoundsS bounds the open when several failed calls ended between
+	// the last request forwarded and the first turned away (calls in
+	// flight that failed after the one that tripped it): any of them may
+	// have been the trip. OpenedAtS is then the earliest (the one right
+	// after the last forwarded request: failures at the request rate trip
+	// a breaker on the first one the count needs), max the latest. Null
+	// when one failure fits.
+	OpenBoundsS *Bounds `json:"open_bounds_s,omitempty"`
 	// RampStartS and RampEndS are a ramp's first successful admission in
 	// the recovery that ended it, and its end (the earliest: see
 	// CloseBoundsS); absent for other shapes.

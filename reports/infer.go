@@ -58,6 +58,8 @@ type window struct {
 
 type cyc struct {
 	openAt, closeAt time.Duration // closeAt < 0: never closed
+	// openHi > openAt: the latest failure that may have tripped it.
+	openHi time.Duration
 	blocked, ff     int64
 	// admitted are the calls the open breaker let through (call indexes):
 	// live probes, or a ramp's share of the traffic.
@@ -99,8 +101,11 @@ type cyc struct {
 	checkChance float64
 }
 
-func newCyc(openAt time.Duration) *cyc {
-	return &cyc{openAt: openAt, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}, checkChance: -1}
+func newCyc(openAt time.Duration) *cyc { return newCycBounded(openAt, openAt) }
+
+// newCycBounded is a cycle whose open is known to [openAt, openHi].
+func newCycBounded(openAt, openHi time.Duration) *cyc {
+	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}, checkChance: -1}
 }
 
 func (c *collector) finish() (*Analysis, error) {

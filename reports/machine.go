@@ -80,7 +80,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 						from = last.closeLo
 					}
 					last = nil
-					cur = newCyc(u.openAt(c.reqs[sent[brFirst]].sent, lastPassed))
+					cur = newCycBounded(u.openBounds(c.reqs[sent[brFirst]].sent, lastPassed))
 					cur.failureDriven = u.failedBetween(from, cur.openAt+1)
 					for q := brFirst; q <= j; q++ {
 						block(&c.reqs[sent[q]])
@@ -365,8 +365,23 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int3
 			}
 		}
 	}
+	if cy.openHi > cy.openAt+time.Millisecond {
+		out.OpenBoundsS = &Bounds{Min: ptr(seconds(cy.openAt)), Max: ptr(seconds(cy.openHi))}
+	}
 	if cy.closeAt >= 0 {
 		switch {
+		case out.Shape == ShapeRamp:
+			// A ramp closes at the end of its recovery period, on a timer:
+			// after the last request it turned away, unseen from outside
+			// how long after; no success count.
+			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo))}
+			if cy.closeBy >= 0 {
+				// The success that ended in the window was a ramp's
+				// admission, not a closing probe: the estimate is the
+				// first resumed call.
+				out.ClosedAtS = ptr(seconds(c.calls[cy.fr].t))
+				out.closeAt = c.calls[cy.fr].t
+			}
 		case cy.closeBy >= 0:
 			// Closed on a success: the successful probes in a row that
 			// ended it, up to the one whose end closed it.
@@ -603,7 +618,11 @@ func statement(ep *Episode) string {
 	if r := ep.FailedRequestsBeforeOpen; r != nil && *r != *ep.FailuresBeforeOpen {
 		fmt.Fprintf(&b, ", %s", plural(*r, "distinct client request"))
 	}
-	b.WriteString(").")
+	b.WriteString(")")
+	if ob := ep.Cycles[0].OpenBoundsS; ob != nil && ob.Max != nil {
+		fmt.Fprintf(&b, ", or as late as %s after (several failed calls ended before it turned a request away: any may have tripped it)", fmtS(*ob.Max-ep.StartS))
+	}
+	b.WriteString(".")
 	if ep.Shape != "" {
 		fmt.Fprintf(&b, " Shape: %s.", shapeWords(lastShape(ep)))
 	}

@@ -303,20 +303,31 @@ func lastShape(ep *Episode) string {
 
 // openAt estimates when the breaker opened, given the first blocked
 // request and the last call a request reached before it. Breakers trip on
-// a failure's response: the latest failed call that ended before the first
-// blocked request (and not before the last forwarded request arrived: the
-// breaker was still closed then) is the estimate; calls forwarded earlier
-// may still be in flight, so it need not be the last passed one. Without
+// a failure's response: a failed call that ended before the first blocked
+// request and not before the last forwarded request arrived (the breaker
+// was still closed then); calls forwarded earlier may still be in flight,
+// so it need not be the last passed one. When several did, the earliest
+// is the estimate and the latest the bound (openBounds): the trip is any
+// of them, and calls in flight that fail one after another at the request
+// rate (timeouts of calls let through before the trip) bring the count to
+// the threshold at the first one after the last forwarded request. Without
 // one, the first blocked request.
 func (u *upstreamRun) openAt(firstBlocked time.Duration, lastPassed int32) time.Duration {
+	lo, _ := u.openBounds(firstBlocked, lastPassed)
+	return lo
+}
+
+// openBounds is openAt with the latest failure that fits (hi == lo when
+// one does).
+func (u *upstreamRun) openBounds(firstBlocked time.Duration, lastPassed int32) (lo, hi time.Duration) {
 	c, ci := u.c, u.calls
 	floor := time.Duration(-1)
 	if lastPassed >= 0 {
 		floor = c.calls[lastPassed].t
 	}
-	best := time.Duration(-1)
-	hi := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= firstBlocked })
-	for j := hi - 1; j >= 0; j-- {
+	first, last := time.Duration(-1), time.Duration(-1)
+	top := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= firstBlocked })
+	for j := top - 1; j >= 0; j-- {
 		k := &c.calls[ci[j]]
 		if k.t < floor-time.Minute {
 			break // nothing in flight that long
@@ -324,14 +335,20 @@ func (u *upstreamRun) openAt(firstBlocked time.Duration, lastPassed int32) time.
 		if k.health || !k.failed {
 			continue
 		}
-		if e := k.end; e <= firstBlocked && e >= floor && e > best {
-			best = e
+		if e := k.end; e <= firstBlocked && e >= floor {
+			if e > last {
+				last = e
+			}
+			if first < 0 || e < first {
+				first = e
+			}
 		}
 	}
-	if best >= 0 {
-		return best
+	if first >= 0 {
+		return first, last
 	}
-	return c.openMoment(firstBlocked, lastPassed)
+	m := c.openMoment(firstBlocked, lastPassed)
+	return m, m
 }
 
 // splitExpiry: in a cycle whose close was evidenced as a timer's (traffic
@@ -390,7 +407,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 					lb = b
 				}
 			}
-			next := newCyc(u.openAt(cy.nextBlocked(c.calls[last].t), last))
+			next := newCycBounded(u.openBounds(cy.nextBlocked(c.calls[last].t), last))
 			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
 			cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = ft, max(lb, cur.openAt), -1, false
 			cur.admitted = map[int32]bool{}
