@@ -59,8 +59,8 @@ type window struct {
 type cyc struct {
 	openAt, closeAt time.Duration // closeAt < 0: never closed
 	// openHi > openAt: the latest failure that may have tripped it.
-	openHi time.Duration
-	blocked, ff     int64
+	openHi      time.Duration
+	blocked, ff int64
 	// admitted are the calls the open breaker let through (call indexes):
 	// live probes, or a ramp's share of the traffic.
 	admitted map[int32]bool
