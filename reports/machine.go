@@ -375,6 +375,10 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int3
 			// after the last request it turned away, unseen from outside
 			// how long after; no success count.
 			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo))}
+			// The share it let through went on past the first resumed
+			// call, unseen: the admissions counted are the least there
+			// were.
+			out.MaybeProbe = true
 			if cy.closeBy >= 0 {
 				// The success that ended in the window was a ramp's
 				// admission, not a closing probe: the estimate is the
