@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -505,7 +506,7 @@ func shapeDrillFaults(t *testing.T, br breaker, name, healthy, faults string, ti
 
 // checkShape compares the episode with the test gateway's log: cycles,
 // open, close (or its stated bounds), and the shape's own figures.
-func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, wantShape string, wantSuccesses *int) {
+func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, desc, wantShape string, wantSuccesses *int) {
 	t.Helper()
 	ua := res.Analysis.Upstreams["app"]
 	if ua == nil || len(ua.Episodes) != 1 {
@@ -517,6 +518,7 @@ func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, wantShape strin
 		truth = g.probeReading(truth, res.Analysis.Run.WallStart)
 	}
 	c := &comparer{t: t}
+	c.note("breaker", desc, "—")
 	c.note("shape", wantShape, ep.Shape+": "+ep.ShapeEvidence)
 	c.note("statement", "—", ep.Statement)
 	if shapes := strings.Split(ep.Shape, "+"); !slices.Contains(strings.Split(wantShape, "|"), shapes[len(shapes)-1]) {
@@ -559,9 +561,10 @@ func TestShapeHalfOpenSeveralSlow(t *testing.T) {
 	t.Parallel()
 	r := shapeRand(t)
 	br := &halfOpenN{Threshold: 2 + r.IntN(3), MaxRequests: 2 + r.IntN(3), Cooldown: between(r, 700*time.Millisecond, 1500*time.Millisecond)}
-	t.Logf("breaker: %d failures open it, %d probes per half-open, cooldown %s", br.Threshold, br.MaxRequests, br.Cooldown)
+	desc := fmt.Sprintf("%d failures open it, %d probes per half-open, cooldown %s", br.Threshold, br.MaxRequests, br.Cooldown)
+	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "half-open-n-slow", "{latency: {fixed: 300ms}}")
-	checkShape(t, g, res, reports.ShapeLiveProbes, ptrInt(br.MaxRequests))
+	checkShape(t, g, res, desc, reports.ShapeLiveProbes, ptrInt(br.MaxRequests))
 }
 
 // TestShapeHalfOpenSeveralQuick: the same breaker with quick answers. The
@@ -573,13 +576,14 @@ func TestShapeHalfOpenSeveralQuick(t *testing.T) {
 	t.Parallel()
 	r := shapeRand(t)
 	br := &halfOpenN{Threshold: 2 + r.IntN(3), MaxRequests: 2 + r.IntN(3), Cooldown: between(r, 700*time.Millisecond, 1500*time.Millisecond)}
-	t.Logf("breaker: %d failures open it, %d probes per half-open, cooldown %s", br.Threshold, br.MaxRequests, br.Cooldown)
+	desc := fmt.Sprintf("%d failures open it, %d probes per half-open, cooldown %s", br.Threshold, br.MaxRequests, br.Cooldown)
+	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "half-open-n-quick", "")
 	ep := res.Analysis.Upstreams["app"].Episodes[0]
 	if ep.SuccessesToClose != nil {
 		t.Errorf("successes_to_close = %d: the evidence cannot fix it (quick untagged probes), want null", *ep.SuccessesToClose)
 	}
-	checkShape(t, g, res, reports.ShapeUnknown, nil)
+	checkShape(t, g, res, desc, reports.ShapeUnknown, nil)
 }
 
 // TestShapeLiveProbeSlow: one live probe per half-open (nginx's,
@@ -590,9 +594,10 @@ func TestShapeLiveProbeSlow(t *testing.T) {
 	t.Parallel()
 	r := shapeRand(t)
 	br := &halfOpenN{Threshold: 2 + r.IntN(4), MaxRequests: 1, Cooldown: between(r, 500*time.Millisecond, 1800*time.Millisecond)}
-	t.Logf("breaker: %d failures open it, cooldown %s", br.Threshold, br.Cooldown)
+	desc := fmt.Sprintf("%d failures open it, cooldown %s", br.Threshold, br.Cooldown)
+	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "live-probe-slow", "{latency: {fixed: 300ms}}")
-	checkShape(t, g, res, reports.ShapeLiveProbe, ptrInt(1))
+	checkShape(t, g, res, desc, reports.ShapeLiveProbe, ptrInt(1))
 }
 
 // TestShapeRamp: Traefik-like ramp recovery: after a fallback period open,
@@ -604,9 +609,10 @@ func TestShapeRamp(t *testing.T) {
 	t.Parallel()
 	r := shapeRand(t)
 	br := &ramp{Threshold: 2 + r.IntN(3), Fallback: between(r, 700*time.Millisecond, 1500*time.Millisecond), Recovery: between(r, 1500*time.Millisecond, 3*time.Second)}
-	t.Logf("breaker: %d failures open it, fallback %s, recovery %s", br.Threshold, br.Fallback, br.Recovery)
+	desc := fmt.Sprintf("%d failures open it, fallback %s, recovery %s", br.Threshold, br.Fallback, br.Recovery)
+	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "ramp", "")
-	checkShape(t, g, res, reports.ShapeRamp, nil)
+	checkShape(t, g, res, desc, reports.ShapeRamp, nil)
 	cy := res.Analysis.Upstreams["app"].Episodes[0].Cycles
 	if n := len(cy); n > 0 && (cy[n-1].RampStartS == nil || cy[n-1].RampEndS == nil) {
 		t.Errorf("ramp start %v end %v: want both", cy[n-1].RampStartS, cy[n-1].RampEndS)
@@ -628,9 +634,10 @@ func TestShapeExpiry(t *testing.T) {
 	if r.IntN(2) == 0 {
 		healthy = "{latency: {fixed: 300ms}}"
 	}
-	t.Logf("breaker: unhealthy while %d failures are remembered, each for %s; healthy answers %q", br.MaxFails, br.Forget, healthy)
+	desc := fmt.Sprintf("unhealthy while %d failures are remembered, each for %s; healthy answers %q", br.MaxFails, br.Forget, healthy)
+	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "expiry", healthy)
-	checkShape(t, g, res, reports.ShapeExpiry+"|"+reports.ShapeUnknown, nil)
+	checkShape(t, g, res, desc, reports.ShapeExpiry+"|"+reports.ShapeUnknown, nil)
 }
 
 // TestShapeTimeoutWithBody: answers 2 s late, past the gateway's own
@@ -643,10 +650,11 @@ func TestShapeTimeoutWithBody(t *testing.T) {
 	r := shapeRand(t)
 	br := &halfOpenN{Threshold: 2 + r.IntN(3), MaxRequests: 1, Cooldown: between(r, 500*time.Millisecond, 1200*time.Millisecond)}
 	timeout := between(r, 400*time.Millisecond, 900*time.Millisecond)
-	t.Logf("breaker: %d failures open it, cooldown %s; gateway timeout %s", br.Threshold, br.Cooldown, timeout)
+	desc := fmt.Sprintf("%d failures open it, cooldown %s; gateway timeout %s", br.Threshold, br.Cooldown, timeout)
+	t.Log("breaker: " + desc)
 	g, res := shapeDrillFaults(t, br, "timeout-with-body", "",
 		"  - {name: app-slow, type: latency, upstream: app, at: 3s, for: 3s, params: {fixed: 2s}}\n", timeout)
-	checkShape(t, g, res, reports.ShapeLiveProbe+"|"+reports.ShapeUnknown, ptrInt(1))
+	checkShape(t, g, res, desc, reports.ShapeLiveProbe+"|"+reports.ShapeUnknown, ptrInt(1))
 	events, _, err := journal.ReadFile(filepath.Join(res.Dir, "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
