@@ -92,7 +92,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 			default:
 				br = 0
 				if k == clsPassed {
-					lastPassed = match[j]
+					lastPassed = u.laterArrival(lastPassed, match[j])
 					if last != nil && len(last.sinceClose) < maxListed {
 						last.sinceClose = append(last.sinceClose, match[j])
 					}
@@ -122,7 +122,9 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 				for _, q := range run {
 					cur.sinceClose = append(cur.sinceClose, match[q])
 				}
-				lastPassed = match[run[len(run)-1]]
+				for _, q := range run {
+					lastPassed = u.laterArrival(lastPassed, match[q])
+				}
 				last = cur
 				cur, br, run = nil, 0, run[:0]
 			}
@@ -139,6 +141,17 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 	}
 	u.checksGate(out)
 	return u.splitExpiry(out)
+}
+
+// laterArrival is whichever of two calls reached the upstream later (a
+// < 0: none yet). The last call forwarded before the breaker opened is
+// the latest to arrive, not the last request sent: a loaded gateway can
+// forward requests out of order.
+func (u *upstreamRun) laterArrival(a, b int32) int32 {
+	if a < 0 || (b >= 0 && u.c.calls[b].t > u.c.calls[a].t) {
+		return b
+	}
+	return a
 }
 
 // firstArrivals returns the two calls of a run of passed requests that
@@ -322,6 +335,9 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int3
 			// through once already, not a leak.
 		case cy.admitted[i]:
 			liveP = append(liveP, i)
+		case k.t < cy.openHi:
+			// Before the latest failure that may have tripped it: the
+			// breaker may still have been closed.
 		default:
 			leaks++
 		}
