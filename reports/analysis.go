@@ -403,8 +403,10 @@ type Cycle struct {
 	// flight that failed after the one that tripped it): any of them may
 	// have been the trip. OpenedAtS is then the earliest (the one right
 	// after the last forwarded request: failures at the request rate trip
-	// a breaker on the first one the count needs), max the latest. Null
-	// when one failure fits.
+	// a breaker on the first one the count needs), max the latest. When
+	// the gateway passed the tripping failure on to its client well after
+	// the upstream answered (a gateway slow to act just then), max is the
+	// first request it turned away. Null when the open is exact.
 	OpenBoundsS *Bounds `json:"open_bounds_s,omitempty"`
 	// RampStartS and RampEndS are a ramp's first successful admission in
 	// the recovery that ended it, and its end (the earliest: see

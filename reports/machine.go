@@ -37,6 +37,12 @@ func (c *collector) okProbeLike(k int32) bool {
 // a new cycle.
 func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 	c, sent := u.c, u.sent
+	u.reqOf = make(map[int32]int32, len(match))
+	for j, k := range match {
+		if k >= 0 {
+			u.reqOf[k] = sent[j]
+		}
+	}
 	var out []*cyc
 	var cur, last *cyc
 	br, brFirst := 0, 0
@@ -640,7 +646,7 @@ func statement(ep *Episode) string {
 	}
 	b.WriteString(")")
 	if ob := ep.Cycles[0].OpenBoundsS; ob != nil && ob.Max != nil {
-		fmt.Fprintf(&b, ", or as late as %s after (several failed calls ended before it turned a request away: any may have tripped it)", fmtS(*ob.Max-ep.StartS))
+		fmt.Fprintf(&b, ", or as late as %s after (several failed calls, or a gateway slow to pass the failure on, leave the trip unplaced between)", fmtS(*ob.Max-ep.StartS))
 	}
 	b.WriteString(".")
 	if ep.Shape != "" {

@@ -326,6 +326,7 @@ func (u *upstreamRun) openBounds(firstBlocked time.Duration, lastPassed int32) (
 		floor = c.calls[lastPassed].t
 	}
 	first, last := time.Duration(-1), time.Duration(-1)
+	trip := int32(-1)
 	top := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= firstBlocked })
 	for j := top - 1; j >= 0; j-- {
 		k := &c.calls[ci[j]]
@@ -340,11 +341,20 @@ func (u *upstreamRun) openBounds(firstBlocked time.Duration, lastPassed int32) (
 				last = e
 			}
 			if first < 0 || e < first {
-				first = e
+				first, trip = e, ci[j]
 			}
 		}
 	}
 	if first >= 0 {
+		// A gateway slow to act on answers just then (a loaded machine:
+		// it passed the tripping failure on to its client well after the
+		// upstream answered) may have tripped any time until it turned a
+		// request away.
+		if ri, ok := u.reqOf[trip]; ok {
+			if d := c.reqs[ri].done; d > 0 && d-first > closeSlack {
+				last = max(last, firstBlocked)
+			}
+		}
 		return first, last
 	}
 	m := c.openMoment(firstBlocked, lastPassed)

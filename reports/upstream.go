@@ -21,6 +21,8 @@ type upstreamRun struct {
 	wins  []window
 	mpts  []statePoint
 	frame frame
+	// reqOf maps a call a client request reached to that request.
+	reqOf map[int32]int32
 }
 
 // analyse analyses one upstream, given the client requests attributed to
