@@ -36,6 +36,8 @@ type call struct {
 	health     bool
 	tagged     bool
 	failed     bool
+	// faulted: an injected fault answered it.
+	faulted bool
 }
 
 // creq is one client.request.
@@ -195,7 +197,7 @@ func (c *collector) add(ev journal.Event) {
 	case *journal.UpstreamRequest:
 		c.rl.addCall(ev.T, p)
 		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), tag: noName, status: int16(min(max(p.Status, 0), 999)),
-			health: p.HealthCheck, failed: upstreamFailed(p)}
+			health: p.HealthCheck, failed: upstreamFailed(p), faulted: p.Fault != ""}
 		if p.Done > 0 && p.Done >= t {
 			k.end, k.hasEnd = p.Done, true
 		}

@@ -294,9 +294,12 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 }
 
 // cycleFigures computes one cycle's probes, leaks and counts. segStart is
-// where failures before the open are counted from; rep holds the calls
+// where failures before the open are counted from; atFault: it is the
+// fault's start, and a call that arrived a moment before it but was
+// answered by the fault (the fault decides once it has read the request,
+// after the call's arrival was stamped) counts too. rep holds the calls
 // repeating a client request (true: the client's own re-send).
-func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int32]bool) *Cycle {
+func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool, rep map[int32]bool) *Cycle {
 	c, ci := u.c, u.calls
 	out := &Cycle{OpenedAtS: seconds(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
 		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
@@ -305,7 +308,11 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int3
 		out.ClosedAtS = ptr(seconds(cy.closeAt))
 		end = cy.closeAt
 	}
-	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= segStart })
+	from := segStart
+	if atFault {
+		from = segStart - time.Second
+	}
+	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= from })
 	var tagged, health, liveP []int32
 	var leaks int64
 	failedSeqs := map[uint64]bool{}
@@ -313,6 +320,9 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, rep map[int3
 		k := &c.calls[i]
 		if k.t >= end {
 			break
+		}
+		if k.t < segStart && !(k.faulted && k.hasEnd && k.end >= segStart) {
+			continue
 		}
 		own, repeated := rep[i]
 		if repeated && !own {

@@ -179,7 +179,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		if epi >= 0 && wins[epi].start > segStart {
 			segStart = wins[epi].start
 		}
-		out := u.cycleFigures(cy, segStart, rep)
+		out := u.cycleFigures(cy, segStart, epi >= 0 && segStart == wins[epi].start, rep)
 		closeAt := runEnd
 		if cy.closeAt >= 0 {
 			closeAt = cy.closeAt
