@@ -93,6 +93,8 @@ type cyc struct {
 	// react is how long the first resumed call took from the client's
 	// send to the upstream: the gateway's reaction time around the close.
 	react time.Duration
+	// th is the third resumed call to arrive (-1: none).
+	th int32
 	// expiryByOthers: the close alone could not tell a probe from a
 	// timer; the upstream's other cycles show failures expiring.
 	expiryByOthers bool
@@ -105,7 +107,7 @@ func newCyc(openAt time.Duration) *cyc { return newCycBounded(openAt, openAt) }
 
 // newCycBounded is a cycle whose open is known to [openAt, openHi].
 func newCycBounded(openAt, openHi time.Duration) *cyc {
-	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}, checkChance: -1}
+	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1}
 }
 
 func (c *collector) finish() (*Analysis, error) {

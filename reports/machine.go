@@ -86,7 +86,8 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 						from = last.closeLo
 					}
 					last = nil
-					cur = newCycBounded(u.openBounds(c.reqs[sent[brFirst]].sent, lastPassed))
+					fb := &c.reqs[sent[brFirst]]
+					cur = newCycBounded(u.openBounds(fb.sent, fb.done, lastPassed))
 					cur.failureDriven = u.failedBetween(from, cur.openAt+1)
 					for q := brFirst; q <= j; q++ {
 						block(&c.reqs[sent[q]])
@@ -121,8 +122,8 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 				for _, q := range run {
 					delete(cur.admitted, match[q])
 				}
-				fr, nx, react := u.firstArrivals(run, match)
-				cur.react = react
+				fr, nx, th, react := u.firstArrivals(run, match)
+				cur.react, cur.th = react, th
 				u.closeOf(cur, c.reqs[sent[lastBlocked]].sent, fr, nx)
 				cur.sinceClose = cur.sinceClose[:0]
 				for _, q := range run {
@@ -160,31 +161,25 @@ func (u *upstreamRun) laterArrival(a, b int32) int32 {
 	return a
 }
 
-// firstArrivals returns the two calls of a run of passed requests that
-// reached the upstream first. The run is in the order the client sent its
+// firstArrivals returns the three calls of a run of passed requests that
+// reached the upstream first (third < 0 without one). The run is in the order the client sent its
 // requests; a loaded gateway can forward a later one first (a slow dial),
 // and the resumed traffic began with the earliest arrival, not with the
 // first request sent: a call that arrived before it would otherwise be
 // counted as let through while open. It also returns how long the first
 // of them took from the client's send to the upstream: the gateway's
 // reaction time just then.
-func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second int32, react time.Duration) {
+func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second, third int32, react time.Duration) {
 	c := u.c
-	a, b := match[run[0]], match[run[1]]
-	qa := run[0]
-	if c.calls[b].t < c.calls[a].t {
-		a, b, qa = b, a, run[1]
+	byArrival := make([]int, len(run))
+	copy(byArrival, run)
+	sort.SliceStable(byArrival, func(x, y int) bool { return c.calls[match[byArrival[x]]].t < c.calls[match[byArrival[y]]].t })
+	third = -1
+	if len(byArrival) > 2 {
+		third = match[byArrival[2]]
 	}
-	for _, q := range run[2:] {
-		k := match[q]
-		switch t := c.calls[k].t; {
-		case t < c.calls[a].t:
-			a, b, qa = k, a, q
-		case t < c.calls[b].t:
-			b = k
-		}
-	}
-	return a, b, c.calls[a].t - c.reqs[u.sent[qa]].sent
+	qa := byArrival[0]
+	return match[qa], match[byArrival[1]], third, c.calls[match[qa]].t - c.reqs[u.sent[qa]].sent
 }
 
 // openMoment estimates when the breaker opened. The black-box bounds are

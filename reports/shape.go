@@ -149,6 +149,19 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	// the bounds cover both.
 	if k := &c.calls[fr]; next < 0 || k.end <= c.calls[next].t {
 		cy.maybeProbe = true
+		return
+	}
+	// fr and the next were in flight together. Had a half-open let both
+	// through as probes, it closed on their successes: if one of them
+	// succeeded before the third resumed call arrived, that cannot be told
+	// from a timer's close either. Only a breaker that forwarded the third
+	// before any had succeeded needed no success.
+	if th := cy.th; th >= 0 {
+		for _, i := range [2]int32{fr, next} {
+			if k := &c.calls[i]; !k.failed && k.hasEnd && k.end <= c.calls[th].t {
+				cy.maybeProbe = true
+			}
+		}
 	}
 }
 
@@ -313,13 +326,17 @@ func lastShape(ep *Episode) string {
 // the threshold at the first one after the last forwarded request. Without
 // one, the first blocked request.
 func (u *upstreamRun) openAt(firstBlocked time.Duration, lastPassed int32) time.Duration {
-	lo, _ := u.openBounds(firstBlocked, lastPassed)
+	lo, _ := u.openBounds(firstBlocked, firstBlocked, lastPassed)
 	return lo
 }
 
 // openBounds is openAt with the latest failure that fits (hi == lo when
-// one does).
-func (u *upstreamRun) openBounds(firstBlocked time.Duration, lastPassed int32) (lo, hi time.Duration) {
+// one does). answered is when the gateway answered the first blocked
+// request: it decided to turn it away somewhere between the client's send
+// and then (a loaded gateway takes a request in late), so a failure that
+// ended before that may have tripped it.
+func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPassed int32) (lo, hi time.Duration) {
+	answered = max(answered, firstBlocked)
 	c, ci := u.c, u.calls
 	floor := time.Duration(-1)
 	if lastPassed >= 0 {
@@ -327,7 +344,7 @@ func (u *upstreamRun) openBounds(firstBlocked time.Duration, lastPassed int32) (
 	}
 	first, last := time.Duration(-1), time.Duration(-1)
 	trip := int32(-1)
-	top := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= firstBlocked })
+	top := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= answered })
 	for j := top - 1; j >= 0; j-- {
 		k := &c.calls[ci[j]]
 		if k.t < floor-time.Minute {
@@ -336,7 +353,7 @@ func (u *upstreamRun) openBounds(firstBlocked time.Duration, lastPassed int32) (
 		if k.health || !k.failed {
 			continue
 		}
-		if e := k.end; e <= firstBlocked && e >= floor {
+		if e := k.end; e <= answered && e >= floor {
 			if e > last {
 				last = e
 			}
@@ -417,7 +434,8 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 					lb = b
 				}
 			}
-			next := newCycBounded(u.openBounds(cy.nextBlocked(c.calls[last].t), last))
+			nb := cy.nextBlocked(c.calls[last].t)
+			next := newCycBounded(u.openBounds(nb, nb, last))
 			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
 			cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = ft, max(lb, cur.openAt), -1, false
 			cur.admitted = map[int32]bool{}
@@ -428,7 +446,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		// The last segment ends as the whole cycle did.
 		cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = final.closeAt, final.closeLo, final.closeBy, final.maybeProbe
 		cur.sinceClose = final.sinceClose
-		cur.lb, cur.fr, cur.nx, cur.react = final.lb, final.fr, final.nx, final.react
+		cur.lb, cur.fr, cur.nx, cur.react, cur.th = final.lb, final.fr, final.nx, final.react, final.th
 		out = append(out, cur)
 		// Blocked requests to the segment they fell in.
 		redistributeBlocked(out[len(out)-countRuns(cy, adm, c)-1:], cy)
