@@ -54,7 +54,7 @@ func waitReady(ctx context.Context, client *http.Client, url string, timeout tim
 			if require2xx && lastErr != nil && !isDialError(lastErr) {
 				return fmt.Errorf("%w: gateway at %s not ready after %s: %s", rehearse.ErrEnvironment, url, timeout, plainCause(lastErr))
 			}
-			return fmt.Errorf("%w: gateway unreachable at %s after %s: %s; check that it is running and that gateway.url is right",
+			return fmt.Errorf("%w: gateway unreachable at %s after %s: %s; check that it is running and that its URL (gateway.url or --gateway) is right",
 				rehearse.ErrEnvironment, url, timeout, plainCause(lastErr))
 		case <-time.After(backoff):
 		}
