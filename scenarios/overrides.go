@@ -92,20 +92,29 @@ func (o *Overrides) Apply(s *Scenario) error {
 }
 
 func parseGatewayOverride(raw string) (func(*Scenario) error, error) {
-	if _, err := rehearse.ParseHTTPURL(raw); err != nil {
+	u, err := rehearse.ParseHTTPURL(raw)
+	if err != nil {
 		return nil, err
 	}
 	base := strings.TrimRight(raw, "/")
+	// The observers' endpoints sit under the gateway's path; the query
+	// and fragment of the gateway URL belong to neither (appending to the
+	// raw string put "/metrics" inside a query).
+	endpoint := func(name string) string {
+		e := *u
+		e.RawQuery, e.ForceQuery, e.Fragment, e.RawFragment = "", false, "", ""
+		return e.JoinPath(name).String()
+	}
 	return func(s *Scenario) error {
 		s.Gateway.URL = base
 		if s.Gateway.Builtin != nil {
 			// The built-in gateway's observers follow the new URL.
 			s.Gateway.Builtin = nil
 			if m := s.Gateway.Metrics; m != nil && m.URL == "" {
-				m.URL = base + "/metrics"
+				m.URL = endpoint("metrics")
 			}
 			if h := s.Gateway.Health; h != nil && h.URL == "" {
-				h.URL = base + "/healthz"
+				h.URL = endpoint("healthz")
 			}
 		}
 		return nil

@@ -74,6 +74,19 @@ func TestOverrideGatewayReplacesTheBuiltin(t *testing.T) {
 	}
 }
 
+func TestOverrideGatewayEndpointsUnderItsPath(t *testing.T) {
+	// The observers' endpoints go under the gateway's path, never into its
+	// query.
+	s := parseT(t, "{}")
+	if err := override(t, "gateway", "http://127.0.0.1:8080/gw/?tenant=a").Apply(s); err != nil {
+		t.Fatal(err)
+	}
+	g := s.Gateway
+	if g.Metrics.URL != "http://127.0.0.1:8080/gw/metrics" || g.Health.URL != "http://127.0.0.1:8080/gw/healthz" {
+		t.Fatalf("metrics %q health %q, want both under /gw/ without the query", g.Metrics.URL, g.Health.URL)
+	}
+}
+
 func TestOverrideGatewayMode(t *testing.T) {
 	s := parseT(t, "name: storm\n")
 	if err := override(t, "gateway-mode", gateway.ModeNaive).Apply(s); err != nil {
