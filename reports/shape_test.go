@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -268,4 +269,84 @@ func fp2(p *int) any {
 		return "null"
 	}
 	return *p
+}
+
+// TestLoadedGatewayOrder: a loaded gateway forwards the last two requests
+// before its breaker trips out of order (the later one first), and takes
+// the first request it turns away in before the tripping failure has
+// reached the upstream's record. Nothing leaked, the open is the tripping
+// failure's end, and the failures before it are the three the breaker
+// counted.
+func TestLoadedGatewayOrder(t *testing.T) {
+	var ev []journal.Event
+	add := func(at time.Duration, p journal.Payload) { ev = append(ev, journal.Event{T: at, Payload: p}) }
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	add(0, &journal.RunStart{RunID: "sim-order", Scenario: "sim", Seed: 1, Rate: 20, Duration: 6 * time.Second,
+		WallStart: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC), Upstreams: []string{"app"}, Config: json.RawMessage(`{"rate":20}`)})
+	add(ms(1000), &journal.FaultStart{Name: "storm", Type: "status", Upstream: "app", For: 3 * time.Second})
+	add(ms(4000), &journal.FaultEnd{Name: "storm", Upstream: "app"})
+	req := func(seq uint64, sent, done float64, status int, out journal.Outcome, ff bool) {
+		add(ms(sent), &journal.ClientRequest{Seq: seq, Method: "POST", Route: "/", Upstream: "app", Scheduled: ms(sent), Sent: ms(sent),
+			HeadersAt: ms(done), Done: ms(done), Status: status, Outcome: out, FastFail: ff, Latency: ms(done - sent), Service: ms(done - sent)})
+	}
+	call := func(seq uint64, at, end float64, status int) {
+		s := seq
+		p := &journal.UpstreamRequest{Upstream: "app", Method: "POST", Path: "/", Seq: &s, InFlight: 1, Status: status, Done: ms(end), Outcome: journal.OutcomeUpstreamComplete}
+		if status >= 500 {
+			p.Fault, p.FaultType = "storm", "status"
+		}
+		add(ms(at), p)
+	}
+	seq := uint64(0)
+	// Healthy traffic, then three failures: 1000, 1050 and the two last
+	// forwarded ones, sent at 1100 and 1102, reaching the upstream in the
+	// other order at 1121 and 1120; the next request, sent at 1119, is
+	// answered by the gateway at 1130 with its own 503.
+	for x := 0.0; x < 1000; x += 50 {
+		req(seq, x, x+2, 200, journal.OutcomeOK, false)
+		call(seq, x+0.5, x+1, 200)
+		seq++
+	}
+	req(seq, 1000, 1002, 503, journal.OutcomeHTTP5xx, false)
+	call(seq, 1000.5, 1001, 503)
+	seq++
+	req(seq, 1100, 1122.5, 503, journal.OutcomeHTTP5xx, false)
+	call(seq, 1121, 1121.4, 503)
+	seq++
+	req(seq, 1102, 1121, 503, journal.OutcomeHTTP5xx, false)
+	call(seq, 1120, 1120.3, 503)
+	seq++
+	for x := 1119.0; x < 4000; x += 50 {
+		req(seq, x, x+11, 503, journal.OutcomeFastFail, true)
+		seq++
+	}
+	for x := 4010.0; x < 6000; x += 50 {
+		req(seq, x, x+2, 200, journal.OutcomeOK, false)
+		call(seq, x+0.5, x+1, 200)
+		seq++
+	}
+	add(6*time.Second, &journal.RunEnd{Reason: journal.EndCompleted})
+	sort.SliceStable(ev, func(i, j int) bool { return ev[i].T < ev[j].T })
+	a, err := AnalyzeEvents(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := a.Upstreams["app"].Episodes[0]
+	if len(ep.Cycles) != 1 {
+		t.Fatalf("%d cycles, want 1: %s", len(ep.Cycles), ep.Statement)
+	}
+	cy := ep.Cycles[0]
+	if cy.Leaked != 0 {
+		t.Errorf("leaked %d: calls forwarded out of order before the trip are no leak", cy.Leaked)
+	}
+	if cy.FailuresBeforeOpen != 3 {
+		t.Errorf("failures before open %d, want 3", cy.FailuresBeforeOpen)
+	}
+	// The open: the breaker was closed when the call that arrived last
+	// (at 1121) got through, so the trip is the failure that ended after
+	// it, 1121.4, though the first request it turned away was sent
+	// before: the gateway answered that one only at 1130.
+	if math.Abs(cy.OpenedAtS-1.121) > 0.0006 { // run.json rounds to the millisecond
+		t.Errorf("opened at %.4f s, want the tripping failure's end, 1.1214", cy.OpenedAtS)
+	}
 }
