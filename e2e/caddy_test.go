@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports"
 )
@@ -100,8 +101,8 @@ func startCaddy(t *testing.T, tm caddyTiming) *caddyGW {
 	t.Helper()
 	bin := needBinary(t, "caddy", "caddy", "/usr/bin/caddy")
 	dir := t.TempDir()
-	front, admin := freePort(t), freePort(t)
-	g := &caddyGW{Timing: tm, App: freePort(t), Front: "http://" + front, Admin: "http://" + admin, stop: make(chan struct{}), done: make(chan struct{})}
+	front, admin := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	g := &caddyGW{Timing: tm, App: testutil.FreeAddr(t), Front: "http://" + front, Admin: "http://" + admin, stop: make(chan struct{}), done: make(chan struct{})}
 	// The readiness URL goes through the proxy: with active checks, Caddy
 	// answers it only once a check has passed.
 	g.Ready, g.Metrics = g.Front+"/healthz", g.Admin+"/metrics"

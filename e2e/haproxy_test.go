@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/scenarios"
 )
@@ -81,35 +82,6 @@ type logLine struct {
 	At   time.Time
 	Text string
 }
-
-// freePort returns a loopback address nobody listens on right now. The
-// harness binds its upstreams itself from the scenario's listen address,
-// so the port is chosen here and released; HAProxy's own sockets are
-// passed in as open listeners instead (bind fd@N), with no such race.
-// The e2e drills run in parallel, and the kernel may hand a port just
-// released to another test's probe: no port is ever handed out twice.
-func freePort(t *testing.T) string {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if !portsGiven[addr] {
-			portsGiven[addr] = true
-			return addr
-		}
-	}
-}
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[string]bool{}
-)
 
 // listenerFile opens a loopback listener and returns it as a file to
 // hand to HAProxy, with its URL.
@@ -208,7 +180,7 @@ func startHAProxy(t *testing.T, tm haproxyTiming) *haproxy {
 	bin := needHAProxy(t)
 	h := &haproxy{Upstreams: map[string]string{}, Timing: tm}
 	for _, n := range upstreamNames {
-		h.Upstreams[n] = freePort(t)
+		h.Upstreams[n] = testutil.FreeAddr(t)
 	}
 	front, frontURL := listenerFile(t)
 	stats, statsURL := listenerFile(t)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/rehearsal"
 )
 
@@ -113,11 +114,11 @@ func startNginx(t *testing.T, tm nginxTiming) *nginxGW {
 	t.Helper()
 	bin := needBinary(t, "nginx", "nginx", "/usr/sbin/nginx")
 	dir := t.TempDir()
-	g := &nginxGW{Timing: tm, App: freePort(t), Resp: freePort(t)}
-	front := freePort(t)
+	g := &nginxGW{Timing: tm, App: testutil.FreeAddr(t), Resp: testutil.FreeAddr(t)}
+	front := testutil.FreeAddr(t)
 	g.Front, g.Ready = "http://"+front, "http://"+front+"/nginx-ready"
 	g.AccessLog = filepath.Join(dir, "access.log")
-	g.Config = nginxConfig(tm, dir, front, g.App, g.Resp, freePort(t))
+	g.Config = nginxConfig(tm, dir, front, g.App, g.Resp, testutil.FreeAddr(t))
 	cfg := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(cfg, []byte(g.Config), 0o600); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/scenarios"
@@ -89,10 +90,13 @@ func TestHAProxyRetries(t *testing.T) {
 	f := searchFigures(t, res)
 	logRetryFigures(t, f, res.Analysis.Resilience.Statements)
 	// During the storm every search request fails on every attempt: 3
-	// attempts (the first and 2 retries) for each; outside it, 1.
-	for k := range f.Distribution {
-		if k != "1" && k != "3" {
-			t.Errorf("a search request took %s attempts; HAProxy is configured for 1 + 2 retries: %v", k, f.Distribution)
+	// attempts (the first and 2 retries) for each; outside it, 1. A request
+	// whose attempts straddle the storm's end (HAProxy retries within a
+	// millisecond, so at most the one in flight then) can succeed on its
+	// second attempt.
+	for k, n := range f.Distribution {
+		if k != "1" && k != "3" && (k != "2" || n > 1) {
+			t.Errorf("%d search requests took %s attempts; HAProxy is configured for 1 + 2 retries: %v", n, k, f.Distribution)
 		}
 	}
 	if f.Distribution["3"] < 20 || f.MaxAttempts != 3 {
@@ -196,7 +200,7 @@ func TestNaiveReverseProxyRetries(t *testing.T) {
 	ups := map[string]string{}
 	p := &naiveProxy{routes: map[string]*url.URL{}, retries: 3, delay: 150 * time.Millisecond}
 	for _, n := range upstreamNames {
-		ups[n] = freePort(t)
+		ups[n] = testutil.FreeAddr(t)
 		prefix := "/tools/" + n
 		if n == "llm-primary" {
 			prefix = "/v1/chat/completions"

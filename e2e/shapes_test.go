@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports"
@@ -495,7 +496,7 @@ func shapeDrillFaults(t *testing.T, br breaker, name, healthy, faults string, ti
 	if testing.Short() {
 		t.Skip("timed rehearsal; skipped with -short")
 	}
-	app := freePort(t)
+	app := testutil.FreeAddr(t)
 	g := startShapeGW(t, br, app, timeout)
 	src := singleScenario("shape", g.URL, g.URL+"/gw-ready", app, singleDrill{
 		Name: name, Rate: 20, Duration: 10 * time.Second, Healthy: healthy, Faults: faults,
