@@ -34,11 +34,18 @@ type proc struct {
 // is logged on failure (the configuration).
 func startProc(t *testing.T, name, bin string, args, env []string, describe func() string) *proc {
 	t.Helper()
-	p := &proc{name: name}
 	cmd := exec.Command(bin, args...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return startCmd(t, name, cmd, describe)
+}
+
+// startCmd is startProc for a command the caller prepared (open listeners
+// passed as ExtraFiles, for one).
+func startCmd(t *testing.T, name string, cmd *exec.Cmd, describe func() string) *proc {
+	t.Helper()
+	p := &proc{name: name}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {

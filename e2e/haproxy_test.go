@@ -7,18 +7,15 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,8 +70,7 @@ type haproxy struct {
 	Timing     haproxyTiming
 	Config     string
 
-	mu    sync.Mutex
-	lines []logLine
+	*proc // the running HAProxy and what it printed
 }
 
 // logLine is one line HAProxy printed, stamped when the test read it.
@@ -200,52 +196,10 @@ func startHAProxy(t *testing.T, tm haproxyTiming) *haproxy {
 	}
 	cmd := exec.Command(bin, "-db", "-f", cfgPath)
 	cmd.ExtraFiles = []*os.File{front, stats}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start haproxy: %v", err)
-	}
+	h.proc = startCmd(t, "haproxy", cmd, func() string { return h.Config })
 	front.Close()
 	stats.Close()
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			h.mu.Lock()
-			h.lines = append(h.lines, logLine{At: time.Now(), Text: sc.Text()})
-			h.mu.Unlock()
-		}
-	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); pw.Close() }()
-	t.Cleanup(func() {
-		// Stop this HAProxy by its PID: SIGINT, like SIGTERM, stops it at
-		// once; SIGKILL if it has not exited after 5 s.
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		<-readDone
-		if t.Failed() {
-			t.Logf("haproxy.cfg:\n%s\nhaproxy output:\n%s", h.Config, h.Log())
-		}
-	})
 	return h
-}
-
-// Log returns everything HAProxy printed so far.
-func (h *haproxy) Log() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var b strings.Builder
-	for _, l := range h.lines {
-		fmt.Fprintf(&b, "%s %s\n", l.At.Format("15:04:05.000"), l.Text)
-	}
-	return b.String()
 }
 
 // serverChangeRE matches HAProxy's state-change lines, e.g.
@@ -263,10 +217,8 @@ type serverChange struct {
 
 // Changes returns HAProxy's state changes for one upstream.
 func (h *haproxy) Changes(upstream string) []serverChange {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []serverChange
-	for _, l := range h.lines {
+	for _, l := range h.Lines() {
 		m := serverChangeRE.FindStringSubmatch(l.Text)
 		if m == nil || m[1] != upstream {
 			continue
