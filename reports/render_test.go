@@ -121,11 +121,12 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// checkGolden compares got with testdata/golden/name, or with -update
-// writes it there.
+// checkGolden compares got with testdata/golden/name.golden, or with -update
+// writes it there. The .golden suffix (the Go convention) marks the files as
+// expected output, not source: nothing serves or lints them as HTML or SVG.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	golden := filepath.Join("testdata", "golden", name)
+	golden := filepath.Join("testdata", "golden", name+".golden")
 	if *update {
 		os.MkdirAll(filepath.Dir(golden), 0o755)
 		if err := os.WriteFile(golden, got, 0o644); err != nil {

@@ -19,7 +19,7 @@ var monday = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 // first, each with a real report (run.json) to index.
 func weeklyRuns(t *testing.T, a Archive, scenario string, n int) []string {
 	t.Helper()
-	runJSON, err := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "golden", "clean.run.json"))
+	runJSON, err := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "golden", "clean.run.json.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}

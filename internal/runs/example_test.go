@@ -14,7 +14,7 @@ func ExampleArchive() {
 	dir, _ := os.MkdirTemp("", "archive")
 	defer os.RemoveAll(dir)
 	a := runs.Archive{Dir: dir, Keep: 2}
-	report, _ := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "golden", "clean.run.json"))
+	report, _ := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "golden", "clean.run.json.golden"))
 	start := time.Date(2026, 11, 2, 3, 0, 0, 0, time.UTC)
 	for week := range 3 {
 		now := start.Add(time.Duration(week) * 7 * 24 * time.Hour)
