@@ -156,24 +156,9 @@ func readProblem(err error, st *capture.Stats) string {
 // replay: what its streams were, and what the scenario's filter or the
 // reader set aside.
 func nothingWhy(sc *scenarios.Scenario, st *capture.Stats) string {
-	var parts []string
-	switch {
-	case st.Packets == 0:
-		parts = append(parts, "the capture holds no packets")
-	case st.Segments == 0:
-		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment", st.Packets))
-	}
-	if st.TLSStreams > 0 {
-		parts = append(parts, fmt.Sprintf("%d TLS %s (capture in front of TLS termination, or plaintext upstream traffic)",
-			st.TLSStreams, plural(st.TLSStreams, "stream", "streams")))
-	}
-	if st.HTTP2Streams > 0 {
-		parts = append(parts, fmt.Sprintf("%d HTTP/2 %s (not replayed: capture HTTP/1.1)",
-			st.HTTP2Streams, plural(st.HTTP2Streams, "stream", "streams")))
-	}
-	if st.OtherStreams > 0 {
-		parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x%s", st.OtherStreams, plural(st.OtherStreams, "stream", "streams"), st.ProtocolsText()))
-	}
+	// What is not HTTP/1.x is worded by the capture reader, as in its
+	// summary; what the scenario set aside is worded here.
+	parts := st.NotHTTP()
 	if st.Incomplete > 0 {
 		why := ""
 		if st.Cut > 0 {

@@ -112,7 +112,7 @@ func TestStreams(t *testing.T) {
 		{name: "capture ends mid-request", stream: "POST /cut HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nonly this",
 			want: []string{"POST /cut 9 incomplete"}},
 		{name: "TLS", stream: "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03GET / HTTP/1.1\r\n\r\n", check: func(t *testing.T, reqs []*Request, st *Stats) {
-			if len(reqs) != 0 || st.TLSStreams != 1 || !strings.Contains(st.String(), "0 HTTP requests; 1 TCP stream looks like TLS") {
+			if len(reqs) != 0 || st.TLSStreams != 1 || !strings.Contains(st.String(), "0 HTTP requests; 1 TLS stream (capture in front of TLS termination") {
 				t.Errorf("%d requests, %s", len(reqs), st)
 			}
 		}},

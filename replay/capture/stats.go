@@ -222,33 +222,49 @@ func (s *Stats) String() string {
 // Hint explains an empty or thin result: encrypted streams, HTTP/2, no TCP
 // at all. It is empty when requests were found and nothing else stands out.
 func (s *Stats) Hint() string {
+	if s.Requests > 0 {
+		// Beside requests, TLS and HTTP/2 streams stand out (they may be
+		// the traffic that was meant); other protocols are usually a
+		// database or a cache on the same link, noise here.
+		return strings.Join(s.notHTTP(false), "; ")
+	}
+	if parts := s.NotHTTP(); len(parts) > 0 {
+		return "0 HTTP requests; " + strings.Join(parts, "; ")
+	}
+	return ""
+}
+
+// NotHTTP says, one clause a kind, what in the capture is not plaintext
+// HTTP/1.x: no packets, no TCP, then the TLS, HTTP/2 and other streams, each
+// with what to capture instead. Every message about a capture that gave
+// nothing to replay (the summary, `rehearse validate`, a run refused) uses
+// these words, so that the reasons read the same everywhere.
+func (s *Stats) NotHTTP() []string { return s.notHTTP(true) }
+
+func (s *Stats) notHTTP(others bool) []string {
 	var parts []string
+	switch {
+	case s.Packets == 0:
+		parts = append(parts, "the capture holds no packets")
+	case s.UnknownLink == s.Packets:
+		parts = append(parts, fmt.Sprintf("%d packets, none of a link type the reader decodes", s.Packets))
+	case s.Segments == 0 && s.Fragments > 0:
+		parts = append(parts, fmt.Sprintf("no whole TCP segment: %d IP fragments could not be reassembled (see --stats)", s.Fragments))
+	case s.Segments == 0:
+		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment (check the capture filter)", s.Packets))
+	}
 	if s.TLSStreams > 0 {
-		parts = append(parts, fmt.Sprintf("%d TCP %s like TLS — capture in front of TLS termination or use plaintext upstream traffic",
-			s.TLSStreams, plural(s.TLSStreams, "stream looks", "streams look")))
+		parts = append(parts, fmt.Sprintf("%d TLS %s (capture in front of TLS termination, or plaintext upstream traffic)",
+			s.TLSStreams, plural(s.TLSStreams, "stream", "streams")))
 	}
 	if s.HTTP2Streams > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s HTTP/2, which is not replayed — capture HTTP/1.1 traffic",
-			s.HTTP2Streams, plural(s.HTTP2Streams, "stream is", "streams are")))
+		parts = append(parts, fmt.Sprintf("%d HTTP/2 %s (not replayed: capture HTTP/1.1)",
+			s.HTTP2Streams, plural(s.HTTP2Streams, "stream", "streams")))
 	}
-	if s.Requests == 0 {
-		switch {
-		case s.Packets == 0:
-			parts = append(parts, "the capture holds no packets")
-		case s.UnknownLink == s.Packets:
-			parts = append(parts, "no packet has a link type the reader decodes")
-		case s.Segments == 0 && s.Fragments > 0:
-			parts = append(parts, fmt.Sprintf("no whole TCP segment: %d IP fragments could not be reassembled (see --stats)", s.Fragments))
-		case s.Segments == 0:
-			parts = append(parts, "no TCP segments — check the capture filter")
-		case s.OtherStreams > 0 && len(parts) == 0:
-			parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x%s", s.OtherStreams, plural(s.OtherStreams, "stream is", "streams are"), s.ProtocolsText()))
-		}
-		if len(parts) > 0 {
-			return "0 HTTP requests; " + strings.Join(parts, "; ")
-		}
+	if others && s.OtherStreams > 0 {
+		parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x%s", s.OtherStreams, plural(s.OtherStreams, "stream", "streams"), s.ProtocolsText()))
 	}
-	return strings.Join(parts, "; ")
+	return parts
 }
 
 // ProtocolsText names the recognised protocols among the other streams,
