@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 func TestControlAPI(t *testing.T) {
@@ -75,49 +77,15 @@ func TestControlAPI(t *testing.T) {
 		t.Fatalf("fault still in force: %v", err)
 	}
 
-	if got := metricValue(t, reg, "rehearse_inject_faults_applied_total", map[string]string{"upstream": "search", "fault": "s503"}); got != 1 {
+	if got := testutil.Gathered(t, reg, "rehearse_inject_faults_applied_total", map[string]string{"upstream": "search", "fault": "s503"}); got != 1 {
 		t.Fatalf("applied metric %v", got)
 	}
-	if got := metricValue(t, reg, "rehearse_inject_requests_total", map[string]string{"upstream": "search", "outcome": "completed"}); got != 2 {
+	if got := testutil.Gathered(t, reg, "rehearse_inject_requests_total", map[string]string{"upstream": "search", "outcome": "completed"}); got != 2 {
 		t.Fatalf("requests metric %v", got)
 	}
-	if got := metricValue(t, reg, "rehearse_inject_in_flight", map[string]string{"upstream": "search"}); got != 0 {
+	if got := testutil.Gathered(t, reg, "rehearse_inject_in_flight", map[string]string{"upstream": "search"}); got != 0 {
 		t.Fatalf("in-flight metric %v", got)
 	}
 	ln.Close()
 	<-done
-}
-
-// metricValue gathers reg and returns the value of the series with name and
-// labels; -1 when absent.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue metric
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			}
-		}
-	}
-	return -1
 }

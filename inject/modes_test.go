@@ -6,12 +6,12 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -91,37 +91,13 @@ func TestProxyUnreachable(t *testing.T) {
 
 // echoServer is a real TCP upstream that echoes lines back.
 func echoServer(t *testing.T) string {
-	return serveTCP(t, func(c net.Conn) { io.Copy(c, c) })
+	return testutil.ServeTCP(t, func(c net.Conn) { io.Copy(c, c) })
 }
 
-// serveTCP serves every connection of a loopback listener with handle, in
-// a goroutine each, until the test ends (the connections closed after
-// handle returns), and returns the listener's address.
+// serveTCP is testutil.ServeTCP under the name fastpath_test.go calls.
 func serveTCP(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testutil.ServeTCP(t, handle)
 }
 
 func TestTCPMode(t *testing.T) {

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/replay/capture"
 )
@@ -21,47 +21,25 @@ import (
 // misbehaves at the socket level. It returns the target URL.
 func rawServer(t *testing.T, act func(c *net.TCPConn)) *url.URL {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	t.Cleanup(func() {
-		close(stop)
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				done := make(chan struct{})
-				go func() {
-					select {
-					case <-stop:
-						c.Close() // unblock a holding act
-					case <-done:
-					}
-				}()
-				act(c.(*net.TCPConn))
-				close(done)
-			}()
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
-	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-stop:
+				c.Close() // unblock a holding act
+			case <-done:
+			}
+		}()
+		act(c.(*net.TCPConn))
+		close(done)
+	})
+	// Runs before ServeTCP's cleanup, which waits for every act.
+	t.Cleanup(func() { close(stop) })
+	return &url.URL{Scheme: "http", Host: addr}
 }
 
 // rst aborts the connection: SO_LINGER 0 makes close send a RST.

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/replay/capture"
 )
@@ -137,7 +138,7 @@ func TestRunRealSocketsExactRate(t *testing.T) {
 	if search != 20 {
 		t.Errorf("%d requests mapped to search, want 20", search)
 	}
-	if got := gathered(t, reg, "rehearse_replay_requests_total", map[string]string{"outcome": "ok", "upstream": "search"}); got != 20 {
+	if got := testutil.Gathered(t, reg, "rehearse_replay_requests_total", map[string]string{"outcome": "ok", "upstream": "search"}); got != 20 {
 		t.Errorf("metric requests{ok,search} = %v", got)
 	}
 	if sum.Lateness.Count != 40 {
@@ -165,35 +166,6 @@ func TestNewRefusesWrites(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
-// gathered returns the value of the series name{labels} from reg.
-func gathered(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue metric
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
-}
 
 func mustURL(s string) *url.URL {
 	u, err := url.Parse(s)

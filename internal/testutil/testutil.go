@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // SyncBuffer is a bytes.Buffer safe for concurrent use: one goroutine
@@ -68,3 +70,71 @@ var (
 	addrsMu    sync.Mutex
 	addrsGiven = map[string]bool{}
 )
+
+// ServeTCP serves every connection of a new loopback listener with
+// handle, in a goroutine each, until the test ends, and returns the
+// listener's address. Each connection is closed when handle returns; at
+// cleanup the listener closes and ServeTCP waits for every handler, so a
+// handler that blocks must be unblocked by a cleanup registered after
+// ServeTCP (cleanups run last registered first).
+func ServeTCP(t testing.TB, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Gathered gathers g and returns the value of the counter or gauge series
+// name whose labels include every one of labels (an empty value matches
+// an absent label, as in Prometheus); -1 when there is none.
+func Gathered(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue metric
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}

@@ -1,14 +1,16 @@
 package testutil
 
 import (
+	"bufio"
 	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestSyncBufferConcurrent writes from several goroutines while reading;
-// under -race any unguarded access fails the test.
 // TestFreeAddr: the address is free (it can be bound) and never handed
 // out twice.
 func TestFreeAddr(t *testing.T) {
@@ -27,6 +29,8 @@ func TestFreeAddr(t *testing.T) {
 	ln.Close()
 }
 
+// TestSyncBufferConcurrent writes from several goroutines while reading;
+// under -race any unguarded access fails the test.
 func TestSyncBufferConcurrent(t *testing.T) {
 	var b SyncBuffer
 	var wg sync.WaitGroup
@@ -51,5 +55,79 @@ func TestSyncBufferConcurrent(t *testing.T) {
 	b.Write([]byte("y"))
 	if len(snap) != 400 || strings.Contains(string(snap), "y") {
 		t.Fatalf("Bytes changed after a write: %d bytes", len(snap))
+	}
+}
+
+// TestServeTCP: every connection gets its own handler, each connection is
+// closed when its handler returns, and a handler blocked at the end of the
+// test is released by a cleanup registered after ServeTCP.
+func TestServeTCP(t *testing.T) {
+	release := make(chan struct{})
+	addr := ServeTCP(t, func(c net.Conn) {
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return
+		}
+		c.Write([]byte("echo " + line))
+		if line == "hold\n" {
+			<-release
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	ask := func(msg string) (string, net.Conn) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte(msg + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(c)
+		got, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, c
+	}
+	held, hc := ask("hold")
+	defer hc.Close()
+	got, c := ask("a")
+	defer c.Close()
+	if held != "echo hold\n" || got != "echo a\n" {
+		t.Fatalf("answers %q, %q: the second connection waited for the first handler", held, got)
+	}
+	// The handler returned: the connection is closed.
+	if n, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("read %d more bytes: the connection was not closed after its handler", n)
+	}
+}
+
+// TestGathered: the series whose labels include the wanted ones, counters
+// and gauges alike; -1 for a name or labels not there.
+func TestGathered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	calls := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "calls_total", Help: "h"}, []string{"upstream", "outcome"})
+	level := prometheus.NewGauge(prometheus.GaugeOpts{Name: "level", Help: "h"})
+	reg.MustRegister(calls, level)
+	calls.WithLabelValues("search", "ok").Add(3)
+	calls.WithLabelValues("search", "failed").Add(2)
+	calls.WithLabelValues("weather", "ok").Add(7)
+	level.Set(1.5)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"calls_total", map[string]string{"upstream": "search", "outcome": "failed"}, 2},
+		{"calls_total", map[string]string{"upstream": "weather"}, 7},
+		{"calls_total", map[string]string{"upstream": "search", "outcome": "gone"}, -1},
+		{"calls_total", map[string]string{"region": "eu"}, -1},
+		{"level", nil, 1.5},
+		{"absent", nil, -1},
+	} {
+		if got := Gathered(t, reg, c.name, c.labels); got != c.want {
+			t.Errorf("Gathered(%s, %v) = %v, want %v", c.name, c.labels, got, c.want)
+		}
 	}
 }
