@@ -11,7 +11,7 @@ import (
 )
 
 // The Caddy drills: one upstream, app, behind reverse_proxy's passive
-// health checks (caddyTiming), 20 req/s of the bundled capture for 10–12 s;
+// health checks (caddyTiming), 20 req/s of the bundled capture for 10–13 s;
 // the fault starts 3 s into the replay and lasts 5 s. Every figure is held
 // to Caddy's own record: its debug log of upstream round trips and health
 // events, checked in turn against the admin API's fails counter.
@@ -45,106 +45,80 @@ func checkCaddy(t *testing.T, g *caddyGW, res *rehearsal.Result, s caddyState, s
 	return ep
 }
 
-// TestCaddyPassiveStorm: 503 to everything, no active checks. Caddy
-// remembers each failure for fail_duration; at max_fails it stops
-// forwarding. Each expiry lets one call through, which fails and trips it
-// again, until the storm ends: then the first expiry closes it for good.
-func TestCaddyPassiveStorm(t *testing.T) {
-	t.Parallel()
-	g, res, s := caddyDrill(t, caddyPassive, singleDrill{
-		Name: "503-storm-passive", Rate: 20, Duration: 12 * time.Second,
-		Faults: "  - {name: app-503, type: status, upstream: app, at: 3s, for: 5s, params: {code: 503}}\n",
-	})
-	checkCaddy(t, g, res, s, "passive expiry", nil)
+// caddyCase is one Caddy drill: Caddy's settings, the rehearsal, the
+// shape those settings give (logged beside the analysis's), what successes_to_close must be (nil:
+// passive health checks count no successes and the figure must be null),
+// and the drill's own checks beyond checkCaddy's.
+type caddyCase struct {
+	timing    caddyTiming
+	drill     singleDrill
+	shape     string
+	successes *int
+	check     func(t *testing.T, g *caddyGW, res *rehearsal.Result, ep *reports.Episode)
 }
 
-// TestCaddyPassiveChecksHealthy: the same storm with active health checks
-// that keep passing (the fault spares them). The checks do not close the
-// breaker, the expiry does: the analysis must not put the close at a
-// passing check.
-func TestCaddyPassiveChecksHealthy(t *testing.T) {
-	t.Parallel()
+// caddyChecked is caddyPassive with active health checks every 300 ms.
+var caddyChecked = func() caddyTiming {
 	tm := caddyPassive
 	tm.HealthInterval, tm.HealthTimeout = 300*time.Millisecond, 200*time.Millisecond
-	g, res, s := caddyDrill(t, tm, singleDrill{
-		Name: "503-storm-checks-healthy", Rate: 20, Duration: 12 * time.Second,
-		Faults: "  - {name: app-503, type: status, upstream: app, at: 3s, for: 5s, params: {code: 503}}\n",
-	})
-	checkCaddy(t, g, res, s, "passive expiry (health checks pass throughout)", nil)
+	return tm
+}()
+
+var caddyDrills = []caddyCase{
+	// 503 to everything, no active checks. Caddy remembers each failure
+	// for fail_duration; at max_fails it stops forwarding. Each expiry
+	// lets one call through, which fails and trips it again, until the
+	// storm ends: then the first expiry closes it for good.
+	{timing: caddyPassive, drill: appDrill("503-storm-passive", 12*time.Second, storm503), shape: "passive expiry"},
+	// The same storm with active health checks that keep passing (the
+	// fault spares them). The checks do not close the breaker, the expiry
+	// does: the analysis must not put the close at a passing check.
+	{timing: caddyChecked, drill: appDrill("503-storm-checks-healthy", 12*time.Second, storm503), shape: "passive expiry (health checks pass throughout)"},
+	// The storm reaches the health checks too. A failed check marks the
+	// upstream unhealthy, the first passing one after the storm healthy
+	// again.
+	{timing: caddyChecked, drill: appDrill("503-storm-checks-faulted", 12*time.Second, storm503+", health_checks: true"), shape: "active health checks", successes: ptrInt(1)},
+	// 429 with Retry-After: 5, counted as failures (unhealthy_status
+	// 429); Caddy does not read Retry-After.
+	{timing: caddyPassive, drill: appDrill("429-retry-after", 12*time.Second, retryAfter5), shape: "passive expiry",
+		check: func(t *testing.T, _ *caddyGW, _ *rehearsal.Result, ep *reports.Episode) {
+			if ep.RetryAfterHonoured == nil || *ep.RetryAfterHonoured {
+				t.Errorf("retry_after_honoured = %v, want false", ep.RetryAfterHonoured)
+			}
+		}},
+	// Answers 2 s late, past response_header_timeout (1 s): each call is
+	// an error Caddy counts.
+	{timing: caddyPassive, drill: appDrill("slow-past-header-timeout", 13*time.Second, slow2s), shape: "passive expiry",
+		check: func(t *testing.T, g *caddyGW, res *rehearsal.Result, _ *reports.Episode) {
+			checkHangUps(t, res, g.Timing.HeaderTimeout)
+		}},
+	// Resets before any response byte: errors Caddy counts.
+	{timing: caddyPassive, drill: appDrill("rst-before-headers", 12*time.Second, resetEarly), shape: "passive expiry"},
+	// The round trip succeeded (status 200), so Caddy counts nothing when
+	// the body is cut.
+	{timing: caddyPassive, drill: withHealthy(appDrill("midstream-cut", 10*time.Second, cutAt40), "{body_bytes: 20000}"), shape: "—",
+		check: func(t *testing.T, _ *caddyGW, _ *rehearsal.Result, ep *reports.Episode) {
+			if ep.Opened {
+				t.Errorf("opened: %s", ep.Statement)
+			}
+		}},
+	// The passive storm with 300 ms healthy answers.
+	{timing: caddyPassive, drill: withHealthy(appDrill("503-storm-slow-healthy", 12*time.Second, storm503), "{latency: {fixed: 300ms}}"), shape: "passive expiry"},
 }
 
-// TestCaddyActiveChecks: the storm reaches the health checks too. A
-// failed check marks the upstream unhealthy, the first passing one after
-// the storm healthy again.
-func TestCaddyActiveChecks(t *testing.T) {
+// TestCaddyDrills runs each drill against its own Caddy, two at a time
+// (with the nginx and test-gateway drills), and holds the analysis to
+// Caddy's record.
+func TestCaddyDrills(t *testing.T) {
 	t.Parallel()
-	tm := caddyPassive
-	tm.HealthInterval, tm.HealthTimeout = 300*time.Millisecond, 200*time.Millisecond
-	g, res, s := caddyDrill(t, tm, singleDrill{
-		Name: "503-storm-checks-faulted", Rate: 20, Duration: 12 * time.Second,
-		Faults: "  - {name: app-503, type: status, upstream: app, at: 3s, for: 5s, health_checks: true, params: {code: 503}}\n",
-	})
-	checkCaddy(t, g, res, s, "active health checks", ptrInt(1))
-}
-
-// TestCaddyRetryAfter: 429 with Retry-After: 5, counted as failures
-// (unhealthy_status 429); Caddy does not read Retry-After.
-func TestCaddyRetryAfter(t *testing.T) {
-	t.Parallel()
-	g, res, s := caddyDrill(t, caddyPassive, singleDrill{
-		Name: "429-retry-after", Rate: 20, Duration: 12 * time.Second,
-		Faults: "  - {name: app-429, type: retry_after, upstream: app, at: 3s, for: 5s, params: {after: 5s}}\n",
-	})
-	ep := checkCaddy(t, g, res, s, "passive expiry", nil)
-	if ep.RetryAfterHonoured == nil || *ep.RetryAfterHonoured {
-		t.Errorf("retry_after_honoured = %v, want false", ep.RetryAfterHonoured)
+	for _, c := range caddyDrills {
+		t.Run(c.drill.Name, func(t *testing.T) {
+			t.Parallel()
+			g, res, s := caddyDrill(t, c.timing, c.drill)
+			ep := checkCaddy(t, g, res, s, c.shape, c.successes)
+			if c.check != nil {
+				c.check(t, g, res, ep)
+			}
+		})
 	}
-}
-
-// TestCaddySlowPastHeaderTimeout: answers 2 s late, past
-// response_header_timeout (1 s): each call is an error Caddy counts.
-func TestCaddySlowPastHeaderTimeout(t *testing.T) {
-	t.Parallel()
-	g, res, s := caddyDrill(t, caddyPassive, singleDrill{
-		Name: "slow-past-header-timeout", Rate: 20, Duration: 13 * time.Second,
-		Faults: "  - {name: app-slow, type: latency, upstream: app, at: 3s, for: 5s, params: {fixed: 2s}}\n",
-	})
-	checkCaddy(t, g, res, s, "passive expiry", nil)
-	checkHangUps(t, res, g.Timing.HeaderTimeout)
-}
-
-// TestCaddyReset: resets before any response byte: errors Caddy counts.
-func TestCaddyReset(t *testing.T) {
-	t.Parallel()
-	g, res, s := caddyDrill(t, caddyPassive, singleDrill{
-		Name: "rst-before-headers", Rate: 20, Duration: 12 * time.Second,
-		Faults: "  - {name: app-rst, type: reset, upstream: app, at: 3s, for: 5s}\n",
-	})
-	checkCaddy(t, g, res, s, "passive expiry", nil)
-}
-
-// TestCaddyMidStreamCut: the round trip succeeded (status 200), so Caddy
-// counts nothing when the body is cut.
-func TestCaddyMidStreamCut(t *testing.T) {
-	t.Parallel()
-	g, res, s := caddyDrill(t, caddyPassive, singleDrill{
-		Name: "midstream-cut", Rate: 20, Duration: 10 * time.Second,
-		Healthy: "{body_bytes: 20000}",
-		Faults:  "  - {name: app-cut-40, type: stream_cut, upstream: app, at: 3s, for: 5s, params: {after_percent: 40, then: rst}}\n",
-	})
-	ep := checkCaddy(t, g, res, s, "—", nil)
-	if ep.Opened {
-		t.Errorf("opened: %s", ep.Statement)
-	}
-}
-
-// TestCaddySlowHealthy: the passive storm with 300 ms healthy answers.
-func TestCaddySlowHealthy(t *testing.T) {
-	t.Parallel()
-	g, res, s := caddyDrill(t, caddyPassive, singleDrill{
-		Name: "503-storm-slow-healthy", Rate: 20, Duration: 12 * time.Second,
-		Healthy: "{latency: {fixed: 300ms}}",
-		Faults:  "  - {name: app-503, type: status, upstream: app, at: 3s, for: 5s, params: {code: 503}}\n",
-	})
-	checkCaddy(t, g, res, s, "passive expiry", nil)
 }

@@ -155,6 +155,42 @@ type singleDrill struct {
 	Gateway string
 }
 
+// The single-upstream drills (nginx, Caddy) fault app from faultAt into the
+// replay for faultFor, at 20 req/s of the bundled capture.
+const (
+	faultAt  = 3 * time.Second
+	faultFor = 5 * time.Second
+)
+
+// appDrill is a single-upstream drill of the given length whose one fault
+// on app is of the given type and params (YAML flow-mapping entries after
+// upstream, at and for; "" for none).
+func appDrill(name string, length time.Duration, fault string) singleDrill {
+	if fault != "" {
+		fault = ", " + fault
+	}
+	return singleDrill{
+		Name: name, Rate: 20, Duration: length,
+		Faults: fmt.Sprintf("  - {name: app-%s, upstream: app, at: %s, for: %s%s}\n", name, faultAt, faultFor, fault),
+	}
+}
+
+// withHealthy is d with app's healthy block (a YAML flow mapping).
+func withHealthy(d singleDrill, healthy string) singleDrill {
+	d.Healthy = healthy
+	return d
+}
+
+// The faults every single-upstream gateway is rehearsed against; each
+// gateway's table says what it must do under them.
+const (
+	storm503    = "type: status, params: {code: 503}"
+	retryAfter5 = "type: retry_after, params: {after: 5s}"
+	slow2s      = "type: latency, params: {fixed: 2s}"
+	resetEarly  = "type: reset"
+	cutAt40     = "type: stream_cut, params: {after_percent: 40, then: rst}"
+)
+
 // singleScenario renders a drill against a gateway at front whose
 // readiness URL is ready and whose upstream app listens at appAddr.
 func singleScenario(prefix, front, ready, appAddr string, d singleDrill) string {

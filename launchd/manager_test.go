@@ -21,9 +21,8 @@ import (
 // state launchd would (which labels are loaded, whether one is running), so
 // the Manager's decisions can be checked on any OS.
 type fakeLaunchd struct {
-	t       *testing.T
-	mu      sync.Mutex
-	calls   [][]string
+	t *testing.T
+	callLog
 	loaded  map[string]bool // service target → loaded
 	running bool
 	fail    map[string]error // subcommand → error to return
@@ -91,11 +90,19 @@ func (f *fakeLaunchd) run(ctx context.Context, name string, args ...string) ([]b
 	return nil, nil
 }
 
-func (f *fakeLaunchd) takeCalls() [][]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.calls
-	f.calls = nil
+// callLog is what the fake launchctl and systemctl share: the argv of
+// every command run, and the lock that also guards the fake's own state.
+type callLog struct {
+	mu    sync.Mutex
+	calls [][]string
+}
+
+// takeCalls returns the argv run since the last take and forgets them.
+func (l *callLog) takeCalls() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.calls
+	l.calls = nil
 	return c
 }
 

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -97,8 +96,7 @@ func TestSystemdAnalyze(t *testing.T) {
 
 // fakeSystemctl records argv and answers `show` from a small state.
 type fakeSystemctl struct {
-	mu     sync.Mutex
-	calls  [][]string
+	callLog
 	loaded bool
 	active string // service ActiveState
 }
@@ -125,14 +123,6 @@ func (f *fakeSystemctl) run(ctx context.Context, name string, args ...string) ([
 		f.loaded = true
 	}
 	return nil, nil
-}
-
-func (f *fakeSystemctl) takeCalls() [][]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.calls
-	f.calls = nil
-	return c
 }
 
 func sc(args ...string) []string { return append([]string{"systemctl", "--user"}, args...) }
