@@ -134,6 +134,15 @@ func newLaunchdEnv(t *testing.T, opts ...Option) *launchdEnv {
 	return &launchdEnv{home: home, bin: bin, scenario: scenario, fake: fake, m: m}
 }
 
+// install installs e.job() with the default options, as the tests of
+// what comes after an install start.
+func (e *launchdEnv) install(t *testing.T) {
+	t.Helper()
+	if _, err := e.m.Install(context.Background(), e.job(), InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *launchdEnv) job() Job {
 	return Job{Binary: e.bin, Scenario: e.scenario, Keep: 12, Schedule: []When{{Weekday: time.Monday, Hour: 3}}}
 }
@@ -193,9 +202,7 @@ func TestInstallFresh(t *testing.T) {
 func TestInstallRefusesDifferentAgent(t *testing.T) {
 	e := newLaunchdEnv(t)
 	ctx := context.Background()
-	if _, err := e.m.Install(ctx, e.job(), InstallOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.install(t)
 	path := e.m.PlistPath("dev.rehearse.weekly")
 	before, _ := os.ReadFile(path)
 	e.fake.takeCalls()
@@ -288,9 +295,7 @@ func TestUserDomain(t *testing.T) {
 func TestUninstall(t *testing.T) {
 	e := newLaunchdEnv(t)
 	ctx := context.Background()
-	if _, err := e.m.Install(ctx, e.job(), InstallOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.install(t)
 	e.fake.takeCalls()
 	done, err := e.m.Uninstall(ctx, "dev.rehearse.weekly")
 	if err != nil || !done {
@@ -380,9 +385,7 @@ func TestKickstart(t *testing.T) {
 	if err := e.m.Kickstart(ctx, "dev.rehearse.weekly", false); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "rehearse launchd install") {
 		t.Fatalf("kickstart before install: %v", err)
 	}
-	if _, err := e.m.Install(ctx, e.job(), InstallOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.install(t)
 	e.fake.takeCalls()
 	if err := e.m.Kickstart(ctx, "dev.rehearse.weekly", false); err != nil {
 		t.Fatal(err)
@@ -454,9 +457,7 @@ func FuzzParsePrint(f *testing.F) {
 func TestInstallForceWaitsForBootout(t *testing.T) {
 	e := newLaunchdEnv(t)
 	ctx := context.Background()
-	if _, err := e.m.Install(ctx, e.job(), InstallOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.install(t)
 	other := e.job()
 	other.Keep = 3
 	e.fake.linger = 2
