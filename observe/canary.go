@@ -42,20 +42,7 @@ func (c *Canary) Config() HealthConfig { return c.cfg }
 // sample, not an error.
 func (c *Canary) Run(ctx context.Context) error {
 	defer c.o.release()
-	tick, stop := c.o.newTicker(c.cfg.Interval.D())
-	defer stop()
-	for {
-		s := c.Check(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		c.o.recorder.RecordAt(c.o.clock.Now(), s)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick:
-		}
-	}
+	return c.o.sampleEvery(ctx, c.cfg.Interval.D(), func() journal.Payload { return c.Check(ctx) })
 }
 
 // Check runs one health check now and returns its sample without recording

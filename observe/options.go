@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"net/http"
@@ -54,6 +55,29 @@ func WithUpstreams(names ...string) Option {
 		o.upstreams = make(map[string]bool, len(names))
 		for _, n := range names {
 			o.upstreams[n] = true
+		}
+	}
+}
+
+// sampleEvery calls sample at once and then at every tick of interval
+// until ctx is done, recording each sample on the run clock when it is
+// taken; then it returns nil. A sample cut short by the end of the run is
+// not recorded: it says nothing of the gateway. A sample slower than the
+// interval delays the next one instead of piling samples up (a ticker
+// drops the ticks it could not deliver).
+func (o options) sampleEvery(ctx context.Context, interval time.Duration, sample func() journal.Payload) error {
+	tick, stop := o.newTicker(interval)
+	defer stop()
+	for {
+		p := sample()
+		if ctx.Err() != nil {
+			return nil
+		}
+		o.recorder.RecordAt(o.clock.Now(), p)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
 		}
 	}
 }

@@ -41,20 +41,7 @@ func NewPlatformSampler(every time.Duration, opts ...Option) *PlatformSampler {
 // returns nil (a fact that cannot be read is left out of its sample).
 func (s *PlatformSampler) Run(ctx context.Context) error {
 	defer s.o.release()
-	tick, stop := s.o.newTicker(s.every)
-	defer stop()
-	for {
-		p := SamplePlatform(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.o.recorder.RecordAt(s.o.clock.Now(), p)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick:
-		}
-	}
+	return s.o.sampleEvery(ctx, s.every, func() journal.Payload { return SamplePlatform(ctx) })
 }
 
 // SamplePlatform takes one sample now: a burst of short sleeps and the

@@ -135,23 +135,15 @@ func (s *Scraper) Run(ctx context.Context) error {
 	if s.prom != nil && s.c.cfg.PromQuery.Mode == PromModeQueryRange {
 		return s.prom.runRange(ctx, s)
 	}
-	tick, stop := s.o.newTicker(s.c.cfg.Interval.D())
-	defer stop()
-	for {
+	return s.o.sampleEvery(ctx, s.c.cfg.Interval.D(), func() journal.Payload {
 		sample, err := s.ScrapeOnce(ctx)
-		if ctx.Err() != nil {
+		if ctx.Err() == nil {
 			// A scrape cut short by the end of the run is not a
 			// failure of the gateway.
-			return nil
+			s.logOutcome(err)
 		}
-		s.logOutcome(err)
-		s.o.recorder.RecordAt(s.o.clock.Now(), sample)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick:
-		}
-	}
+		return sample
+	})
 }
 
 // logOutcome warns when scrapes start failing and says when they recover,
