@@ -54,12 +54,19 @@ func runScraper(t *testing.T, s *Scraper) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// server is a real server binary the test started (Caddy, HAProxy,
+// Prometheus).
+type server struct {
+	name   string
+	out    *testutil.SyncBuffer // its output, safe to read while it runs
+	exited <-chan error         // its end, if it stops by itself
+}
+
 // startServer starts a real server binary in the foreground and kills it
-// when the test ends. out collects its output (safe to read while it
-// runs); exited receives its end if it stops by itself.
-func startServer(t *testing.T, cmd *exec.Cmd) (out *testutil.SyncBuffer, exited <-chan error) {
+// when the test ends.
+func startServer(t *testing.T, cmd *exec.Cmd) *server {
 	t.Helper()
-	out = &testutil.SyncBuffer{}
+	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", cmd.Path, err)
@@ -70,7 +77,38 @@ func startServer(t *testing.T, cmd *exec.Cmd) (out *testutil.SyncBuffer, exited 
 		cmd.Process.Kill()
 		<-ch
 	})
-	return out, ch
+	return &server{name: filepath.Base(cmd.Path), out: out, exited: ch}
+}
+
+// awaitStates reads rec's samples until one has every upstream of want in
+// its state, and returns that sample. It fails the test when the server
+// exits first or no sample matches within timeout. Scrape errors while the
+// server starts (connection refused) are samples too, and do not match.
+func (srv *server) awaitStates(t *testing.T, rec *signalRecorder, want map[string]string, timeout time.Duration) *journal.MetricsSample {
+	t.Helper()
+	deadline := time.After(timeout)
+	var last *journal.MetricsSample
+	for {
+		select {
+		case p := <-rec.ch:
+			last = p.(*journal.MetricsSample)
+			got := map[string]string{}
+			for _, b := range last.States {
+				got[b.Upstream] = b.State
+			}
+			matched := true
+			for up, st := range want {
+				matched = matched && got[up] == st
+			}
+			if matched {
+				return last
+			}
+		case err := <-srv.exited:
+			t.Fatalf("%s exited: %v\n%s", srv.name, err, srv.out.String())
+		case <-deadline:
+			t.Fatalf("never saw states %v within %s; last sample %+v\n%s output:\n%s", want, timeout, last, srv.name, srv.out.String())
+		}
+	}
 }
 
 // TestCaddyRealExporter runs a real Caddy (2.6, Debian package) with
@@ -107,7 +145,7 @@ http://%s {
 	}
 	cmd := exec.Command(bin, "run", "--config", cfgPath, "--adapter", "caddyfile")
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	out, exited := startServer(t, cmd)
+	srv := startServer(t, cmd)
 
 	rec := newSignalRecorder(nil)
 	s, err := NewScraper(ScrapeConfig{
@@ -120,23 +158,5 @@ http://%s {
 	}
 	runScraper(t, s)
 
-	deadline := time.After(40 * time.Second)
-	var last *journal.MetricsSample
-	for {
-		select {
-		case p := <-rec.ch:
-			last = p.(*journal.MetricsSample)
-			got := map[string]string{}
-			for _, b := range last.States {
-				got[b.Upstream] = b.State
-			}
-			if got["search"] == journal.StateClosed && got["weather"] == journal.StateOpen {
-				return
-			}
-		case err := <-exited:
-			t.Fatalf("caddy exited: %v\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("never saw search closed and weather open; last sample %+v\n%s", last, out.String())
-		}
-	}
+	srv.awaitStates(t, rec, map[string]string{"search": journal.StateClosed, "weather": journal.StateOpen}, 40*time.Second)
 }

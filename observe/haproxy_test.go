@@ -58,7 +58,7 @@ backend be_weather
 	}
 	cmd := exec.Command(bin, "-db", "-f", cfgPath)
 	cmd.ExtraFiles = []*os.File{statsFile}
-	out, exited := startServer(t, cmd)
+	srv := startServer(t, cmd)
 	statsFile.Close()
 
 	clock := journal.NewClock(time.Now())
@@ -73,31 +73,10 @@ backend be_weather
 	}
 	runScraper(t, s)
 
-	// waitFor reads samples until search is in state want and weather is
-	// open, or fails after a deadline. Scrape errors while HAProxy starts
-	// (connection refused) are expected; they are samples too.
+	// Search in state want, weather (no server listening) open.
 	waitFor := func(want string) *journal.MetricsSample {
 		t.Helper()
-		deadline := time.After(20 * time.Second)
-		var last *journal.MetricsSample
-		for {
-			select {
-			case p := <-rec.ch:
-				m := p.(*journal.MetricsSample)
-				last = m
-				got := map[string]journal.BreakerState{}
-				for _, b := range m.States {
-					got[b.Upstream] = b
-				}
-				if got["search"].State == want && got["weather"].State == journal.StateOpen {
-					return m
-				}
-			case err := <-exited:
-				t.Fatalf("haproxy exited: %v\n%s", err, out.String())
-			case <-deadline:
-				t.Fatalf("search never %s; last sample %+v\nhaproxy output:\n%s", want, last, out.String())
-			}
-		}
+		return srv.awaitStates(t, rec, map[string]string{"search": want, "weather": journal.StateOpen}, 20*time.Second)
 	}
 	m := waitFor(journal.StateClosed)
 	want := map[string]string{"be_search/search1": journal.StateClosed, "be_weather/weather1": journal.StateOpen}

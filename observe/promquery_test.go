@@ -277,7 +277,7 @@ func TestPromQueryRealPrometheus(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, exited := startServer(t, exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	srv := startServer(t, exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr, "--log.level=warn"))
 
 	rec := newSignalRecorder(nil)
@@ -292,23 +292,7 @@ func TestPromQueryRealPrometheus(t *testing.T) {
 
 	waitFor := func(want string) {
 		t.Helper()
-		deadline := time.After(45 * time.Second)
-		var last *journal.MetricsSample
-		for {
-			select {
-			case p := <-rec.ch:
-				last = p.(*journal.MetricsSample)
-				for _, b := range last.States {
-					if b.Upstream == "search" && b.State == want {
-						return
-					}
-				}
-			case err := <-exited:
-				t.Fatalf("prometheus exited: %v\n%s", err, out.String())
-			case <-deadline:
-				t.Fatalf("search never %s through Prometheus; last sample %+v\n%s", want, last, out.String())
-			}
-		}
+		srv.awaitStates(t, rec, map[string]string{"search": want}, 45*time.Second)
 	}
 	waitFor(journal.StateOpen)
 	g.set("search", 1)
