@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -238,19 +239,7 @@ func testGateway(t testing.TB, cfg Config, opts ...Option) (*Gateway, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ln) }()
-	t.Cleanup(func() {
-		_ = g.Close()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return g, "http://" + ln.Addr().String()
+	return g, "http://" + testutil.Serve(t, g)
 }
 
 // fastConfig is a configuration with small numbers, so that end-to-end

@@ -12,6 +12,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/gateway"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/observe"
 )
@@ -51,14 +52,7 @@ func TestReferenceGatewayEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ln) }()
-	t.Cleanup(func() { g.Close(); <-done })
-	base := "http://" + ln.Addr().String()
+	base := "http://" + testutil.Serve(t, g)
 
 	call := func(dep string) *http.Response {
 		resp, err := http.Get(base + "/tools/" + dep)

@@ -4,7 +4,9 @@ package testutil
 
 import (
 	"bytes"
+	"errors"
 	"net"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -101,6 +103,33 @@ func ServeTCP(t testing.TB, handle func(net.Conn)) string {
 			}()
 		}
 	}()
+	return ln.Addr().String()
+}
+
+// Server is what Serve runs: an *http.Server, the reference gateway.
+type Server interface {
+	Serve(net.Listener) error
+	Close() error
+}
+
+// Serve serves srv on a new loopback listener until the test ends and
+// returns the listener's address. At cleanup it closes srv, waits for
+// Serve to return, and fails the test if Serve ended with an error other
+// than http.ErrServerClosed (the normal end of an *http.Server).
+func Serve(t testing.TB, srv Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
 	return ln.Addr().String()
 }
 

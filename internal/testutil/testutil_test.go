@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"bufio"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -129,5 +131,29 @@ func TestGathered(t *testing.T) {
 		if got := Gathered(t, reg, c.name, c.labels); got != c.want {
 			t.Errorf("Gathered(%s, %v) = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+}
+
+// TestServe: the server answers at the returned address while the test
+// runs, and is closed at cleanup.
+func TestServe(t *testing.T) {
+	var addr string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
+	t.Run("serving", func(t *testing.T) {
+		addr = Serve(t, srv)
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "ok" {
+			t.Fatalf("body %q", body)
+		}
+	})
+	// The subtest's cleanup closed the server: nobody listens any more.
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("%s still accepts connections after the test ended", addr)
 	}
 }
