@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -53,6 +55,7 @@ type fastProxy struct {
 	host    string // the outbound Host header
 	dialer  net.Dialer
 	handoff *connQueue
+	answers answerTimes // the upstream's recent answer times (fastpath_spin.go)
 }
 
 // newFastProxy returns the fast path for target, or nil when it does not
@@ -129,13 +132,17 @@ type fastConn struct {
 	ip     string // the gateway's address without port, for X-Forwarded-For
 
 	up     net.Conn
+	upr    upReader // what ubr reads up through
 	ubr    *bufio.Reader
 	reused bool // up has carried a request already
 
 	out    []byte      // the outbound request, reused
 	header http.Header // the request's header, reused
 	names  []string    // canonical header names, in order, parallel to lines
+	values []string    // backing of the header's single values
 	lines  [][2]int    // spans of the header lines in the head
+
+	completed prometheus.Counter // the requests counter of complete exchanges, looked up once
 }
 
 // fastReq is one request head parsed in place.
@@ -163,7 +170,8 @@ func (u *upstream) acceptProxy(ln net.Listener) {
 // serveFast serves one gateway connection until it closes or is handed
 // over.
 func (u *upstream) serveFast(c *net.TCPConn) {
-	fc := &fastConn{u: u, fp: u.fast, c: c, br: bufio.NewReaderSize(c, fastBuf), remote: c.RemoteAddr().String(), header: http.Header{}}
+	fc := &fastConn{u: u, fp: u.fast, c: c, br: bufio.NewReaderSize(c, fastBuf), remote: c.RemoteAddr().String(), header: http.Header{},
+		completed: u.s.m.requests.WithLabelValues(u.cfg.Name, string(journal.OutcomeUpstreamComplete))}
 	fc.ip, _, _ = net.SplitHostPort(fc.remote)
 	defer fc.dropUp()
 	for {
@@ -250,7 +258,7 @@ func (fc *fastConn) readHead() (r fastReq, ok bool, err error) {
 // as net/http does.
 func (fc *fastConn) parseHead(head []byte, r *fastReq) bool {
 	clear(fc.header)
-	fc.names, fc.lines = fc.names[:0], fc.lines[:0]
+	fc.names, fc.lines, fc.values = fc.names[:0], fc.lines[:0], fc.values[:0]
 	eol := bytes.Index(head, []byte("\r\n"))
 	line := head[:eol]
 	sp1 := bytes.IndexByte(line, ' ')
@@ -276,14 +284,23 @@ func (fc *fastConn) parseHead(head []byte, r *fastReq) bool {
 			return false
 		}
 	}
-	r.method, r.target = string(method), string(target)
-	u, err := url.ParseRequestURI(r.target)
-	if err != nil {
-		return false
+	// One copy of the head; the method, target, names and values are
+	// slices of it (no allocation per field).
+	hs := string(head)
+	r.method, r.target = hs[:sp1], hs[sp1+1:sp1+1+sp2]
+	if bytes.IndexByte(target, '%') < 0 {
+		// What url.ParseRequestURI returns as the path of an
+		// origin-form target with nothing to unescape.
+		r.path, _, _ = strings.Cut(r.target, "?")
+	} else {
+		u, err := url.ParseRequestURI(r.target)
+		if err != nil {
+			return false
+		}
+		r.path = u.Path
 	}
-	r.path = u.Path
 	r.bodyLen = 0
-	haveCL := false
+	haveCL, haveHost := false, false
 	pos := eol + 2
 	for pos < len(head)-2 {
 		end := pos + bytes.Index(head[pos:], []byte("\r\n"))
@@ -302,9 +319,17 @@ func (fc *fastConn) parseHead(head []byte, r *fastReq) bool {
 				return false
 			}
 		}
-		name := textproto.CanonicalMIMEHeaderKey(string(l[:colon]))
-		value := string(bytes.Trim(l[colon+1:], " \t"))
-		fc.header[name] = append(fc.header[name], value)
+		name := textproto.CanonicalMIMEHeaderKey(hs[pos : pos+colon])
+		value := strings.Trim(hs[pos+colon+1:end], " \t")
+		if vs, ok := fc.header[name]; ok {
+			fc.header[name] = append(vs, value)
+		} else {
+			// Single values share one backing array, capped so that a
+			// repeated field's append copies.
+			fc.values = append(fc.values, value)
+			n := len(fc.values)
+			fc.header[name] = fc.values[n-1 : n : n]
+		}
 		fc.names = append(fc.names, name)
 		fc.lines = append(fc.lines, [2]int{pos, end + 2})
 		switch name {
@@ -317,10 +342,10 @@ func (fc *fastConn) parseHead(head []byte, r *fastReq) bool {
 		case "Transfer-Encoding", "Expect", "Upgrade":
 			return false
 		case "Host":
-			if r.host != "" {
-				return false
+			if haveHost {
+				return false // net/http refuses a repeated Host, even after an empty one
 			}
-			r.host = value
+			haveHost, r.host = true, value
 		case "Connection":
 			for _, tok := range strings.Split(value, ",") {
 				tok = textproto.TrimString(tok)
@@ -545,10 +570,11 @@ func (fc *fastConn) dial() error {
 	if stopped {
 		c.Close()
 	}
+	fc.upr = newUpReader(c)
 	if fc.ubr == nil {
-		fc.ubr = bufio.NewReaderSize(c, fastBuf)
+		fc.ubr = bufio.NewReaderSize(&fc.upr, fastBuf)
 	} else {
-		fc.ubr.Reset(c)
+		fc.ubr.Reset(&fc.upr)
 	}
 	return nil
 }
@@ -592,7 +618,13 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 			}
 		}
 		if _, err = fc.up.Write(out); err == nil {
+			sent := time.Now()
+			fc.upr.spinFor(fc.fp.answers.spin(inFlight))
 			h, err = fc.readResponseHead()
+			fc.upr.spinFor(0)
+			if err == nil {
+				fc.fp.answers.add(time.Since(sent))
+			}
 		}
 		if err == nil {
 			break
@@ -616,7 +648,11 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 	defer func() {
 		ev.Done = s.now()
 		s.rec.RecordAt(arrival, ev)
-		s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
+		if ev.Outcome == journal.OutcomeUpstreamComplete {
+			fc.completed.Inc()
+		} else {
+			s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
+		}
 	}()
 	if err != nil {
 		// Sent, and no response: answer as the full path's error handler.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -371,6 +372,16 @@ func FuzzFastHead(f *testing.F) {
 		}
 		if req.Method != r.method || req.URL.Path != r.path || req.Host != r.host || req.ContentLength != int64(r.bodyLen) && !(req.ContentLength == 0 && r.bodyLen == 0) {
 			t.Fatalf("%q: fast path %q %q %q %d, net/http %q %q %q %d", head, r.method, r.path, r.host, r.bodyLen, req.Method, req.URL.Path, req.Host, req.ContentLength)
+		}
+		got := fc.header.Clone()
+		delete(got, "Host") // net/http moves it to req.Host
+		if len(got) != len(req.Header) {
+			t.Fatalf("%q: fast path header %q, net/http %q", head, got, req.Header)
+		}
+		for name, vs := range req.Header {
+			if !slices.Equal(got[name], vs) {
+				t.Fatalf("%q: fast path %s %q, net/http %q", head, name, got[name], vs)
+			}
 		}
 	})
 }
