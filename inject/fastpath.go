@@ -605,10 +605,10 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 	out := fc.outbound(r)
 	var h respHead
 	var err error
-	if fc.up != nil && fc.reused && peerClosed(fc.up) {
-		// Closed by the upstream while idle (http.Transport notices this
-		// with its read-ahead goroutine): a new connection, before
-		// anything is sent.
+	if fc.up != nil && fc.reused && (fc.ubr.Buffered() > 0 || peerClosed(fc.up)) {
+		// Closed by the upstream while idle, or bytes beyond its last
+		// response (http.Transport notices either with its read-ahead
+		// goroutine): a new connection, before anything is sent.
 		fc.dropUp()
 	}
 	for attempt := 0; ; attempt++ {

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"net"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,8 +30,9 @@ import (
 // (answerEWMA) above which the fast path does not poll at all.
 const spinWindow = 200 * time.Microsecond
 
-// spinOff turns the poll off (benchmarks comparing both).
-var spinOff bool
+// spinOff turns the poll off: REHEARSE_INJECT_POLL=off in the environment
+// (to save the CPU on a machine where wake-ups are cheap, or to compare).
+var spinOff = os.Getenv("REHEARSE_INJECT_POLL") == "off"
 
 // answerTimes keeps the upstream's recent time from a forwarded request to
 // its response head: an exponentially weighted mean (weight 1/8), shared by

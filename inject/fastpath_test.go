@@ -407,3 +407,25 @@ func TestFastPathIdleCloseBeforePost(t *testing.T) {
 		t.Errorf("%d connections, %d requests received; want 2 and 2", be.accepts, len(be.got))
 	}
 }
+
+// Bytes an upstream sends beyond the response it framed are not the next
+// request's answer: the connection is given up, as http.Transport does
+// with an unsolicited response, and the next request goes out on a new
+// one.
+func TestFastPathBytesBeyondTheResponse(t *testing.T) {
+	ok := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	be := newRawBackend(t, rawResp{bytes: ok + "HTTP/1.1 500 Stray\r\nContent-Length: 0\r\n\r\n"}, rawResp{bytes: ok})
+	s, _ := startServer(t, []UpstreamConfig{{Name: "api", Mode: ModeProxy, Target: "http://" + be.addr}}, nil)
+	c, br := dialRaw(t, s.Addr("api"))
+	for i := range 2 {
+		io.WriteString(c, "GET /r HTTP/1.1\r\nHost: gw\r\n\r\n")
+		if got := readN(t, br, len(ok)); got != ok {
+			t.Fatalf("request %d: %q", i, got)
+		}
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if be.accepts != 2 || len(be.got) != 2 {
+		t.Errorf("%d upstream connections, %d requests received; want 2 and 2", be.accepts, len(be.got))
+	}
+}

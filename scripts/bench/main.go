@@ -177,16 +177,19 @@ func freePort() string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-func startInject(mode, backend string) (proxyProc, func()) {
+// startInject runs `rehearse inject serve` with one upstream in mode in
+// front of backend; name is its row, env is added to its environment.
+func startInject(name, mode, backend string, env ...string) (proxyProc, func()) {
 	target := backend
 	if mode == "proxy" {
 		target = "http://" + backend
 	}
-	cfg := filepath.Join(tmp, "inject-"+mode+".yaml")
+	cfg := filepath.Join(tmp, name+".yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "upstreams:\n  - {name: bench, mode: %s, target: %q}\n", mode, target), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	cmd := exec.Command(*rehearse, "inject", "serve", "--config", cfg, "--control", "", "--log-level", "error")
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		log.Fatal(err)
@@ -200,7 +203,7 @@ func startInject(mode, backend string) (proxyProc, func()) {
 		f := strings.Fields(sc.Text())
 		if len(f) >= 4 && f[0] == "upstream" && f[1] == "bench" {
 			go io.Copy(io.Discard, out)
-			return proxyProc{name: "inject-" + mode, addr: strings.TrimPrefix(f[3], "http://"), pid: cmd.Process.Pid}, stop
+			return proxyProc{name: name, addr: strings.TrimPrefix(f[3], "http://"), pid: cmd.Process.Pid}, stop
 		}
 	}
 	stop()
@@ -242,8 +245,59 @@ func startToxiproxy(backend string) (proxyProc, func()) {
 	return proxyProc{name: "toxiproxy", addr: p.Listen, pid: cmd.Process.Pid}, stop
 }
 
-// procCPU returns a process's user + system CPU time (Linux /proc).
+// startHAProxy runs HAProxy (the Debian package) in mode tcp in front of
+// backend: a relay written in C, the floor of what any extra process hop
+// costs on this machine. ok is false when haproxy is not installed.
+func startHAProxy(backend string) (p proxyProc, stop func(), ok bool) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		return p, nil, false
+	}
+	addr := "127.0.0.1:" + freePort()
+	cfg := filepath.Join(tmp, "haproxy.cfg")
+	conf := "global\n  maxconn 4096\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n" +
+		"frontend f\n  bind " + addr + "\n  default_backend b\nbackend b\n  server s1 " + backend + "\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-db", "-f", cfg) // -db: foreground, no daemon
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("starting haproxy: %v", err)
+	}
+	stop = func() { cmd.Process.Kill(); cmd.Wait() }
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			log.Fatalf("haproxy did not come up: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return proxyProc{name: "haproxy-tcp", addr: addr, pid: cmd.Process.Pid}, stop, true
+}
+
+// procCPU returns a process's CPU time (Linux /proc): the sum of its
+// threads' run time in nanoseconds (schedstat), else user + system time in
+// clock ticks (stat: 10 ms steps, too coarse for a 3,200-request run).
 func procCPU(pid int) time.Duration {
+	if tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid)); err == nil && len(tasks) > 0 {
+		var sum time.Duration
+		for _, t := range tasks {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				continue // a thread that has just exited
+			}
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				sum += time.Duration(ns)
+			}
+		}
+		return sum
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -307,10 +361,15 @@ func benchProxy() {
 	}
 	backend := startBackend()
 	procs := []proxyProc{{name: "direct", addr: backend}}
-	p, stop := startInject("proxy", backend)
+	p, stop := startInject("inject-proxy", "proxy", backend)
 	defer stop()
 	procs = append(procs, p)
-	p, stop2 := startInject("tcp", backend)
+	// The same, without the poll for the upstream's answer
+	// (inject/fastpath_spin.go): what the poll saves, in the same run.
+	p, stop1 := startInject("inject-proxy-nopoll", "proxy", backend, "REHEARSE_INJECT_POLL=off")
+	defer stop1()
+	procs = append(procs, p)
+	p, stop2 := startInject("inject-tcp", "tcp", backend)
 	defer stop2()
 	procs = append(procs, p)
 	if *toxiproxy != "" {
@@ -320,23 +379,34 @@ func benchProxy() {
 	} else {
 		fmt.Println("  toxiproxy not given (-toxiproxy): its rows and the ratios are missing")
 	}
+	if p, stop4, ok := startHAProxy(backend); ok {
+		defer stop4()
+		procs = append(procs, p)
+	} else {
+		fmt.Println("  haproxy not found (apt-get install haproxy): the C relay's rows are missing")
+	}
 	fmt.Printf("  backend: net/http answering %d bytes; latency: 3,000 sequential keep-alive GETs; throughput: wrk -t2 -c64 -d5s\n", backendBody)
 	p50 := map[string]series{}
 	p99 := map[string]series{}
 	added := map[string]series{}
 	rps := map[string]series{}
 	cpu := map[string]series{}
+	cpuSeq := map[string]series{}
 	ratioLat := map[string]series{}
 	ratioRPS := map[string]series{}
 	for r := range *rounds {
 		got50 := map[string]float64{}
 		gotRPS := map[string]float64{}
 		for _, p := range rotate(procs, r) {
+			c0 := procCPU(p.pid)
 			a, b := latency(p.addr, 3000)
+			if p.pid != 0 {
+				cpuSeq[p.name] = append(cpuSeq[p.name], float64((procCPU(p.pid)-c0).Microseconds())/3200)
+			}
 			p50[p.name] = append(p50[p.name], a)
 			p99[p.name] = append(p99[p.name], b)
 			got50[p.name] = a
-			c0 := procCPU(p.pid)
+			c0 = procCPU(p.pid)
 			rate, n := throughput(p.addr, 5*time.Second)
 			if p.pid != 0 {
 				cpu[p.name] = append(cpu[p.name], float64((procCPU(p.pid)-c0).Microseconds())/n)
@@ -348,7 +418,10 @@ func benchProxy() {
 			added[p.name] = append(added[p.name], got50[p.name]-got50["direct"])
 		}
 		if _, ok := got50["toxiproxy"]; ok {
-			for _, name := range []string{"inject-proxy", "inject-tcp"} {
+			for _, name := range []string{"inject-proxy", "inject-proxy-nopoll", "inject-tcp", "haproxy-tcp"} {
+				if _, ok := got50[name]; !ok {
+					continue
+				}
 				ratioLat[name] = append(ratioLat[name], (got50[name]-got50["direct"])/(got50["toxiproxy"]-got50["direct"]))
 				ratioRPS[name] = append(ratioRPS[name], gotRPS[name]/gotRPS["toxiproxy"])
 			}
@@ -360,12 +433,15 @@ func benchProxy() {
 		if p.name != "direct" {
 			row(p.name+" added at p50 (vs direct, same round)", added[p.name], "µs")
 		}
+		if s, ok := cpuSeq[p.name]; ok {
+			row(p.name+" CPU per request, sequential", s, "µs")
+		}
 		row(p.name+" throughput", rps[p.name], "req/s")
 		if s, ok := cpu[p.name]; ok {
-			row(p.name+" CPU per request", s, "µs")
+			row(p.name+" CPU per request (wrk)", s, "µs")
 		}
 	}
-	for _, name := range []string{"inject-proxy", "inject-tcp"} {
+	for _, name := range []string{"inject-proxy", "inject-proxy-nopoll", "inject-tcp", "haproxy-tcp"} {
 		if s, ok := ratioRPS[name]; ok {
 			row(name+" ÷ toxiproxy: added p50", ratioLat[name], "ratio (<1: less added)")
 			row(name+" ÷ toxiproxy: throughput", s, "ratio (>1: more)")
