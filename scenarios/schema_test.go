@@ -1,15 +1,14 @@
 package scenarios
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/halfopen/rehearse/inject"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the checked-in JSON Schema and golden files")
@@ -24,18 +23,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(schemaPath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(schemaPath)
-	if err != nil {
-		t.Fatalf("%v (generate it with: go test ./scenarios -run Schema -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date with the Go types; regenerate: go test ./scenarios -run Schema -update", schemaPath)
-	}
+	testutil.Golden(t, schemaPath, got, *update)
 }
 
 // TestSchemaCoversEveryField walks the schema and the types together: every

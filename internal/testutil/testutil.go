@@ -5,8 +5,12 @@ package testutil
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -104,6 +108,41 @@ func ServeTCP(t testing.TB, handle func(net.Conn)) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// Golden compares got with the golden file at path or, when update is set
+// (the package's -update flag), writes got there. A difference is reported
+// at its first differing line, with how to accept the change.
+func Golden(t testing.TB, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	line := 0
+	for line < len(g) && line < len(w) && g[line] == w[line] {
+		line++
+	}
+	at := func(lines []string) string {
+		if line < len(lines) {
+			return fmt.Sprintf("%q", lines[line])
+		}
+		return "(end of file)"
+	}
+	t.Errorf("%s differs from the output at line %d (run go test -update after checking the change):\n got %s\nwant %s", path, line+1, at(g), at(w))
 }
 
 // Server is what Serve runs: an *http.Server, the reference gateway.

@@ -2,9 +2,11 @@ package testutil
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -156,4 +158,50 @@ func TestServe(t *testing.T) {
 		c.Close()
 		t.Fatalf("%s still accepts connections after the test ended", addr)
 	}
+}
+
+// TestGolden: update writes the file (and its directory), an equal output
+// passes, and a different one fails naming the first line that differs.
+func TestGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "golden", "out.txt.golden")
+	Golden(t, path, []byte("a\nb\nc\n"), true)
+	Golden(t, path, []byte("a\nb\nc\n"), false)
+	for _, c := range []struct{ got, want string }{
+		{"a\nB\nc\n", `line 2 (run go test -update after checking the change):` + "\n" + ` got "B"` + "\n" + `want "b"`},
+		{"a\nb\n", `line 3 (run go test -update after checking the change):` + "\n" + ` got ""` + "\n" + `want "c"`},
+	} {
+		rec := &recordingTB{TB: t}
+		Golden(rec, path, []byte(c.got), false)
+		if !strings.Contains(rec.errs, c.want) {
+			t.Errorf("output %q: reported %q, want it to contain %q", c.got, rec.errs, c.want)
+		}
+	}
+	rec := &recordingTB{TB: t}
+	func() {
+		defer func() { recover() }()
+		Golden(rec, filepath.Join(t.TempDir(), "missing.golden"), nil, false)
+	}()
+	if !strings.Contains(rec.errs, "run go test -update to create it") {
+		t.Errorf("missing golden file: reported %q", rec.errs)
+	}
+}
+
+// recordingTB records the errors a helper reports instead of failing the
+// test; Fatal panics, to stop the helper as FailNow would.
+type recordingTB struct {
+	testing.TB
+	errs string
+}
+
+func (r *recordingTB) Helper() {}
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.errs += fmt.Sprintf(format, args...) + "\n"
+}
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	panic("fatal")
+}
+func (r *recordingTB) Fatal(args ...any) {
+	r.errs += fmt.Sprint(args...) + "\n"
+	panic("fatal")
 }
