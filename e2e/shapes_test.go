@@ -90,6 +90,22 @@ type breaker interface {
 	state() string
 }
 
+// streak is the closed state of the counting shapes (halfOpenN, ramp):
+// threshold failures in a row open the breaker, a success starts the
+// count again.
+type streak struct{ fails int }
+
+// trips counts one call of a closed breaker and says whether it makes
+// threshold failures in a row.
+func (s *streak) trips(ok bool, threshold int) bool {
+	if ok {
+		s.fails = 0
+		return false
+	}
+	s.fails++
+	return s.fails >= threshold
+}
+
 // halfOpenN is gobreaker's shape: Threshold consecutive failures open it;
 // after Cooldown the next call finds it half-open, which lets MaxRequests
 // calls through and closes after MaxRequests successes in a row.
@@ -99,7 +115,7 @@ type halfOpenN struct {
 
 	st        string
 	gen       int // bumped at every change of state
-	fails     int
+	closed    streak
 	openedAt  time.Time
 	admitted  int
 	successes int
@@ -133,11 +149,7 @@ func (b *halfOpenN) done(now time.Time, ok bool, gen int) {
 	}
 	switch b.st {
 	case "closed", "":
-		if ok {
-			b.fails = 0
-			return
-		}
-		if b.fails++; b.fails >= b.Threshold {
+		if b.closed.trips(ok, b.Threshold) {
 			b.set("open")
 			b.openedAt = now
 		}
@@ -149,7 +161,7 @@ func (b *halfOpenN) done(now time.Time, ok bool, gen int) {
 		}
 		if b.successes++; b.successes >= b.MaxRequests {
 			b.set("closed")
-			b.fails = 0
+			b.closed = streak{}
 		}
 	}
 }
@@ -163,7 +175,7 @@ type ramp struct {
 	Fallback, Recovery time.Duration
 
 	st        string
-	fails     int
+	closed    streak
 	openedAt  time.Time
 	recovery  time.Time
 	allowance float64
@@ -186,7 +198,7 @@ func (b *ramp) admit(now time.Time) bool {
 	case "half_open":
 		share := float64(now.Sub(b.recovery)) / float64(b.Recovery)
 		if share >= 1 {
-			b.st, b.fails = "closed", 0
+			b.st, b.closed = "closed", streak{}
 			return true
 		}
 		// Deterministic share: let a request through each time the
@@ -203,11 +215,7 @@ func (b *ramp) admit(now time.Time) bool {
 func (b *ramp) done(now time.Time, ok bool, _ int) {
 	switch b.st {
 	case "closed", "":
-		if ok {
-			b.fails = 0
-			return
-		}
-		if b.fails++; b.fails >= b.Threshold {
+		if b.closed.trips(ok, b.Threshold) {
 			b.st, b.openedAt = "open", now
 		}
 	case "half_open":
