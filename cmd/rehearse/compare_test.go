@@ -55,14 +55,10 @@ func drillSets(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("comparison drills (10 runs of 6 s) skipped in -short mode")
 	}
+	bin := rehearseBinary(t)
 	setsOnce.Do(func() {
 		setsRoot, setsErr = os.MkdirTemp("", "rehearse-compare-")
 		if setsErr != nil {
-			return
-		}
-		bin := filepath.Join(setsRoot, "rehearse")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			setsErr = fmt.Errorf("build: %v\n%s", err, out)
 			return
 		}
 		type job struct{ dir, src string }
@@ -131,11 +127,14 @@ func fmtPtr(p *float64) string {
 	return fmt.Sprintf("%.1f", *p)
 }
 
-// TestMain removes the shared drill runs after the package's tests.
+// TestMain removes the shared drill runs and binary after the package's
+// tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if setsRoot != "" {
-		os.RemoveAll(setsRoot)
+	for _, dir := range []string{setsRoot, binDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

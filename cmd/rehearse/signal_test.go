@@ -30,10 +30,7 @@ func TestCtrlCMidRun(t *testing.T) {
 		t.Skip("redis-server not installed (apt-get install redis-server): the fleet scenario needs a real Redis")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "rehearse")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := rehearseBinary(t)
 	scenario := filepath.Join(tmp, "fleet.yaml")
 	if err := os.WriteFile(scenario, []byte(`
 name: fleet-interrupted
@@ -95,10 +92,7 @@ func TestSIGHUPStopsLikeSIGTERM(t *testing.T) {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "rehearse")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := rehearseBinary(t)
 	cfg := filepath.Join(tmp, "up.yaml")
 	if err := os.WriteFile(cfg, []byte("upstreams:\n  - name: search\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -32,10 +32,7 @@ func TestProgressLineOnTerminal(t *testing.T) {
 		t.Skip("tmux not installed (Debian package tmux): the terminal test needs a real terminal")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "rehearse")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := rehearseBinary(t)
 	sc := filepath.Join(dir, "short.yaml")
 	src := `version: 1
 name: tty
