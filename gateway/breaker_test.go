@@ -57,6 +57,14 @@ func (r *breakerRig) want(s State) {
 	}
 }
 
+// wantReason fails the test unless the last transition gave reason.
+func (r *breakerRig) wantReason(reason string) {
+	r.t.Helper()
+	if got := r.lastReason(); got != reason {
+		r.t.Fatalf("last transition's reason %q, want %q", got, reason)
+	}
+}
+
 func (r *breakerRig) lastReason() string {
 	if len(r.trans) == 0 {
 		return ""
@@ -72,9 +80,7 @@ func TestBreakerMinSamples(t *testing.T) {
 	r.want(Closed) // 100 % failures, but only 19 samples
 	r.call(ClassHTTP5xx)
 	r.want(Open)
-	if r.lastReason() != "failure_ratio" {
-		t.Fatalf("reason %q", r.lastReason())
-	}
+	r.wantReason("failure_ratio")
 }
 
 func TestBreakerFailureRatioIsStrictlyAbove(t *testing.T) {
@@ -123,9 +129,7 @@ func TestBreakerConsecutiveTransportFailures(t *testing.T) {
 			r.want(Closed)
 			r.call(c)
 			r.want(Open)
-			if r.lastReason() != "consecutive_failures" {
-				t.Fatalf("reason %q", r.lastReason())
-			}
+			r.wantReason("consecutive_failures")
 		})
 	}
 }
@@ -164,9 +168,7 @@ func TestBreakerOpenRejectsUntilCooldown(t *testing.T) {
 	r.want(Open)
 	r.clock.Advance(time.Nanosecond)
 	r.want(HalfOpen)
-	if r.lastReason() != "cooldown_elapsed" {
-		t.Fatalf("reason %q", r.lastReason())
-	}
+	r.wantReason("cooldown_elapsed")
 }
 
 func openThenHalfOpen(r *breakerRig) {
@@ -270,9 +272,7 @@ func TestBreakerCloseNeedsTwoWorkers(t *testing.T) {
 	r.clock.Advance(time.Second)
 	r.probe(ClassOK, "gw1/127.0.0.1:40002")
 	r.want(Closed)
-	if r.lastReason() != "probes_succeeded" {
-		t.Fatalf("reason %q", r.lastReason())
-	}
+	r.wantReason("probes_succeeded")
 
 	// A failed probe in between restarts the count.
 	r = newRig(t, nil)
