@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -39,7 +40,7 @@ type rawResp struct {
 
 func newRawBackend(t *testing.T, resps ...rawResp) *rawBackend {
 	b := &rawBackend{t: t, resps: resps}
-	b.addr = serveTCP(t, func(c net.Conn) {
+	b.addr = testutil.ServeTCP(t, func(c net.Conn) {
 		b.mu.Lock()
 		b.accepts++
 		b.mu.Unlock()

@@ -94,12 +94,6 @@ func echoServer(t *testing.T) string {
 	return testutil.ServeTCP(t, func(c net.Conn) { io.Copy(c, c) })
 }
 
-// serveTCP is testutil.ServeTCP under the name fastpath_test.go calls.
-func serveTCP(t *testing.T, handle func(net.Conn)) string {
-	t.Helper()
-	return testutil.ServeTCP(t, handle)
-}
-
 func TestTCPMode(t *testing.T) {
 	target := echoServer(t)
 	s, mem := startServer(t, []UpstreamConfig{{Name: "redis", Mode: ModeTCP, Target: target}}, nil)
