@@ -562,16 +562,26 @@ func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, desc, wantShape
 	}
 }
 
+// severalProbes draws the breaker of the TestShapeHalfOpenSeveral tests:
+// 2–4 failures in a row open it, it lets 2–4 calls through per half-open
+// and closes after as many successes, its cooldown 0.7–1.5 s. desc says
+// which, and is logged.
+func severalProbes(t *testing.T) (br *halfOpenN, desc string) {
+	t.Helper()
+	r := shapeRand(t)
+	br = &halfOpenN{Threshold: 2 + r.IntN(3), MaxRequests: 2 + r.IntN(3), Cooldown: between(r, 700*time.Millisecond, 1500*time.Millisecond)}
+	desc = fmt.Sprintf("%d failures open it, %d probes per half-open, cooldown %s", br.Threshold, br.MaxRequests, br.Cooldown)
+	t.Log("breaker: " + desc)
+	return br, desc
+}
+
 // TestShapeHalfOpenSeveralSlow: a half-open that lets 2–4 untagged calls
 // through and closes after as many successes, with 300 ms healthy
 // answers: the probes are in flight together while requests are turned
 // away, and the close is the last success's end.
 func TestShapeHalfOpenSeveralSlow(t *testing.T) {
 	t.Parallel()
-	r := shapeRand(t)
-	br := &halfOpenN{Threshold: 2 + r.IntN(3), MaxRequests: 2 + r.IntN(3), Cooldown: between(r, 700*time.Millisecond, 1500*time.Millisecond)}
-	desc := fmt.Sprintf("%d failures open it, %d probes per half-open, cooldown %s", br.Threshold, br.MaxRequests, br.Cooldown)
-	t.Log("breaker: " + desc)
+	br, desc := severalProbes(t)
 	g, res := shapeDrill(t, br, "half-open-n-slow", "{latency: {fixed: 300ms}}")
 	checkShape(t, g, res, desc, reports.ShapeLiveProbes, ptrInt(br.MaxRequests))
 }
@@ -583,10 +593,7 @@ func TestShapeHalfOpenSeveralSlow(t *testing.T) {
 // wrong exact count.
 func TestShapeHalfOpenSeveralQuick(t *testing.T) {
 	t.Parallel()
-	r := shapeRand(t)
-	br := &halfOpenN{Threshold: 2 + r.IntN(3), MaxRequests: 2 + r.IntN(3), Cooldown: between(r, 700*time.Millisecond, 1500*time.Millisecond)}
-	desc := fmt.Sprintf("%d failures open it, %d probes per half-open, cooldown %s", br.Threshold, br.MaxRequests, br.Cooldown)
-	t.Log("breaker: " + desc)
+	br, desc := severalProbes(t)
 	g, res := shapeDrill(t, br, "half-open-n-quick", "")
 	ep := res.Analysis.Upstreams["app"].Episodes[0]
 	if ep.SuccessesToClose != nil {
