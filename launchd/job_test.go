@@ -63,14 +63,19 @@ func resolve(t *testing.T, j Job) Job {
 	return r
 }
 
+// goldenJob is a job whose renderings (plist, systemd units) are kept as
+// golden files named after it.
+type goldenJob struct {
+	name string
+	job  Job
+}
+
+func goldenJobs() []goldenJob {
+	return []goldenJob{{"weekly", weeklyJob()}, {"full", fullJob()}}
+}
+
 func TestPlistGolden(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		job  Job
-	}{
-		{"weekly.plist.golden", weeklyJob()},
-		{"full.plist.golden", fullJob()},
-	} {
+	for _, tc := range goldenJobs() {
 		t.Run(tc.name, func(t *testing.T) {
 			j := resolve(t, tc.job)
 			p := j.Plist()
@@ -78,7 +83,7 @@ func TestPlistGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name, data)
+			golden(t, tc.name+".plist.golden", data)
 
 			// Round trip: what we write parses back equal.
 			back, err := ParsePlist(data)

@@ -16,13 +16,7 @@ import (
 )
 
 func TestSystemdGolden(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		job  Job
-	}{
-		{"weekly", weeklyJob()},
-		{"full", fullJob()},
-	} {
+	for _, tc := range goldenJobs() {
 		t.Run(tc.name, func(t *testing.T) {
 			j := resolve(t, tc.job)
 			svc, tmr := j.SystemdUnits()
