@@ -33,6 +33,22 @@ func compress(sc *scenarios.Scenario, factor int) {
 	}
 }
 
+// builtinDrill returns the built-in drill name, and what the machine lacks
+// to run it ("" when nothing): the fleet drill needs a real Redis.
+func builtinDrill(t *testing.T, name string) (sc *scenarios.Scenario, missing string) {
+	t.Helper()
+	sc, err := scenarios.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := sc.Gateway.Builtin; b != nil && b.Redis == "auto" {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			missing = "redis-server not installed (apt-get install redis-server): the fleet drill needs a real Redis"
+		}
+	}
+	return sc, missing
+}
+
 // TestEveryDrillRuns runs each built-in drill, compressed 40 times, against
 // the built-in gateway, and checks the run directory is complete.
 func TestEveryDrillRuns(t *testing.T) {
@@ -41,14 +57,9 @@ func TestEveryDrillRuns(t *testing.T) {
 	}
 	for _, d := range scenarios.Drills() {
 		t.Run(d.Name, func(t *testing.T) {
-			sc, err := scenarios.Builtin(d.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b := sc.Gateway.Builtin; b != nil && b.Redis == "auto" {
-				if _, err := exec.LookPath("redis-server"); err != nil {
-					t.Skip("redis-server not installed (apt-get install redis-server): the fleet drill needs a real Redis")
-				}
+			sc, missing := builtinDrill(t, d.Name)
+			if missing != "" {
+				t.Skip(missing)
 			}
 			compress(sc, 40)
 			if err := sc.Validate(); err != nil {
@@ -95,15 +106,10 @@ func TestDrillVerdicts(t *testing.T) {
 	for _, d := range scenarios.Drills() {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
-			sc, err := scenarios.Builtin(d.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b := sc.Gateway.Builtin; b != nil && b.Redis == "auto" {
-				if _, err := exec.LookPath("redis-server"); err != nil {
-					// make drills judges every drill: a missing tool is a failure, not a skip.
-					t.Fatal("redis-server not installed (apt-get install redis-server): the fleet drill needs a real Redis")
-				}
+			sc, missing := builtinDrill(t, d.Name)
+			if missing != "" {
+				// make drills judges every drill: a missing tool is a failure, not a skip.
+				t.Fatal(missing)
 			}
 			if sc.Expectations.IsZero() {
 				t.Fatal("the drill sets no expectations: it cannot judge a gateway")
