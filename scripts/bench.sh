@@ -2,9 +2,9 @@
 # make bench: the harness side by side with Vegeta, Toxiproxy and tshark in
 # one run (scripts/bench/main.go says what is measured and how). Installs
 # the Toxiproxy v2.5.0 server into a temporary directory through the Go
-# module proxy (nothing is added to go.mod) and builds rehearse; wrk and
-# tshark are Debian packages (apt-get install wrk tshark); a section whose
-# tool is missing says so and is skipped.
+# module proxy (nothing is added to go.mod) and builds rehearse; wrk,
+# haproxy and tshark are Debian packages (apt-get install wrk haproxy
+# tshark); a section or row whose tool is missing says so and is skipped.
 #
 #   scripts/bench.sh [-rounds N] [-only proxy,pacing,capture,analysis,drill] [...]
 #

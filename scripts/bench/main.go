@@ -2,10 +2,13 @@
 // instead, side by side in one run, and prints each figure with min /
 // median / max over paired, alternating rounds and the ratio of the pair:
 //
-//   - proxy: inject's HTTP proxy mode (and TCP mode) as its own process
-//     against Toxiproxy passthrough, in front of the same loopback backend:
-//     p50/p99 added over direct (sequential keep-alive client), wrk -t2 -c64
-//     throughput, and CPU per request (from /proc);
+//   - proxy: inject's HTTP proxy mode (with and without its poll for the
+//     upstream's answer) and TCP mode, each as its own process, against
+//     Toxiproxy passthrough and HAProxy in mode tcp (a relay written in C:
+//     the floor of any process hop), in front of the same loopback
+//     backend: p50/p99 added over direct (sequential keep-alive client),
+//     wrk -t2 -c64 throughput, and CPU per request in both runs (from
+//     /proc);
 //   - pacing: the replayer against Vegeta (as a library) into the same sink,
 //     send lateness at 10, 1,000 and 5,000/s, and the process's CPU;
 //   - capture: capture.ExtractFile against tshark on the same generated
@@ -58,6 +61,7 @@ var (
 	rehearse  = flag.String("rehearse", "bin/rehearse", "the rehearse binary")
 	toxiproxy = flag.String("toxiproxy", "", "the Toxiproxy server binary (proxy section)")
 	captureMB = flag.Int("capture-mb", 16, "size of the generated capture (capture section)")
+	proxyCPUs = flag.String("proxy-cpus", "", "run the proxy processes under taskset -c with this CPU list (proxy section; run the bench itself under taskset to pin the client and backend)")
 	drillFor  = flag.Duration("drill-duration", 2*time.Minute, "length of the drill (drill section)")
 	tmp       string
 )
@@ -177,6 +181,15 @@ func freePort() string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
+// proxyCommand is the command for a proxy process: under taskset when
+// -proxy-cpus is given (the PID stays the proxy's: taskset execs it).
+func proxyCommand(name string, args ...string) *exec.Cmd {
+	if *proxyCPUs == "" {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("taskset", append([]string{"-c", *proxyCPUs, name}, args...)...)
+}
+
 // startInject runs `rehearse inject serve` with one upstream in mode in
 // front of backend; name is its row, env is added to its environment.
 func startInject(name, mode, backend string, env ...string) (proxyProc, func()) {
@@ -188,7 +201,7 @@ func startInject(name, mode, backend string, env ...string) (proxyProc, func()) 
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "upstreams:\n  - {name: bench, mode: %s, target: %q}\n", mode, target), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	cmd := exec.Command(*rehearse, "inject", "serve", "--config", cfg, "--control", "", "--log-level", "error")
+	cmd := proxyCommand(*rehearse, "inject", "serve", "--config", cfg, "--control", "", "--log-level", "error")
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -213,7 +226,7 @@ func startInject(name, mode, backend string, env ...string) (proxyProc, func()) 
 
 func startToxiproxy(backend string) (proxyProc, func()) {
 	port := freePort()
-	cmd := exec.Command(*toxiproxy, "-host", "127.0.0.1", "-port", port)
+	cmd := proxyCommand(*toxiproxy, "-host", "127.0.0.1", "-port", port)
 	if err := cmd.Start(); err != nil {
 		log.Fatalf("starting toxiproxy: %v", err)
 	}
@@ -260,7 +273,7 @@ func startHAProxy(backend string) (p proxyProc, stop func(), ok bool) {
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-db", "-f", cfg) // -db: foreground, no daemon
+	cmd := proxyCommand(bin, "-db", "-f", cfg) // -db: foreground, no daemon
 	if err := cmd.Start(); err != nil {
 		log.Fatalf("starting haproxy: %v", err)
 	}
