@@ -254,44 +254,47 @@ type scanner struct {
 // small allocations. A payload kept keeps its block alive, which is as
 // much memory as the events that share it.
 type slab struct {
-	cr   []ClientRequest
-	ur   []UpstreamRequest
-	seqs []uint64
+	cr   block[ClientRequest]
+	ur   block[UpstreamRequest]
+	seqs block[uint64]
 }
 
 const slabBlock = 64
+
+// block is one kind's current block: next hands out its next zero value,
+// starting a new block when this one is full (a full block is left to the
+// payloads that point into it, never reused).
+type block[T any] []T
+
+func (b *block[T]) next() *T {
+	if len(*b) == cap(*b) {
+		*b = make([]T, 0, slabBlock)
+	}
+	*b = (*b)[:len(*b)+1]
+	return &(*b)[len(*b)-1]
+}
 
 func (sl *slab) clientRequest() *ClientRequest {
 	if sl == nil {
 		return new(ClientRequest)
 	}
-	if len(sl.cr) == cap(sl.cr) {
-		sl.cr = make([]ClientRequest, 0, slabBlock)
-	}
-	sl.cr = sl.cr[:len(sl.cr)+1]
-	return &sl.cr[len(sl.cr)-1]
+	return sl.cr.next()
 }
 
 func (sl *slab) upstreamRequest() *UpstreamRequest {
 	if sl == nil {
 		return new(UpstreamRequest)
 	}
-	if len(sl.ur) == cap(sl.ur) {
-		sl.ur = make([]UpstreamRequest, 0, slabBlock)
-	}
-	sl.ur = sl.ur[:len(sl.ur)+1]
-	return &sl.ur[len(sl.ur)-1]
+	return sl.ur.next()
 }
 
 func (sl *slab) seq(v uint64) *uint64 {
 	if sl == nil {
 		return &v
 	}
-	if len(sl.seqs) == cap(sl.seqs) {
-		sl.seqs = make([]uint64, 0, slabBlock)
-	}
-	sl.seqs = append(sl.seqs, v)
-	return &sl.seqs[len(sl.seqs)-1]
+	p := sl.seqs.next()
+	*p = v
+	return p
 }
 
 func (s *scanner) fail() { s.bad = true }

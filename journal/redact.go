@@ -20,72 +20,53 @@ import (
 func redactPayload(p Payload) Payload {
 	switch e := p.(type) {
 	case *ClientRequest:
-		if r := redact.Text(e.Error); r != e.Error {
-			c := *e
-			c.Error = r
-			return &c
-		}
+		r := redact.Text(e.Error)
+		return changed(e, r == e.Error, func(c *ClientRequest) { c.Error = r })
 	case *UpstreamRequest:
 		path := redact.Query(e.Path)
-		if path != e.Path {
-			c := *e
-			c.Path = path
-			return &c
-		}
+		return changed(e, path == e.Path, func(c *UpstreamRequest) { c.Path = path })
 	case *RunStart:
-		target := redact.URL(e.Target)
-		cfg := redactRaw(e.Config)
-		if target != e.Target || !bytes.Equal(cfg, e.Config) {
-			c := *e
-			c.Target, c.Config = target, cfg
-			return &c
-		}
+		target, cfg := redact.URL(e.Target), redactRaw(e.Config)
+		return changed(e, target == e.Target && bytes.Equal(cfg, e.Config), func(c *RunStart) { c.Target, c.Config = target, cfg })
 	case *RunEnd:
-		if r := redact.Text(e.Error); r != e.Error {
-			c := *e
-			c.Error = r
-			return &c
-		}
+		r := redact.Text(e.Error)
+		return changed(e, r == e.Error, func(c *RunEnd) { c.Error = r })
 	case *Phase:
-		if r := redact.Text(e.Detail); r != e.Detail {
-			c := *e
-			c.Detail = r
-			return &c
-		}
+		r := redact.Text(e.Detail)
+		return changed(e, r == e.Detail, func(c *Phase) { c.Detail = r })
 	case *FaultStart:
-		if r := redactRaw(e.Params); !bytes.Equal(r, e.Params) {
-			c := *e
-			c.Params = r
-			return &c
-		}
+		r := redactRaw(e.Params)
+		return changed(e, bytes.Equal(r, e.Params), func(c *FaultStart) { c.Params = r })
 	case *MetricsSample:
 		src, msg := redact.URL(e.Source), redact.Text(e.Error)
-		if src != e.Source || msg != e.Error {
-			c := *e
-			c.Source, c.Error = src, msg
-			return &c
-		}
+		return changed(e, src == e.Source && msg == e.Error, func(c *MetricsSample) { c.Source, c.Error = src, msg })
 	case *HealthSample:
 		u, msg, detail := redact.URL(e.URL), redact.Text(e.Error), redact.Text(e.Detail)
-		if u != e.URL || msg != e.Error || detail != e.Detail {
-			c := *e
-			c.URL, c.Error, c.Detail = u, msg, detail
-			return &c
-		}
+		return changed(e, u == e.URL && msg == e.Error && detail == e.Detail, func(c *HealthSample) { c.URL, c.Error, c.Detail = u, msg, detail })
 	case *BreakerTransition:
-		if r := redact.Text(e.Reason); r != e.Reason {
-			c := *e
-			c.Reason = r
-			return &c
-		}
+		r := redact.Text(e.Reason)
+		return changed(e, r == e.Reason, func(c *BreakerTransition) { c.Reason = r })
 	case *Log:
-		if r := redact.Text(e.Msg); r != e.Msg {
-			c := *e
-			c.Msg = r
-			return &c
-		}
+		r := redact.Text(e.Msg)
+		return changed(e, r == e.Msg, func(c *Log) { c.Msg = r })
 	}
 	return p
+}
+
+// changed is the copy-on-change of redactPayload: e itself when the rule
+// hid nothing (same; no copy, no allocation), else a copy of *e with the
+// redacted values set on it.
+func changed[T any, P interface {
+	*T
+	Payload
+}](e P, same bool, set func(c P)) Payload {
+	if same {
+		return e
+	}
+	c := P(new(T))
+	*c = *e
+	set(c)
+	return c
 }
 
 // redactRaw redacts an embedded JSON document; nil and JSON null stay.
