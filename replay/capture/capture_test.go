@@ -251,27 +251,38 @@ func TestCaptures(t *testing.T) {
 	for _, tc := range captureCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := tc.make(t, t.TempDir())
-			reqs, st, err := ReadFile(context.Background(), path, Options{KeepSecrets: true})
-			if err != nil {
-				t.Fatalf("%v (stats: %s)", err, st)
+			st := tc.run(t)
+			// The edge captures hold HTTPS beside the plain requests.
+			if tc.want != nil && st.TLSStreams == 0 {
+				t.Errorf("TLS streams not counted: %s", st)
 			}
-			if tc.want != nil {
-				checkWant(t, reqs, tc.want, tc.anyOrder)
-				if st.TLSStreams == 0 {
-					t.Errorf("TLS streams not counted: %s", st)
-				}
-			}
-			if tc.check != nil {
-				tc.check(t, st, reqs)
-			}
-			if tc.noTshark != "" {
-				t.Logf("not compared with tshark: %s", tc.noTshark)
-				return
-			}
-			compareTshark(t, path, reqs, tc.dropIncomplete, tc.tsharkLoses)
 		})
 	}
+}
+
+// run reads the case's capture and checks it: the requests against want,
+// the stats with check, and the requests against tshark's reading of the
+// same file unless noTshark says why not. It returns the stats for checks
+// of the caller's own.
+func (tc captureCase) run(t *testing.T) *Stats {
+	t.Helper()
+	path := tc.make(t, t.TempDir())
+	reqs, st, err := ReadFile(context.Background(), path, Options{KeepSecrets: true})
+	if err != nil {
+		t.Fatalf("%v (stats: %s)", err, st)
+	}
+	if tc.want != nil {
+		checkWant(t, reqs, tc.want, tc.anyOrder)
+	}
+	if tc.check != nil {
+		tc.check(t, st, reqs)
+	}
+	if tc.noTshark != "" {
+		t.Logf("not compared with tshark: %s", tc.noTshark)
+		return st
+	}
+	compareTshark(t, path, reqs, tc.dropIncomplete, tc.tsharkLoses)
+	return st
 }
 
 func checkWant(t *testing.T, reqs []*Request, ws []want, anyOrder bool) {

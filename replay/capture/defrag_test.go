@@ -2,7 +2,6 @@ package capture
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -120,19 +119,7 @@ func TestFragmentedCaptures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := tc.make(t, t.TempDir())
-			reqs, st, err := ReadFile(context.Background(), path, Options{KeepSecrets: true})
-			if err != nil {
-				t.Fatalf("%v (stats: %s)", err, st)
-			}
-			if tc.want != nil {
-				checkWant(t, reqs, tc.want, false)
-			}
-			tc.check(t, st, reqs)
-			if tc.noTshark != "" {
-				return
-			}
-			compareTshark(t, path, reqs, false, "")
+			tc.run(t)
 		})
 	}
 }

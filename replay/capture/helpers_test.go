@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 )
@@ -41,36 +42,35 @@ func readPacketsFrom(t testing.TB, b []byte) []pkt {
 		t.Fatal(err)
 	}
 	f.Seek(0, io.SeekStart)
-	var out []pkt
+	// pcapng gives each packet's link type (interfaces may differ); pcap
+	// has one for the file.
+	var read func() ([]byte, gopacket.CaptureInfo, error)
+	var linkType func(gopacket.CaptureInfo) int
 	if binary.LittleEndian.Uint32(magic[:]) == 0x0a0d0d0a {
 		r, err := pcapgo.NewNgReader(f, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			data, ci, err := r.ReadPacketData()
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, pkt{ci.Timestamp, int(ci.AncillaryData[0].(layers.LinkType)), data, ci.Length})
+		read = r.ReadPacketData
+		linkType = func(ci gopacket.CaptureInfo) int { return int(ci.AncillaryData[0].(layers.LinkType)) }
+	} else {
+		r, err := pcapgo.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
 		}
+		read = r.ReadPacketData
+		linkType = func(gopacket.CaptureInfo) int { return int(r.LinkType()) }
 	}
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var out []pkt
 	for {
-		data, ci, err := r.ReadPacketData()
+		data, ci, err := read()
 		if errors.Is(err, io.EOF) {
 			return out
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, pkt{ci.Timestamp, int(r.LinkType()), data, ci.Length})
+		out = append(out, pkt{ci.Timestamp, linkType(ci), data, ci.Length})
 	}
 }
 

@@ -72,28 +72,23 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxFlows <= 0 {
-		o.MaxFlows = DefaultMaxFlows
-	}
-	if o.MaxFlowBuffer <= 0 {
-		o.MaxFlowBuffer = DefaultMaxFlowBuffer
-	}
-	if o.MaxHeaderBytes <= 0 {
-		o.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.MaxWarnings <= 0 {
-		o.MaxWarnings = DefaultMaxWarnings
-	}
-	if o.FragmentTimeout <= 0 {
-		o.FragmentTimeout = DefaultFragmentTimeout
-	}
-	if o.MaxFragmentBytes <= 0 {
-		o.MaxFragmentBytes = DefaultMaxFragmentBytes
-	}
+	o.MaxFlows = orDefault(o.MaxFlows, DefaultMaxFlows)
+	o.MaxFlowBuffer = orDefault(o.MaxFlowBuffer, DefaultMaxFlowBuffer)
+	o.MaxHeaderBytes = orDefault(o.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	o.IdleTimeout = orDefault(o.IdleTimeout, DefaultIdleTimeout)
+	o.MaxWarnings = orDefault(o.MaxWarnings, DefaultMaxWarnings)
+	o.FragmentTimeout = orDefault(o.FragmentTimeout, DefaultFragmentTimeout)
+	o.MaxFragmentBytes = orDefault(o.MaxFragmentBytes, DefaultMaxFragmentBytes)
 	return o
+}
+
+// orDefault is the limit v, or def when v is not positive: a negative limit
+// means the default too, never "no limit" (cmp.Or would keep it).
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // Filter selects requests. Every set field must match; the zero Filter

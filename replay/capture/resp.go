@@ -203,9 +203,7 @@ func (t *respTracker) feed(x *extractor, c *conn, b []byte) {
 				t.buf = t.buf[:0]
 			}
 		case rsLength:
-			n := min(int64(len(b)), t.remain)
-			b = b[n:]
-			if t.remain -= n; t.remain == 0 {
+			if b = t.skip(b); t.remain == 0 {
 				t.state = rsHeader
 			}
 		case rsChunked:
@@ -215,6 +213,14 @@ func (t *respTracker) feed(x *extractor, c *conn, b []byte) {
 }
 
 // header handles a complete response header block.
+// skip passes over the part of b that belongs to the body (or chunk) being
+// counted, t.remain bytes at most, and returns what follows it.
+func (t *respTracker) skip(b []byte) []byte {
+	n := min(int64(len(b)), t.remain)
+	t.remain -= n
+	return b[n:]
+}
+
 func (t *respTracker) header(x *extractor, c *conn, block []byte) {
 	if !isStatusLine(block) {
 		x.st.ResponsesLost++
@@ -346,9 +352,7 @@ func (t *respTracker) chunk(x *extractor, b []byte) []byte {
 				t.phase, t.remain = chData, n
 			}
 		case chData:
-			n := min(int64(len(b)), t.remain)
-			b = b[n:]
-			if t.remain -= n; t.remain == 0 {
+			if b = t.skip(b); t.remain == 0 {
 				t.phase = chDataEnd
 			}
 		case chDataEnd:
