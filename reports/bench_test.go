@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -64,26 +64,7 @@ func BenchmarkAnalyze1M(b *testing.B) {
 	b.SetBytes(st.Size())
 	// Sample the heap while the analysis runs: its peak is what bounds
 	// memory, not what is left at the end.
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				runtime.ReadMemStats(&ms)
-				if ms.HeapAlloc > peak.Load() {
-					peak.Store(ms.HeapAlloc)
-				}
-			}
-		}
-	}()
+	stopHeap := testutil.HeapPeak(func(ms *runtime.MemStats) uint64 { return ms.HeapAlloc })
 	runtime.GC()
 	cpu0 := cpuTime()
 	b.ResetTimer()
@@ -110,10 +91,9 @@ func BenchmarkAnalyze1M(b *testing.B) {
 		b.StartTimer()
 	}
 	cpu := cpuTime() - cpu0
-	close(stop)
-	<-done
+	peak := stopHeap()
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-	b.ReportMetric(float64(peak.Load())/1e6, "peak-heap-MB")
+	b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(heap)/1e6, "live-MB")
 }

@@ -11,10 +11,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 // benchMB is the size of the generated capture: REHEARSE_BENCH_MB, 64 by
@@ -123,9 +124,7 @@ func BenchmarkExtract(b *testing.B) {
 	b.Run("rehearse", func(b *testing.B) {
 		b.SetBytes(fi.Size())
 		b.ReportAllocs()
-		var peak atomic.Uint64
-		stop := make(chan struct{})
-		go sampleHeap(&peak, stop)
+		stopHeap := testutil.HeapPeak(func(ms *runtime.MemStats) uint64 { return ms.HeapInuse })
 		var n int64
 		for b.Loop() {
 			st, err := ExtractFile(context.Background(), path, Options{}, func(*Request) error { return nil })
@@ -134,12 +133,12 @@ func BenchmarkExtract(b *testing.B) {
 			}
 			n = st.Delivered
 		}
-		close(stop)
+		peak := stopHeap()
 		if n != int64(wrote) {
 			b.Fatalf("%d requests, wrote %d", n, wrote)
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
-		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 		rss, cpu, _ := childRSS(b, exec.Command(os.Args[0], "-test.run=^TestExtractHelper$"), "REHEARSE_EXTRACT_FILE="+path)
 		b.ReportMetric(rss, "peak-RSS-MB")
 		// CPU seconds of one read, in the child: the fair figure on a
@@ -197,21 +196,4 @@ func TestExtractHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Println(st)
-}
-
-func sampleHeap(peak *atomic.Uint64, stop chan struct{}) {
-	var ms runtime.MemStats
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-		}
-	}
 }
