@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -222,9 +223,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Target.Scheme != "http" && o.Target.Scheme != "https" {
 		return o, fmt.Errorf("%w: replay: target %q: scheme must be http or https", rehearse.ErrInvalid, redact.URL(o.Target.String()))
 	}
-	if o.Timing == "" {
-		o.Timing = TimingRate
-	}
+	o.Timing = cmp.Or(o.Timing, TimingRate)
 	if o.Timing != TimingRate && o.Timing != TimingOriginal {
 		return o, fmt.Errorf("%w: replay: timing %q: want %q or %q", rehearse.ErrInvalid, o.Timing, TimingRate, TimingOriginal)
 	}
@@ -232,48 +231,27 @@ func (o Options) withDefaults() (Options, error) {
 		o.ConnectTimeout < 0 || o.DrainTimeout < 0 || o.LateThreshold < 0 || o.MaxLateness < 0 {
 		return o, fmt.Errorf("%w: replay: rate, speed, duration, max in flight, deadline and thresholds must not be negative", rehearse.ErrInvalid)
 	}
-	if o.Rate == 0 {
-		o.Rate = DefaultRate
-	}
+	// A zero field is unset (negatives were refused above): its default.
+	o.Rate = cmp.Or(o.Rate, DefaultRate)
 	if o.Rate > 1e6 {
 		return o, fmt.Errorf("%w: replay: rate %g/s is above the supported 1000000/s", rehearse.ErrInvalid, o.Rate)
 	}
-	if o.Speed == 0 {
-		o.Speed = DefaultSpeed
-	}
+	o.Speed = cmp.Or(o.Speed, DefaultSpeed)
 	if o.Duration == 0 && !o.Once {
 		o.Duration = DefaultDuration
 	}
-	if o.MaxInFlight == 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.Deadline == 0 {
-		o.Deadline = DefaultDeadline
-	}
-	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.DrainTimeout == 0 {
-		o.DrainTimeout = DefaultDrainTimeout
-	}
-	if o.LateThreshold == 0 {
-		o.LateThreshold = DefaultLateThreshold
-	}
-	if o.MaxLateness == 0 {
-		o.MaxLateness = DefaultMaxLateness
-	}
+	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
+	o.Deadline = cmp.Or(o.Deadline, DefaultDeadline)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
+	o.DrainTimeout = cmp.Or(o.DrainTimeout, DefaultDrainTimeout)
+	o.LateThreshold = cmp.Or(o.LateThreshold, DefaultLateThreshold)
+	o.MaxLateness = cmp.Or(o.MaxLateness, DefaultMaxLateness)
 	if o.MaxLateness < o.LateThreshold {
 		return o, fmt.Errorf("%w: replay: max lateness %v is below the late threshold %v", rehearse.ErrInvalid, o.MaxLateness, o.LateThreshold)
 	}
-	if o.SeqHeader == "" {
-		o.SeqHeader = DefaultSeqHeader
-	}
-	if o.RunHeader == "" {
-		o.RunHeader = DefaultRunHeader
-	}
-	if o.IdempotencyKeys.Header == "" {
-		o.IdempotencyKeys.Header = DefaultIdempotencyHeader
-	}
+	o.SeqHeader = cmp.Or(o.SeqHeader, DefaultSeqHeader)
+	o.RunHeader = cmp.Or(o.RunHeader, DefaultRunHeader)
+	o.IdempotencyKeys.Header = cmp.Or(o.IdempotencyKeys.Header, DefaultIdempotencyHeader)
 	if sh := o.IdempotencyKeys.Share; sh < 0 || sh > 1 || sh != sh {
 		return o, fmt.Errorf("%w: replay: idempotency key share must be between 0 and 1, got %g", rehearse.ErrInvalid, sh)
 	}
