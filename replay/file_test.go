@@ -73,14 +73,7 @@ func TestOriginalTimingOnTheWire(t *testing.T) {
 	corpus[0].Time, corpus[1].Time, corpus[2].Time = t0, t0.Add(100*time.Millisecond), t0.Add(300*time.Millisecond)
 	clock := journal.NewClock(time.Now())
 	mem := journal.NewMemory(clock)
-	r, err := New(corpus, Options{Target: u, Timing: TimingOriginal, Speed: 2, Once: true}, WithRecorder(mem), WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := replayed(t, corpus, Options{Target: u, Timing: TimingOriginal, Speed: 2, Once: true}, WithRecorder(mem), WithClock(clock))
 	if sum.Sent != 3 || sum.Timing != TimingOriginal || sum.Speed != 2 {
 		t.Fatalf("summary %+v", sum)
 	}

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -79,14 +78,7 @@ func replayOne(t *testing.T, target *url.URL, req *capture.Request, opt Options)
 		req = getReq("/tools/search")
 	}
 	mem := journal.NewMemory(nil)
-	r, err := New([]*capture.Request{req}, opt, WithRecorder(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := replayed(t, []*capture.Request{req}, opt, WithRecorder(mem))
 	evs := mem.OfKind(journal.KindClientRequest)
 	if len(evs) != 1 || sum.Scheduled != 1 {
 		t.Fatalf("%d events, %d scheduled; want 1", len(evs), sum.Scheduled)
@@ -251,14 +243,7 @@ func TestRetryOnReusedConnectionCounted(t *testing.T) {
 	// its connection back in the idle pool before the second request is
 	// sent, or the transport dials a fresh connection and nothing is
 	// retried. 50 ms was too little on a loaded CI machine.
-	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: &url.URL{Scheme: "http", Host: ln.Addr().String()}, Rate: 4, Duration: 500 * time.Millisecond}, WithRecorder(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := replayed(t, []*capture.Request{getReq("/a")}, Options{Target: &url.URL{Scheme: "http", Host: ln.Addr().String()}, Rate: 4, Duration: 500 * time.Millisecond}, WithRecorder(mem))
 	if sum.Sent != 2 || sum.ByOutcome[journal.OutcomeOK] != 2 || sum.Retried != 1 {
 		t.Errorf("sent %d outcomes %v retried %d; want 2 ok, 1 retried", sum.Sent, sum.ByOutcome, sum.Retried)
 	}

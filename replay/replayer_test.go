@@ -59,20 +59,13 @@ func TestRunRealSocketsExactRate(t *testing.T) {
 	clock := journal.NewClock(time.Now())
 	mem := journal.NewMemory(clock)
 	reg := prometheus.NewPedanticRegistry()
-	r, err := New([]*capture.Request{getReq("/tools/search?q=1"), getReq("/v1/chat/completions")},
+	_, sum := replayed(t, []*capture.Request{getReq("/tools/search?q=1"), getReq("/v1/chat/completions")},
 		// A shared CI machine can deschedule the process for 100 ms;
 		// a 1 s catch-up bound keeps such a stall from dropping a slot,
 		// so the count is exact.
 		Options{Target: u, Rate: 20, Duration: 2 * time.Second, RunID: "run-1", MaxLateness: time.Second,
 			Routes: []RouteMap{{Prefix: "/tools/search", Upstream: "search", Route: "/tools/{name}"}}},
 		WithRecorder(mem), WithClock(clock), WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if sum.Sent != 40 || sum.Scheduled != 40 || sum.Completed != 40 || sum.Dropped != 0 || sum.ByOutcome[journal.OutcomeOK] != 40 {
 		t.Errorf("summary %+v: want 40 sent, completed, ok", sum)
 	}
@@ -182,14 +175,7 @@ func TestTargetPasswordNeverWritten(t *testing.T) {
 		creds <- [2]string{user, pass}
 	}))
 	u.User = url.UserPassword("ops", "hunter2")
-	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: u, Once: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, sum := replayed(t, []*capture.Request{getReq("/a")}, Options{Target: u, Once: true})
 	b, _ := json.Marshal(sum)
 	o, _ := json.Marshal(r.opt)
 	if strings.Contains(string(b)+string(o), "hunter2") {
@@ -198,4 +184,19 @@ func TestTargetPasswordNeverWritten(t *testing.T) {
 	if c := <-creds; c != [2]string{"ops", "hunter2"} {
 		t.Errorf("gateway got basic auth %q, want the target URL's", c)
 	}
+}
+
+// replayed builds a replayer of corpus with opt and runs it to the end,
+// failing the test on either error.
+func replayed(t testing.TB, corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, *Summary) {
+	t.Helper()
+	r, err := New(corpus, opt, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, sum
 }

@@ -78,14 +78,7 @@ func TestRewriteOnTheWire(t *testing.T) {
 		Header: []capture.HeaderField{{Name: "User-Agent", Value: "agent/1.0"}},
 	}}
 	target, _ := url.Parse("http://" + ln.Addr().String() + "/gw/")
-	r, err := New(corpus, Options{Target: target, Once: true, Rate: 50, RunID: "r-42", AllowWrites: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := replayed(t, corpus, Options{Target: target, Once: true, Rate: 50, RunID: "r-42", AllowWrites: true})
 	if sum.Sent != 2 || sum.ByOutcome[journal.OutcomeOK] != 2 {
 		t.Fatalf("summary %+v", sum)
 	}

@@ -29,14 +29,7 @@ func TestInFlightCapDropsOnRealSockets(t *testing.T) {
 		}
 	}))
 	mem := journal.NewMemory(nil)
-	r, err := New([]*capture.Request{getReq("/a")}, Options{Target: u, Rate: 20, Duration: time.Second, MaxInFlight: 2}, WithRecorder(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := replayed(t, []*capture.Request{getReq("/a")}, Options{Target: u, Rate: 20, Duration: time.Second, MaxInFlight: 2}, WithRecorder(mem))
 	if sum.Scheduled != 20 || sum.Sent+sum.Dropped != 20 || sum.Dropped != sum.DroppedInFlight {
 		t.Fatalf("scheduled %d sent %d dropped %d (cap %d)", sum.Scheduled, sum.Sent, sum.Dropped, sum.DroppedInFlight)
 	}
@@ -121,14 +114,7 @@ func (f recorderFunc) RecordAt(_ time.Duration, p journal.Payload) { f(p) }
 
 func TestSummaryJSON(t *testing.T) {
 	u := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	r, err := New([]*capture.Request{getReq("/a"), {Method: "GET", Target: "/b", Incomplete: true}}, Options{Target: u, Rate: 50, Once: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := replayed(t, []*capture.Request{getReq("/a"), {Method: "GET", Target: "/b", Incomplete: true}}, Options{Target: u, Rate: 50, Once: true})
 	b, err := json.Marshal(sum)
 	if err != nil {
 		t.Fatal(err)

@@ -87,14 +87,7 @@ func TestVerbatimTargets(t *testing.T) {
 	}
 	srv := newRawLines(t)
 	u, _ := url.Parse("http://" + srv.ln.Addr().String())
-	r, err := New(corpus, Options{Target: u, Once: true, Rate: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sum := replayed(t, corpus, Options{Target: u, Once: true, Rate: 50})
 	if sum.SkippedUnsendable != nil || sum.SkippedIncomplete != 0 {
 		t.Errorf("skipped %v / %d", sum.SkippedUnsendable, sum.SkippedIncomplete)
 	}
@@ -130,14 +123,7 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 		{Method: "GET", Target: "/a\x01b", Proto: "HTTP/1.1", TargetError: `net/url: invalid control character in URL`},
 		{Method: "GET", Target: "/uri afterspace?q=a b", Proto: "HTTP/1.1", TargetError: "target contains spaces"},
 	}
-	r, err := New(corpus, Options{Target: u, Once: true, Rate: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, sum := replayed(t, corpus, Options{Target: u, Once: true, Rate: 50})
 	srv.mu.Lock()
 	got := strings.Join(srv.lines, "")
 	srv.mu.Unlock()
@@ -152,14 +138,7 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 
 	// Without a base path "//%" cannot be written as it is.
 	u.Path = ""
-	r, err = New(corpus, Options{Target: u, Once: true, Rate: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err = r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, sum = replayed(t, corpus, Options{Target: u, Once: true, Rate: 50})
 	if n := sum.SkippedUnsendable["target starts with // and is not a valid URL path: net/http cannot send it verbatim"]; n != 1 || r.Corpus() != 3 {
 		t.Errorf("skipped %v, corpus %d", sum.SkippedUnsendable, r.Corpus())
 	}
@@ -170,14 +149,8 @@ func TestVerbatimTargetsUnderBasePath(t *testing.T) {
 	}
 	// A captured Host net/http will not write is skipped with
 	// --preserve-host, not sent to fail on the wire.
-	r, err = New([]*capture.Request{{Method: "GET", Target: "/a", Proto: "HTTP/1.1", Host: "a b"}, {Method: "GET", Target: "/b", Proto: "HTTP/1.1", Host: "ok"}},
+	_, sum = replayed(t, []*capture.Request{{Method: "GET", Target: "/a", Proto: "HTTP/1.1", Host: "a b"}, {Method: "GET", Target: "/b", Proto: "HTTP/1.1", Host: "ok"}},
 		Options{Target: u, Once: true, Rate: 50, PreserveHost: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum, err = r.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	if n := sum.SkippedUnsendable["captured Host header net/http refuses to send (--preserve-host)"]; n != 1 || sum.Sent != 1 || sum.Completed != 1 {
 		t.Errorf("skipped %v, sent %d, completed %d", sum.SkippedUnsendable, sum.Sent, sum.Completed)
 	}
