@@ -10,7 +10,10 @@
 //     wrk -t2 -c64 throughput, and CPU per request in both runs (from
 //     /proc);
 //   - pacing: the replayer against Vegeta (as a library) into the same sink,
-//     send lateness at 10, 1,000 and 5,000/s, and the process's CPU;
+//     send lateness at 10, 1,000 and 5,000/s, and the process's CPU; each
+//     run is a child process of its own (this program again, -pace-child),
+//     so that neither tool runs in the other's heap, goroutines and idle
+//     connections, and the CPU is the tool's alone (the sink is here);
 //   - capture: capture.ExtractFile against tshark on the same generated
 //     capture (go test -bench BenchmarkExtract);
 //   - analysis: a 953k-event journal analysed and rendered (report render)
@@ -63,12 +66,17 @@ var (
 	captureMB = flag.Int("capture-mb", 16, "size of the generated capture (capture section)")
 	proxyCPUs = flag.String("proxy-cpus", "", "run the proxy processes under taskset -c with this CPU list (proxy section; run the bench itself under taskset to pin the client and backend)")
 	drillFor  = flag.Duration("drill-duration", 2*time.Minute, "length of the drill (drill section)")
+	paceChild = flag.String("pace-child", "", "internal: run one pacing measurement, TOOL,RATE,DURATION,TARGET, and print its figures")
 	tmp       string
 )
 
 func main() {
 	log.SetFlags(0)
 	flag.Parse()
+	if *paceChild != "" {
+		runPaceChild(*paceChild)
+		return
+	}
 	var err error
 	if tmp, err = os.MkdirTemp("", "rehearse-bench-"); err != nil {
 		log.Fatal(err)
@@ -514,25 +522,70 @@ func runVegeta(target *url.URL, rate float64, d time.Duration) paced {
 	return paced{ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(99)), ms(h.Max()), float64(cpuTime()-c0) / float64(time.Since(began))}
 }
 
+// paceWarmup is the unmeasured run each pacing child makes first, at the
+// same rate: heap and stack growth, the spin calibration and the first
+// connection's dial are then not in the measured run.
+const paceWarmup = time.Second
+
+// runPaceChild is a pacing child process: one warm-up and one measured run
+// of one tool, its figures printed on one line for pace to read.
+func runPaceChild(spec string) {
+	f := strings.Split(spec, ",")
+	if len(f) != 4 {
+		log.Fatalf("-pace-child %q: want TOOL,RATE,DURATION,TARGET", spec)
+	}
+	rate, err := strconv.ParseFloat(f[1], 64)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := time.ParseDuration(f[2])
+	if err != nil {
+		log.Fatal(err)
+	}
+	target, err := url.Parse(f[3])
+	if err != nil {
+		log.Fatal(err)
+	}
+	run := runReplay
+	if f[0] == "vegeta" {
+		run = runVegeta
+	}
+	run(target, rate, paceWarmup)
+	p := run(target, rate, d)
+	fmt.Printf("%g %g %g %g\n", p.p50, p.p99, p.max, p.cpu)
+}
+
+// pace runs one measurement of tool in a child process.
+func pace(tool string, target *url.URL, rate float64, d time.Duration) paced {
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := exec.Command(self, "-pace-child", fmt.Sprintf("%s,%g,%s,%s", tool, rate, d, target)).Output()
+	if err != nil {
+		log.Fatalf("pacing child %s at %g/s: %v", tool, rate, err)
+	}
+	var p paced
+	if _, err := fmt.Sscan(string(out), &p.p50, &p.p99, &p.max, &p.cpu); err != nil {
+		log.Fatalf("pacing child %s printed %q: %v", tool, out, err)
+	}
+	return p
+}
+
 func benchPacing() {
 	target := sink()
-	fmt.Println("  send lateness (ms) into one in-process loopback sink; the replayer stamps at the write, Vegeta before building; CPU is the whole process's (sink included)")
+	fmt.Printf("  send lateness (ms) into one loopback sink (this process); each run a child process of its own after a %s unmeasured warm-up at the rate; the replayer stamps at the write, Vegeta before building; CPU is the tool's process alone\n", paceWarmup)
 	for _, rate := range []float64{10, 1000, 5000} {
 		d := 2 * time.Second
 		if rate <= 100 {
 			d = 10 * time.Second // 100 requests: the p99 is the worst but one
 		}
-		runVegeta(target, rate, time.Second) // warm-up, unmeasured
 		res := map[string][]paced{}
 		var ratio series
 		for r := range *rounds {
 			got := map[string]paced{}
 			for _, tool := range rotate([]string{"replay", "vegeta"}, r) {
-				if tool == "replay" {
-					got[tool] = runReplay(target, rate, d)
-				} else {
-					got[tool] = runVegeta(target, rate, d)
-				}
+				got[tool] = pace(tool, target, rate, d)
 				res[tool] = append(res[tool], got[tool])
 			}
 			if got["vegeta"].p99 > 0 {
