@@ -281,15 +281,7 @@ func TestLiveTrafficProbes(t *testing.T) {
 }
 
 func TestInterruptedRun(t *testing.T) {
-	s := base()
-	s.noEnd = true
-	var cut []journal.Event
-	for _, e := range s.build() {
-		if e.T <= 20*time.Second {
-			cut = append(cut, e)
-		}
-	}
-	a, err := AnalyzeEvents(cut)
+	a, err := AnalyzeEvents(fixtures()["interrupted"]())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,8 @@ func fixtures() map[string]func() []journal.Event {
 			s.expect = []byte(`{"honours_retry_after":true}`)
 			return s.build()
 		},
+		// interrupted: the run ends at 20 s with no run.end, the breaker
+		// still open (what a killed run leaves; TestInterruptedRun).
 		"interrupted": func() []journal.Event {
 			s := base()
 			s.noEnd = true
