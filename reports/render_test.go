@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -149,16 +150,7 @@ func TestRenderedFilesAreWellFormed(t *testing.T) {
 	dir := renderFixture(t, "clean")
 	for _, f := range []string{TimelineFile, JUnitFile} {
 		b, _ := os.ReadFile(filepath.Join(dir, f))
-		d := xml.NewDecoder(bytes.NewReader(b))
-		for {
-			_, err := d.Token()
-			if err != nil {
-				if err.Error() != "EOF" {
-					t.Errorf("%s is not well-formed XML: %v", f, err)
-				}
-				break
-			}
-		}
+		testutil.XMLTokens(t, f, b)
 	}
 	var j junitSuites
 	b, _ := os.ReadFile(filepath.Join(dir, JUnitFile))

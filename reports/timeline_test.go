@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse/internal/canvas"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 // synthTimeline is a 120 s run with every kind of mark: a long fault, a
@@ -56,17 +57,9 @@ type svgShape struct {
 
 func parseSVG(t *testing.T, b []byte) []svgShape {
 	t.Helper()
-	d := xml.NewDecoder(bytes.NewReader(b))
 	var out []svgShape
 	var cur *svgShape
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			if err.Error() != "EOF" {
-				t.Fatalf("timeline SVG: %v", err)
-			}
-			return out
-		}
+	for _, tok := range testutil.XMLTokens(t, "timeline SVG", b) {
 		switch e := tok.(type) {
 		case xml.StartElement:
 			s := svgShape{tag: e.Name.Local}
@@ -110,6 +103,7 @@ func parseSVG(t *testing.T, b []byte) []svgShape {
 			}
 		}
 	}
+	return out
 }
 
 // TestTimelineFaultLabels: every fault bar has its name drawn, inside the

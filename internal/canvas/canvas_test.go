@@ -8,6 +8,8 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 func sample() *Drawing {
@@ -80,16 +82,8 @@ func TestPNGPixels(t *testing.T) {
 
 func TestSVGWellFormedAndEscaped(t *testing.T) {
 	s := sample().SVG("timeline")
-	d := xml.NewDecoder(bytes.NewReader(s))
 	var texts []string
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			if err.Error() != "EOF" {
-				t.Fatalf("not well-formed: %v\n%s", err, s)
-			}
-			break
-		}
+	for _, tok := range testutil.XMLTokens(t, "the SVG", s) {
 		if cd, ok := tok.(xml.CharData); ok && strings.TrimSpace(string(cd)) != "" {
 			texts = append(texts, string(cd))
 		}
