@@ -45,56 +45,54 @@ func TestIsSecretName(t *testing.T) {
 	}
 }
 
-func TestQuery(t *testing.T) {
-	for in, want := range map[string]string{
-		"/search?q=go&api_key=abc":     "/search?q=go&api_key=REDACTED",
-		"/a?access_token=t0k&x=1#frag": "/a?access_token=REDACTED&x=1#frag",
-		"/a?author=me&monkey=1":        "/a?author=me&monkey=1",
-		"/a?My%5Ftoken=1":              "/a?My%5Ftoken=REDACTED",
-		"/a?token":                     "/a?token",
-		"/plain":                       "/plain",
-		"/a?&token=t&":                 "/a?&token=REDACTED&",
-		"/a?api_key=k#x?token=y":       "/a?api_key=REDACTED#x?token=y",
-		"/a?=v&sig=":                   "/a?=v&sig=REDACTED",
-		"https://gw/p?sig=zz&module=http&KEY=abc1": "https://gw/p?sig=REDACTED&module=http&KEY=REDACTED",
+// TestRules: each string rule on values that must be hidden and values
+// that must pass untouched.
+func TestRules(t *testing.T) {
+	for _, rule := range []struct {
+		name  string
+		apply func(string) string
+		cases map[string]string
+	}{
+		{"Query", Query, map[string]string{
+			"/search?q=go&api_key=abc":     "/search?q=go&api_key=REDACTED",
+			"/a?access_token=t0k&x=1#frag": "/a?access_token=REDACTED&x=1#frag",
+			"/a?author=me&monkey=1":        "/a?author=me&monkey=1",
+			"/a?My%5Ftoken=1":              "/a?My%5Ftoken=REDACTED",
+			"/a?token":                     "/a?token",
+			"/plain":                       "/plain",
+			"/a?&token=t&":                 "/a?&token=REDACTED&",
+			"/a?api_key=k#x?token=y":       "/a?api_key=REDACTED#x?token=y",
+			"/a?=v&sig=":                   "/a?=v&sig=REDACTED",
+			"https://gw/p?sig=zz&module=http&KEY=abc1": "https://gw/p?sig=REDACTED&module=http&KEY=REDACTED",
+		}},
+		{"URL", URL, map[string]string{
+			"http://admin:pw@127.0.0.1:8080/x":         "http://admin:REDACTED@127.0.0.1:8080/x",
+			"https://tok3n@gw.example/":                "https://REDACTED@gw.example/",
+			"http://u:p@gw:9/metrics?api_key=abc&m=1":  "http://u:REDACTED@gw:9/metrics?api_key=REDACTED&m=1",
+			"http://gw.example/path@v1":                "http://gw.example/path@v1",
+			"redis://:s3cret@127.0.0.1:6379/0":         "redis://:REDACTED@127.0.0.1:6379/0",
+			"127.0.0.1:8080":                           "127.0.0.1:8080",
+			"http://gw.example/healthz?password=hunt2": "http://gw.example/healthz?password=REDACTED",
+		}},
+		{"Text", Text, map[string]string{
+			`Get "http://admin:***@127.0.0.1:1/": dial tcp: refused`:   `Get "http://admin:REDACTED@127.0.0.1:1/": dial tcp: refused`,
+			"gateway answers at http://admin:pw@127.0.0.1:9/healthz":   "gateway answers at http://admin:REDACTED@127.0.0.1:9/healthz",
+			"target /search?q=go&api_key=abc123 failed":                "target /search?q=go&api_key=REDACTED failed",
+			"sent Authorization: Bearer sk-live-123 to it":             "sent Authorization: Bearer REDACTED to it",
+			"header line\nCookie: session=abc; other=1\nAccept: */*":   "header line\nCookie: REDACTED\nAccept: */*",
+			"basic health checks passed":                               "basic health checks passed",
+			"Basic dXNlcjpwdw== refused":                               "Basic REDACTED refused",
+			"is it running, and is gateway.url right?":                 "is it running, and is gateway.url right?",
+			"upstream \"search\": cannot listen on 127.0.0.1:5: taken": "upstream \"search\": cannot listen on 127.0.0.1:5: taken",
+		}},
 	} {
-		if got := Query(in); got != want {
-			t.Errorf("Query(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://admin:pw@127.0.0.1:8080/x":         "http://admin:REDACTED@127.0.0.1:8080/x",
-		"https://tok3n@gw.example/":                "https://REDACTED@gw.example/",
-		"http://u:p@gw:9/metrics?api_key=abc&m=1":  "http://u:REDACTED@gw:9/metrics?api_key=REDACTED&m=1",
-		"http://gw.example/path@v1":                "http://gw.example/path@v1",
-		"redis://:s3cret@127.0.0.1:6379/0":         "redis://:REDACTED@127.0.0.1:6379/0",
-		"127.0.0.1:8080":                           "127.0.0.1:8080",
-		"http://gw.example/healthz?password=hunt2": "http://gw.example/healthz?password=REDACTED",
-	} {
-		if got := URL(in); got != want {
-			t.Errorf("URL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestText(t *testing.T) {
-	for in, want := range map[string]string{
-		`Get "http://admin:***@127.0.0.1:1/": dial tcp: refused`:   `Get "http://admin:REDACTED@127.0.0.1:1/": dial tcp: refused`,
-		"gateway answers at http://admin:pw@127.0.0.1:9/healthz":   "gateway answers at http://admin:REDACTED@127.0.0.1:9/healthz",
-		"target /search?q=go&api_key=abc123 failed":                "target /search?q=go&api_key=REDACTED failed",
-		"sent Authorization: Bearer sk-live-123 to it":             "sent Authorization: Bearer REDACTED to it",
-		"header line\nCookie: session=abc; other=1\nAccept: */*":   "header line\nCookie: REDACTED\nAccept: */*",
-		"basic health checks passed":                               "basic health checks passed",
-		"Basic dXNlcjpwdw== refused":                               "Basic REDACTED refused",
-		"is it running, and is gateway.url right?":                 "is it running, and is gateway.url right?",
-		"upstream \"search\": cannot listen on 127.0.0.1:5: taken": "upstream \"search\": cannot listen on 127.0.0.1:5: taken",
-	} {
-		if got := Text(in); got != want {
-			t.Errorf("Text(%q)\n = %q\nwant %q", in, got, want)
-		}
+		t.Run(rule.name, func(t *testing.T) {
+			for in, want := range rule.cases {
+				if got := rule.apply(in); got != want {
+					t.Errorf("%s(%q)\n = %q\nwant %q", rule.name, in, got, want)
+				}
+			}
+		})
 	}
 }
 
