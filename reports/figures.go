@@ -244,12 +244,7 @@ var Figures = []Figure{
 				fsec(scale(d.PastAnswerMs.Max, 0.001)), d.GaveUpFirst["upstream"], d.GaveUpFirst["gateway"], d.GaveUpFirst["client"])
 		}), In: Everywhere},
 	{Key: "cost.cost_amplification_calls", Label: "cost per completed request, during / before (calls)", Unit: Ratio,
-		Value: func(e *Episode) *float64 {
-			if e.Cost == nil {
-				return nil
-			}
-			return e.Cost.CallsAmplification
-		}, Cell: func(e *Episode) string {
+		Value: costFig(func(c *CostFigures) *float64 { return c.CallsAmplification }), Cell: func(e *Episode) string {
 			c := e.Cost
 			switch {
 			case c == nil:
@@ -260,12 +255,7 @@ var Figures = []Figure{
 			return fmt.Sprintf("%s (%s against %s calls)", fnum(c.CallsAmplification, "×%.2f"), fnum(c.CallsPerCompletedDuring, "%.2f"), fnum(c.CallsPerCompletedBefore, "%.2f"))
 		}, In: Everywhere, CompareLabel: "cost amplification (calls)", HistoryLabel: "cost amplification calls"},
 	{Key: "cost.cost_amplification_tokens", Label: "cost per completed request, during / before (tokens)", Unit: Ratio,
-		Value: func(e *Episode) *float64 {
-			if e.Cost == nil {
-				return nil
-			}
-			return e.Cost.TokensAmplification
-		}, Cell: func(e *Episode) string {
+		Value: costFig(func(c *CostFigures) *float64 { return c.TokensAmplification }), Cell: func(e *Episode) string {
 			c := e.Cost
 			if c == nil || (c.TokensBefore == 0 && c.TokensDuring == 0) {
 				return "— (no tokens charged)"
@@ -281,6 +271,16 @@ func retryFig(f func(*RetryFigures) *float64) func(*Episode) *float64 {
 			return nil
 		}
 		return f(e.Retries)
+	}
+}
+
+// costFig reads a figure of the episode's cost figures; nil without them.
+func costFig(f func(*CostFigures) *float64) func(*Episode) *float64 {
+	return func(e *Episode) *float64 {
+		if e.Cost == nil {
+			return nil
+		}
+		return f(e.Cost)
 	}
 }
 

@@ -22,10 +22,10 @@ func chromium() string {
 	return ""
 }
 
-// TestScreenshot opens report.html in headless Chromium and checks that the
-// timeline really rendered: the top of the page holds the lanes' colours
-// (ok green, fast-fail orange, open band) over a large non-white area.
-func TestScreenshot(t *testing.T) {
+// needChromium is chromium for a screenshot test, which it skips in -short
+// mode or when no Chromium is installed.
+func needChromium(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("screenshot test skipped in -short mode")
 	}
@@ -33,6 +33,14 @@ func TestScreenshot(t *testing.T) {
 	if bin == "" {
 		t.Skip("chromium not installed: install Debian's chromium package to run the screenshot test")
 	}
+	return bin
+}
+
+// TestScreenshot opens report.html in headless Chromium and checks that the
+// timeline really rendered: the top of the page holds the lanes' colours
+// (ok green, fast-fail orange, open band) over a large non-white area.
+func TestScreenshot(t *testing.T) {
+	bin := needChromium(t)
 	img := screenshot(t, bin, renderFixture(t, "clean"), 900)
 	b := img.Bounds()
 	if b.Dx() < 1000 || b.Dy() < 800 {
@@ -102,13 +110,7 @@ func screenshot(t *testing.T, bin, dir string, height int) image.Image {
 // (light text pixels inside the bar), as a reader of a pasted screenshot
 // sees it.
 func TestScreenshotFaultBarsLabelled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("screenshot test skipped in -short mode")
-	}
-	bin := chromium()
-	if bin == "" {
-		t.Skip("chromium not installed: install Debian's chromium package to run the screenshot test")
-	}
+	bin := needChromium(t)
 	dir, _ := postmortemRun(t)
 	img := screenshot(t, bin, dir, 1400)
 	b := img.Bounds()
