@@ -67,10 +67,10 @@ func (s *retrySim) analyse(t *testing.T) *Analysis {
 	return a
 }
 
-// TestRetryFiguresNaive: fixed 200ms retries ×3 of POSTs without a key,
-// requests on a 100ms grid: 4 attempts, waits not growing, retries in
-// lockstep, writes retried blindly, cost amplified.
-func TestRetryFiguresNaive(t *testing.T) {
+// naiveRetries is a gateway retrying naively: POSTs without a key on a
+// 100ms grid, 2 s healthy, then a 10 s storm during which each request is
+// tried 4 times with fixed 200ms waits and one in ten succeeds at last.
+func naiveRetries() *retrySim {
 	var s retrySim
 	for i := range 20 { // before: healthy
 		s.request(time.Duration(i)*100*time.Millisecond, "POST", "/tools/orders", "", 1, nil, 200)
@@ -80,6 +80,14 @@ func TestRetryFiguresNaive(t *testing.T) {
 		s.request(2*time.Second+time.Duration(i)*100*time.Millisecond, "POST", "/tools/orders", "", 4,
 			func(int) time.Duration { return 200 * time.Millisecond }, map[bool]int{true: 200, false: 503}[i%10 == 0])
 	}
+	return &s
+}
+
+// TestRetryFiguresNaive: fixed 200ms retries ×3 of POSTs without a key,
+// requests on a 100ms grid: 4 attempts, waits not growing, retries in
+// lockstep, writes retried blindly, cost amplified.
+func TestRetryFiguresNaive(t *testing.T) {
+	s := naiveRetries()
 	a := s.analyse(t)
 	f := a.Resilience.Upstreams["orders"]
 	if f.MaxAttempts != 4 || f.Distribution["4"] != 100 || f.Distribution["1"] != 20 {
@@ -224,15 +232,7 @@ func verdicts(rs []ExpectationResult) map[string]ExpectationResult {
 // expectations, the jittered one meets those it can observe, and a run
 // with nothing to observe passes none of them.
 func TestResilienceExpectations(t *testing.T) {
-	var naive retrySim
-	for i := range 20 {
-		naive.request(time.Duration(i)*100*time.Millisecond, "POST", "/tools/orders", "", 1, nil, 200)
-	}
-	naive.fault(2*time.Second, 12*time.Second)
-	for i := range 100 {
-		naive.request(2*time.Second+time.Duration(i)*100*time.Millisecond, "POST", "/tools/orders", "", 4,
-			func(int) time.Duration { return 200 * time.Millisecond }, map[bool]int{true: 200, false: 503}[i%10 == 0])
-	}
+	naive := naiveRetries()
 	v := verdicts(Evaluate(naive.analyse(t), resilienceExpectations()))
 	for _, name := range []string{"max_attempts", "no_write_retries", "retry_jitter", "no_lockstep_retries", "cost_amplification_max"} {
 		if v[name].Passed || v[name].Name == "" {
