@@ -184,6 +184,12 @@ var benchSetups = []benchSetup{
 		defer func() { fastPathOff = false }()
 		return startInject(b, ModeProxy, backend)
 	}},
+	{"inject-proxy-nopoll", func(b *testing.B, backend string) string {
+		// The fast path without its poll for the upstream's answer.
+		spinOff = true
+		defer func() { spinOff = false }()
+		return startInject(b, ModeProxy, backend)
+	}},
 	{"inject-tcp", func(b *testing.B, backend string) string { return startInject(b, ModeTCP, backend) }},
 	{"inject-proxy-process", func(b *testing.B, backend string) string { return startInjectProcess(b, ModeProxy, backend) }},
 	{"inject-tcp-process", func(b *testing.B, backend string) string { return startInjectProcess(b, ModeTCP, backend) }},

@@ -69,7 +69,8 @@ func newFastProxy(target string) *fastProxy {
 	if t.Port() == "" {
 		addr = net.JoinHostPort(t.Hostname(), "80")
 	}
-	return &fastProxy{addr: addr, host: t.Host, dialer: net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}}
+	return &fastProxy{addr: addr, host: t.Host, dialer: net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second},
+		answers: answerTimes{off: spinOff}}
 }
 
 // connQueue is the listener through which the fast path hands connections
@@ -619,11 +620,12 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		}
 		if _, err = fc.up.Write(out); err == nil {
 			sent := time.Now()
-			fc.upr.spinFor(fc.fp.answers.spin(inFlight))
+			poll := fc.fp.answers.spin(inFlight)
+			fc.upr.spinFor(poll)
 			h, err = fc.readResponseHead()
 			fc.upr.spinFor(0)
 			if err == nil {
-				fc.fp.answers.add(time.Since(sent))
+				fc.fp.answers.add(time.Since(sent), poll > 0)
 			}
 		}
 		if err == nil {

@@ -10,47 +10,89 @@ import (
 
 // The wait for the upstream's answer. On an idle machine a process that
 // blocks and is woken again pays for the wake-up of its CPU: on a virtual
-// machine whose idle vCPUs halt, about 50 µs a wake-up (docs/benchmarks.md
+// machine whose idle vCPUs halt, some 50 µs a wake-up (docs/benchmarks.md
 // has the breakdown), and a proxied request has four of them where a
 // direct one has none of its own. The one a proxy can save without
 // guessing at what the gateway sends next is its own wait for the
 // upstream's answer to a request it has just forwarded: for a short while
 // it polls the upstream connection instead of blocking on it.
 //
-// The poll is bounded and adaptive, so that it costs nothing where it
-// cannot pay: it runs only when no other request is in flight through the
-// upstream (with others in flight the process has work and does not go
-// idle) and when the upstream's recent answers came within the window
-// (a slow real upstream is waited for as before); it ends at the first
-// byte, at an error, or at the window's end, and then the read blocks as
-// usual. Its CPU cost is at most spinWindow per request, spent only while
-// the process would otherwise be idle.
+// The poll is bounded and adaptive, so that it is used only where it pays:
+//   - only when no other request is in flight through the upstream (with
+//     others in flight the process has work and does not go idle);
+//   - only while polled answers have been coming sooner than blocked ones:
+//     both are measured (a mean of each), and one eligible request in
+//     exploreEvery takes the other way, to keep both means current. Where
+//     the upstream shares the process, or wake-ups are cheap, polling
+//     does not shorten the wait and stops; for a slow real upstream polled
+//     answers come no sooner, beyond the window, and polling stops too;
+//   - a poll ends at the first byte, at an error or at spinWindow, and the
+//     read then blocks as usual; between reads it yields the CPU
+//     (sched_yield on Linux).
+//
+// Its CPU cost is at most spinWindow per request, spent only while the
+// process would otherwise be idle.
 
-// spinWindow bounds one poll for an answer, and is the recent answer time
-// (answerEWMA) above which the fast path does not poll at all.
+// spinWindow bounds one poll for an answer; polling stops while polled
+// answers take longer on average.
 const spinWindow = 200 * time.Microsecond
 
-// spinOff turns the poll off: REHEARSE_INJECT_POLL=off in the environment
-// (to save the CPU on a machine where wake-ups are cheap, or to compare).
+// exploreEvery: one eligible request in this many takes the way not
+// chosen, so that both means stay current (rare enough to leave the p99
+// of a sequential client alone).
+const exploreEvery = 128
+
+// spinOff turns the poll off for upstreams made while it is set:
+// REHEARSE_INJECT_POLL=off in the environment (to save the CPU on a
+// machine where wake-ups are cheap, or to compare).
 var spinOff = os.Getenv("REHEARSE_INJECT_POLL") == "off"
 
 // answerTimes keeps the upstream's recent time from a forwarded request to
-// its response head: an exponentially weighted mean (weight 1/8), shared by
-// the upstream's fast connections. Updates from concurrent connections may
-// overwrite each other; the mean only decides whether to poll.
-type answerTimes struct{ ewma atomic.Int64 }
+// its response head, polled and blocked apart: exponentially weighted means
+// (weight 1/8; 0: none yet), shared by the upstream's fast connections.
+// Updates from concurrent connections may overwrite each other; the means
+// only decide whether to poll.
+type answerTimes struct {
+	polled, blocked atomic.Int64 // ns
+	n               atomic.Uint64
+	off             bool // no poll for this upstream (spinOff when it was made)
+}
 
-// add records one answer time.
-func (a *answerTimes) add(d time.Duration) {
-	old := a.ewma.Load()
-	a.ewma.Store(old + (int64(d)-old)/8)
+// add records one answer time, polled or not.
+func (a *answerTimes) add(d time.Duration, polled bool) {
+	m := &a.blocked
+	if polled {
+		m = &a.polled
+	}
+	old := m.Load()
+	if old == 0 {
+		m.Store(int64(d))
+		return
+	}
+	m.Store(old + (int64(d)-old)/8)
 }
 
 // spin returns how long to poll for the answer to a request just
 // forwarded, inFlight being the requests in flight through the upstream
 // (this one included); 0: do not poll.
 func (a *answerTimes) spin(inFlight int64) time.Duration {
-	if spinOff || inFlight != 1 || time.Duration(a.ewma.Load()) > spinWindow {
+	if a.off || inFlight != 1 {
+		return 0
+	}
+	p, b := a.polled.Load(), a.blocked.Load()
+	var poll bool
+	switch {
+	case b == 0:
+		poll = false // measure the blocked wait first
+	case p == 0:
+		poll = true
+	default:
+		poll = p < b && time.Duration(p) <= spinWindow
+	}
+	if a.n.Add(1)%exploreEvery == 0 {
+		poll = !poll
+	}
+	if !poll {
 		return 0
 	}
 	return spinWindow

@@ -10,25 +10,54 @@ import (
 	"time"
 )
 
+// polls counts how many of n eligible requests a would poll for.
+func polls(a *answerTimes, n int) int {
+	k := 0
+	for range n {
+		if a.spin(1) > 0 {
+			k++
+		}
+	}
+	return k
+}
+
 func TestAnswerTimesSpin(t *testing.T) {
 	var a answerTimes
+	if d := a.spin(1); d != 0 {
+		t.Fatalf("nothing measured yet: poll %v, want the blocked wait measured first", d)
+	}
+	a.add(100*time.Microsecond, false)
 	if d := a.spin(1); d != spinWindow {
-		t.Fatalf("nothing measured yet: poll %v, want %v", d, spinWindow)
+		t.Fatalf("blocked answers measured, polled not: poll %v, want %v", d, spinWindow)
 	}
 	if d := a.spin(2); d != 0 {
 		t.Fatalf("another request in flight: poll %v, want none", d)
 	}
+	// Polling shortens the wait (an idle machine whose wake-ups cost):
+	// poll, but for one request in exploreEvery.
 	for range 40 {
-		a.add(5 * time.Millisecond) // a slow real upstream
+		a.add(40*time.Microsecond, true)
 	}
-	if d := a.spin(1); d != 0 {
-		t.Fatalf("answers in 5 ms: poll %v, want none", d)
+	if k := polls(&a, 10*exploreEvery); k != 10*exploreEvery-10 {
+		t.Fatalf("polled answers sooner: %d polls of %d, want all but 1 in %d", k, 10*exploreEvery, exploreEvery)
 	}
+	// It does not (the upstream shares the process): block, polling one
+	// request in exploreEvery.
 	for range 40 {
-		a.add(30 * time.Microsecond)
+		a.add(150*time.Microsecond, true)
 	}
-	if d := a.spin(1); d != spinWindow {
-		t.Fatalf("answers in 30 µs again: poll %v, want %v", d, spinWindow)
+	if k := polls(&a, 10*exploreEvery); k != 10 {
+		t.Fatalf("polled answers later: %d polls of %d, want 1 in %d", k, 10*exploreEvery, exploreEvery)
+	}
+	// A slow real upstream: polled answers no sooner, and beyond the window.
+	var slow answerTimes
+	slow.add(5*time.Millisecond, false)
+	slow.add(4*time.Millisecond, true)
+	if k := polls(&slow, 10*exploreEvery); k != 10 {
+		t.Fatalf("slow upstream: %d polls of %d, want 1 in %d", k, 10*exploreEvery, exploreEvery)
+	}
+	if k := polls(&answerTimes{off: true}, 100); k != 0 {
+		t.Fatalf("poll turned off: %d polls", k)
 	}
 }
 
