@@ -71,13 +71,9 @@ func startRedis(t *testing.T) (addr string, stop func()) {
 	if err != nil {
 		t.Skip("redis-server not installed: the fleet test needs a real Redis (apt-get install redis-server)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	addr = testutil.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +113,7 @@ func startRedis(t *testing.T) (addr string, stop func()) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("redis-server not ready after 10s")
 	}
-	return fmt.Sprintf("127.0.0.1:%d", port), stop
+	return addr, stop
 }
 
 type fleetMember struct {

@@ -75,9 +75,7 @@ func TestProxyModeContentLengthCut(t *testing.T) {
 }
 
 func TestProxyUnreachable(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := testutil.FreeAddr(t)
 	s, mem := startServer(t, []UpstreamConfig{{Name: "search", Mode: ModeProxy, Target: "http://" + dead}}, nil)
 	resp, body, err := get(t, newClient(5*time.Second), s.URL("search"), nil)
 	if err != nil || resp.StatusCode != 502 || !strings.Contains(string(body), "unreachable") {

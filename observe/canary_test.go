@@ -2,7 +2,6 @@ package observe
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -43,12 +43,7 @@ func TestCanaryCheck(t *testing.T) {
 		<-r.Context().Done()
 	})
 	base := serve(t, mux)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String() + "/healthz"
-	ln.Close()
+	refused := "http://" + testutil.FreeAddr(t) + "/healthz"
 
 	tests := []struct {
 		name        string

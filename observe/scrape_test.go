@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -145,12 +145,7 @@ func TestNegotiatesOpenMetricsAndText(t *testing.T) {
 
 func TestScrapeFailuresAreSamples(t *testing.T) {
 	closed := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
+		addr := testutil.FreeAddr(t)
 		return "http://" + addr + "/metrics"
 	}
 	handler := func(ct, body string, status int) string {

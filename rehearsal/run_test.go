@@ -3,7 +3,6 @@ package rehearsal
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/scenarios"
@@ -142,12 +142,7 @@ faults:
 }
 
 func TestUnreachableGatewayExits3Quickly(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here now
+	addr := testutil.FreeAddr(t) // nothing listens here now
 	// A replay of a minute: giving up at the readiness check means the
 	// replay never starts, which the journal shows whatever the load.
 	sc := parse(t, `
@@ -160,7 +155,7 @@ replay: {duration: 1m}
 `)
 	dir := filepath.Join(t.TempDir(), "run")
 	start := time.Now()
-	_, err = Run(context.Background(), sc, Options{OutDir: dir})
+	_, err := Run(context.Background(), sc, Options{OutDir: dir})
 	if rehearse.ExitCode(err) != 3 {
 		t.Fatalf("exit %d (%v), want 3", rehearse.ExitCode(err), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 func serveMetrics(t *testing.T, file, ctype string) string {
@@ -57,12 +58,7 @@ func TestMetricsCmd(t *testing.T) {
 }
 
 func TestMetricsCmdErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String() + "/metrics"
-	ln.Close()
+	dead := "http://" + testutil.FreeAddr(t) + "/metrics"
 	for _, tt := range []struct {
 		args []string
 		code int

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 // webhook is a real loopback HTTP server that records every document.
@@ -96,12 +97,7 @@ func TestRunNotifyDeliversOneDocumentPerRun(t *testing.T) {
 }
 
 func TestRunNotifyFailureKeepsExitCode(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String() + "/hook/s3cr3t-path?token=s3cr3t"
-	ln.Close()
+	dead := "http://" + testutil.FreeAddr(t) + "/hook/s3cr3t-path?token=s3cr3t"
 	dir := t.TempDir()
 	sc := filepath.Join(dir, "tiny.yaml")
 	os.WriteFile(sc, []byte("name: tiny\nreplay: {rate: 20, duration: 1s}\n"), 0o644)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -106,12 +107,7 @@ func TestReplayCommandUsage(t *testing.T) {
 }
 
 func TestReplayCommandTargetDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testutil.FreeAddr(t)
 	_, _, code := execute(t, "replay", replayCapture, "--target", "http://"+addr, "--once", "--allow-writes", "--quiet")
 	if code != 3 {
 		t.Errorf("target down: exit %d, want 3", code)
