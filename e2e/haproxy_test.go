@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,23 +76,6 @@ type haproxy struct {
 type logLine struct {
 	At   time.Time
 	Text string
-}
-
-// listenerFile opens a loopback listener and returns it as a file to
-// hand to HAProxy, with its URL.
-func listenerFile(t *testing.T) (*os.File, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	ln.Close() // the duplicate in f keeps the socket listening
-	return f, url
 }
 
 // needHAProxy skips the test when HAProxy is absent or tests are short.
@@ -178,8 +160,9 @@ func startHAProxy(t *testing.T, tm haproxyTiming) *haproxy {
 	for _, n := range upstreamNames {
 		h.Upstreams[n] = testutil.FreeAddr(t)
 	}
-	front, frontURL := listenerFile(t)
-	stats, statsURL := listenerFile(t)
+	front, frontAddr := testutil.ListenerFile(t)
+	stats, statsAddr := testutil.ListenerFile(t)
+	frontURL, statsURL := "http://"+frontAddr, "http://"+statsAddr
 	h.FrontURL, h.MetricsURL, h.ReadyURL = frontURL, statsURL+"/metrics", frontURL+"/haproxy-ready"
 	h.Config = haproxyConfig(tm, h.Upstreams)
 	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")

@@ -2,7 +2,6 @@ package observe
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,16 +25,8 @@ func TestHAProxyRealExporter(t *testing.T) {
 	// A dead upstream: a port nobody listens on any more.
 	dead := testutil.FreeAddr(t)
 
-	statsLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	statsFile, err := statsLn.(*net.TCPListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsURL := "http://" + statsLn.Addr().String() + "/metrics"
-	statsLn.Close() // the duplicate in statsFile keeps the socket listening
+	statsFile, statsAddr := testutil.ListenerFile(t)
+	metricsURL := "http://" + statsAddr + "/metrics"
 
 	cfg := fmt.Sprintf(`global
     log stdout format raw local0 err

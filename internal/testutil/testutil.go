@@ -77,6 +77,26 @@ var (
 	addrsGiven = map[string]bool{}
 )
 
+// ListenerFile opens a loopback listener and returns it as a file, for a
+// real server started by the test to inherit (HAProxy's bind fd@N), with
+// its address: the port is the kernel's, never guessed. The file is closed
+// when the test ends; the child keeps its own copy.
+func ListenerFile(t testing.TB) (*os.File, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the duplicate in f keeps the socket listening
+	t.Cleanup(func() { f.Close() })
+	return f, addr
+}
+
 // ServeTCP serves every connection of a new loopback listener with
 // handle, in a goroutine each, until the test ends, and returns the
 // listener's address. Each connection is closed when handle returns; at

@@ -205,3 +205,32 @@ func (r *recordingTB) Fatal(args ...any) {
 	r.errs += fmt.Sprint(args...) + "\n"
 	panic("fatal")
 }
+
+// TestListenerFile: the file is a listening socket at the returned
+// address, as a child inheriting it would see it.
+func TestListenerFile(t *testing.T) {
+	f, addr := ListenerFile(t)
+	ln, err := net.FileListener(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if ln.Addr().String() != addr {
+		t.Fatalf("listener at %s, want %s", ln.Addr(), addr)
+	}
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, _ := io.ReadAll(c)
+	if string(b) != "hi" {
+		t.Fatalf("read %q through the inherited listener", b)
+	}
+}
