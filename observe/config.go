@@ -239,14 +239,23 @@ func (c ScrapeConfig) Validate() error {
 	return err
 }
 
+// pollTimes is the one rule for a poller's zero interval and timeout (the
+// scraper's, the canary's): the interval defaults to defInterval, the
+// timeout to the interval capped at maxTimeout, so that a poll given no
+// timeout never outlasts the next one.
+func pollTimes(interval, timeout rehearse.Duration, defInterval, maxTimeout time.Duration) (rehearse.Duration, rehearse.Duration) {
+	if interval == 0 {
+		interval = rehearse.Duration(defInterval)
+	}
+	if timeout == 0 {
+		timeout = min(interval, rehearse.Duration(maxTimeout))
+	}
+	return interval, timeout
+}
+
 // withDefaults returns c with its zero fields set to their defaults.
 func (c ScrapeConfig) withDefaults() ScrapeConfig {
-	if c.Interval == 0 {
-		c.Interval = rehearse.Duration(DefaultScrapeInterval)
-	}
-	if c.Timeout == 0 {
-		c.Timeout = min(c.Interval, rehearse.Duration(DefaultMaxScrapeTimeout))
-	}
+	c.Interval, c.Timeout = pollTimes(c.Interval, c.Timeout, DefaultScrapeInterval, DefaultMaxScrapeTimeout)
 	if c.Preset == "" {
 		c.Preset = DefaultPreset
 		if c.Custom != nil {
@@ -446,13 +455,9 @@ func (c HealthConfig) Validate() error {
 	return err
 }
 
+// withDefaults returns c with its zero fields set to their defaults.
 func (c HealthConfig) withDefaults() HealthConfig {
-	if c.Interval == 0 {
-		c.Interval = rehearse.Duration(DefaultHealthInterval)
-	}
-	if c.Timeout == 0 {
-		c.Timeout = min(c.Interval, rehearse.Duration(DefaultHealthTimeout))
-	}
+	c.Interval, c.Timeout = pollTimes(c.Interval, c.Timeout, DefaultHealthInterval, DefaultHealthTimeout)
 	if len(c.HealthyStatus) == 0 {
 		c.HealthyStatus = DefaultHealthyStatus
 	}
