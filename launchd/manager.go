@@ -197,6 +197,17 @@ func parsePrint(out []byte) printInfo {
 	return info
 }
 
+// installable resolves job against the home directory and checks the
+// files it names (checkFiles): the first step of every Install. On error
+// the job is the zero Job when it did not resolve.
+func (s settings) installable(job Job) (Job, error) {
+	j, err := job.Resolve(s.home)
+	if err != nil {
+		return Job{}, err
+	}
+	return j, checkFiles(j)
+}
+
 // checkFiles verifies, at install time, what launchd will need next week:
 // an executable binary and a readable scenario. Failing now beats a silent
 // failure at 03:00 on Monday.
@@ -250,12 +261,9 @@ func (m *Manager) Install(ctx context.Context, job Job, opts InstallOptions) (In
 	if m.unsupported != nil {
 		return InstallResult{}, m.unsupported
 	}
-	j, err := job.Resolve(m.s.home)
-	if err != nil {
-		return InstallResult{}, err
-	}
+	j, err := m.s.installable(job)
 	res := InstallResult{Job: j}
-	if err := checkFiles(j); err != nil {
+	if err != nil {
 		return res, err
 	}
 	data, err := j.Plist().Render()

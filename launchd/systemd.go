@@ -218,12 +218,9 @@ func (d *Systemd) systemctl(ctx context.Context, args ...string) ([]byte, error)
 // enables the timer (`systemctl --user enable --now`). A different job under
 // the same label is refused (ErrExists) unless opts.Force.
 func (d *Systemd) Install(ctx context.Context, job Job, opts InstallOptions) (InstallResult, error) {
-	j, err := job.Resolve(d.s.home)
-	if err != nil {
-		return InstallResult{}, err
-	}
+	j, err := d.s.installable(job)
 	res := InstallResult{Job: j}
-	if err := checkFiles(j); err != nil {
+	if err != nil {
 		return res, err
 	}
 	svc, tmr := j.SystemdUnits()
