@@ -128,22 +128,18 @@ func ParseSchedule(weekly, daily []string) ([]When, error) {
 		out = append(out, w)
 		return nil
 	}
-	for _, s := range weekly {
-		w, err := ParseWeekly(s)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(s, w); err != nil {
-			return nil, err
-		}
-	}
-	for _, s := range daily {
-		w, err := ParseDaily(s)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(s, w); err != nil {
-			return nil, err
+	for _, flag := range []struct {
+		entries []string
+		parse   func(string) (When, error)
+	}{{weekly, ParseWeekly}, {daily, ParseDaily}} {
+		for _, s := range flag.entries {
+			w, err := flag.parse(s)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(s, w); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(out) == 0 {
