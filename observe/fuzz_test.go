@@ -116,27 +116,25 @@ func FuzzConfigYAML(f *testing.F) {
 	f.Add([]byte("prom_query: {url: 'http://p:9090', mode: query_range, step: 1s}\nkeep: ['a(']\n"))
 	f.Add([]byte("url: http://x/healthz\nhealthy_status: [2xx, 429, 6xx]\nheaders: {A: '${HOME}'}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var sc ScrapeConfig
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if dec.Decode(&sc) == nil {
-			if err := sc.Validate(); err != nil {
-				var ce *rehearse.ConfigError
-				if !errors.As(err, &ce) || ce.Path == "" {
-					t.Fatalf("scrape config error %v (%T) names no field", err, err)
-				}
-			}
-		}
-		var hc HealthConfig
-		dec = yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if dec.Decode(&hc) == nil {
-			if err := hc.Validate(); err != nil {
-				var ce *rehearse.ConfigError
-				if !errors.As(err, &ce) || ce.Path == "" {
-					t.Fatalf("health config error %v (%T) names no field", err, err)
-				}
-			}
-		}
+		checkFieldErrors[ScrapeConfig](t, "scrape", data)
+		checkFieldErrors[HealthConfig](t, "health", data)
 	})
+}
+
+// checkFieldErrors decodes data strictly into a T and validates it: a
+// rejection must be a configuration error naming a field.
+func checkFieldErrors[T interface{ Validate() error }](t *testing.T, what string, data []byte) {
+	t.Helper()
+	var c T
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if dec.Decode(&c) != nil {
+		return
+	}
+	if err := c.Validate(); err != nil {
+		var ce *rehearse.ConfigError
+		if !errors.As(err, &ce) || ce.Path == "" {
+			t.Fatalf("%s config error %v (%T) names no field", what, err, err)
+		}
+	}
 }
