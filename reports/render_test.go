@@ -129,21 +129,7 @@ func TestGolden(t *testing.T) {
 // expected output, not source: nothing serves or lints them as HTML or SVG.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	golden := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
-		os.MkdirAll(filepath.Dir(golden), 0o755)
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from %s (run go test -update after checking the change)", name, golden)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "golden", name+".golden"), got, *update)
 }
 
 func TestRenderedFilesAreWellFormed(t *testing.T) {
