@@ -1,10 +1,8 @@
 package reports
 
 import (
-	"bytes"
 	"image"
 	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,14 +33,7 @@ func writtenComparison(t *testing.T, version string) (*Comparison, string) {
 // window, and the upper part is the first side's.
 func TestCompareTimelinesPNG(t *testing.T) {
 	c, dir := writtenComparison(t, "")
-	b, err := os.ReadFile(filepath.Join(dir, CompareTimelinesPNGFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := readPNG(t, filepath.Join(dir, CompareTimelinesPNGFile))
 	d := compareTimelines(c)
 	if img.Bounds() != image.Rect(0, 0, int(d.W*PNGScale), int(d.H*PNGScale)) {
 		t.Fatalf("PNG %v, want the drawing's %v×%v at scale %v", img.Bounds(), d.W, d.H, PNGScale)

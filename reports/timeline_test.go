@@ -1,13 +1,10 @@
 package reports
 
 import (
-	"bytes"
 	"encoding/xml"
 	"fmt"
 	"image/color"
-	"image/png"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -227,14 +224,7 @@ func TestTimelineWallClockAxis(t *testing.T) {
 // lane before the fault, ok-green in the client lane.
 func TestTimelinePNGPixels(t *testing.T) {
 	dir := renderFixture(t, "clean")
-	b, err := os.ReadFile(filepath.Join(dir, TimelinePNGFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := readPNG(t, filepath.Join(dir, TimelinePNGFile))
 	a, err := AnalyzeDir(dir)
 	if err != nil {
 		t.Fatal(err)
