@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -24,10 +23,6 @@ import (
 func TestReferenceGatewayEndToEnd(t *testing.T) {
 	var failing atomic.Bool
 	upstream := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if failing.Load() && r.Header.Get("X-Health-Check") == "" {
 				http.Error(w, "down", http.StatusServiceUnavailable)
@@ -35,9 +30,7 @@ func TestReferenceGatewayEndToEnd(t *testing.T) {
 			}
 			w.Write([]byte(`{"ok":true}`))
 		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return "http://" + ln.Addr().String()
+		return "http://" + testutil.Serve(t, srv)
 	}
 	search, weather := upstream(), upstream()
 

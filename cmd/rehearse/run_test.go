@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 func TestRunArchiveKeepsHistory(t *testing.T) {
@@ -239,22 +240,7 @@ func TestBadCaptureRefusedBeforeAnything(t *testing.T) {
 func TestRunDryRun(t *testing.T) {
 	var accepted atomic.Int64
 	listen := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				c.Close()
-			}
-		}()
-		return ln.Addr().String()
+		return testutil.ServeTCP(t, func(net.Conn) { accepted.Add(1) })
 	}
 	gw, real := listen(), listen()
 	work := t.TempDir()
