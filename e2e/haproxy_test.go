@@ -7,8 +7,6 @@
 package e2e
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,10 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/scenarios"
 )
 
 // haproxyTiming is the check and breaker configuration every HAProxy drill
@@ -253,9 +249,9 @@ upstreams:
 	return b.String()
 }
 
-// rehearse runs a drill through rehearsal.Run against a fresh HAProxy and
-// returns the result; a failed expectation is returned for the caller to
-// judge (the drill's own assertions are more precise).
+// rehearseHAProxy runs a drill through rehearsal.Run against a fresh
+// HAProxy and returns the result; a failed expectation is returned for the
+// caller to judge (the drill's own assertions are more precise).
 func rehearseHAProxy(t *testing.T, d drill) (*haproxy, *rehearsal.Result, error) {
 	t.Helper()
 	return rehearseHAProxyWith(t, defaultTiming, d)
@@ -265,25 +261,6 @@ func rehearseHAProxy(t *testing.T, d drill) (*haproxy, *rehearsal.Result, error)
 func rehearseHAProxyWith(t *testing.T, tm haproxyTiming, d drill) (*haproxy, *rehearsal.Result, error) {
 	t.Helper()
 	h := startHAProxy(t, tm)
-	src := h.scenarioYAML(d)
-	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), d.Name+".yaml"), []byte(src))
-	if err != nil {
-		t.Fatalf("scenario:\n%s\n%v", src, err)
-	}
-	dir := filepath.Join(t.TempDir(), "run")
-	if keep := os.Getenv("REHEARSE_E2E_OUT"); keep != "" {
-		// Keep the run directory (reports, journal) for a person to read.
-		dir = filepath.Join(keep, fmt.Sprintf("%s-%d", d.Name, time.Now().UnixNano()))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*d.Duration+30*time.Second)
-	defer cancel()
-	res, err := rehearsal.Run(ctx, sc, rehearsal.Options{OutDir: dir})
-	if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
-		t.Fatalf("run: %v\nhaproxy output:\n%s", err, h.Log())
-	}
-	if res == nil || res.Analysis == nil {
-		t.Fatalf("run left no analysis (err %v)", err)
-	}
-	t.Logf("run directory: %s", dir)
+	res, err := runScenario(t, "haproxy-"+d.Name, h.scenarioYAML(d), d.Duration, h.proc)
 	return h, res, err
 }
