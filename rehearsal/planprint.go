@@ -164,18 +164,17 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // Skipped lists what the capture held that will not be replayed, each
-// with its count and reason ("3 TLS streams (encrypted: not replayable)").
+// with its count and reason ("3 TLS streams (capture in front of TLS
+// termination, or plaintext upstream traffic)"); the streams that are not
+// HTTP/1.x in the capture reader's words (capture.Stats.NotHTTPStreams).
 func (p *Plan) Skipped() []string {
 	st := p.Stats
-	var out []string
+	out := st.NotHTTPStreams()
 	add := func(n int64, what string) {
 		if n > 0 {
 			out = append(out, fmt.Sprintf("%d %s", n, what))
 		}
 	}
-	add(st.TLSStreams, "TLS streams (encrypted: not replayable)")
-	add(st.HTTP2Streams, "HTTP/2 streams (not replayed)")
-	add(st.OtherStreams, "TCP streams that are not HTTP/1.x"+st.ProtocolsText())
 	add(st.Incomplete, "incomplete requests (gaps, cut packets or the capture's end)")
 	if st.Filtered > 0 {
 		add(st.Filtered, "requests filtered out by replay.filter ("+describeFilter(p.Scenario.Replay.Filter)+")")

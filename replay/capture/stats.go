@@ -226,7 +226,7 @@ func (s *Stats) Hint() string {
 		// Beside requests, TLS and HTTP/2 streams stand out (they may be
 		// the traffic that was meant); other protocols are usually a
 		// database or a cache on the same link, noise here.
-		return strings.Join(s.notHTTP(false), "; ")
+		return strings.Join(s.streams(false), "; ")
 	}
 	if parts := s.NotHTTP(); len(parts) > 0 {
 		return "0 HTTP requests; " + strings.Join(parts, "; ")
@@ -235,13 +235,12 @@ func (s *Stats) Hint() string {
 }
 
 // NotHTTP says, one clause a kind, what in the capture is not plaintext
-// HTTP/1.x: no packets, no TCP, then the TLS, HTTP/2 and other streams, each
-// with what to capture instead. Every message about a capture that gave
-// nothing to replay (the summary, `rehearse validate`, a run refused) uses
-// these words, so that the reasons read the same everywhere.
-func (s *Stats) NotHTTP() []string { return s.notHTTP(true) }
-
-func (s *Stats) notHTTP(others bool) []string {
+// HTTP/1.x: no packets, no TCP, then the TLS, HTTP/2 and other streams
+// (NotHTTPStreams), each with what to capture instead. Every message about
+// what a capture holds besides requests (the summary, the plan's skipped
+// lines, `rehearse validate`, a run refused) uses these words, so that the
+// reasons read the same everywhere.
+func (s *Stats) NotHTTP() []string {
 	var parts []string
 	switch {
 	case s.Packets == 0:
@@ -253,6 +252,15 @@ func (s *Stats) notHTTP(others bool) []string {
 	case s.Segments == 0:
 		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment (check the capture filter)", s.Packets))
 	}
+	return append(parts, s.NotHTTPStreams()...)
+}
+
+// NotHTTPStreams is the part of NotHTTP about TCP streams: TLS, HTTP/2 and
+// other protocols, one clause each (none when every stream was HTTP/1.x).
+func (s *Stats) NotHTTPStreams() []string { return s.streams(true) }
+
+func (s *Stats) streams(others bool) []string {
+	var parts []string
 	if s.TLSStreams > 0 {
 		parts = append(parts, fmt.Sprintf("%d TLS %s (capture in front of TLS termination, or plaintext upstream traffic)",
 			s.TLSStreams, plural(s.TLSStreams, "stream", "streams")))
