@@ -25,37 +25,32 @@ expectations: {upstreams: [weather]}
 		t.Fatalf("watched %q: want the expectations' upstreams, then the faults'", got)
 	}
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-	state := func(at float64) string { return l.ups["search"].state(sec(at)) }
+	// wantState checks search's state at a run time, as the status line
+	// would show it.
+	wantState := func(at float64, want, why string) {
+		t.Helper()
+		if got := l.ups["search"].state(sec(at)); got != want {
+			t.Errorf("%s: %s, want %s", why, got, want)
+		}
+	}
 	client := func(at float64, o journal.Outcome) {
 		l.RecordAt(sec(at), &journal.ClientRequest{Upstream: "search", Outcome: o, Done: sec(at), FastFail: o == journal.OutcomeFastFail})
 	}
-	if s := state(0); s != "?" {
-		t.Errorf("before any request: %s", s)
-	}
+	wantState(0, "?", "before any request")
 	client(0.5, journal.OutcomeOK)
 	l.RecordAt(sec(1), &journal.FaultStart{Name: "search-status", Upstream: "search", Type: "status"})
 	client(1.2, journal.OutcomeHTTP5xx)
-	if s := state(1.3); s != "closed" {
-		t.Errorf("503s passed through: %s, want closed", s)
-	}
+	wantState(1.3, "closed", "503s passed through")
 	client(2, journal.OutcomeFastFail)
 	l.RecordAt(sec(2.05), &journal.UpstreamRequest{Upstream: "search", HealthCheck: true})
-	if s := state(2.1); s != "open" {
-		t.Errorf("after a fast-fail (a health check reaching the upstream): %s, want open", s)
-	}
+	wantState(2.1, "open", "after a fast-fail (a health check reaching the upstream)")
 	l.RecordAt(sec(4), &journal.UpstreamRequest{Upstream: "search", ProbeTag: "1"})
 	client(4.1, journal.OutcomeFastFail)
-	if s := state(4.5); s != "half-open" {
-		t.Errorf("a call reached the upstream while others are turned away: %s, want half-open", s)
-	}
-	if s := state(6); s != "open" {
-		t.Errorf("no call for 2s since: %s, want open", s)
-	}
+	wantState(4.5, "half-open", "a call reached the upstream while others are turned away")
+	wantState(6, "open", "no call for 2s since")
 	l.RecordAt(sec(6), &journal.FaultEnd{Name: "search-status", Upstream: "search"})
 	client(7, journal.OutcomeOK)
-	if s := state(7.1); s != "closed" {
-		t.Errorf("answered again: %s, want closed", s)
-	}
+	wantState(7.1, "closed", "answered again")
 	l.RecordAt(sec(7.2), &journal.MetricsSample{States: []journal.BreakerState{{Dependency: "search", Upstream: "search", State: journal.StateHalfOpen}}})
 	l.setReplay(replay.Progress{Elapsed: sec(7.2), Planned: sec(30), Sent: 9, OK: 5, Failed: 4, FastFail: 2})
 	line := l.Line()
