@@ -44,6 +44,11 @@ type CompareOptions struct {
 
 // Comparison is two sets of runs of one drill, figure by figure.
 type Comparison struct {
+	// Version is the harness version that compared (CompareOptions.Version:
+	// it computed every figure anew from the journals); each run's own is
+	// in Runs.
+	Version string `json:"harness_version"`
+
 	Labels [2]string `json:"labels"`
 	// Runs are each side's runs, oldest first.
 	Runs [2][]CompareRun `json:"runs"`
@@ -75,8 +80,7 @@ type Comparison struct {
 	// Why ties each flagged figure to the differences that may explain it.
 	Why []CompareWhy `json:"why"`
 
-	sides   [2][]*sideRun
-	version string
+	sides [2][]*sideRun
 }
 
 // CompareRun is one run of a side.
@@ -88,6 +92,8 @@ type CompareRun struct {
 	OS       string `json:"os,omitempty"`
 	Arch     string `json:"arch,omitempty"`
 	Partial  bool   `json:"partial,omitempty"`
+	// Version is the harness version that recorded the run.
+	Version string `json:"harness_version,omitempty"`
 }
 
 // CompareRow is one figure on both sides.
@@ -356,7 +362,7 @@ func flatten(prefix string, v any, out map[string]string) {
 
 // compareSides builds the comparison of two loaded sides.
 func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) {
-	c := &Comparison{Labels: opt.Labels, sides: sides, version: opt.Version, Warnings: []string{}, Why: []CompareWhy{}}
+	c := &Comparison{Labels: opt.Labels, sides: sides, Version: opt.Version, Warnings: []string{}, Why: []CompareWhy{}}
 	sopt := opt.Stats
 	if sopt.Level <= 0 || sopt.Level >= 1 {
 		sopt.Level = stats.DefaultLevel
@@ -366,7 +372,7 @@ func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) 
 	unknown := 0
 	for i, runs := range sides {
 		for _, r := range runs {
-			ri := CompareRun{Dir: r.Dir, RunID: r.A.Run.RunID, Scenario: r.A.Run.Scenario, Digest: r.Digest, Partial: r.A.Run.Partial}
+			ri := CompareRun{Dir: r.Dir, RunID: r.A.Run.RunID, Scenario: r.A.Run.Scenario, Digest: r.Digest, Partial: r.A.Run.Partial, Version: r.A.Run.Version}
 			if p := r.A.Platform; p != nil {
 				ri.OS, ri.Arch = p.OS, p.Arch
 			}

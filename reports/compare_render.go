@@ -238,7 +238,7 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 		p("\nTimelines aligned at the first fault start: run with `--out DIR` to write %s and %s beside compare.md.\n", CompareTimelinesPNGFile, CompareTimelinesFile)
 	}
 	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>), [how runs are compared](<%s>).\n",
-		mdURL(DocsURL(c.version, "analysis.md")), mdURL(DocsURL(c.version, "cross-platform.md")))
+		mdURL(DocsURL(c.Version, "analysis.md")), mdURL(DocsURL(c.Version, "cross-platform.md")))
 	return b.Bytes()
 }
 
@@ -355,6 +355,6 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 		Docs     string
 		Stats    string
 	}{c, template.CSS(reportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), shortDigest(c.Digest),
-		DocsURL(c.version, "analysis.md"), DocsURL(c.version, "cross-platform.md")})
+		DocsURL(c.Version, "analysis.md"), DocsURL(c.Version, "cross-platform.md")})
 	return b.Bytes(), err
 }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"image"
 	"image/color"
 	"os"
@@ -106,6 +107,17 @@ func TestCompareMarkdownTimelinesAndDocs(t *testing.T) {
 	}
 	if !strings.Contains(string(h), `href="`+DocsURL("v1.4.0", "analysis.md")+`"`) || strings.Contains(string(h), "docs/analysis.md;") {
 		t.Error("compare.html's footer does not link the definitions of the comparing version")
+	}
+	// compare.json names the build that computed its figures.
+	j, err := os.ReadFile(filepath.Join(dir, "compare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Version string `json:"harness_version"`
+	}
+	if err := json.Unmarshal(j, &got); err != nil || got.Version != "v1.4.0" {
+		t.Errorf("compare.json harness_version %q (%v), want v1.4.0", got.Version, err)
 	}
 	// Without the pictures beside it, compare.md says how to get both.
 	c, _ := writtenComparison(t, "")
