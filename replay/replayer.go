@@ -146,8 +146,9 @@ func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, err
 // newTransport is the replayer's tuned transport: connections kept alive
 // and pooled up to the in-flight cap (so high rates do not churn ports),
 // no transparent compression (byte counts are what the gateway sent), no
-// HTTP/2 (the captures are HTTP/1.x), and dial errors marked so that
-// connect failures are classified as such.
+// HTTP/2 (the captures are HTTP/1.x), dial errors marked so that connect
+// failures are classified as such, and each connection a heldConn, so
+// that an early-dispatched request waits for its due time at the write.
 func newTransport(o *Options) *http.Transport {
 	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
@@ -157,7 +158,7 @@ func newTransport(o *Options) *http.Transport {
 			if err != nil {
 				return nil, &dialError{err}
 			}
-			return c, nil
+			return &heldConn{Conn: c}, nil
 		},
 		MaxIdleConns:        o.MaxInFlight,
 		MaxIdleConnsPerHost: o.MaxInFlight,
@@ -368,13 +369,19 @@ func (ru *run) send(i uint64, due time.Duration) {
 		Scheduled: ru.base + due,
 		Expected:  -1,
 	}
-	// The send is stamped when the transport has written the request's
-	// header into the connection's buffer, just before the flush that
-	// puts it on the wire (WroteHeaders), so that lateness includes the
-	// request's build, the worker hand-off and the connection pool, as
-	// the gateway sees it. A request that never reached a connection (a
-	// refused dial) is stamped when the exchange started. Whichever comes
-	// first stamps, once (docs/replay.md, "Timer accuracy").
+	// The send is stamped immediately before the request's first write to
+	// the socket. A request dispatched early (lead) goes to the transport
+	// at once and makes its precise wait there (heldConn): its first write
+	// waits for the due time and stamps. Otherwise (no lead, or a transport
+	// given in Options) the sender waits first and the send is stamped when
+	// the transport has written the request's header into the connection's
+	// buffer, just before the flush that puts it on the wire (WroteHeaders).
+	// Either way lateness includes whatever delays the write after the due
+	// time: a dial or the connection pool, the worker hand-off, as the
+	// gateway sees it. A request that never reached a connection (a refused
+	// dial) is stamped when its exchange started, and never before its due
+	// time. Whichever comes first stamps, once (docs/replay.md, "Timer
+	// accuracy").
 	var stamped atomic.Bool
 	var sentAt atomic.Int64
 	stamp := func(at time.Duration) {
@@ -383,6 +390,11 @@ func (ru *run) send(i uint64, due time.Duration) {
 			ru.markSent(due, at)
 		}
 	}
+	wait := func() error { return ru.clock.WaitUntil(ru.abortCtx, due) }
+	early := ru.lead > 0 && r.ownRT != nil
+	// held is set once a connection is armed with the wait: the write
+	// stamps, not the header hook.
+	var held atomic.Bool
 	// Every connection the transport gets for this request is one send of
 	// it; after the first, each is a re-send the journal must show, or the
 	// upstream's extra call for this seq would look like the gateway's.
@@ -391,23 +403,39 @@ func (ru *run) send(i uint64, due time.Duration) {
 	var conns atomic.Int32
 	var resentMu sync.Mutex
 	trace := &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) {
+		GotConn: func(info httptrace.GotConnInfo) {
 			if conns.Add(1) > 1 {
 				at := ru.base + ru.clock.Now()
 				resentMu.Lock()
 				ev.Resent = append(ev.Resent, at)
 				resentMu.Unlock()
+				return
+			}
+			if !early {
+				return
+			}
+			if hc := heldOf(info.Conn); hc != nil {
+				held.Store(true)
+				hc.hold.Store(&sendHold{wait: wait, stamp: func() { stamp(ru.clock.Now()) }})
+				return
+			}
+			_ = wait() // not the replayer's connection: wait here, before the write
+		},
+		WroteHeaders: func() {
+			if !held.Load() {
+				stamp(ru.clock.Now())
 			}
 		},
-		WroteHeaders: func() { stamp(ru.clock.Now()) },
 	}
 	req := t.build(&r.opt, i)
-	if ru.lead > 0 {
+	if ru.lead > 0 && !early {
 		// Dispatched early, built: now the precise wait (leadFor). An
 		// abort ends it and then the exchange, recorded as aborted.
-		_ = ru.clock.WaitUntil(ru.abortCtx, due)
+		_ = wait()
 	}
-	ctx, cancel := context.WithTimeout(ru.abortCtx, r.opt.Deadline)
+	// The deadline runs from the due time, however early the exchange
+	// starts.
+	ctx, cancel := context.WithTimeout(ru.abortCtx, r.opt.Deadline+max(due-ru.clock.Now(), 0))
 	defer cancel()
 	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
 	ev.IdempotencyKey = req.Header.Get(r.opt.IdempotencyKeys.Header) != ""
@@ -417,7 +445,13 @@ func (ru *run) send(i uint64, due time.Duration) {
 	defer r.met.inFlight.Dec()
 	started := ru.clock.Now()
 	resp, err := r.rt.RoundTrip(req)
-	stamp(started) // no-op when the hook stamped
+	if !stamped.Load() && early {
+		// Ended before any write (a refused dial): stamped no earlier
+		// than its due time, and not recorded before it.
+		_ = wait()
+		started = max(started, due)
+	}
+	stamp(started) // no-op when the write or the hook stamped
 	ev.Sent = ru.base + time.Duration(sentAt.Load())
 	ev.Late = time.Duration(sentAt.Load())-due > ru.threshold
 	if err != nil {
