@@ -298,6 +298,22 @@ type Episode struct {
 	OpenedAtS          *float64 `json:"opened_at_s"`
 	OpenedAfterS       *float64 `json:"opened_after_s"`
 	FailuresBeforeOpen *int64   `json:"failures_before_open"`
+	// The figures measured from the first open carry its bounds when
+	// several failures fit the trip (cycles[0].open_bounds_s): each
+	// {min, max} beside its figure, the figure being the earliest-open
+	// estimate; absent when the figure is exact. OpenedAfterBoundsS runs
+	// from OpenedAfterS to the open's max; FailuresBeforeOpenBounds and
+	// FailedRequestsBeforeOpenBounds are the first cycle's (Cycle);
+	// FirstProbeAfterOpenBoundsS is its first cooldown's; CooldownsBoundsS
+	// has one entry per CooldownsS (null where exact), every cycle's;
+	// MetricsOpenLagBoundsS is the metrics' open sample less the open's
+	// max and min.
+	OpenedAfterBoundsS             *Bounds   `json:"opened_after_bounds_s,omitempty"`
+	FailuresBeforeOpenBounds       *Bounds   `json:"failures_before_open_bounds,omitempty"`
+	FailedRequestsBeforeOpenBounds *Bounds   `json:"failed_requests_before_open_bounds,omitempty"`
+	FirstProbeAfterOpenBoundsS     *Bounds   `json:"first_probe_after_open_bounds_s,omitempty"`
+	CooldownsBoundsS               []*Bounds `json:"cooldowns_bounds_s,omitempty"`
+	MetricsOpenLagBoundsS          *Bounds   `json:"metrics_open_lag_bounds_s,omitempty"`
 	// FastFails counts client fast-fails for the upstream's routes while
 	// open (confirmation of the black-box open).
 	FastFails int64 `json:"fast_fails"`
@@ -408,6 +424,20 @@ type Cycle struct {
 	// the upstream answered (a gateway slow to act just then), max is the
 	// first request it turned away. Null when the open is exact.
 	OpenBoundsS *Bounds `json:"open_bounds_s,omitempty"`
+	// FailuresBeforeOpenBounds and FailedRequestsBeforeOpenBounds bound
+	// the counts when the open is bounded and failed calls arrived
+	// between its min and max: they count before an open as late as max
+	// (min is the count, max that count and theirs). Absent when the
+	// count is exact. Calls that were probes (tagged, or admitted by a
+	// breaker already open) never count.
+	FailuresBeforeOpenBounds       *Bounds `json:"failures_before_open_bounds,omitempty"`
+	FailedRequestsBeforeOpenBounds *Bounds `json:"failed_requests_before_open_bounds,omitempty"`
+	// CooldownsBoundsS has one entry per CooldownsS when the open is
+	// bounded: the first cooldown (first probe − open) is as short as
+	// the first probe after the open's max (never below 0) and as long as
+	// CooldownsS[0]; the others are measured from a failed probe's end
+	// and are exact (null). Absent when the open is exact.
+	CooldownsBoundsS []*Bounds `json:"cooldowns_bounds_s,omitempty"`
 	// RampStartS and RampEndS are a ramp's first successful admission in
 	// the recovery that ended it, and its end (the earliest: see
 	// CloseBoundsS); absent for other shapes.
@@ -427,6 +457,9 @@ type Cycle struct {
 	// the figures are computed from these, never from the rounded
 	// seconds above.
 	openAt, closeAt, firstProbe time.Duration
+	// openHi is the latest the open can have been (OpenBoundsS.Max);
+	// openAt when the open is exact.
+	openHi time.Duration
 }
 
 // Bounds are the least and the most a figure can be; nil: unbounded.

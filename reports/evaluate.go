@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -43,12 +44,41 @@ type observation struct {
 	// note, when set, says a figure outside the bound in words instead of
 	// the bare figure.
 	note string
+	// within, when set, are the least and the most the figure can be
+	// (value is the estimate, one of them): the evidence leaves it a
+	// range. It keeps the bound only if the whole range does, breaks it
+	// only if the whole range does, and is not observable otherwise.
+	within *[2]float64
+	// unplaced says why the figure is a range (for the not-observable
+	// message).
+	unplaced string
 }
 
 func seen(subject string, v float64) observation { return observation{subject: subject, value: v} }
 func seenNote(subject string, v float64, note string) observation {
 	return observation{subject: subject, value: v, note: note}
 }
+// seenBounded is seen for a figure with bounds (a *_bounds_s of run.json;
+// nil: exact), unplaced in them for the reason given; a bound with an
+// unknown end is unknown beyond it.
+func seenBounded(subject string, v float64, b *Bounds, unplaced string) observation {
+	o := seen(subject, v)
+	o.unplaced = unplaced
+	if b != nil {
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if b.Min != nil {
+			lo = *b.Min
+		}
+		if b.Max != nil {
+			hi = *b.Max
+		}
+		if lo < hi {
+			o.within = &[2]float64{lo, hi}
+		}
+	}
+	return o
+}
+
 func breach(subject, why string) observation { return observation{subject: subject, breach: why} }
 func unseen(subject, why string) observation { return observation{subject: subject, missing: why} }
 
@@ -85,6 +115,18 @@ func (b bound) keeps(v float64) bool {
 	return v >= b.limit
 }
 
+// rangeText says a bounded figure's range in the bound's unit; an end
+// the evidence leaves open is "unknown".
+func (b bound) rangeText(lo, hi float64) string {
+	end := func(v float64) string {
+		if math.IsInf(v, 0) {
+			return "unknown"
+		}
+		return b.format(v)
+	}
+	return "between " + end(lo) + " and " + end(hi)
+}
+
 // worse reports whether v is further from passing than w.
 func (b bound) worse(v, w float64) bool {
 	if b.upper {
@@ -104,6 +146,7 @@ func judge(name string, b bound, obs []observation, none, noun string) Expectati
 		return res.settle()
 	}
 	var worst *float64
+	var worstText string
 	var breaches, missing []string
 	for _, o := range obs {
 		switch {
@@ -111,9 +154,26 @@ func judge(name string, b bound, obs []observation, none, noun string) Expectati
 			missing = append(missing, o.subject+": "+o.missing)
 		case o.breach != "":
 			breaches = append(breaches, o.subject+": "+o.breach)
+		case o.within != nil:
+			lo, hi := o.within[0], o.within[1]
+			text := b.rangeText(lo, hi)
+			// The worst the figure can be decides which side it is on.
+			w := hi
+			if !b.upper {
+				w = lo
+			}
+			if worst == nil || b.worse(w, *worst) {
+				worst, worstText = ptr(w), text
+			}
+			switch keepsLo, keepsHi := b.keeps(lo), b.keeps(hi); {
+			case !keepsLo && !keepsHi:
+				breaches = append(breaches, o.subject+": "+text)
+			case !keepsLo || !keepsHi:
+				missing = append(missing, fmt.Sprintf("%s: %s, on both sides of %s (%s)", o.subject, text, b.wantText(), o.unplaced))
+			}
 		default:
 			if worst == nil || b.worse(o.value, *worst) {
-				worst = ptr(o.value)
+				worst, worstText = ptr(o.value), ""
 			}
 			if !b.keeps(o.value) {
 				text := b.format(o.value)
@@ -125,7 +185,10 @@ func judge(name string, b bound, obs []observation, none, noun string) Expectati
 		}
 	}
 	res.Observed = "not observed"
-	if worst != nil {
+	switch {
+	case worstText != "":
+		res.Observed = worstText
+	case worst != nil:
 		res.Observed = b.format(*worst)
 	}
 	switch {
@@ -200,6 +263,9 @@ const (
 	neverOpened = "the breaker never opened"
 	neverProbed = "the breaker never probed"
 	neverClosed = "the breaker never closed before the run ended"
+	// tripUnplaced: a figure measured from an open that several failures
+	// fit (open_bounds_s).
+	tripUnplaced = "several failures fit the breaker's trip: it opened somewhere between them"
 )
 
 // check is one expectation: its YAML key and how to evaluate it when set.
@@ -224,7 +290,7 @@ var checks = []check{
 			if !r.ep.Opened {
 				return breach(r.label(), "did not open")
 			}
-			return seen(r.label(), *r.ep.OpenedAfterS)
+			return seenBounded(r.label(), *r.ep.OpenedAfterS, r.ep.OpenedAfterBoundsS, tripUnplaced)
 		}), noEpisode, "episodes"), true
 	}},
 	{"failures_before_open_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
@@ -235,7 +301,7 @@ var checks = []check{
 			if !r.ep.Opened {
 				return breach(r.label(), "did not open")
 			}
-			return seen(r.label(), float64(*r.ep.FailuresBeforeOpen))
+			return seenBounded(r.label(), float64(*r.ep.FailuresBeforeOpen), r.ep.FailuresBeforeOpenBounds, tripUnplaced)
 		}), noEpisode, "episodes"), true
 	}},
 	{"cooldown_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
@@ -249,7 +315,7 @@ var checks = []check{
 			case len(r.ep.CooldownsS) == 0:
 				return unseen(r.label(), neverProbed)
 			}
-			return seen(r.label(), slices.Min(r.ep.CooldownsS))
+			return shortestCooldown(r.label(), r.ep)
 		}), noEpisode, "episodes"), true
 	}},
 	{"probe_spacing_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
@@ -394,6 +460,35 @@ var checks = []check{
 	{"orphaned_calls_max", evalOrphanedCalls},
 	{"gateway_answers_before_client_deadline", evalDeadlineOrder},
 	{"cost_amplification_max", evalCostAmplification},
+}
+
+// shortestCooldown observes an episode's shortest cooldown. With bounded
+// cooldowns (an open several failures fit) it is bounded too: at least the
+// shortest of their least, at most the shortest of their most.
+func shortestCooldown(subject string, ep *Episode) observation {
+	v := slices.Min(ep.CooldownsS)
+	if len(ep.CooldownsBoundsS) != len(ep.CooldownsS) {
+		return seen(subject, v)
+	}
+	lo, hi := math.Inf(1), math.Inf(1)
+	for i, c := range ep.CooldownsS {
+		cl, ch := c, c
+		if b := ep.CooldownsBoundsS[i]; b != nil {
+			cl, ch = math.Inf(-1), math.Inf(1)
+			if b.Min != nil {
+				cl = *b.Min
+			}
+			if b.Max != nil {
+				ch = *b.Max
+			}
+		}
+		lo, hi = min(lo, cl), min(hi, ch)
+	}
+	var b *Bounds
+	if lo < hi {
+		b = &Bounds{Min: ptr(lo), Max: ptr(hi)}
+	}
+	return seenBounded(subject, v, b, tripUnplaced)
 }
 
 // evalRetryAfter: true asserts every episode that served a 429 with
@@ -561,7 +656,7 @@ func evalMetricsLag(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 		case ep.MetricsOpenLagS == nil:
 			obs = append(obs, breach(l, "metrics never showed the breaker open"))
 		default:
-			obs = append(obs, seen(l+" open", *ep.MetricsOpenLagS))
+			obs = append(obs, seenBounded(l+" open", *ep.MetricsOpenLagS, ep.MetricsOpenLagBoundsS, tripUnplaced))
 		}
 		switch {
 		case !ep.Closed:

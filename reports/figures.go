@@ -82,7 +82,8 @@ var Figures = []Figure{
 	{Key: "fault", Label: "fault", Unit: Word, Word: func(e *Episode) string { return e.Fault }, In: InCompare},
 	{Key: "opened", Label: "opened", Unit: Word, Word: func(e *Episode) string { return fmt.Sprint(e.Opened) }, In: InCompare},
 	{Key: "opened_after_s", Label: "opened after fault start", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.OpenedAfterS }, In: Everywhere},
+		Value: func(e *Episode) *float64 { return e.OpenedAfterS },
+		Cell:  func(e *Episode) string { return bounded(e.OpenedAfterS, e.OpenedAfterBoundsS, Seconds) }, In: Everywhere},
 	{Key: "shape", Label: "breaker shape", Unit: Word, Word: func(e *Episode) string { return orDash(e.Shape) },
 		Cell: func(e *Episode) string {
 			if e.Shape == "" {
@@ -93,9 +94,13 @@ var Figures = []Figure{
 	{Key: "failures_before_open", Label: "failed calls before open", Unit: Count,
 		Value:   func(e *Episode) *float64 { return i64f(e.FailuresBeforeOpen) },
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.FailuresBeforeOpen), true }),
+		Cell:    func(e *Episode) string { return bounded(i64f(e.FailuresBeforeOpen), e.FailuresBeforeOpenBounds, Count) },
 		In:      InReport | InCompare},
 	{Key: "failed_requests_before_open", Label: "failed client requests before open", Unit: Count,
-		Value: func(e *Episode) *float64 { return i64f(e.FailedRequestsBeforeOpen) }, In: InReport | InCompare},
+		Value: func(e *Episode) *float64 { return i64f(e.FailedRequestsBeforeOpen) },
+		Cell: func(e *Episode) string {
+			return bounded(i64f(e.FailedRequestsBeforeOpen), e.FailedRequestsBeforeOpenBounds, Count)
+		}, In: InReport | InCompare},
 	{Key: "resent", Label: "calls re-sent by the gateway's transport", Unit: Count,
 		Value: func(e *Episode) *float64 { return ptr(float64(e.Resent)) }, In: InReport},
 	{Key: "fast_fails", Label: "client fast-fails while open", Unit: Count,
@@ -105,7 +110,8 @@ var Figures = []Figure{
 			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, orDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
 		}, In: InReport | InCompare},
 	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen }, In: Everywhere,
+		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen },
+		Cell:  func(e *Episode) string { return bounded(e.FirstProbeAfterOpen, e.FirstProbeAfterOpenBoundsS, Seconds) }, In: Everywhere,
 		Samples: perCycle(func(c *Cycle) (float64, bool) {
 			if len(c.CooldownsS) == 0 {
 				return 0, false
@@ -115,6 +121,13 @@ var Figures = []Figure{
 		CompareLabel: "first probe after open (cooldown, every cycle)"},
 	{Key: "cooldowns_s", Label: "cooldown progression", Unit: Word, Word: func(e *Episode) string {
 		return progression(e.CooldownsS)
+	}, Cell: func(e *Episode) string {
+		s := progression(e.CooldownsS)
+		if len(e.CooldownsBoundsS) > 0 && e.CooldownsBoundsS[0] != nil {
+			// Only the first is measured from the open.
+			s += fmt.Sprintf(" (the first %s)", boundsText(e.CooldownsBoundsS[0], Seconds))
+		}
+		return s
 	}, In: InReport},
 	{Key: "probe_interval_s.min", Label: "probe interval min / p50 / max", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Min },
@@ -142,14 +155,10 @@ var Figures = []Figure{
 	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS }, In: Everywhere},
 	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
-		b := e.CloseBoundsS
-		switch {
-		case b == nil || b.Min == nil:
-			return "—"
-		case b.Max == nil:
-			return fmt.Sprintf("%s – unknown", fmtS(*b.Min))
+		if b := e.CloseBoundsS; b != nil && b.Min != nil {
+			return boundsText(b, Seconds)
 		}
-		return fmt.Sprintf("%s – %s", fmtS(*b.Min), fmtS(*b.Max))
+		return "—"
 	}, In: InReport},
 	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare,
@@ -175,7 +184,7 @@ var Figures = []Figure{
 	{Key: "metrics_open_lag_s", Label: "metrics lag open / close", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.MetricsOpenLagS },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%s / %s", fsec(e.MetricsOpenLagS), fsec(e.MetricsCloseLagS))
+			return fmt.Sprintf("%s / %s", bounded(e.MetricsOpenLagS, e.MetricsOpenLagBoundsS, Seconds), fsec(e.MetricsCloseLagS))
 		}, In: InReport | InCompare, CompareLabel: "metrics lag (open)"},
 	{Key: "metrics_close_lag_s", Label: "metrics lag (close)", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.MetricsCloseLagS }, In: InCompare},
@@ -346,6 +355,27 @@ func formatUnit(v *float64, u Unit) string {
 	default:
 		return fnum(v, "%.2f")
 	}
+}
+
+// bounded is a figure's cell with its bounds, when the evidence leaves it
+// a range ("1.2 s (1.2 s – 1.5 s)"), else the figure alone.
+func bounded(v *float64, b *Bounds, u Unit) string {
+	if v == nil || b == nil {
+		return formatUnit(v, u)
+	}
+	return formatUnit(v, u) + " (" + boundsText(b, u) + ")"
+}
+
+// boundsText says a range in the figure's unit; an unknown end is
+// "unknown".
+func boundsText(b *Bounds, u Unit) string {
+	end := func(p *float64) string {
+		if p == nil {
+			return "unknown"
+		}
+		return formatUnit(p, u)
+	}
+	return end(b.Min) + " – " + end(b.Max)
 }
 
 // perCycle reads one sample from each open/close cycle of an episode.

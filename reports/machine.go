@@ -297,7 +297,13 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool, rep map[int32]bool) *Cycle {
 	c, ci := u.c, u.calls
 	out := &Cycle{OpenedAtS: seconds(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
-		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
+		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, openHi: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
+	// bounded: several failures fit the trip (OpenBoundsS), so every
+	// figure measured from the open has bounds too.
+	bounded := cy.openHi > cy.openAt+time.Millisecond
+	if bounded {
+		out.openHi = cy.openHi
+	}
 	end := u.frame.end + 1
 	if cy.closeAt >= 0 {
 		out.ClosedAtS = ptr(seconds(cy.closeAt))
@@ -311,6 +317,10 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	var tagged, health, liveP []int32
 	var leaks int64
 	failedSeqs := map[uint64]bool{}
+	// The failures that arrived between the open's min and max count
+	// before it if the trip was as late as max: the counts' upper bounds.
+	var maybeFailures, maybeRequests int64
+	maybeSeqs := map[uint64]bool{}
 	for _, i := range ci[lo:] {
 		k := &c.calls[i]
 		if k.t >= end {
@@ -335,6 +345,18 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				}
 			}
 			continue
+		}
+		if bounded && k.t < cy.openHi && !k.health && k.failed && !k.tagged && !cy.admitted[i] {
+			// Not a probe (a tagged call or an admission proves the
+			// breaker open): it may have reached a closed breaker.
+			maybeFailures++
+			switch {
+			case !k.hasSeq:
+				maybeRequests++
+			case !failedSeqs[k.seq] && !maybeSeqs[k.seq]:
+				maybeSeqs[k.seq] = true
+				maybeRequests++
+			}
 		}
 		switch {
 		case k.health:
@@ -385,15 +407,30 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	if len(probes) > 0 {
 		out.firstProbe = c.calls[probes[0]].t
 		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
+		if bounded {
+			// As short as the first probe after the latest open; a probe
+			// before it (a health check, which runs whatever the breaker
+			// does) leaves it as short as nothing.
+			out.CooldownsBoundsS = append(out.CooldownsBoundsS,
+				&Bounds{Min: ptr(seconds(max(c.calls[probes[0]].t-cy.openHi, 0))), Max: ptr(out.CooldownsS[0])})
+		}
 		for i := 0; i+1 < len(probes); i++ {
 			k := &c.calls[probes[i]]
 			if k.failed {
 				out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[i+1]].t-k.end))
+				if bounded {
+					// Measured from a probe's end, not the open: exact.
+					out.CooldownsBoundsS = append(out.CooldownsBoundsS, nil)
+				}
 			}
 		}
 	}
-	if cy.openHi > cy.openAt+time.Millisecond {
+	if bounded {
 		out.OpenBoundsS = &Bounds{Min: ptr(seconds(cy.openAt)), Max: ptr(seconds(cy.openHi))}
+		if maybeFailures > 0 {
+			out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, maybeFailures)
+			out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, maybeRequests)
+		}
 	}
 	if cy.closeAt >= 0 {
 		switch {
@@ -482,8 +519,14 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		ep.Opened = true
 		ep.OpenedAtS = ptr(first.OpenedAtS)
 		ep.OpenedAfterS = ptr(seconds(first.openAt - w.start))
+		if first.OpenBoundsS != nil {
+			ep.OpenedAfterBoundsS = &Bounds{Min: ep.OpenedAfterS, Max: ptr(seconds(first.openHi - w.start))}
+		}
 		ep.FailuresBeforeOpen = ptr(first.FailuresBeforeOpen)
 		ep.FailedRequestsBeforeOpen = ptr(first.FailedRequestsBeforeOpen)
+		ep.FailuresBeforeOpenBounds = first.FailuresBeforeOpenBounds
+		ep.FailedRequestsBeforeOpenBounds = first.FailedRequestsBeforeOpenBounds
+		bounded := false
 		ep.Shape, ep.ShapeEvidence = joinShapes(ep.Cycles), last.ShapeEvidence
 		var ivs []time.Duration
 		mif := 0
@@ -496,6 +539,9 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 			ivs = append(ivs, cy.intervals...)
 			mif = max(mif, cy.MaxProbesInFlight)
 			ep.CooldownsS = append(ep.CooldownsS, cy.CooldownsS...)
+			if cy.CooldownsBoundsS != nil {
+				bounded = true
+			}
 			if cy.ProbeSource != "" && !slices.Contains(srcs, cy.ProbeSource) {
 				srcs = append(srcs, cy.ProbeSource)
 			}
@@ -507,12 +553,26 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 				}
 			}
 		}
+		if bounded {
+			// One entry per cooldown, null where it is exact.
+			ep.CooldownsBoundsS = make([]*Bounds, 0, len(ep.CooldownsS))
+			for _, cy := range ep.Cycles {
+				if cy.CooldownsBoundsS != nil {
+					ep.CooldownsBoundsS = append(ep.CooldownsBoundsS, cy.CooldownsBoundsS...)
+				} else {
+					ep.CooldownsBoundsS = append(ep.CooldownsBoundsS, make([]*Bounds, len(cy.CooldownsS))...)
+				}
+			}
+		}
 		ep.ProbeSource = strings.Join(srcs, "+")
 		ep.ProbeIntervalS = minP50Max(ivs)
 		if ep.Probes > 0 {
 			ep.MaxProbesInFlight = ptr(mif)
 			if first.firstProbe >= 0 {
 				ep.FirstProbeAfterOpen = ptr(seconds(first.firstProbe - first.openAt))
+				if len(first.CooldownsBoundsS) > 0 {
+					ep.FirstProbeAfterOpenBoundsS = first.CooldownsBoundsS[0]
+				}
 			}
 		}
 		if last.ClosedAtS != nil {
@@ -587,7 +647,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 
 	// Metrics lag behind the black-box open and close.
 	if ep.Opened {
-		openAt := ep.Cycles[0].openAt
+		openAt, openHi := ep.Cycles[0].openAt, ep.Cycles[0].openHi
 		from := sort.Search(len(mpts), func(i int) bool { return mpts[i].t >= w.start })
 		already := from > 0 && mpts[from-1].state != journal.StateClosed
 		if !already {
@@ -596,6 +656,9 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 					continue
 				}
 				ep.MetricsOpenLagS = ptr(seconds(mpts[i].t - openAt))
+				if openHi > openAt {
+					ep.MetricsOpenLagBoundsS = &Bounds{Min: ptr(seconds(mpts[i].t - openHi)), Max: ep.MetricsOpenLagS}
+				}
 				if ep.Closed {
 					// The close the metrics show is the first closed
 					// point after the last open one at or before the
@@ -625,6 +688,15 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	ep.Statement = statement(ep)
 }
 
+// countBounds bounds a count measured before the open's min that grows
+// by up to more if the open was as late as its max; nil when it cannot.
+func countBounds(n, more int64) *Bounds {
+	if more == 0 {
+		return nil
+	}
+	return &Bounds{Min: ptr(float64(n)), Max: ptr(float64(n + more))}
+}
+
 // minP50Max summarises durations in seconds (the JSON boundary).
 func minP50Max(v []time.Duration) MinP50Max {
 	if len(v) == 0 {
@@ -650,8 +722,15 @@ func statement(ep *Episode) string {
 		fmt.Fprintf(&b, ", %s", plural(*r, "distinct client request"))
 	}
 	b.WriteString(")")
-	if ob := ep.Cycles[0].OpenBoundsS; ob != nil && ob.Max != nil {
-		fmt.Fprintf(&b, ", or as late as %s after (several failed calls, or a gateway slow to pass the failure on, leave the trip unplaced between)", fmtS(*ob.Max-ep.StartS))
+	if ob := ep.OpenedAfterBoundsS; ob != nil && ob.Max != nil {
+		fmt.Fprintf(&b, ", or as late as %s after (several failed calls, or a gateway slow to pass the failure on, leave the trip unplaced between", fmtS(*ob.Max))
+		if fb := ep.FailuresBeforeOpenBounds; fb != nil && fb.Max != nil {
+			fmt.Fprintf(&b, "; then %s before", plural(int64(*fb.Max), "failed call"))
+			if rb := ep.FailedRequestsBeforeOpenBounds; rb != nil && rb.Max != nil && *rb.Max != *fb.Max {
+				fmt.Fprintf(&b, ", %s", plural(int64(*rb.Max), "distinct client request"))
+			}
+		}
+		b.WriteString(")")
 	}
 	b.WriteString(".")
 	if ep.Shape != "" {
@@ -662,7 +741,11 @@ func statement(ep *Episode) string {
 	}
 	switch {
 	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
-		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening.", plural(ep.Probes, "time"), ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
+		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening", plural(ep.Probes, "time"), ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
+		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil {
+			fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", fmtS(*pb.Min))
+		}
+		b.WriteString(".")
 	case ep.Probes > 0:
 		// The first open cycle had no probe; a later one did.
 		fmt.Fprintf(&b, " Probed %s (%s), none in the first open cycle.", plural(ep.Probes, "time"), ep.ProbeSource)
