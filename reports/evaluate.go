@@ -58,6 +58,7 @@ func seen(subject string, v float64) observation { return observation{subject: s
 func seenNote(subject string, v float64, note string) observation {
 	return observation{subject: subject, value: v, note: note}
 }
+
 // seenBounded is seen for a figure with bounds (a *_bounds_s of run.json;
 // nil: exact), unplaced in them for the reason given; a bound with an
 // unknown end is unknown beyond it.
@@ -169,7 +170,7 @@ func judge(name string, b bound, obs []observation, none, noun string) Expectati
 			case !keepsLo && !keepsHi:
 				breaches = append(breaches, o.subject+": "+text)
 			case !keepsLo || !keepsHi:
-				missing = append(missing, fmt.Sprintf("%s: %s, on both sides of %s (%s)", o.subject, text, b.wantText(), o.unplaced))
+				missing = append(missing, fmt.Sprintf("%s: %s, so it may or may not keep %s (%s)", o.subject, text, b.wantText(), o.unplaced))
 			}
 		default:
 			if worst == nil || b.worse(o.value, *worst) {

@@ -317,11 +317,20 @@ func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) stri
 	case !ep.Opened:
 		breaker = "its breaker did not open"
 	case ep.OpenedAfterS != nil && ep.Closed && ep.ClosedAfterRecoveryS != nil:
-		breaker = fmt.Sprintf("its breaker opened %s after the fault started and closed %s after it ended", fmtS(*ep.OpenedAfterS), fmtS(*ep.ClosedAfterRecoveryS))
+		breaker = fmt.Sprintf("its breaker opened %s after the fault started and closed %s after it ended", openedAfterWords(ep), fmtS(*ep.ClosedAfterRecoveryS))
 	case ep.OpenedAfterS != nil && !ep.Closed:
-		breaker = fmt.Sprintf("its breaker opened %s after the fault started and had not closed by the run's end", fmtS(*ep.OpenedAfterS))
+		breaker = fmt.Sprintf("its breaker opened %s after the fault started and had not closed by the run's end", openedAfterWords(ep))
 	default:
 		breaker = "its breaker opened"
 	}
 	return fmt.Sprintf("%s had %s and %s", upstream, had, breaker)
+}
+
+// openedAfterWords is an opened episode's opened_after_s for a sentence:
+// its range when several failures fit the trip.
+func openedAfterWords(ep *Episode) string {
+	if b := ep.OpenedAfterBoundsS; b != nil && b.Min != nil && b.Max != nil {
+		return fmt.Sprintf("between %s and %s", fmtS(*b.Min), fmtS(*b.Max))
+	}
+	return fmtS(*ep.OpenedAfterS)
 }
