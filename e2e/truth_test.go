@@ -147,8 +147,17 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 			}
 		}
 		if i == 0 {
+			fb := cy.FailuresBeforeOpenBounds
 			if m := int64(tc.FailedMax); m > int64(tc.Failed) && cy.FailuresBeforeOpen >= int64(tc.Failed) && cy.FailuresBeforeOpen <= m {
 				c.rows = append(c.rows, [4]string{n + "failed calls before the open", fmt.Sprintf("%d–%d (ms-rounded log)", tc.Failed, m), fmt.Sprint(cy.FailuresBeforeOpen), "ok"})
+			} else if fb != nil && fb.Min != nil && fb.Max != nil && float64(tc.Failed) != *fb.Min {
+				// The open is bounded and failures arrived in between: the
+				// log's count must lie within the stated bounds.
+				in := float64(tc.Failed) >= *fb.Min && float64(tc.Failed) <= *fb.Max
+				c.rows = append(c.rows, [4]string{n + "failed calls before the open", fmt.Sprint(tc.Failed), fmt.Sprintf("%d (bounds %g – %g)", cy.FailuresBeforeOpen, *fb.Min, *fb.Max), "bound " + yes(in)})
+				if !in {
+					t.Errorf("%sfailed calls before the open: the log's %d is outside the stated bounds %g – %g", n, tc.Failed, *fb.Min, *fb.Max)
+				}
 			} else {
 				c.exact(n+"failed calls before the open", tc.Failed, cy.FailuresBeforeOpen)
 			}
