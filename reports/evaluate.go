@@ -65,19 +65,26 @@ func seenNote(subject string, v float64, note string) observation {
 func seenBounded(subject string, v float64, b *Bounds, unplaced string) observation {
 	o := seen(subject, v)
 	o.unplaced = unplaced
-	if b != nil {
-		lo, hi := math.Inf(-1), math.Inf(1)
-		if b.Min != nil {
-			lo = *b.Min
-		}
-		if b.Max != nil {
-			hi = *b.Max
-		}
-		if lo < hi {
-			o.within = &[2]float64{lo, hi}
-		}
+	if lo, hi := boundsSpan(v, b); lo < hi {
+		o.within = &[2]float64{lo, hi}
 	}
 	return o
+}
+
+// boundsSpan is the least and the most a figure v with bounds b can be: v alone
+// when b is nil (exact), an infinity where b leaves an end unknown.
+func boundsSpan(v float64, b *Bounds) (lo, hi float64) {
+	if b == nil {
+		return v, v
+	}
+	lo, hi = math.Inf(-1), math.Inf(1)
+	if b.Min != nil {
+		lo = *b.Min
+	}
+	if b.Max != nil {
+		hi = *b.Max
+	}
+	return lo, hi
 }
 
 func breach(subject, why string) observation { return observation{subject: subject, breach: why} }
@@ -471,25 +478,17 @@ func shortestCooldown(subject string, ep *Episode) observation {
 	if len(ep.CooldownsBoundsS) != len(ep.CooldownsS) {
 		return seen(subject, v)
 	}
+	o := seen(subject, v)
+	o.unplaced = tripUnplaced
 	lo, hi := math.Inf(1), math.Inf(1)
 	for i, c := range ep.CooldownsS {
-		cl, ch := c, c
-		if b := ep.CooldownsBoundsS[i]; b != nil {
-			cl, ch = math.Inf(-1), math.Inf(1)
-			if b.Min != nil {
-				cl = *b.Min
-			}
-			if b.Max != nil {
-				ch = *b.Max
-			}
-		}
+		cl, ch := boundsSpan(c, ep.CooldownsBoundsS[i])
 		lo, hi = min(lo, cl), min(hi, ch)
 	}
-	var b *Bounds
 	if lo < hi {
-		b = &Bounds{Min: ptr(lo), Max: ptr(hi)}
+		o.within = &[2]float64{lo, hi}
 	}
-	return seenBounded(subject, v, b, tripUnplaced)
+	return o
 }
 
 // evalRetryAfter: true asserts every episode that served a 429 with

@@ -233,3 +233,28 @@ func TestBoundedOpenExpectations(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeRange: the one verdict rule on a figure with bounds, an end of
+// which may be unknown.
+func TestJudgeRange(t *testing.T) {
+	b := func(lo, hi *float64) *Bounds { return &Bounds{Min: lo, Max: hi} }
+	for _, c := range []struct {
+		bound bound
+		obs   observation
+		want  Outcome
+		text  string
+	}{
+		{atMost(5, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), Met, "between 3 and 5"},
+		{atMost(4, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), NotObservable, "e: between 3 and 5, so it may or may not keep <= 4 (why)"},
+		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), NotMet, "e: between 3 and 5"},
+		{atMost(9, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), NotObservable, "between 3 and unknown"},
+		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), NotMet, "between 3 and unknown"},
+		{atLeast(1, fmtCount), seenBounded("e", 3, b(nil, ptr(3.0)), "why"), NotObservable, "between unknown and 3"},
+		{atLeast(3, fmtCount), seenBounded("e", 3, nil, "why"), Met, "worst 3,"},
+	} {
+		r := judge("x", c.bound, []observation{c.obs}, "none", "episodes")
+		if r.Outcome != c.want || !strings.Contains(r.Message+" "+r.Observed, c.text) {
+			t.Errorf("%s on %+v: %s %q (observed %q), want %s with %q", c.bound.wantText(), c.obs.within, r.Outcome, r.Message, r.Observed, c.want, c.text)
+		}
+	}
+}
