@@ -181,7 +181,15 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 			fp0 := at(cy.Probes[0], tc.Probes[0])
 			if lg := tc.Probes[0].At - tc.OpenAt; openHi > cy.OpenedAtS && math.Abs(lg-(fp0-cy.OpenedAtS)) > tolerance(lg) {
 				tol := tolerance(lg)
+				// The stated bounds (cooldowns_bounds_s), moved to the
+				// probe's end where the log stamps only ends.
 				lo, hi := fp0-openHi, fp0-cy.OpenedAtS
+				if len(cy.CooldownsBoundsS) == 0 || cy.CooldownsBoundsS[0] == nil || cy.CooldownsBoundsS[0].Min == nil || cy.CooldownsBoundsS[0].Max == nil {
+					t.Errorf("%sthe open is bounded but the first cooldown states no bounds (cooldowns_bounds_s %v)", n, cy.CooldownsBoundsS)
+				} else {
+					shift := fp0 - cy.Probes[0].AtS
+					lo, hi = *cy.CooldownsBoundsS[0].Min+shift, *cy.CooldownsBoundsS[0].Max+shift
+				}
 				in := lg >= lo-tol && lg <= hi+tol
 				c.rows = append(c.rows, [4]string{n + "first probe after the open (s)", fmt.Sprintf("%.3f", lg), fmt.Sprintf("%.3f (bounds %.3f – %.3f, from the open's)", hi, lo, hi), "bound " + yes(in)})
 				if !in {
