@@ -32,16 +32,16 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range h.cfg.Headers {
 		w.Header().Set(k, v)
 	}
-	if isChat(r) && x != nil {
+	if isChatPath(r.URL.Path) && x != nil {
 		// A provider charges for an answer it generates, whether or not
 		// the answer reaches the caller.
 		x.SetUsage(h.cfg.Usage.PromptTokens, h.cfg.Usage.CompletionTokens)
 	}
-	if wantsStream(r, reqBody) {
+	if wantsStream(r.Header.Get("Accept"), reqBody) {
 		h.serveSSE(w, r, x)
 		return
 	}
-	body := h.jsonBody(r)
+	body := h.jsonBody(r.URL.Path)
 	w.Header().Set("Content-Type", "application/json")
 	if !h.cfg.Chunked {
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -71,10 +71,11 @@ func flush(w http.ResponseWriter) {
 	}
 }
 
-// wantsStream reports whether the request asks for server-sent events: an
-// OpenAI-style JSON body with "stream": true, or Accept: text/event-stream.
-func wantsStream(r *http.Request, body []byte) bool {
-	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+// wantsStream reports whether a request with this Accept header and body
+// asks for server-sent events: an OpenAI-style JSON body with
+// "stream": true, or Accept: text/event-stream.
+func wantsStream(accept string, body []byte) bool {
+	if strings.Contains(accept, "text/event-stream") {
 		return true
 	}
 	if len(body) == 0 || !bytes.Contains(body, []byte(`"stream"`)) {
@@ -86,18 +87,19 @@ func wantsStream(r *http.Request, body []byte) bool {
 	return json.Unmarshal(body, &req) == nil && req.Stream
 }
 
-// isChat reports whether the request is an OpenAI-style chat completion.
-func isChat(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/chat/completions") }
+// isChatPath reports whether a request for path is an OpenAI-style chat
+// completion.
+func isChatPath(path string) bool { return strings.HasSuffix(path, "/chat/completions") }
 
-// jsonBody builds the healthy JSON body, padded to BodyBytes (a body's
-// fixed fields make it at least about 100 bytes).
-func (h *fakeHandler) jsonBody(r *http.Request) []byte {
+// jsonBody builds the healthy JSON body for a request for path, padded to
+// BodyBytes (a body's fixed fields make it at least about 100 bytes).
+func (h *fakeHandler) jsonBody(path string) []byte {
 	var prefix, suffix string
-	if isChat(r) {
+	if isChatPath(path) {
 		prefix = fmt.Sprintf(`{"id":"chatcmpl-rehearse","object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"`, time.Now().Unix(), h.cfg.SSE.Model)
 		suffix = fmt.Sprintf(`"},"finish_reason":"stop"}],"usage":%s}`, h.usageJSON()) + "\n"
 	} else {
-		prefix = fmt.Sprintf(`{"upstream":%q,"path":%q,"ok":true,"data":"`, h.name, r.URL.Path)
+		prefix = fmt.Sprintf(`{"upstream":%q,"path":%q,"ok":true,"data":"`, h.name, path)
 		suffix = `"}` + "\n"
 	}
 	pad := max(0, h.cfg.BodyBytes-len(prefix)-len(suffix))
@@ -125,12 +127,11 @@ func filler(n int) string {
 	return strings.Repeat(fillerText, n/len(fillerText)+1)[:n]
 }
 
-// serveSSE streams a chat-completions response: Events content chunks,
-// a finish chunk, then "data: [DONE]", Interval apart.
-func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchange) {
+// sseEvents are the events of one chat-completions stream: Events
+// content chunks, a finish chunk, a usage chunk, then "data: [DONE]".
+func (h *fakeHandler) sseEvents(created int64) [][]byte {
 	sse := h.cfg.SSE
-	created := time.Now().Unix()
-	var events [][]byte
+	events := make([][]byte, 0, sse.Events+3)
 	chunk := func(delta, finish string) []byte {
 		return fmt.Appendf(nil, `data: {"id":"chatcmpl-rehearse","object":"chat.completion.chunk","created":%d,"model":%q,"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n", created, sse.Model, delta, finish)
 	}
@@ -142,7 +143,13 @@ func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchan
 		events = append(events, chunk(delta, "null"))
 	}
 	usage := fmt.Appendf(nil, `data: {"id":"chatcmpl-rehearse","object":"chat.completion.chunk","created":%d,"model":%q,"choices":[],"usage":%s}`+"\n\n", created, sse.Model, h.usageJSON())
-	events = append(events, chunk(`{}`, `"stop"`), usage, []byte("data: [DONE]\n\n"))
+	return append(events, chunk(`{}`, `"stop"`), usage, []byte("data: [DONE]\n\n"))
+}
+
+// serveSSE streams a chat-completions response (sseEvents), Interval
+// apart.
+func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchange) {
+	events := h.sseEvents(time.Now().Unix())
 	total := 0
 	for _, e := range events {
 		total += len(e)
@@ -155,7 +162,7 @@ func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchan
 	w.WriteHeader(h.cfg.Status)
 	flush(w)
 	for i, e := range events {
-		if i > 0 && !wait.For(r.Context(), sse.Interval.D()) {
+		if i > 0 && !wait.For(r.Context(), h.cfg.SSE.Interval.D()) {
 			return
 		}
 		if _, err := w.Write(e); err != nil {

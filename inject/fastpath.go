@@ -54,7 +54,6 @@ type fastProxy struct {
 	addr    string // host:port to dial
 	host    string // the outbound Host header
 	dialer  net.Dialer
-	handoff *connQueue
 	answers answerTimes // the upstream's recent answer times (fastpath_spin.go)
 }
 
@@ -136,6 +135,7 @@ type fastConn struct {
 	upr    upReader // what ubr reads up through
 	ubr    *bufio.Reader
 	reused bool // up has carried a request already
+	watch  bool // a wait watches the gateway for a hang-up (fastfake.go)
 
 	out    []byte      // the outbound request, reused
 	header http.Header // the request's header, reused
@@ -155,9 +155,9 @@ type fastReq struct {
 	connTokens                 []string // names listed in Connection
 }
 
-// acceptProxy accepts proxy-mode connections until ln closes, serving
-// each on the fast path.
-func (u *upstream) acceptProxy(ln net.Listener) {
+// acceptFast accepts connections until ln closes, serving each on the
+// fast path (the proxy's, or the fake's: fastfake.go).
+func (u *upstream) acceptFast(ln net.Listener) {
 	u.acceptConns(ln, func(c net.Conn) {
 		tc, ok := c.(*net.TCPConn)
 		if !ok {
@@ -168,8 +168,8 @@ func (u *upstream) acceptProxy(ln net.Listener) {
 	})
 }
 
-// serveFast serves one gateway connection until it closes or is handed
-// over.
+// serveFast serves one gateway connection, proxy or fake, until it closes
+// or is handed over.
 func (u *upstream) serveFast(c *net.TCPConn) {
 	fc := &fastConn{u: u, fp: u.fast, c: c, br: bufio.NewReaderSize(c, fastBuf), remote: c.RemoteAddr().String(), header: http.Header{},
 		completed: u.s.m.requests.WithLabelValues(u.cfg.Name, string(journal.OutcomeUpstreamComplete))}
@@ -183,9 +183,13 @@ func (u *upstream) serveFast(c *net.TCPConn) {
 		}
 		if ok {
 			info, probe := u.classifyParts(r.method, r.path, fc.header)
+			serve := fc.exchange
+			if u.fake != nil {
+				serve = fc.fakeExchange
+			}
 			if u.targetable(info) {
 				ok = false
-			} else if done, handed := fc.exchange(&r, info, probe); handed {
+			} else if done, handed := serve(&r, info, probe); handed {
 				ok = false
 			} else if done {
 				c.Close()
@@ -195,7 +199,7 @@ func (u *upstream) serveFast(c *net.TCPConn) {
 			}
 		}
 		// The full path takes the connection, this request unread.
-		if !fc.fp.handoff.push(&handedConn{TCPConn: c, br: fc.br}) {
+		if !u.handoff.push(&handedConn{TCPConn: c, br: fc.br}) {
 			c.Close()
 		}
 		return
@@ -603,6 +607,9 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 	defer u.handlers.leave()
 	inFlight, untrack := u.track()
 	defer untrack()
+	// Counted as the full path counts arrivals, so that a handed-over
+	// request's sampled delays draw what they would without the fast path.
+	u.ordinal.Add(1)
 	out := fc.outbound(r)
 	var h respHead
 	var err error
@@ -642,20 +649,8 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		}
 	}
 	fc.br.Discard(len(r.head) + r.bodyLen)
-	ev := &journal.UpstreamRequest{
-		Upstream: u.cfg.Name, Method: r.method, Path: r.path, Seq: info.seq,
-		Remote: fc.remote, UserAgent: fc.header.Get("User-Agent"), ProbeTag: probe,
-		HealthCheck: info.health, InFlight: int(inFlight),
-	}
-	defer func() {
-		ev.Done = s.now()
-		s.rec.RecordAt(arrival, ev)
-		if ev.Outcome == journal.OutcomeUpstreamComplete {
-			fc.completed.Inc()
-		} else {
-			s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
-		}
-	}()
+	ev := fc.event(r, info, probe, inFlight)
+	defer fc.record(arrival, ev)
 	if err != nil {
 		// Sent, and no response: answer as the full path's error handler.
 		code, body := proxyError(fc.fp.host, err)

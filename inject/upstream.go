@@ -33,6 +33,8 @@ type upstream struct {
 	healthy http.Handler
 	closeFn func()     // releases the healthy handler's resources (proxy pools)
 	fast    *fastProxy // proxy mode's fast path; nil: every request takes the full path
+	fake    *fastFake  // fake mode's fast path; nil: every request takes the full path
+	handoff *connQueue // where the fast path hands connections to the full path (srv)
 	probeUA *regexp.Regexp
 	nameKey uint64
 
@@ -59,7 +61,11 @@ func newUpstream(s *Server, cfg UpstreamConfig) (*upstream, error) {
 	}
 	switch cfg.Mode {
 	case ModeFake:
-		u.healthy = &fakeHandler{cfg: *cfg.Healthy, name: cfg.Name}
+		fh := &fakeHandler{cfg: *cfg.Healthy, name: cfg.Name}
+		u.healthy = fh
+		if !fakeFastPathOff {
+			u.fake = newFastFake(fh)
+		}
 	case ModeProxy:
 		h, closeFn, err := newProxyHandler(cfg.Target)
 		if err != nil {
@@ -125,14 +131,14 @@ func (u *upstream) start() error {
 			// client and holding requests open is what faults do.
 		}
 	}
-	if u.fast != nil {
+	if u.fastPath() {
 		// The full path serves what the fast path hands over, for the
 		// server's whole life (pauses included).
-		u.fast.handoff = newConnQueue(ln.Addr())
+		u.handoff = newConnQueue(ln.Addr())
 		u.serving.Add(1)
 		go func() {
 			defer u.serving.Done()
-			u.srv.Serve(u.fast.handoff)
+			u.srv.Serve(u.handoff)
 		}()
 	}
 	u.serveLocked(ln)
@@ -145,8 +151,8 @@ func (u *upstream) serveLocked(ln net.Listener) {
 	go func() {
 		defer u.serving.Done()
 		switch {
-		case u.fast != nil:
-			u.acceptProxy(ln)
+		case u.fastPath():
+			u.acceptFast(ln)
 		case u.srv != nil:
 			u.srv.Serve(ln)
 		default:
@@ -154,6 +160,10 @@ func (u *upstream) serveLocked(ln net.Listener) {
 		}
 	}()
 }
+
+// fastPath reports whether connections are served on a fast path first
+// (fastpath.go, fastfake.go).
+func (u *upstream) fastPath() bool { return u.fast != nil || u.fake != nil }
 
 func (u *upstream) connState(c net.Conn, st http.ConnState) {
 	u.mu.Lock()
@@ -240,7 +250,7 @@ func (u *upstream) stop() error {
 	u.stopped = true
 	var err error
 	srv := u.srv
-	if (srv == nil || u.fast != nil) && u.ln != nil && u.pauses == 0 {
+	if (srv == nil || u.fastPath()) && u.ln != nil && u.pauses == 0 {
 		err = u.ln.Close()
 	}
 	for c := range u.conns {
