@@ -234,9 +234,10 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		ev.Outcome = journal.OutcomeUpstreamComplete
 		return r.close, false
 	}
-	// A chunked answer: the head goes out alone (fakeHandler flushes it),
-	// then each piece is one chunk, flushed; pieces with no pause between
-	// them go out in one write (the same bytes).
+	// A chunked answer: fakeHandler flushes the head, then each piece as
+	// one chunk. What has no pause between goes out in one write here
+	// (the same bytes, a wake-up of the gateway fewer): the head with the
+	// first piece, and every piece when there is no interval.
 	var pieces [][]byte
 	var interval time.Duration
 	if kind == answerSSE {
@@ -249,11 +250,6 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		interval = h.cfg.ChunkInterval.D()
 	}
 	b = ff.appendHead(b, kind, 0, r.close)
-	if _, err := fc.c.Write(b); err != nil {
-		ev.Outcome = journal.OutcomeUpstreamGone
-		return true, false
-	}
-	b = b[:0]
 	for i, p := range pieces {
 		if i > 0 && !fc.pause(interval) {
 			ev.Outcome = journal.OutcomeUpstreamGone

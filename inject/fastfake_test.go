@@ -497,3 +497,22 @@ func TestFakeFastPathPauseResume(t *testing.T) {
 		t.Error("a connection was handed over")
 	}
 }
+
+// The proxy fast path's events carry what the full path's do (the
+// idempotency key's fingerprint and the announced budget among them).
+func TestProxyFastPathEventsSameAsFull(t *testing.T) {
+	real, _ := startServer(t, []UpstreamConfig{{Name: "real", Healthy: &HealthyConfig{BodyBytes: 100}}}, nil)
+	cfg := UpstreamConfig{Name: "api", Mode: ModeProxy, Target: real.URL("real")}
+	var p fakePair
+	fastPathOff = true
+	p.full, p.fullMem = startServer(t, []UpstreamConfig{cfg}, nil)
+	fastPathOff = false
+	p.fast, p.fastMem = startServer(t, []UpstreamConfig{cfg}, nil)
+	p.script(t,
+		"GET /a HTTP/1.1\r\nHost: up\r\nIdempotency-Key: k-1\r\nX-Request-Timeout-Ms: 250\r\nX-Rehearse-Seq: 3\r\nUser-Agent: probe/2\r\n\r\n",
+		post("/v1/chat/completions", chatBody, "Idempotency-Key: k-2\r\n"))
+	evs := sameEvents(t, &p, 2, 100*time.Millisecond)
+	if evs[0].IdempotencyKey == "" || evs[0].Budget != 250*time.Millisecond || evs[0].ProbeTag == "" {
+		t.Errorf("event %+v", evs[0])
+	}
+}
