@@ -16,6 +16,13 @@
 // a recorded outcome, never a Go error; errors mean the harness itself cannot
 // go on (a port is taken, a config is invalid).
 //
+// HTTP upstreams (fake and proxy) serve each gateway connection on a fast
+// path first (fastpath.go, fastfake.go): one goroutine per connection, the
+// head parsed in place, and a request no active fault could target answered
+// or relayed there with the bytes net/http would send. A request a fault
+// could target, and anything unusual, is handed over unread with its
+// connection to net/http's server, where every fault acts.
+//
 // A fault is a small type in its own file. The server never switches on
 // concrete fault types: a fault says what it needs through the interfaces it
 // implements (HTTPFault, ConnFault, TCPFault, ListenerFault).
