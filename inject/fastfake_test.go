@@ -61,12 +61,7 @@ type rawConn struct {
 
 func dialGateway(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(15 * time.Second))
+	c, _ := dialRaw(t, addr)
 	rc := &rawConn{t: t, c: c}
 	rc.br = bufio.NewReader(io.TeeReader(c, &rc.got))
 	return rc
