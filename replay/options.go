@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -32,6 +33,11 @@ const (
 	DefaultRunHeader      = "X-Rehearse-Run"
 	DefaultSpeed          = 1.0
 )
+
+// TransportEnv names the environment variable that chooses the transport
+// of http:// targets for every replay of the process: "net/http" sets
+// Options.StdTransport, "direct" (or unset) leaves it as it is.
+const TransportEnv = "REHEARSE_REPLAY_TRANSPORT"
 
 // Timing modes (Options.Timing).
 const (
@@ -122,8 +128,17 @@ type Options struct {
 	DeadlineHeader string
 	// Transport sends the requests. Nil means the replayer's own transport
 	// (keep-alive, no compression, no HTTP/2, idle pool sized to
-	// MaxInFlight), which also tells connect errors apart precisely.
+	// MaxInFlight), which also tells connect errors apart precisely: for
+	// http:// targets one that writes each request and reads its response
+	// on the sender's goroutine, for https:// ones net/http's
+	// http.Transport.
 	Transport http.RoundTripper
+	// StdTransport makes the replayer's own transport net/http's
+	// http.Transport for http:// targets too (to compare the two; the
+	// outcomes are the same). The environment variable
+	// REHEARSE_REPLAY_TRANSPORT=net/http sets it for every replay of the
+	// process.
+	StdTransport bool
 }
 
 // IdempotencyKeys stamps idempotency keys on writes (POST, PUT, PATCH,
@@ -222,6 +237,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Target.Scheme != "http" && o.Target.Scheme != "https" {
 		return o, fmt.Errorf("%w: replay: target %q: scheme must be http or https", rehearse.ErrInvalid, redact.URL(o.Target.String()))
+	}
+	switch v := os.Getenv(TransportEnv); v {
+	case "", "direct":
+	case "net/http":
+		o.StdTransport = true
+	default:
+		return o, fmt.Errorf("%w: replay: %s=%q: want \"direct\" or \"net/http\"", rehearse.ErrInvalid, TransportEnv, v)
 	}
 	o.Timing = cmp.Or(o.Timing, TimingRate)
 	if o.Timing != TimingRate && o.Timing != TimingOriginal {

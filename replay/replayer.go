@@ -59,7 +59,7 @@ type Replayer struct {
 	// send as captured.
 	unsendable map[string]int
 	rt         http.RoundTripper
-	ownRT      *http.Transport
+	ownRT      ownTransport // nil with Options.Transport
 	met        *metrics
 	started    atomic.Bool
 }
@@ -131,9 +131,13 @@ func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, err
 			r.cfg.pacer = ConstantPacer{Rate: o.Rate}
 		}
 	}
-	if o.Transport != nil {
+	switch {
+	case o.Transport != nil:
 		r.rt = o.Transport
-	} else {
+	case o.Target.Scheme == "http" && !o.StdTransport:
+		r.ownRT = newDirectTransport(&r.opt)
+		r.rt = r.ownRT
+	default:
 		r.ownRT = newTransport(&r.opt)
 		r.rt = r.ownRT
 	}
@@ -143,26 +147,42 @@ func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, err
 	return r, nil
 }
 
-// newTransport is the replayer's tuned transport: connections kept alive
-// and pooled up to the in-flight cap (so high rates do not churn ports),
-// no transparent compression (byte counts are what the gateway sent), no
-// HTTP/2 (the captures are HTTP/1.x), dial errors marked so that connect
-// failures are classified as such, and each connection a heldConn, so
-// that an early-dispatched request waits for its due time at the write.
-func newTransport(o *Options) *http.Transport {
+// ownTransport is a transport of the replayer's own: its connections are
+// heldConns.
+type ownTransport interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}
+
+// dialer dials the replayer's connections: dial errors marked so that
+// connect failures are classified as such, and each connection a
+// heldConn, so that an early-dispatched request waits for its due time at
+// the write.
+func dialer(o *Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, &dialError{err}
+		}
+		return &heldConn{Conn: c}, nil
+	}
+}
+
+// newTransport is the replayer's tuned net/http transport, for https://
+// targets (and http:// ones with Options.StdTransport): connections kept
+// alive and pooled up to the in-flight cap (so high rates do not churn
+// ports), no transparent compression (byte counts are what the gateway
+// sent), no HTTP/2 (the captures are HTTP/1.x), no proxy, and the
+// replayer's dialer. newDirectTransport is the same for http:// targets
+// without net/http's per-connection goroutines.
+func newTransport(o *Options) *http.Transport {
 	return &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, &dialError{err}
-			}
-			return &heldConn{Conn: c}, nil
-		},
+		Proxy:               nil,
+		DialContext:         dialer(o),
 		MaxIdleConns:        o.MaxInFlight,
 		MaxIdleConnsPerHost: o.MaxInFlight,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     idleConnTimeout,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
 		TLSHandshakeTimeout: o.ConnectTimeout,
