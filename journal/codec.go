@@ -219,21 +219,41 @@ func appendString(b []byte, s string) []byte {
 }
 
 // interner shares the strings a decoder reads again and again (methods,
-// routes, upstreams, outcomes, remotes) instead of allocating each.
-type interner map[string]string
+// routes, upstreams, outcomes, remotes) instead of allocating each. A
+// journal's names are few and recur line after line, so a small table
+// indexed by length and end bytes answers most lookups with one
+// comparison, before the map's hashing (which had been a tenth of
+// decoding).
+type interner struct {
+	m      map[string]string
+	recent [64]string
+}
 
-func (in interner) str(b []byte) string {
+func (in *interner) str(b []byte) string {
 	if in == nil {
 		return string(b)
 	}
-	if s, ok := in[string(b)]; ok { // no allocation for the lookup
-		return s
+	var slot *string
+	if n := len(b); n > 0 {
+		slot = &in.recent[(n+int(b[0])*3+int(b[n-1])*5)&63]
+		if *slot == string(b) { // no allocation for the comparison
+			return *slot
+		}
 	}
-	if len(in) >= 4096 {
-		return string(b) // a journal of unique values: stop growing
+	s, ok := in.m[string(b)] // nor for the lookup
+	if !ok {
+		if len(in.m) >= 4096 {
+			return string(b) // a journal of unique values: stop growing
+		}
+		if in.m == nil {
+			in.m = map[string]string{}
+		}
+		s = string(b)
+		in.m[s] = s
 	}
-	s := string(b)
-	in[s] = s
+	if slot != nil {
+		*slot = s
+	}
 	return s
 }
 
@@ -243,7 +263,7 @@ type scanner struct {
 	b   []byte
 	i   int
 	bad bool
-	in  interner
+	in  *interner
 	tmp []byte // unescaped string bytes
 	sl  *slab  // where payloads are allocated; nil: one allocation each
 }
@@ -253,46 +273,80 @@ type scanner struct {
 // sequence number) per event: a million-event journal was two million
 // small allocations. A payload kept keeps its block alive, which is as
 // much memory as the events that share it.
+//
+// A reusing slab (DecodeTransient's, one per chunk of lines) keeps its
+// blocks and hands them out again after rewind: its payloads live only
+// until their chunk's events have been delivered. Without it, a
+// million-event analysis made a quarter of a gigabyte of payloads that
+// were garbage as soon as the collector had copied them: most of its
+// collections, and the page faults of the heap they let grow.
 type slab struct {
-	cr   block[ClientRequest]
-	ur   block[UpstreamRequest]
-	seqs block[uint64]
+	cr    block[ClientRequest]
+	ur    block[UpstreamRequest]
+	seqs  block[uint64]
+	reuse bool
+}
+
+// rewind makes a reusing slab's blocks free again; every payload handed
+// out before is then overwritten by later ones.
+func (sl *slab) rewind() {
+	sl.cr.n, sl.ur.n, sl.seqs.n = 0, 0, 0
 }
 
 const slabBlock = 64
 
-// block is one kind's current block: next hands out its next zero value,
-// starting a new block when this one is full (a full block is left to the
-// payloads that point into it, never reused).
-type block[T any] []T
+// block is one kind's blocks: next hands out the next zero value of the
+// block being filled (blocks[n-1]), moving on to a new block when it is
+// full. Without reuse only that block is kept (a full one is left to the
+// payloads that point into it); with reuse every block is kept for the
+// next rewind.
+type block[T any] struct {
+	blocks [][]T
+	n      int // blocks handed out from since the last rewind
+}
 
-func (b *block[T]) next() *T {
-	if len(*b) == cap(*b) {
-		*b = make([]T, 0, slabBlock)
+func (b *block[T]) next(reuse bool) *T {
+	if b.n == 0 || len(b.blocks[b.n-1]) == slabBlock {
+		switch {
+		case !reuse:
+			b.blocks, b.n = append(b.blocks[:0], make([]T, 0, slabBlock)), 1
+		case b.n < len(b.blocks):
+			b.blocks[b.n] = b.blocks[b.n][:0]
+			b.n++
+		default:
+			b.blocks = append(b.blocks, make([]T, 0, slabBlock))
+			b.n++
+		}
 	}
-	*b = (*b)[:len(*b)+1]
-	return &(*b)[len(*b)-1]
+	cur := &b.blocks[b.n-1]
+	*cur = (*cur)[:len(*cur)+1]
+	p := &(*cur)[len(*cur)-1]
+	if reuse {
+		var zero T
+		*p = zero // a payload of an earlier chunk
+	}
+	return p
 }
 
 func (sl *slab) clientRequest() *ClientRequest {
 	if sl == nil {
 		return new(ClientRequest)
 	}
-	return sl.cr.next()
+	return sl.cr.next(sl.reuse)
 }
 
 func (sl *slab) upstreamRequest() *UpstreamRequest {
 	if sl == nil {
 		return new(UpstreamRequest)
 	}
-	return sl.ur.next()
+	return sl.ur.next(sl.reuse)
 }
 
 func (sl *slab) seq(v uint64) *uint64 {
 	if sl == nil {
 		return &v
 	}
-	p := sl.seqs.next()
+	p := sl.seqs.next(sl.reuse)
 	*p = v
 	return p
 }
@@ -472,12 +526,54 @@ func digits(t []byte) (uint64, bool) {
 	return v, true
 }
 
+// plainDigits reads an unsigned integer token of at most 19 digits (which
+// cannot overflow) in one pass; ok is false, with nothing consumed, for
+// anything else (longer, a leading zero, a fraction or exponent next),
+// which the careful path (intToken, digits) then reads or refuses.
+func (s *scanner) plainDigits() (v uint64, ok bool) {
+	start, i := s.i, s.i
+	for i < len(s.b) && i-start < 19 {
+		d := s.b[i] - '0'
+		if d > 9 {
+			break
+		}
+		v = v*10 + uint64(d)
+		i++
+	}
+	if n := i - start; n == 0 || (n > 1 && s.b[start] == '0') {
+		return 0, false
+	}
+	if i < len(s.b) {
+		if c := s.b[i]; c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' {
+			return 0, false
+		}
+	}
+	s.i = i
+	return v, true
+}
+
 func (s *scanner) int64() int64 {
+	start := s.i
+	neg := s.i < len(s.b) && s.b[s.i] == '-'
+	if neg {
+		s.i++
+	}
+	if v, ok := s.plainDigits(); ok {
+		switch {
+		case !neg && v > math.MaxInt64, neg && v > 1<<63:
+			s.fail()
+			return 0
+		case neg:
+			return -int64(v)
+		}
+		return int64(v)
+	}
+	s.i = start
 	t := s.intToken()
 	if s.bad {
 		return 0
 	}
-	neg := t[0] == '-'
+	neg = t[0] == '-'
 	if neg {
 		t = t[1:]
 	}
@@ -501,6 +597,9 @@ func (s *scanner) int() int {
 }
 
 func (s *scanner) uint64() uint64 {
+	if v, ok := s.plainDigits(); ok {
+		return v
+	}
 	t := s.intToken()
 	if s.bad {
 		return 0
@@ -544,7 +643,7 @@ func (s *scanner) bool() bool {
 
 // null consumes a null if one is next.
 func (s *scanner) null() bool {
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+	if s.i < len(s.b) && s.b[s.i] == 'n' && bytes.HasPrefix(s.b[s.i:], []byte("null")) {
 		s.i += 4
 		return true
 	}
@@ -714,10 +813,10 @@ func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
 // the journal's form ({"t":N,"kind":"K",…} with no spaces) without
 // reflection; ok is false for any other line, which Unmarshal then decodes
 // with encoding/json. in, when not nil, shares repeated strings.
-func decodeFast(line []byte, in interner) (Event, bool) { return decodeFastIn(line, in, nil) }
+func decodeFast(line []byte, in *interner) (Event, bool) { return decodeFastIn(line, in, nil) }
 
 // decodeFastIn is decodeFast allocating the payload from sl (nil: new).
-func decodeFastIn(line []byte, in interner, sl *slab) (Event, bool) {
+func decodeFastIn(line []byte, in *interner, sl *slab) (Event, bool) {
 	const pre = `{"t":`
 	if !bytes.HasPrefix(line, []byte(pre)) {
 		return Event{}, false

@@ -54,7 +54,7 @@ func checkCodec(t *testing.T, e Event) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast, ok := decodeFastIn(line, interner{}, &slab{})
+	fast, ok := decodeFastIn(line, &interner{}, &slab{})
 	if !ok {
 		// Lines that the decoder leaves to encoding/json: strings it
 		// cannot be sure of (invalid UTF-8 replaced on writing is valid
@@ -121,7 +121,7 @@ func FuzzDecodeFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		fast, ok := decodeFastIn(line, interner{}, &slab{})
+		fast, ok := decodeFastIn(line, &interner{}, &slab{})
 		if !ok {
 			return
 		}

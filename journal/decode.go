@@ -87,7 +87,10 @@ type chunk struct {
 	// events is the decoded events' slice of the chunk's previous use,
 	// for reuse.
 	events []Event
-	res    chan chunkResult
+	// sl holds the chunk's payloads when they are transient
+	// (DecodeTransient), rewound when the chunk is used again.
+	sl  slab
+	res chan chunkResult
 }
 
 // seal points lines into data.
@@ -111,7 +114,7 @@ type chunkResult struct {
 
 // decodeChunk decodes a chunk's lines; a final line without its newline
 // that does not parse is a torn write.
-func decodeChunk(c *chunk, in interner, sl *slab) chunkResult {
+func decodeChunk(c *chunk, in *interner, sl *slab) chunkResult {
 	var r chunkResult
 	r.events = c.events[:0]
 	if cap(r.events) < len(c.lines) {
@@ -145,8 +148,24 @@ func decodeChunk(c *chunk, in interner, sl *slab) chunkResult {
 // up to 8 goroutines; memory stays bounded by a few chunks of lines. It
 // returns whether the last line was torn (skipped, as Reader does). An
 // unreadable line is a *CorruptError with its line number; a failed read
-// is an error from r. each runs on the caller's goroutine.
+// is an error from r. each runs on the caller's goroutine, and may keep
+// the events it is given.
 func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
+	return decode(r, each, false)
+}
+
+// DecodeTransient is Decode for a consumer that copies what it needs out
+// of each event: the *ClientRequest and *UpstreamRequest payloads each is
+// given (and the Seq and Resent they point to) are valid only until each
+// returns, their memory then being reused for later lines. Every other
+// payload may be kept. A consumer that keeps nothing of the two frequent
+// kinds makes no garbage of them: for the analysis of a large journal,
+// fewer collections and a heap that does not grow with the lines read.
+func DecodeTransient(r io.Reader, each func(Event)) (torn bool, err error) {
+	return decode(r, each, true)
+}
+
+func decode(r io.Reader, each func(Event), reuse bool) (torn bool, err error) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
 	quit := make(chan struct{})
 	defer close(quit)
@@ -168,9 +187,10 @@ func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 			select {
 			case c := <-free:
 				c.first, c.data, c.ends = line, c.data[:0], c.ends[:0]
+				c.sl.rewind() // its events have all been delivered
 				return c
 			default:
-				return &chunk{first: line, data: make([]byte, 0, 160<<10), ends: make([]int, 0, chunkLines), res: make(chan chunkResult, 1)}
+				return &chunk{first: line, data: make([]byte, 0, 160<<10), ends: make([]int, 0, chunkLines), sl: slab{reuse: true}, res: make(chan chunkResult, 1)}
 			}
 		}
 		c := newChunk()
@@ -218,10 +238,14 @@ func Decode(r io.Reader, each func(Event)) (torn bool, err error) {
 	}()
 	for w := 0; w < workers; w++ {
 		go func() {
-			in := interner{} // one per worker: no locking
+			in := &interner{} // one per worker: no locking
 			sl := &slab{}
 			for c := range jobs {
-				c.res <- decodeChunk(c, in, sl) // buffered: never blocks
+				csl := sl
+				if reuse {
+					csl = &c.sl
+				}
+				c.res <- decodeChunk(c, in, csl) // buffered: never blocks
 			}
 		}()
 	}

@@ -283,7 +283,7 @@ func Analyze(r io.Reader) (*Analysis, error) {
 			c.reserve(fi.Size())
 		}
 	}
-	torn, err := journal.Decode(r, c.add)
+	torn, err := journal.DecodeTransient(r, c.add)
 	if err != nil {
 		var ce *journal.CorruptError
 		if errors.As(err, &ce) {
