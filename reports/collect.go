@@ -113,6 +113,9 @@ type collector struct {
 	upNames   map[string]bool // upstreams named in run.start
 	platform  []*journal.PlatformSample
 	rl        *retryLog // the retry, deadline and cost analysis
+	// handles and upHandles answer nameOf and upstreamName for the names
+	// of the last lines (upHandles: names already in upstreams).
+	handles, upHandles recent[name]
 }
 
 func newCollector() *collector {
@@ -141,11 +144,26 @@ func (c *collector) reserve(size int64) {
 
 // upstreamName records an upstream's name and returns its handle.
 func (c *collector) upstreamName(u string) name {
+	if h, ok := c.upHandles.get(u, ""); ok {
+		return h
+	}
 	if _, ok := c.upOrder[u]; u != "" && !ok {
 		c.upstreams = append(c.upstreams, u)
 		c.upOrder[u] = len(c.upstreams)
 	}
-	return nameOf(u)
+	h := c.name(u)
+	c.upHandles.put(u, "", h)
+	return h
+}
+
+// name is nameOf(s), from the cache when s was seen lately.
+func (c *collector) name(s string) name {
+	if h, ok := c.handles.get(s, ""); ok {
+		return h
+	}
+	h := nameOf(s)
+	c.handles.put(s, "", h)
+	return h
 }
 
 // add takes one event. Events may come slightly out of time order (an
@@ -181,7 +199,7 @@ func (c *collector) add(ev journal.Event) {
 			delete(c.openFaults, p.Name)
 		}
 	case *journal.ClientRequest:
-		r := creq{seq: p.Seq, sched: p.Scheduled, route: nameOf(p.Route), upstream: noName, outcome: nameOf(string(p.Outcome)),
+		r := creq{seq: p.Seq, sched: p.Scheduled, route: c.name(p.Route), upstream: noName, outcome: c.name(string(p.Outcome)),
 			fastFail: p.FastFail || p.Outcome == journal.OutcomeFastFail, late: p.Late, sends: p.Sends()}
 		if p.Sent > 0 {
 			r.sent = p.Sent
@@ -205,7 +223,7 @@ func (c *collector) add(ev journal.Event) {
 			k.seq, k.hasSeq = *p.Seq, true
 		}
 		if p.ProbeTag != "" {
-			k.tagged, k.tag = true, nameOf(p.ProbeTag)
+			k.tagged, k.tag = true, c.name(p.ProbeTag)
 		}
 		c.calls = append(c.calls, k)
 	case *journal.MetricsSample:

@@ -145,6 +145,9 @@ type interner struct {
 	ids   map[string]uint16
 	names []string
 	pairs map[[2]string]uint16 // pair's cache: no string built per lookup
+	// recent answers most lookups of id and pair before their maps.
+	recent     recent[uint16]
+	recentPair recent[uint16]
 }
 
 func newInterner() *interner {
@@ -154,28 +157,36 @@ func newInterner() *interner {
 // pair is id(a + " " + b) without building the string for a name already
 // seen (a million events had been a million concatenations).
 func (in *interner) pair(a, b string) uint16 {
-	k := [2]string{a, b}
-	if id, ok := in.pairs[k]; ok {
+	if id, ok := in.recentPair.get(a, b); ok {
 		return id
 	}
-	id := in.id(a + " " + b)
-	if len(in.pairs) < 1<<16 {
-		in.pairs[k] = id
+	k := [2]string{a, b}
+	id, ok := in.pairs[k]
+	if !ok {
+		id = in.id(a + " " + b)
+		if len(in.pairs) < 1<<16 {
+			in.pairs[k] = id
+		}
 	}
+	in.recentPair.put(a, b, id)
 	return id
 }
 
 func (in *interner) id(s string) uint16 {
-	if id, ok := in.ids[s]; ok {
+	if id, ok := in.recent.get(s, ""); ok {
 		return id
 	}
-	if len(in.names) >= 1<<16-1 {
-		// Folding the rest into one bucket beats growing without bound.
-		return uint16(len(in.names) - 1)
+	id, ok := in.ids[s]
+	if !ok {
+		if len(in.names) >= 1<<16-1 {
+			// Folding the rest into one bucket beats growing without bound.
+			return uint16(len(in.names) - 1)
+		}
+		id = uint16(len(in.names))
+		in.ids[s] = id
+		in.names = append(in.names, s)
 	}
-	id := uint16(len(in.names))
-	in.ids[s] = id
-	in.names = append(in.names, s)
+	in.recent.put(s, "", id)
 	return id
 }
 
@@ -518,7 +529,8 @@ func newRetryIndex(l *retryLog) *retryIndex {
 	ix := &retryIndex{l: l, byUp: map[uint16][]reqCalls{}, upSeq: map[uint16]bool{}}
 	// Sized first: each request is in its own upstream's list, and in
 	// another's when that one's calls carried its number.
-	sizes := map[uint16]int{}
+	lists := make([][]reqCalls, len(l.ups.names)) // by upstream id
+	sizes := make([]int, len(l.ups.names))
 	for ri := range l.reqs {
 		sizes[l.reqs[ri].up]++
 	}
@@ -527,33 +539,41 @@ func newRetryIndex(l *retryLog) *retryIndex {
 			sizes[gc[j].up]++
 		}
 	}
-	for up, n := range sizes {
-		ix.byUp[up] = make([]reqCalls, 0, n)
-	}
-	atOwn := make([]bool, len(l.reqs)) // the request has calls at the upstream it was routed to
-	for j := 0; j < len(gc); {
-		k := j
-		for k < len(gc) && gc[k].up == gc[j].up && gc[k].head == gc[j].head {
-			k++
-		}
-		up, idx := gc[j].up, flat[j:k:k]
-		ix.upSeq[up] = true
-		for ri := gc[j].head; ri >= 0; ri = seqs.next[ri] {
-			ix.byUp[up] = append(ix.byUp[up], reqCalls{ri, idx})
-			if l.reqs[ri].up == up {
-				atOwn[ri] = true
+	// Filled in request order, so that every list is in log order without
+	// sorting it (a sort of each list had been a twentieth of the
+	// analysis): a request's entries are its number's groups, one per
+	// upstream whose calls carried the number, and its own upstream's
+	// without calls when none of them is.
+	for ri := range l.reqs {
+		r := &l.reqs[ri]
+		own := false
+		if h, ok := seqs.first(r.seq); ok {
+			for j, end := start[h], start[h+1]; j < end; {
+				k := j
+				for k < end && gc[k].up == gc[j].up {
+					k++
+				}
+				up := gc[j].up
+				if lists[up] == nil {
+					lists[up] = make([]reqCalls, 0, sizes[up])
+				}
+				lists[up] = append(lists[up], reqCalls{int32(ri), flat[j:k:k]})
+				ix.upSeq[up] = true
+				own = own || up == r.up
+				j = k
 			}
 		}
-		j = k
-	}
-	for ri := range l.reqs {
-		if !atOwn[ri] {
-			up := l.reqs[ri].up
-			ix.byUp[up] = append(ix.byUp[up], reqCalls{int32(ri), nil})
+		if !own {
+			if lists[r.up] == nil {
+				lists[r.up] = make([]reqCalls, 0, sizes[r.up])
+			}
+			lists[r.up] = append(lists[r.up], reqCalls{int32(ri), nil})
 		}
 	}
-	for _, rs := range ix.byUp {
-		slices.SortFunc(rs, func(a, b reqCalls) int { return cmp.Compare(a.ri, b.ri) })
+	for up, rs := range lists {
+		if rs != nil {
+			ix.byUp[uint16(up)] = rs
+		}
 	}
 	return ix
 }
