@@ -6,41 +6,48 @@ package reports
 // (equal pointers: no byte compared) answers most lookups that a map
 // would hash. On a million events the maps' hashing, behind the handles
 // and ids of every record, had been a tenth of the analysis. A miss (a
-// slot shared by two names, a name not seen yet) falls through to the
-// map, so the cache never changes an answer.
+// name not seen lately, a set with more names than its four ways) falls
+// through to the map, so the cache never changes an answer.
 type recent[V any] struct {
-	keys [recentSlots][2]string
-	vals [recentSlots]V
-	set  [recentSlots]bool
+	keys   [recentSets][4][2]string
+	vals   [recentSets][4]V
+	set    [recentSets][4]bool
+	victim [recentSets]uint8 // the way of each set the next put replaces
 }
 
-const recentSlots = 64
+const recentSets = 16
 
-// recentSlot spreads names over the slots by their lengths and end bytes,
+// recentSet picks the set of (a, b) by their lengths and a few bytes,
 // which tell the names of one journal apart more often than not.
-func recentSlot(a, b string) int {
-	h := len(a)*7 + len(b)*13
-	if n := len(a); n > 0 {
-		h += int(a[0])*3 + int(a[n-1])*5
+func recentSet(a, b string) int {
+	h := uint32(len(a))*31 + uint32(len(b))
+	for _, s := range [2]string{a, b} {
+		if n := len(s); n > 0 {
+			h = h*31 + uint32(s[0])
+			h = h*31 + uint32(s[n/2])
+			h = h*31 + uint32(s[n-1])
+		}
 	}
-	if n := len(b); n > 0 {
-		h += int(b[0])*11 + int(b[n-1])*17
-	}
-	return h & (recentSlots - 1)
+	h ^= h >> 7
+	return int(h & (recentSets - 1))
 }
 
 // get returns the value cached for the pair (a, b); use b = "" for one name.
 func (r *recent[V]) get(a, b string) (V, bool) {
-	i := recentSlot(a, b)
-	if r.set[i] && r.keys[i][0] == a && r.keys[i][1] == b {
-		return r.vals[i], true
+	i := recentSet(a, b)
+	for w := range 4 {
+		if r.set[i][w] && r.keys[i][w][0] == a && r.keys[i][w][1] == b {
+			return r.vals[i][w], true
+		}
 	}
 	var zero V
 	return zero, false
 }
 
-// put caches v for (a, b), replacing whatever shared its slot.
+// put caches v for (a, b), replacing the oldest entry of its set.
 func (r *recent[V]) put(a, b string, v V) {
-	i := recentSlot(a, b)
-	r.keys[i], r.vals[i], r.set[i] = [2]string{a, b}, v, true
+	i := recentSet(a, b)
+	w := r.victim[i]
+	r.keys[i][w], r.vals[i][w], r.set[i][w] = [2]string{a, b}, v, true
+	r.victim[i] = (w + 1) & 3
 }
