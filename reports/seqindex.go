@@ -64,3 +64,46 @@ func (s *seqIndex) last(seq uint64) (int32, bool) {
 	}
 	return i, true
 }
+
+// seqTable maps sequence numbers to values, for the per-upstream passes
+// that look every call up by its number: a slice where the numbers are
+// dense (the replayer's), a map otherwise. Dense means at most 8 slots
+// per number kept, so that a table never takes much more than the map
+// it replaces (an upstream that saw a hundredth of the run's numbers
+// gets a map, not a slice as long as the run).
+type seqTable[V any] struct {
+	dense  []V
+	has    []bool
+	sparse map[uint64]V
+}
+
+// newSeqTable sizes a table for n numbers, the largest of them top.
+func newSeqTable[V any](n int, top uint64) *seqTable[V] {
+	if top < uint64(8*n+1024) {
+		return &seqTable[V]{dense: make([]V, top+1), has: make([]bool, top+1)}
+	}
+	return &seqTable[V]{sparse: make(map[uint64]V, n)}
+}
+
+// get returns seq's value and whether it has one.
+func (t *seqTable[V]) get(seq uint64) (V, bool) {
+	if t.dense != nil {
+		if seq < uint64(len(t.dense)) && t.has[seq] {
+			return t.dense[seq], true
+		}
+		var zero V
+		return zero, false
+	}
+	v, ok := t.sparse[seq]
+	return v, ok
+}
+
+// set gives seq the value v; a dense table takes only numbers up to the
+// top it was made for.
+func (t *seqTable[V]) set(seq uint64, v V) {
+	if t.dense != nil {
+		t.dense[seq], t.has[seq] = v, true
+		return
+	}
+	t.sparse[seq] = v
+}

@@ -249,19 +249,19 @@ func (cy *cyc) blockedBetween(from, to time.Duration) bool {
 // for it.
 func (u *upstreamRun) repeats(sends map[uint64]int) map[int32]bool {
 	c := u.c
-	seen := map[uint64]int{}
+	seen := u.liveSeqTable() // calls carrying each number so far
 	out := map[int32]bool{}
 	for _, i := range u.live {
 		k := &c.calls[i]
 		if !k.hasSeq {
 			continue
 		}
-		n := seen[k.seq]
-		seen[k.seq] = n + 1
+		n, _ := seen.get(k.seq)
+		seen.set(k.seq, n+1)
 		if n == 0 {
 			continue
 		}
-		out[i] = n < max(sends[k.seq], 1) // client re-send, else the gateway's
+		out[i] = int(n) < max(sends[k.seq], 1) // client re-send, else the gateway's
 	}
 	return out
 }

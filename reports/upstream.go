@@ -234,16 +234,30 @@ func cyclesProbes(ua *UpstreamAnalysis) []Probe {
 	return out
 }
 
+// liveSeqTable returns an empty table for the sequence numbers of the
+// upstream's live calls.
+func (u *upstreamRun) liveSeqTable() *seqTable[int32] {
+	var top uint64
+	n := 0
+	for _, i := range u.live {
+		if k := &u.c.calls[i]; k.hasSeq {
+			top = max(top, k.seq)
+			n++
+		}
+	}
+	return newSeqTable[int32](n, top)
+}
+
 // classifySeq marks each sent request blocked, passed or probe by its
 // forwarded sequence number: the first non-health call carrying it.
 func (u *upstreamRun) classifySeq() ([]uint8, []int32) {
 	c, sent, live := u.c, u.sent, u.live
-	first := make(map[uint64]int32, len(live))
+	first := u.liveSeqTable()
 	for _, i := range live {
 		k := &c.calls[i]
 		if k.hasSeq {
-			if _, ok := first[k.seq]; !ok {
-				first[k.seq] = i
+			if _, ok := first.get(k.seq); !ok {
+				first.set(k.seq, i)
 			}
 		}
 	}
@@ -251,7 +265,7 @@ func (u *upstreamRun) classifySeq() ([]uint8, []int32) {
 	match := make([]int32, len(sent))
 	for j, ri := range sent {
 		match[j] = -1
-		if k, ok := first[c.reqs[ri].seq]; ok {
+		if k, ok := first.get(c.reqs[ri].seq); ok {
 			match[j] = k
 			cls[j] = clsPassed
 			if c.calls[k].tagged {
