@@ -114,3 +114,67 @@ func TestDecodeLongLines(t *testing.T) {
 		}
 	}
 }
+
+// DecodeTransient delivers the same events as Decode, to a consumer that
+// copies them, and hands the frequent kinds' payloads out again from
+// reused memory once their chunk is delivered (which is what it is for);
+// payloads of other kinds stay the consumer's.
+func TestDecodeTransientReuses(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var buf bytes.Buffer
+	w := NewWriter(&buf, NewClock(time.Now()), WithFlushInterval(0))
+	seq := func(v uint64) *uint64 { return &v }
+	const n = 20 * chunkLines
+	for i := range n {
+		switch i % 3 {
+		case 0:
+			w.RecordAt(time.Duration(i), &ClientRequest{Seq: uint64(i), Method: "GET", Route: fmt.Sprintf("/r/%d", i%7), Scheduled: time.Duration(i),
+				Outcome: OutcomeOK, Resent: []time.Duration{time.Duration(i)}})
+		case 1:
+			w.RecordAt(time.Duration(i), &UpstreamRequest{Upstream: "u", Method: "GET", Path: "/p", Seq: seq(uint64(i)), InFlight: 1, Outcome: OutcomeUpstreamComplete})
+		default:
+			w.RecordAt(time.Duration(i), &Log{Level: "info", Msg: fmt.Sprint(i)})
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var want []Event
+	if _, err := Decode(bytes.NewReader(buf.Bytes()), func(e Event) { want = append(want, e) }); err != nil || len(want) != n {
+		t.Fatalf("Decode: %d events, %v", len(want), err)
+	}
+	var got []Event
+	seen := map[*ClientRequest]bool{}
+	reused := 0
+	var logs []*Log
+	_, err := DecodeTransient(bytes.NewReader(buf.Bytes()), func(e Event) {
+		switch p := e.Payload.(type) {
+		case *ClientRequest:
+			if seen[p] {
+				reused++
+			}
+			seen[p] = true
+			cp := *p
+			cp.Resent = append([]time.Duration(nil), p.Resent...)
+			e.Payload = &cp
+		case *UpstreamRequest:
+			cp := *p
+			cp.Seq = seq(*p.Seq)
+			e.Payload = &cp
+		case *Log:
+			logs = append(logs, p)
+		}
+		got = append(got, e)
+	})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeTransient (copied) and Decode differ (%v)", err)
+	}
+	if reused == 0 {
+		t.Errorf("no client.request payload was handed out twice in %d chunks: nothing reused", n/chunkLines)
+	}
+	for i, l := range logs {
+		if want := fmt.Sprint(3*i + 2); l.Msg != want {
+			t.Fatalf("a kept log payload changed: %q, want %q", l.Msg, want)
+		}
+	}
+}

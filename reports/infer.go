@@ -162,12 +162,28 @@ func (c *collector) finish() (*Analysis, error) {
 	}
 
 	// Per upstream.
-	callsBy := map[string][]int32{}
+	// Counted first, so that each list is allocated once at its size.
+	nCalls, nReqs := map[name]int{}, map[name]int{}
+	for i := range c.calls {
+		nCalls[c.calls[i].upstream]++
+	}
+	for i := range c.reqs {
+		if u := reqUp[i]; u != noName {
+			nReqs[u]++
+		}
+	}
+	callsBy := make(map[string][]int32, len(nCalls))
+	for u, n := range nCalls {
+		callsBy[u.Value()] = make([]int32, 0, n)
+	}
+	reqsBy := make(map[string][]int32, len(nReqs))
+	for u, n := range nReqs {
+		reqsBy[u.Value()] = make([]int32, 0, n)
+	}
 	for i := range c.calls {
 		u := c.calls[i].upstream.Value()
 		callsBy[u] = append(callsBy[u], int32(i))
 	}
-	reqsBy := map[string][]int32{}
 	for i := range c.reqs {
 		if u := reqUp[i]; u != noName {
 			reqsBy[u.Value()] = append(reqsBy[u.Value()], int32(i))
@@ -372,7 +388,7 @@ func (c *collector) replayStats(a *Analysis) {
 	rs := &a.Replay
 	rs.AskedRatePerS = a.Run.RatePerS
 	h := newHist()
-	var sends []time.Duration
+	sends := make([]time.Duration, 0, len(c.reqs)) // grown by appends, 5× its size in garbage
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		rs.Due++

@@ -37,6 +37,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 	n := a.Timeline.Seconds
 	tl.OK, tl.Failed, tl.HealthOK, tl.HealthFailed = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 
+	u.live = make([]int32, 0, len(u.calls))
 	for _, i := range u.calls {
 		k := &c.calls[i]
 		s := int(k.t / time.Second)
@@ -68,6 +69,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		}
 	}
 	// Client requests that were sent, in send order.
+	u.sent = make([]int32, 0, len(reqs))
 	for _, i := range reqs {
 		if c.reqs[i].sent > 0 {
 			u.sent = append(u.sent, i)
