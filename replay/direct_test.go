@@ -231,6 +231,17 @@ func TestDirectTransportMatchesNetHTTP(t *testing.T) {
 			write(c, ok5)
 			return true
 		}, corpus: get2, want: []journal.Outcome{"ok", "ok"}, conns: 2, resent: 1},
+		{name: "bytes after the response: the connection is not reused", s: answer(ok5+"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false),
+			corpus: get2, want: []journal.Outcome{"ok", "ok"}, conns: 2},
+		{name: "a failed exchange's connection is not reused", s: func(n, _ int, c *net.TCPConn) bool {
+			if n == 0 {
+				write(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"+body1000[:250])
+				hold(c)
+				return false
+			}
+			write(c, ok5)
+			return true
+		}, corpus: get2, opt: Options{Rate: 2, Deadline: 300 * time.Millisecond}, want: []journal.Outcome{"deadline_mid_body", "ok"}, conns: 2},
 		{name: "many at 400/s", s: answer(ok5, false), corpus: slices.Repeat(get1, 40), opt: Options{Rate: 400},
 			want: slices.Repeat([]journal.Outcome{"ok"}, 40)},
 	} {
@@ -361,5 +372,48 @@ func TestDirectPool(t *testing.T) {
 	conns[1].conn.Close()
 	if n := accepted.Load(); n != 3 {
 		t.Errorf("%d connections dialled, want 3", n)
+	}
+}
+
+// A request asking for its connection's close says so on the wire and
+// gets a connection of its own.
+func TestDirectRequestClose(t *testing.T) {
+	var closes atomic.Int64
+	var conns atomic.Int64
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		conns.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.Close {
+				closes.Add(1)
+			}
+			write(c.(*net.TCPConn), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	tr := newDirectTransport(&Options{MaxInFlight: 4, ConnectTimeout: time.Second})
+	defer tr.CloseIdleConnections()
+	for i, set := range []func(*http.Request){
+		func(r *http.Request) { r.Close = true },
+		func(r *http.Request) { r.Header.Set("Connection", "keep-alive, close") },
+		func(r *http.Request) {},
+		func(r *http.Request) {},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
+		set(req)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "ok" {
+			t.Fatalf("request %d: %q, %v", i, b, err)
+		}
+		resp.Body.Close()
+	}
+	if c, n := closes.Load(), conns.Load(); c != 2 || n != 3 {
+		t.Errorf("%d requests asked for a close over %d connections; want 2 over 3", c, n)
 	}
 }
