@@ -158,16 +158,12 @@ func (ff *fastFake) appendHead(b []byte, kind, length int, closing bool) []byte 
 }
 
 // appendChunk appends p as one chunk of a chunked body (net/http's
-// chunkWriter: lower-case hex size), and the last chunk when last.
-func appendChunk(b, p []byte, last bool) []byte {
+// chunkWriter: lower-case hex size).
+func appendChunk(b, p []byte) []byte {
 	b = strconv.AppendInt(b, int64(len(p)), 16)
 	b = append(b, "\r\n"...)
 	b = append(b, p...)
-	b = append(b, "\r\n"...)
-	if last {
-		b = append(b, "0\r\n\r\n"...)
-	}
-	return b
+	return append(b, "\r\n"...)
 }
 
 // fakeExchange answers one request as the fake's healthy handler. done:
@@ -196,16 +192,44 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 	}
 	defer u.handlers.leave()
 	inFlight, untrack := u.track()
-	defer untrack()
 	ord := u.ordinal.Add(1)
 	fc.br.Discard(len(r.head) + r.bodyLen) // reqBody is not used past here
 	fc.watch = true
 	ev := fc.event(r, info, probe, inFlight)
-	defer fc.record(arrival, ev)
+	// The full path records the exchange, and counts it out of flight,
+	// when fakeHandler returns: before net/http writes what it still
+	// holds (a small answer, the last chunk). So does finish here, so that
+	// a gateway's next request never finds this one still in flight.
+	finished := false
+	finish := func() {
+		if !finished {
+			finished = true
+			untrack()
+			fc.record(arrival, ev)
+		}
+	}
+	defer finish()
 
-	if !h.cfg.Latency.isZero() && !fc.pause(h.cfg.Latency.sample(u.rand(info.seq, ord))) {
+	// A wait cut short ends the exchange as client_gone; net/http still
+	// writes what ends its response (an empty 200 when the handler wrote
+	// nothing, the last chunk of a chunked one: a gateway that only shut
+	// its sending side gets them), and goes on reading the connection
+	// until a read fails, serving what the gateway sent before.
+	cut := func(tail []byte) (done, handed bool) {
 		ev.Outcome = journal.OutcomeUpstreamGone
-		return true, false
+		finish()
+		_, err := fc.c.Write(tail)
+		return err != nil || r.close, false
+	}
+	if !h.cfg.Latency.isZero() && !fc.pause(h.cfg.Latency.sample(u.rand(info.seq, ord))) {
+		b := append(fc.out[:0], "HTTP/1.1 200 OK\r\nDate: "...)
+		b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+		b = append(b, "\r\nContent-Length: 0\r\n"...)
+		if r.close {
+			b = append(b, "Connection: close\r\n"...)
+		}
+		fc.out = append(b, "\r\n"...)
+		return cut(fc.out)
 	}
 	if isChatPath(r.path) {
 		// Charged as the answer starts, whether or not it arrives.
@@ -227,6 +251,14 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		}
 		// net/http counts a HEAD answer's body as written, then drops it.
 		ev.Bytes = int64(len(body))
+		if r.method == http.MethodHead || len(body) <= handlerBuffer {
+			// The handler returns before anything reaches the socket: the
+			// exchange is complete whatever the write meets.
+			ev.Outcome = journal.OutcomeUpstreamComplete
+			finish()
+			_, err := fc.c.Write(b)
+			return err != nil || r.close, false
+		}
 		if _, err := fc.c.Write(b); err != nil {
 			ev.Outcome = journal.OutcomeUpstreamGone
 			return true, false
@@ -235,9 +267,10 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		return r.close, false
 	}
 	// A chunked answer: fakeHandler flushes the head, then each piece as
-	// one chunk. What has no pause between goes out in one write here
-	// (the same bytes, a wake-up of the gateway fewer): the head with the
-	// first piece, and every piece when there is no interval.
+	// one chunk; net/http writes the last chunk once it has returned.
+	// What has no pause between goes out in one write here (the same
+	// bytes, a wake-up of the gateway fewer): the head with the first
+	// piece, and every piece when there is no interval.
 	var pieces [][]byte
 	var interval time.Duration
 	if kind == answerSSE {
@@ -252,13 +285,11 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 	b = ff.appendHead(b, kind, 0, r.close)
 	for i, p := range pieces {
 		if i > 0 && !fc.pause(interval) {
-			ev.Outcome = journal.OutcomeUpstreamGone
-			return true, false
+			return cut(append(b, lastChunk...)) // with what is not sent yet
 		}
 		ev.Bytes += int64(len(p))
-		last := i == len(pieces)-1
-		b = appendChunk(b, p, last)
-		if interval > 0 || last {
+		b = appendChunk(b, p)
+		if interval > 0 || i == len(pieces)-1 {
 			if _, err := fc.c.Write(b); err != nil {
 				ev.Outcome = journal.OutcomeUpstreamGone
 				return true, false
@@ -267,8 +298,18 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		}
 	}
 	ev.Outcome = journal.OutcomeUpstreamComplete
-	return r.close, false
+	finish()
+	_, err := fc.c.Write(lastChunk)
+	return err != nil || r.close, false
 }
+
+// handlerBuffer is what net/http's response writer buffers of a body
+// before it writes to the connection (bufferBeforeChunkingSize): a
+// handler writing no more than that returns before anything is sent.
+const handlerBuffer = 2048
+
+// lastChunk ends a chunked body without trailers.
+var lastChunk = []byte("0\r\n\r\n")
 
 // pause waits d as the full path's handler does (wait.For on the
 // request's context), cut short when the server closes or the gateway

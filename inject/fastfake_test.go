@@ -511,3 +511,100 @@ func TestProxyFastPathEventsSameAsFull(t *testing.T) {
 		t.Errorf("event %+v", evs[0])
 	}
 }
+
+// A gateway that shuts only its sending side after a request: net/http
+// notices the end of its input during the wait, ends the exchange as
+// client_gone, still writes what ends its response (the last chunk of a
+// stream, an empty 200 when nothing was written), serves what the gateway
+// had sent before, and closes. The fast path does the same, byte for byte.
+func TestFakeFastPathHalfClose(t *testing.T) {
+	stream := UpstreamConfig{Name: "llm", Healthy: &HealthyConfig{SSE: &SSEConfig{Events: 3, Interval: rehearse.Duration(100 * time.Millisecond)}}}
+	slow := UpstreamConfig{Name: "llm", Healthy: &HealthyConfig{Latency: &LatencyConfig{Fixed: rehearse.Duration(500 * time.Millisecond)}}}
+	for _, c := range []struct {
+		cfg  UpstreamConfig
+		reqs string
+		n    int // events
+	}{
+		{stream, "GET /s HTTP/1.1\r\nHost: up\r\nAccept: text/event-stream\r\n\r\n", 1},
+		{slow, "GET /j HTTP/1.1\r\nHost: up\r\n\r\n", 1},
+		{slow, "GET /j HTTP/1.1\r\nHost: up\r\n\r\nGET /k HTTP/1.1\r\nHost: up\r\nConnection: close\r\n\r\n", 2},
+	} {
+		p := startFakePair(t, c.cfg, nil)
+		var wires [2]string
+		for i, s := range []*Server{p.full, p.fast} {
+			rc := dialGateway(t, s.Addr("llm"))
+			io.WriteString(rc.c, c.reqs)
+			rc.c.(*net.TCPConn).CloseWrite()
+			b, err := io.ReadAll(rc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wires[i] = string(b)
+		}
+		if normalise(wires[0]) != normalise(wires[1]) || !strings.HasPrefix(wires[1], "HTTP/1.1 200 OK") {
+			t.Errorf("%q, half closed:\nfull path %q\nfast path %q", c.reqs, wires[0], wires[1])
+		}
+		for _, e := range sameEvents(t, p, c.n, 100*time.Millisecond) {
+			if e.Outcome != journal.OutcomeUpstreamGone {
+				t.Errorf("%q: %+v", c.reqs, e)
+			}
+		}
+	}
+}
+
+// FuzzFakeFastPath sends any bytes, then a request that closes the
+// connection, to a fake upstream with the fast path and to one without,
+// and compares what each sends back: what the fast path answers itself
+// must be what net/http would, and what it does not take (malformed,
+// unusual or partial input) is net/http's answer anyway.
+func FuzzFakeFastPath(f *testing.F) {
+	for _, s := range []string{
+		"GET /a?b=c HTTP/1.1\r\nHost: h\r\nUser-Agent: u\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 15\r\n\r\n{\"stream\":true}",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}HEAD /x HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /s HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n",
+		"HEAD /s HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\n\r\n",
+		"GET / HTTP/1.0\r\nHost: h\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx",
+		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+		"GET /%zz HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET / HTTP/1.1\r\n\r\n",
+		"garbage\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	cfg := UpstreamConfig{Name: "api", Healthy: &HealthyConfig{
+		BodyBytes: 300,
+		SSE:       &SSEConfig{Events: 2, Interval: rehearse.Duration(2 * time.Millisecond)},
+		Headers:   map[string]string{"X-A": "a"},
+	}}
+	fakeFastPathOff = true
+	full, _ := startServer(f, []UpstreamConfig{cfg}, nil)
+	fakeFastPathOff = false
+	fast, _ := startServer(f, []UpstreamConfig{cfg}, nil)
+	const last = "GET /last HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var wires [2][]byte
+		done := make(chan struct{}, 2)
+		for i, s := range []*Server{full, fast} {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				c, err := net.Dial("tcp", s.Addr("api"))
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				// Input that leaves a request unfinished waits for the
+				// deadline on both paths.
+				c.SetDeadline(time.Now().Add(2 * time.Second))
+				c.Write(append(in[:len(in):len(in)], last...))
+				wires[i], _ = io.ReadAll(c)
+			}()
+		}
+		<-done
+		<-done
+		if a, b := normalise(string(wires[0])), normalise(string(wires[1])); a != b {
+			t.Fatalf("%q:\nfull path %q\nfast path %q", in, a, b)
+		}
+	})
+}

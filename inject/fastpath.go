@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/halfopen/rehearse/journal"
 )
@@ -319,9 +320,9 @@ func (fc *fastConn) parseHead(head []byte, r *fastReq) bool {
 				return false
 			}
 		}
-		for _, b := range l {
-			if b == '\n' || b == '\r' || b == 0 {
-				return false
+		for _, b := range l[colon+1:] {
+			if b < ' ' && b != '\t' || b == 0x7f {
+				return false // net/http's server refuses control bytes in a value
 			}
 		}
 		name := textproto.CanonicalMIMEHeaderKey(hs[pos : pos+colon])
@@ -347,8 +348,8 @@ func (fc *fastConn) parseHead(head []byte, r *fastReq) bool {
 		case "Transfer-Encoding", "Expect", "Upgrade":
 			return false
 		case "Host":
-			if haveHost {
-				return false // net/http refuses a repeated Host, even after an empty one
+			if haveHost || !httpguts.ValidHostHeader(value) {
+				return false // net/http's server refuses a repeated Host (even after an empty one) and a malformed one
 			}
 			haveHost, r.host = true, value
 		case "Connection":

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -353,6 +355,8 @@ func FuzzFastHead(f *testing.F) {
 		"GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+		"0 / HTTP/1.1\r\nHost:0 0\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nX: a\x01b\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -370,6 +374,17 @@ func FuzzFastHead(f *testing.F) {
 		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
 		if err != nil {
 			t.Fatalf("fast path accepted %q, net/http refuses it: %v", head, err)
+		}
+		// What net/http's server checks beyond ReadRequest.
+		if hosts := req.Header["Host"]; len(hosts) == 1 && !httpguts.ValidHostHeader(hosts[0]) {
+			t.Fatalf("fast path accepted %q, net/http's server refuses its Host", head)
+		}
+		for name, vs := range req.Header {
+			for _, v := range vs {
+				if !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(v) {
+					t.Fatalf("fast path accepted %q, net/http's server refuses %s: %q", head, name, v)
+				}
+			}
 		}
 		if req.Method != r.method || req.URL.Path != r.path || req.Host != r.host || req.ContentLength != int64(r.bodyLen) && !(req.ContentLength == 0 && r.bodyLen == 0) {
 			t.Fatalf("%q: fast path %q %q %q %d, net/http %q %q %q %d", head, r.method, r.path, r.host, r.bodyLen, req.Method, req.URL.Path, req.Host, req.ContentLength)

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 
 // startServer starts a server on loopback and closes it at the end of the
 // test. It returns the journal the server records to.
-func startServer(t *testing.T, ups []UpstreamConfig, faults []FaultSpec, opts ...Option) (*Server, *journal.Memory) {
+func startServer(t testing.TB, ups []UpstreamConfig, faults []FaultSpec, opts ...Option) (*Server, *journal.Memory) {
 	t.Helper()
 	clock := journal.NewClock(time.Now())
 	mem := journal.NewMemory(clock)
