@@ -111,13 +111,20 @@ func (*RunStart) Kind() Kind { return KindRunStart }
 
 // Platform describes the machine, for comparing runs across operating systems.
 type Platform struct {
-	OS        string `json:"os"`
-	Arch      string `json:"arch"`
-	Kernel    string `json:"kernel,omitempty"`
-	CPU       string `json:"cpu,omitempty"`
-	NumCPU    int    `json:"num_cpu,omitempty"`
-	GoVersion string `json:"go_version,omitempty"`
-	Hostname  string `json:"hostname,omitempty"`
+	OS     string `json:"os"`
+	Arch   string `json:"arch"`
+	Kernel string `json:"kernel,omitempty"`
+	CPU    string `json:"cpu,omitempty"`
+	NumCPU int    `json:"num_cpu,omitempty"`
+	// GOMAXPROCS is how many processors the harness's Go runtime ran
+	// goroutines on (runtime.GOMAXPROCS: NumCPU, or the GOMAXPROCS
+	// environment variable, or a container's CPU limit). On a machine
+	// with idle CPUs it changes the harness's own timer lateness and
+	// CPU, so platform figures are compared with it beside them; 0 in
+	// journals recorded before it was.
+	GOMAXPROCS int    `json:"gomaxprocs,omitempty"`
+	GoVersion  string `json:"go_version,omitempty"`
+	Hostname   string `json:"hostname,omitempty"`
 	// TimerGranularity summarises how late a short sleep wakes up.
 	TimerGranularity *TimerStats `json:"timer_granularity,omitempty"`
 	// TCPKeepalive holds the OS keepalive settings by their sysctl name,

@@ -31,6 +31,8 @@ func Facts(ctx context.Context) journal.Platform {
 		CPU:       cpuModel(),
 		NumCPU:    runtime.NumCPU(),
 		GoVersion: runtime.Version(),
+		// Read now, before the run: the harness never changes it.
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}
 	if h, err := os.Hostname(); err == nil {
 		p.Hostname = h

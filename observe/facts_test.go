@@ -10,6 +10,10 @@ import (
 )
 
 func TestFacts(t *testing.T) {
+	// The processors the runtime uses, not the machine's CPUs: one fewer
+	// than it has (1 on a single CPU) shows which Facts records.
+	procs := max(1, runtime.NumCPU()-1)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	start := time.Now()
 	p := Facts(context.Background())
 	took := time.Since(start)
@@ -18,6 +22,9 @@ func TestFacts(t *testing.T) {
 	}
 	if p.OS != runtime.GOOS || p.Arch != runtime.GOARCH || p.NumCPU < 1 || p.GoVersion != runtime.Version() || p.Hostname == "" {
 		t.Errorf("portable facts: %+v", p)
+	}
+	if p.GOMAXPROCS != procs || p.NumCPU != runtime.NumCPU() {
+		t.Errorf("gomaxprocs %d num_cpu %d, want %d and %d", p.GOMAXPROCS, p.NumCPU, procs, runtime.NumCPU())
 	}
 	tg := p.TimerGranularity
 	if tg == nil || tg.Samples < 1 || tg.Samples > TimerSamples || tg.P50 < 0 || tg.P50 > tg.P99 || tg.P99 > tg.Max {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,11 @@ expectations:
 	}
 	if len(res.Expectations) != 1 || res.Expectations[0].Outcome != reports.Met {
 		t.Errorf("expectations: %+v, want max_probes_in_flight met", res.Expectations)
+	}
+	// run.json says how many Go processors the harness ran on: the
+	// process's own, which the run leaves as it found them.
+	if p := res.Analysis.Platform; p == nil || p.GOMAXPROCS != runtime.GOMAXPROCS(0) {
+		t.Errorf("run.json platform %+v, want gomaxprocs %d", p, runtime.GOMAXPROCS(0))
 	}
 }
 

@@ -126,7 +126,7 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 		Rate:      rateOf(&r.opt),
 		Duration:  r.opt.Duration,
 		Platform: &journal.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH, NumCPU: runtime.NumCPU(),
-			GoVersion: runtime.Version()},
+			GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()},
 		Config: cfg,
 	})
 	rec.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests from %s", len(corpus), fr.Capture)})

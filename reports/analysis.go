@@ -110,11 +110,14 @@ func (a *Analysis) HarnessFailure() string {
 
 // PlatformInfo is journal.Platform with units in the names.
 type PlatformInfo struct {
-	OS           string            `json:"os"`
-	Arch         string            `json:"arch"`
-	Kernel       string            `json:"kernel,omitempty"`
-	CPU          string            `json:"cpu,omitempty"`
-	NumCPU       int               `json:"num_cpu,omitempty"`
+	OS     string `json:"os"`
+	Arch   string `json:"arch"`
+	Kernel string `json:"kernel,omitempty"`
+	CPU    string `json:"cpu,omitempty"`
+	NumCPU int    `json:"num_cpu,omitempty"`
+	// GOMAXPROCS is journal.Platform's: the Go processors the harness
+	// ran on; 0 when the journal does not say.
+	GOMAXPROCS   int               `json:"gomaxprocs,omitempty"`
 	GoVersion    string            `json:"go_version,omitempty"`
 	Hostname     string            `json:"hostname,omitempty"`
 	TimerSamples int               `json:"timer_samples,omitempty"`

@@ -669,6 +669,14 @@ func (c *Comparison) facts() {
 			}
 			return fmt.Sprint(p.NumCPU)
 		})},
+		// The harness's own processors: its send lateness and timer
+		// figures depend on them as much as on the machine's CPUs.
+		{"go processors (GOMAXPROCS)", pf(func(p *PlatformInfo) string {
+			if p.GOMAXPROCS == 0 {
+				return ""
+			}
+			return fmt.Sprint(p.GOMAXPROCS)
+		})},
 		{"go version", pf(func(p *PlatformInfo) string { return p.GoVersion })},
 		{"hostname", pf(func(p *PlatformInfo) string { return p.Hostname })},
 		{"timer lateness before the run (p50 / p99)", pf(func(p *PlatformInfo) string {

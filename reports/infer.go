@@ -280,7 +280,7 @@ func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 		ri.TimeZone = s.TimeZone
 		if p := s.Platform; p != nil {
 			pi := &PlatformInfo{OS: p.OS, Arch: p.Arch, Kernel: p.Kernel, CPU: p.CPU, NumCPU: p.NumCPU,
-				GoVersion: p.GoVersion, Hostname: p.Hostname, TCPKeepalive: p.TCPKeepalive}
+				GOMAXPROCS: p.GOMAXPROCS, GoVersion: p.GoVersion, Hostname: p.Hostname, TCPKeepalive: p.TCPKeepalive}
 			if tg := p.TimerGranularity; tg != nil {
 				pi.TimerSamples = tg.Samples
 				pi.TimerP50Ms, pi.TimerP99Ms, pi.TimerMaxMs = ptr(ms(tg.P50)), ptr(ms(tg.P99)), ptr(ms(tg.Max))

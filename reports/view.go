@@ -331,7 +331,11 @@ func platformRows(p *PlatformInfo) []kv {
 	if p == nil {
 		return []kv{{"platform", "not recorded"}}
 	}
-	rows := []kv{{"OS / arch", p.OS + " / " + p.Arch}, {"kernel", p.Kernel}, {"CPU", fmt.Sprintf("%s (%d cores)", p.CPU, p.NumCPU)},
+	cpu := fmt.Sprintf("%s (%d cores)", p.CPU, p.NumCPU)
+	if p.GOMAXPROCS > 0 {
+		cpu = fmt.Sprintf("%s (%d cores; the harness on %d Go processors, GOMAXPROCS)", p.CPU, p.NumCPU, p.GOMAXPROCS)
+	}
+	rows := []kv{{"OS / arch", p.OS + " / " + p.Arch}, {"kernel", p.Kernel}, {"CPU", cpu},
 		{"Go", p.GoVersion}, {"timer lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fms(p.TimerP50Ms), fms(p.TimerP99Ms), fms(p.TimerMaxMs))}}
 	if t := p.TimerDuringRun; t != nil {
 		rows = append(rows, kv{"timer lateness during the run p50 / p99 / max", fmt.Sprintf("%s / %s / %s (%d bursts)",

@@ -67,6 +67,8 @@ var (
 	proxyCPUs = flag.String("proxy-cpus", "", "run the proxy processes under taskset -c with this CPU list (proxy section; run the bench itself under taskset to pin the client and backend)")
 	drillFor  = flag.Duration("drill-duration", 2*time.Minute, "length of the drill (drill section)")
 	paceChild = flag.String("pace-child", "", "internal: run one pacing measurement, TOOL,RATE,DURATION,TARGET, and print its figures")
+	paceRates = flag.String("pace-rates", "10,1000,5000", "comma-separated rates of the pacing section, requests per second")
+	procs     = flag.Int("procs", 0, "GOMAXPROCS of the harness's processes under test (the replay pacing child, the drill's rehearse run and its re-render); 0: Go's default, what a user gets")
 	tmp       string
 )
 
@@ -83,6 +85,9 @@ func main() {
 	}
 	defer os.RemoveAll(tmp)
 	fmt.Printf("# rehearse bench, %s UTC, %s/%s, %d CPUs, %s\n", time.Now().UTC().Format("2006-01-02 15:04"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	if *procs > 0 {
+		fmt.Printf("# the harness's processes under test run with GOMAXPROCS=%d (-procs)\n", *procs)
+	}
 	fmt.Printf("# load average at start: %s; %d rounds, figures are min / median / max\n", loadavg(), *rounds)
 	sections := map[string]func(){
 		"proxy": benchProxy, "pacing": benchPacing, "capture": benchCapture,
@@ -555,13 +560,27 @@ func runPaceChild(spec string) {
 	fmt.Printf("%g %g %g %g\n", p.p50, p.p99, p.max, p.cpu)
 }
 
+// harnessEnv is the environment of a harness process under test: this
+// one's, with GOMAXPROCS set when -procs asks for a processor count.
+func harnessEnv() []string {
+	env := os.Environ()
+	if *procs > 0 {
+		env = append(env, fmt.Sprintf("GOMAXPROCS=%d", *procs))
+	}
+	return env
+}
+
 // pace runs one measurement of tool in a child process.
 func pace(tool string, target *url.URL, rate float64, d time.Duration) paced {
 	self, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := exec.Command(self, "-pace-child", fmt.Sprintf("%s,%g,%s,%s", tool, rate, d, target)).Output()
+	cmd := exec.Command(self, "-pace-child", fmt.Sprintf("%s,%g,%s,%s", tool, rate, d, target))
+	if tool == "replay" {
+		cmd.Env = harnessEnv()
+	}
+	out, err := cmd.Output()
 	if err != nil {
 		log.Fatalf("pacing child %s at %g/s: %v", tool, rate, err)
 	}
@@ -575,7 +594,15 @@ func pace(tool string, target *url.URL, rate float64, d time.Duration) paced {
 func benchPacing() {
 	target := sink()
 	fmt.Printf("  send lateness (ms) into one loopback sink (this process); each run a child process of its own after a %s unmeasured warm-up at the rate; the replayer stamps at the write, Vegeta before building; CPU is the tool's process alone\n", paceWarmup)
-	for _, rate := range []float64{10, 1000, 5000} {
+	var rates []float64
+	for _, f := range strings.Split(*paceRates, ",") {
+		rate, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || rate <= 0 {
+			log.Fatalf("-pace-rates: %q is not a positive rate", f)
+		}
+		rates = append(rates, rate)
+	}
+	for _, rate := range rates {
 		d := 2 * time.Second
 		if rate <= 100 {
 			d = 10 * time.Second // 100 requests: the p99 is the worst but one
@@ -723,6 +750,7 @@ type drillRun struct {
 // pid0, when not 0, is a gateway process whose CPU over the run is taken.
 func runDrill(out string, gatewayPID int, args ...string) drillRun {
 	cmd := exec.Command(*rehearse, append(append([]string{"run"}, args...), "-q", "-o", out)...)
+	cmd.Env = harnessEnv()
 	g0 := procCPU(gatewayPID)
 	t0 := time.Now()
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -739,6 +767,7 @@ func runDrill(out string, gatewayPID int, args ...string) drillRun {
 	// The report step's share: the same report rendered again from the
 	// run directory, as its own process.
 	rr := exec.Command(*rehearse, "report", "render", out)
+	rr.Env = harnessEnv()
 	if b, err := rr.CombinedOutput(); err != nil {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 			log.Fatalf("report render: %v\n%s", err, b)

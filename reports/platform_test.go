@@ -1,0 +1,76 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// platformJournal is a run that recorded nothing but its platform facts,
+// with procs Go processors (0: a journal from before the field).
+func platformJournal(procs int) []journal.Event {
+	return []journal.Event{
+		{T: 0, Payload: &journal.RunStart{RunID: "p", Scenario: "platform", Rate: 10, Duration: time.Second,
+			Platform: &journal.Platform{OS: "linux", Arch: "amd64", CPU: "AMD EPYC", NumCPU: 2, GOMAXPROCS: procs, GoVersion: "go1.26"}}},
+		{T: time.Second, Payload: &journal.RunEnd{Reason: journal.EndCompleted}},
+	}
+}
+
+// TestPlatformGOMAXPROCS: the harness's processor count travels from
+// run.start to run.json, the report's platform rows and report compare's
+// platform facts, where a difference is listed; a journal without it says
+// nothing about it rather than 0.
+func TestPlatformGOMAXPROCS(t *testing.T) {
+	analyze := func(procs int) *Analysis {
+		t.Helper()
+		a, err := AnalyzeEvents(platformJournal(procs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Platform == nil || a.Platform.GOMAXPROCS != procs {
+			t.Fatalf("platform %+v, want gomaxprocs %d", a.Platform, procs)
+		}
+		return a
+	}
+	one, two, old := analyze(1), analyze(2), analyze(0)
+
+	rows := func(a *Analysis) string {
+		var b strings.Builder
+		for _, r := range platformRows(a.Platform) {
+			b.WriteString(r.K + ": " + r.V + "\n")
+		}
+		return b.String()
+	}
+	if r := rows(one); !strings.Contains(r, "AMD EPYC (2 cores; the harness on 1 Go processors, GOMAXPROCS)") {
+		t.Errorf("platform rows lack the processor count:\n%s", r)
+	}
+	if r := rows(old); strings.Contains(r, "GOMAXPROCS") || !strings.Contains(r, "AMD EPYC (2 cores)") {
+		t.Errorf("a journal without the count shows one:\n%s", r)
+	}
+
+	fact := func(a, b *Analysis) CompareFact {
+		t.Helper()
+		c, err := CompareAnalyses([]*Analysis{a}, []*Analysis{b}, CompareOptions{Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range c.Facts {
+			if f.Key == "go processors (GOMAXPROCS)" {
+				return f
+			}
+		}
+		t.Fatalf("no processor fact in %+v", c.Facts)
+		return CompareFact{}
+	}
+	if f := fact(one, two); !f.Differs() || f.A[0] != "1" || f.B[0] != "2" {
+		t.Errorf("1 vs 2 processors: %+v", f)
+	}
+	if f := fact(two, two); f.Differs() {
+		t.Errorf("2 vs 2 processors differ: %+v", f)
+	}
+	if f := fact(old, two); f.A[0] != "—" || !f.Differs() {
+		t.Errorf("a journal without the count compares as %q", f.A[0])
+	}
+}
