@@ -639,6 +639,10 @@ func values(runs []*sideRun, get func(r *sideRun) string) []string {
 	return out
 }
 
+// gomaxprocsFact is the key of the platform fact of the harness's Go
+// processors.
+const gomaxprocsFact = "go processors (GOMAXPROCS)"
+
 // facts lists the platform facts of each side.
 func (c *Comparison) facts() {
 	pf := func(f func(p *PlatformInfo) string) func(r *sideRun) string {
@@ -671,7 +675,7 @@ func (c *Comparison) facts() {
 		})},
 		// The harness's own processors: its send lateness and timer
 		// figures depend on them as much as on the machine's CPUs.
-		{"go processors (GOMAXPROCS)", pf(func(p *PlatformInfo) string {
+		{gomaxprocsFact, pf(func(p *PlatformInfo) string {
 			if p.GOMAXPROCS == 0 {
 				return ""
 			}
@@ -687,7 +691,13 @@ func (c *Comparison) facts() {
 		})},
 	}
 	for _, d := range defs {
-		c.Facts = append(c.Facts, CompareFact{Key: d.key, A: values(c.sides[0], d.get), B: values(c.sides[1], d.get)})
+		f := CompareFact{Key: d.key, A: values(c.sides[0], d.get), B: values(c.sides[1], d.get)}
+		// Listed only when some run recorded it: runs from before the
+		// harness recorded its processors say nothing of them.
+		if d.key == gomaxprocsFact && slices.Equal(f.A, []string{"—"}) && slices.Equal(f.B, []string{"—"}) {
+			continue
+		}
+		c.Facts = append(c.Facts, f)
 	}
 	keys := map[string]bool{}
 	for _, runs := range c.sides {
