@@ -356,7 +356,9 @@ func (sl *slab) upstreamRequest() *UpstreamRequest {
 
 func (sl *slab) seq(v uint64) *uint64 {
 	if sl == nil {
-		return &v
+		p := new(uint64) // not &v: v would move to the heap on every call
+		*p = v
+		return p
 	}
 	p := sl.seqs.next(sl.reuse)
 	*p = v
@@ -662,9 +664,40 @@ func (s *scanner) null() bool {
 	return false
 }
 
-// fields calls field for each key after the head, until the closing
-// brace; field returns false for a key it does not know.
-func (s *scanner) fields(field func(k []byte) bool) {
+// keySet is one kind's keys, in the order the Writer writes them, and
+// each as the bytes before its value (`,"name":`).
+type keySet struct {
+	names    []string
+	prefixes []string
+}
+
+func newKeySet(names ...string) keySet {
+	ks := keySet{names: names}
+	for _, n := range names {
+		ks.prefixes = append(ks.prefixes, `,"`+n+`":`)
+	}
+	return ks
+}
+
+// index returns k's position in names, or -1.
+func (ks *keySet) index(k []byte) int {
+	for i, n := range ks.names {
+		if n == string(k) {
+			return i
+		}
+	}
+	return -1
+}
+
+// fields calls field with the position in ks of each key after the head,
+// until the closing brace; field returns false for a value it cannot
+// read. A line the Writer wrote has its keys in ks's order (some left
+// out), so the next key is first looked for by its bytes from where the
+// last one was found: one short comparison or a few per key, where
+// reading the key and looking its name up had been a sixth of decoding.
+// Keys in any other order, or repeated, are found by name.
+func (s *scanner) fields(ks *keySet, field func(i int) bool) {
+	next := 0
 	for !s.bad {
 		if s.i >= len(s.b) {
 			s.fail()
@@ -678,68 +711,118 @@ func (s *scanner) fields(field func(k []byte) bool) {
 			}
 			return
 		case ',':
-			s.i++
 		default:
 			s.fail()
 			return
 		}
-		k := s.key()
-		if s.bad || !field(k) {
+		i := -1
+		rest := s.b[s.i:]
+		for j := next; j < len(ks.prefixes); j++ {
+			if p := ks.prefixes[j]; len(rest) > len(p) && rest[2] == p[2] && string(rest[:len(p)]) == p {
+				i = j
+				s.i += len(p)
+				break
+			}
+		}
+		if i < 0 {
+			s.i++ // the comma
+			k := s.key()
+			if s.bad {
+				return
+			}
+			if i = ks.index(k); i < 0 {
+				s.fail() // a key json may match without regard to case: its call
+				return
+			}
+		}
+		next = i + 1
+		if !field(i) {
 			s.fail()
 			return
 		}
 	}
 }
 
+// client.request's keys, in the Writer's order (appendClientRequest).
+const (
+	crSeq = iota
+	crMethod
+	crRoute
+	crUpstream
+	crScheduled
+	crSent
+	crHeadersAt
+	crDone
+	crLatency
+	crService
+	crStatus
+	crBytes
+	crExpected
+	crFraction
+	crSSEEvents
+	crOutcome
+	crFastFail
+	crFastFailCode
+	crLate
+	crError
+	crResent
+	crIdempotencyKey
+	crDeadline
+)
+
+var crKeys = newKeySet("seq", "method", "route", "upstream", "scheduled", "sent", "headers_at", "done", "latency_ns",
+	"service_ns", "status", "bytes", "expected", "fraction", "sse_events", "outcome", "fast_fail", "fast_fail_code",
+	"late", "error", "resent", "idempotency_key", "deadline_ns")
+
 // decodeClientRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeClientRequest(s *scanner) *ClientRequest {
 	p := s.sl.clientRequest()
-	s.fields(func(k []byte) bool {
+	s.fields(&crKeys, func(i int) bool {
 		if s.null() {
 			return true // json leaves the field as it is
 		}
-		switch string(k) {
-		case "seq":
+		switch i {
+		case crSeq:
 			p.Seq = s.uint64()
-		case "method":
+		case crMethod:
 			p.Method = s.internStr()
-		case "route":
+		case crRoute:
 			p.Route = s.internStr()
-		case "upstream":
+		case crUpstream:
 			p.Upstream = s.internStr()
-		case "scheduled":
+		case crScheduled:
 			p.Scheduled = time.Duration(s.int64())
-		case "sent":
+		case crSent:
 			p.Sent = time.Duration(s.int64())
-		case "headers_at":
+		case crHeadersAt:
 			p.HeadersAt = time.Duration(s.int64())
-		case "done":
+		case crDone:
 			p.Done = time.Duration(s.int64())
-		case "latency_ns":
+		case crLatency:
 			p.Latency = time.Duration(s.int64())
-		case "service_ns":
+		case crService:
 			p.Service = time.Duration(s.int64())
-		case "status":
+		case crStatus:
 			p.Status = s.int()
-		case "bytes":
+		case crBytes:
 			p.Bytes = s.int64()
-		case "expected":
+		case crExpected:
 			p.Expected = s.int64()
-		case "fraction":
+		case crFraction:
 			p.Fraction = s.float()
-		case "sse_events":
+		case crSSEEvents:
 			p.SSEEvents = s.int()
-		case "outcome":
+		case crOutcome:
 			p.Outcome = Outcome(s.internStr())
-		case "fast_fail":
+		case crFastFail:
 			p.FastFail = s.bool()
-		case "fast_fail_code":
+		case crFastFailCode:
 			p.FastFailCode = s.internStr()
-		case "late":
+		case crLate:
 			p.Late = s.bool()
-		case "error":
+		case crError:
 			p.Error = s.internStr()
-		case "resent":
+		case crResent:
 			s.expect('[')
 			p.Resent = []time.Duration{}
 			for !s.bad && s.i < len(s.b) && s.b[s.i] != ']' {
@@ -749,9 +832,9 @@ func decodeClientRequest(s *scanner) *ClientRequest {
 				p.Resent = append(p.Resent, time.Duration(s.int64()))
 			}
 			s.expect(']')
-		case "idempotency_key":
+		case crIdempotencyKey:
 			p.IdempotencyKey = s.bool()
-		case "deadline_ns":
+		case crDeadline:
 			p.Deadline = time.Duration(s.int64())
 		default:
 			return false
@@ -761,57 +844,84 @@ func decodeClientRequest(s *scanner) *ClientRequest {
 	return p
 }
 
+// upstream.request's keys, in the Writer's order (appendUpstreamRequest).
+const (
+	urUpstream = iota
+	urMethod
+	urPath
+	urSeq
+	urRemote
+	urUserAgent
+	urProbeTag
+	urHealthCheck
+	urFault
+	urFaultType
+	urInFlight
+	urStatus
+	urRetryAfter
+	urBytes
+	urDone
+	urOutcome
+	urIdempotencyKey
+	urBudget
+	urPromptTokens
+	urCompletionTokens
+)
+
+var urKeys = newKeySet("upstream", "method", "path", "seq", "remote", "user_agent", "probe_tag", "health_check",
+	"fault", "fault_type", "in_flight", "status", "retry_after_ns", "bytes", "done", "outcome", "idempotency_key",
+	"budget_ns", "prompt_tokens", "completion_tokens")
+
 // decodeUpstreamRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
 	p := s.sl.upstreamRequest()
-	s.fields(func(k []byte) bool {
-		if string(k) == "seq" && s.null() {
-			p.Seq = nil
-			return true
-		}
+	s.fields(&urKeys, func(i int) bool {
 		if s.null() {
+			if i == urSeq {
+				p.Seq = nil
+			}
 			return true
 		}
-		switch string(k) {
-		case "upstream":
+		switch i {
+		case urUpstream:
 			p.Upstream = s.internStr()
-		case "method":
+		case urMethod:
 			p.Method = s.internStr()
-		case "path":
+		case urPath:
 			p.Path = s.internStr()
-		case "seq":
+		case urSeq:
 			p.Seq = s.sl.seq(s.uint64())
-		case "remote":
+		case urRemote:
 			p.Remote = s.internStr()
-		case "user_agent":
+		case urUserAgent:
 			p.UserAgent = s.internStr()
-		case "probe_tag":
+		case urProbeTag:
 			p.ProbeTag = s.internStr()
-		case "health_check":
+		case urHealthCheck:
 			p.HealthCheck = s.bool()
-		case "fault":
+		case urFault:
 			p.Fault = s.internStr()
-		case "fault_type":
+		case urFaultType:
 			p.FaultType = s.internStr()
-		case "in_flight":
+		case urInFlight:
 			p.InFlight = s.int()
-		case "status":
+		case urStatus:
 			p.Status = s.int()
-		case "retry_after_ns":
+		case urRetryAfter:
 			p.RetryAfter = time.Duration(s.int64())
-		case "bytes":
+		case urBytes:
 			p.Bytes = s.int64()
-		case "done":
+		case urDone:
 			p.Done = time.Duration(s.int64())
-		case "outcome":
+		case urOutcome:
 			p.Outcome = Outcome(s.internStr())
-		case "idempotency_key":
+		case urIdempotencyKey:
 			p.IdempotencyKey = s.internStr()
-		case "budget_ns":
+		case urBudget:
 			p.Budget = time.Duration(s.int64())
-		case "prompt_tokens":
+		case urPromptTokens:
 			p.PromptTokens = s.int64()
-		case "completion_tokens":
+		case urCompletionTokens:
 			p.CompletionTokens = s.int64()
 		default:
 			return false

@@ -164,3 +164,58 @@ func benchEncode(b *testing.B, encode func(*bytes.Buffer, Event) error, e Event)
 		}
 	}
 }
+
+// benchLines are a client.request and an upstream.request as the Writer
+// writes them.
+func benchLines(tb testing.TB) [][]byte {
+	seq := uint64(49883)
+	var lines [][]byte
+	for _, e := range []Event{benchClientRequest, {T: 997661000000, Payload: &UpstreamRequest{Upstream: "llm-primary", Method: "GET", Path: "/x", Seq: &seq,
+		InFlight: 1, Status: 200, Done: 997666000000, Outcome: OutcomeUpstreamComplete}}} {
+		l, ok := appendEventFast(nil, e)
+		if !ok {
+			tb.Fatal("no fast encoding")
+		}
+		lines = append(lines, bytes.TrimSpace(l))
+	}
+	return lines
+}
+
+// Decoding the frequent kinds into a reused slab allocates nothing once
+// the names are interned: the hot path of DecodeTransient.
+func TestDecodeFastAllocs(t *testing.T) {
+	lines := benchLines(t)
+	in, sl := &interner{}, &slab{reuse: true}
+	i := 0
+	allocs := testing.AllocsPerRun(2000, func() { // both kinds each run: the average is rounded down
+		if i%(chunkLines/2) == 0 {
+			sl.rewind()
+		}
+		for _, l := range lines {
+			if _, ok := decodeFastIn(l, in, sl); !ok {
+				t.Fatal("not decoded")
+			}
+		}
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per pair of lines, want 0", allocs)
+	}
+}
+
+// BenchmarkDecodeFast decodes a client.request and an upstream.request as
+// the Writer writes them, the way Decode does (shared names, payloads
+// from a reused slab): the per-line cost of reading a large journal.
+func BenchmarkDecodeFast(b *testing.B) {
+	lines := benchLines(b)
+	in, sl := &interner{}, &slab{reuse: true}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%chunkLines == 0 {
+			sl.rewind()
+		}
+		if _, ok := decodeFastIn(lines[i%2], in, sl); !ok {
+			b.Fatal("not decoded")
+		}
+	}
+}
