@@ -3,7 +3,6 @@ package inject
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -91,59 +90,105 @@ func wantsStream(accept string, body []byte) bool {
 // completion.
 func isChatPath(path string) bool { return strings.HasSuffix(path, "/chat/completions") }
 
-// jsonBody builds the healthy JSON body for a request for path, padded to
-// BodyBytes (a body's fixed fields make it at least about 100 bytes).
+// jsonBody builds the healthy JSON body for a request for path.
 func (h *fakeHandler) jsonBody(path string) []byte {
-	var prefix, suffix string
-	if isChatPath(path) {
-		prefix = fmt.Sprintf(`{"id":"chatcmpl-rehearse","object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"`, time.Now().Unix(), h.cfg.SSE.Model)
-		suffix = fmt.Sprintf(`"},"finish_reason":"stop"}],"usage":%s}`, h.usageJSON()) + "\n"
-	} else {
-		prefix = fmt.Sprintf(`{"upstream":%q,"path":%q,"ok":true,"data":"`, h.name, path)
-		suffix = `"}` + "\n"
-	}
-	pad := max(0, h.cfg.BodyBytes-len(prefix)-len(suffix))
-	var b bytes.Buffer
-	b.Grow(len(prefix) + pad + len(suffix))
-	b.WriteString(prefix)
-	b.WriteString(filler(pad))
-	b.WriteString(suffix)
-	return b.Bytes()
+	return h.appendJSONBody(make([]byte, 0, max(h.cfg.BodyBytes, 256)), path)
 }
 
-// usageJSON is the OpenAI-style usage block of a chat completion.
-func (h *fakeHandler) usageJSON() string {
+// appendJSONBody appends the healthy JSON body for a request for path to
+// dst, padded to BodyBytes (a body's fixed fields make it at least about
+// 100 bytes). It appends rather than formats: the fast path writes it
+// into its reused buffer.
+func (h *fakeHandler) appendJSONBody(dst []byte, path string) []byte {
+	start := len(dst)
+	var sfx [192]byte
+	suffix := sfx[:0]
+	if isChatPath(path) {
+		dst = append(dst, `{"id":"chatcmpl-rehearse","object":"chat.completion","created":`...)
+		dst = strconv.AppendInt(dst, time.Now().Unix(), 10)
+		dst = append(dst, `,"model":`...)
+		dst = strconv.AppendQuote(dst, h.cfg.SSE.Model)
+		dst = append(dst, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+		suffix = append(suffix, `"},"finish_reason":"stop"}],"usage":`...)
+		suffix = h.appendUsage(suffix)
+		suffix = append(suffix, "}\n"...)
+	} else {
+		dst = append(dst, `{"upstream":`...)
+		dst = strconv.AppendQuote(dst, h.name)
+		dst = append(dst, `,"path":`...)
+		dst = strconv.AppendQuote(dst, path)
+		dst = append(dst, `,"ok":true,"data":"`...)
+		suffix = append(suffix, "\"}\n"...)
+	}
+	dst = appendFiller(dst, h.cfg.BodyBytes-(len(dst)-start)-len(suffix))
+	return append(dst, suffix...)
+}
+
+// appendUsage appends the OpenAI-style usage block of a chat completion.
+func (h *fakeHandler) appendUsage(dst []byte) []byte {
 	u := h.cfg.Usage
-	return fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, u.PromptTokens, u.CompletionTokens, u.PromptTokens+u.CompletionTokens)
+	dst = append(dst, `{"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, u.PromptTokens, 10)
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = strconv.AppendInt(dst, u.CompletionTokens, 10)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = strconv.AppendInt(dst, u.PromptTokens+u.CompletionTokens, 10)
+	return append(dst, '}')
 }
 
 const fillerText = "the quick brown fox jumps over the lazy dog "
 
-// filler returns n bytes of plain text, safe inside a JSON string.
-func filler(n int) string {
-	if n <= 0 {
-		return ""
+// appendFiller appends n bytes of plain text, safe inside a JSON string.
+func appendFiller(dst []byte, n int) []byte {
+	for n > 0 {
+		k := min(n, len(fillerText))
+		dst = append(dst, fillerText[:k]...)
+		n -= k
 	}
-	return strings.Repeat(fillerText, n/len(fillerText)+1)[:n]
+	return dst
 }
 
 // sseEvents are the events of one chat-completions stream: Events
-// content chunks, a finish chunk, a usage chunk, then "data: [DONE]".
+// content chunks, a finish chunk, a usage chunk, then "data: [DONE]";
+// slices of one buffer.
 func (h *fakeHandler) sseEvents(created int64) [][]byte {
 	sse := h.cfg.SSE
-	events := make([][]byte, 0, sse.Events+3)
-	chunk := func(delta, finish string) []byte {
-		return fmt.Appendf(nil, `data: {"id":"chatcmpl-rehearse","object":"chat.completion.chunk","created":%d,"model":%q,"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n", created, sse.Model, delta, finish)
+	buf := make([]byte, 0, (sse.Events+2)*(200+len(sse.Model))+128)
+	ends := make([]int, 0, sse.Events+3)
+	head := func() {
+		buf = append(buf, `data: {"id":"chatcmpl-rehearse","object":"chat.completion.chunk","created":`...)
+		buf = strconv.AppendInt(buf, created, 10)
+		buf = append(buf, `,"model":`...)
+		buf = strconv.AppendQuote(buf, sse.Model)
 	}
 	for i := 0; i < sse.Events; i++ {
-		delta := fmt.Sprintf(`{"content":"token%d "}`, i)
+		head()
+		buf = append(buf, `,"choices":[{"index":0,"delta":{`...)
 		if i == 0 {
-			delta = fmt.Sprintf(`{"role":"assistant","content":"token%d "}`, i)
+			buf = append(buf, `"role":"assistant",`...)
 		}
-		events = append(events, chunk(delta, "null"))
+		buf = append(buf, `"content":"token`...)
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, " \"},\"finish_reason\":null}]}\n\n"...)
+		ends = append(ends, len(buf))
 	}
-	usage := fmt.Appendf(nil, `data: {"id":"chatcmpl-rehearse","object":"chat.completion.chunk","created":%d,"model":%q,"choices":[],"usage":%s}`+"\n\n", created, sse.Model, h.usageJSON())
-	return append(events, chunk(`{}`, `"stop"`), usage, []byte("data: [DONE]\n\n"))
+	head()
+	buf = append(buf, `,"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n"...)
+	ends = append(ends, len(buf))
+	head()
+	buf = append(buf, `,"choices":[],"usage":`...)
+	buf = h.appendUsage(buf)
+	buf = append(buf, "}\n\n"...)
+	ends = append(ends, len(buf))
+	buf = append(buf, "data: [DONE]\n\n"...)
+	ends = append(ends, len(buf))
+	events := make([][]byte, len(ends))
+	from := 0
+	for i, end := range ends {
+		events[i] = buf[from:end:end]
+		from = end
+	}
+	return events
 }
 
 // serveSSE streams a chat-completions response (sseEvents), Interval

@@ -48,8 +48,9 @@ import (
 // the connection's next request is handed over.
 
 // fakeFastPathOff turns the fake mode's fast path off for upstreams made
-// while it is set (tests and benchmarks comparing both paths).
-var fakeFastPathOff bool
+// while it is set (tests and benchmarks comparing both paths;
+// REHEARSE_INJECT_FASTPATH=off sets it from the start).
+var fakeFastPathOff = fastPathOff
 
 // fastFake is what the fast path needs to answer as a fake upstream's
 // healthy handler: the response heads, rendered once.
@@ -244,7 +245,8 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 	b := fc.out[:0]
 	defer func() { fc.out = b[:0] }()
 	if kind == answerJSON {
-		body := h.jsonBody(r.path)
+		fc.body = h.appendJSONBody(fc.body[:0], r.path)
+		body := fc.body
 		b = ff.appendHead(b, kind, len(body), r.close)
 		if r.method != http.MethodHead {
 			b = append(b, body...)
@@ -276,7 +278,8 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 	if kind == answerSSE {
 		pieces, interval = h.sseEvents(time.Now().Unix()), h.cfg.SSE.Interval.D()
 	} else {
-		body := h.jsonBody(r.path)
+		fc.body = h.appendJSONBody(fc.body[:0], r.path)
+		body := fc.body
 		for i := 0; i < len(body); i += h.cfg.ChunkBytes {
 			pieces = append(pieces, body[i:min(i+h.cfg.ChunkBytes, len(body))])
 		}

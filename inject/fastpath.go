@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,8 +48,11 @@ import (
 // head and body do not fit is handed over.
 const fastBuf = 32 << 10
 
-// fastPathOff turns the fast path off (benchmarks comparing both paths).
-var fastPathOff bool
+// fastPathOff turns the proxy's fast path off for upstreams made while it
+// is set (benchmarks comparing both paths); REHEARSE_INJECT_FASTPATH=off
+// in the environment sets it, and fakeFastPathOff, from the start: an
+// escape hatch, and the other half of a paired measurement.
+var fastPathOff = os.Getenv("REHEARSE_INJECT_FASTPATH") == "off"
 
 // fastProxy is what the fast path needs of a proxy-mode upstream.
 type fastProxy struct {
@@ -135,8 +139,9 @@ type fastConn struct {
 	up     net.Conn
 	upr    upReader // what ubr reads up through
 	ubr    *bufio.Reader
-	reused bool // up has carried a request already
-	watch  bool // a wait watches the gateway for a hang-up (fastfake.go)
+	reused bool   // up has carried a request already
+	watch  bool   // a wait watches the gateway for a hang-up (fastfake.go)
+	body   []byte // a fake's JSON body, reused (fastfake.go)
 
 	out    []byte      // the outbound request, reused
 	header http.Header // the request's header, reused
