@@ -369,7 +369,7 @@ var checks = []check{
 			case !ep.Opened:
 				return unseen(r.label(), neverOpened+": no close to time")
 			case ep.Closed:
-				return seen(r.label(), max(*ep.ClosedAfterRecoveryS, 0))
+				return closeAfterFault(r.label(), ep)
 			case !ep.EndedByRun && ev.a.Run.DurationS-ep.EndS > lim:
 				// Still open longer than the bound after the fault ended:
 				// a breach, whenever it would have closed.
@@ -469,6 +469,42 @@ var checks = []check{
 	{"gateway_answers_before_client_deadline", evalDeadlineOrder},
 	{"cost_amplification_max", evalCostAmplification},
 }
+
+// closeAfterFault observes how long after the fault's end an episode's
+// breaker closed (an early close counts as 0). A close the evidence only
+// bounds (close_bounds_s: a timer's close between the last request turned
+// away and the first resumed call; a ramp's end or a half-open's last
+// quick success, unseen from outside, with no latest moment) is judged on
+// its whole range, like every other bounded figure: the estimate alone
+// (closed_at_s, for a ramp the earliest the close can have been) would
+// pass a breaker that may have stayed half-open past the bound.
+func closeAfterFault(subject string, ep *Episode) observation {
+	v := max(*ep.ClosedAfterRecoveryS, 0)
+	b := ep.CloseBoundsS
+	if b == nil {
+		return seen(subject, v)
+	}
+	// The bounds are moments into the run; the figure counts from the
+	// fault's end, and a close before it counts as 0.
+	rel := &Bounds{}
+	if b.Min != nil {
+		rel.Min = ptr(max(*b.Min-ep.EndS, 0))
+	}
+	if b.Max != nil {
+		rel.Max = ptr(max(*b.Max-ep.EndS, 0))
+	}
+	why := closeBounded
+	if b.Max == nil {
+		why = closeUnbounded
+	}
+	return seenBounded(subject, v, rel, why)
+}
+
+// Why a close is a range (closes_within's not-observable message).
+const (
+	closeBounded   = "no success pins the close down: the breaker closed somewhere in close_bounds_s"
+	closeUnbounded = "no success pins the close down: the breaker forwarded everything from the earliest it can have closed, and a ramp's end, or a half-open letting several quick calls through, closes later, unseen from outside"
+)
 
 // shortestCooldown observes an episode's shortest cooldown. With bounded
 // cooldowns (an open several failures fit) it is bounded too: at least the

@@ -43,8 +43,11 @@ type Expectations struct {
 	// list) see no breaker opening and keep their client success ratio
 	// while other upstreams are faulted.
 	HealthyUnaffected *UpstreamSet `yaml:"healthy_unaffected,omitempty" json:"healthy_unaffected,omitempty"`
-	// ClosesWithin: the breaker closes (live traffic resumes) within this
-	// time of the fault's end.
+	// ClosesWithin: the breaker closes within this time of the fault's
+	// end: the moment closed_at_s estimates, judged on close_bounds_s when
+	// the evidence only bounds it (a close with no latest moment seen from
+	// outside, a ramp's or an ambiguous half-open's, is then never met on
+	// its earliest estimate).
 	ClosesWithin *rehearse.Duration `yaml:"closes_within,omitempty" json:"closes_within,omitempty"`
 	// SuccessesToCloseMin is the least number of consecutive successful
 	// probes seen before the breaker closed.
