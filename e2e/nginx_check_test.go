@@ -20,6 +20,7 @@ func checkNginx(t *testing.T, g *nginxGW, res *rehearsal.Result, lines []nginxLi
 		t.Fatalf("want one episode on app, analysis has %+v", ua)
 	}
 	ep := ua.Episodes[0]
+	skipIfStalled(t, res.Analysis)
 	truth := nginxTruth(lines, g.App, ep.StartS)
 	c := &comparer{t: t}
 	c.note("configuration", fmt.Sprintf("max_fails=%d fail_timeout=%s non_idempotent=%v proxy_read_timeout=%s", g.Timing.MaxFails, g.Timing.FailTimeout, g.Timing.NonIdempotent, g.Timing.ReadTimeout), "—")

@@ -522,6 +522,7 @@ func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, desc, wantShape
 		t.Fatalf("want one episode on app, analysis has %+v", ua)
 	}
 	ep := ua.Episodes[0]
+	skipIfStalled(t, res.Analysis)
 	truth := g.truth(res.Analysis.Run.WallStart, ep.StartS)
 	if _, ok := g.br.(*expiring); ok && !strings.Contains(ep.Shape, reports.ShapeExpiry) {
 		truth = g.probeReading(truth, res.Analysis.Run.WallStart)
@@ -536,14 +537,24 @@ func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, desc, wantShape
 	// The failed calls before the first open, as the analysis defines
 	// them: calls the gateway let through from the fault's start that
 	// began before the open and failed, by the gateway's own record.
+	// A call let through just before the fault started reaches the
+	// upstream after it when the gateway is slow to forward it (a loaded
+	// machine): the log cannot tell, so such a failed call counts toward
+	// the most there may have been (FailedMax).
 	if len(truth) > 0 {
 		g.mu.Lock()
+		maybe := 0
 		for _, k := range g.calls {
 			at := k.At.Sub(res.Analysis.Run.WallStart).Seconds()
-			if at >= ep.StartS-0.003 && at < truth[0].OpenAt && !k.End.IsZero() && !k.OK {
+			switch {
+			case k.End.IsZero() || k.OK || at >= truth[0].OpenAt:
+			case at >= ep.StartS-0.003:
 				truth[0].Failed++
+			case k.End.Sub(res.Analysis.Run.WallStart).Seconds() > ep.StartS:
+				maybe++
 			}
 		}
+		truth[0].FailedMax = truth[0].Failed + maybe
 		g.mu.Unlock()
 	}
 	compareCycles(c, ep, truth, wantSuccesses)

@@ -149,7 +149,7 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 		if i == 0 {
 			fb := cy.FailuresBeforeOpenBounds
 			if m := int64(tc.FailedMax); m > int64(tc.Failed) && cy.FailuresBeforeOpen >= int64(tc.Failed) && cy.FailuresBeforeOpen <= m {
-				c.rows = append(c.rows, [4]string{n + "failed calls before the open", fmt.Sprintf("%d–%d (ms-rounded log)", tc.Failed, m), fmt.Sprint(cy.FailuresBeforeOpen), "ok"})
+				c.rows = append(c.rows, [4]string{n + "failed calls before the open", fmt.Sprintf("%d–%d (the most the log allows)", tc.Failed, m), fmt.Sprint(cy.FailuresBeforeOpen), "ok"})
 			} else if fb != nil && fb.Min != nil && fb.Max != nil && float64(tc.Failed) != *fb.Min {
 				// The open is bounded and failures arrived in between: the
 				// log's count must lie within the stated bounds.
@@ -199,7 +199,23 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 				c.num(n+"first probe after the open (s)", lg, fp0-cy.OpenedAtS, true)
 			}
 			for j := 1; j < len(tc.Probes) && j < len(cy.Probes); j++ {
-				c.num(fmt.Sprintf("%sprobe %d after probe %d (s)", n, j+1, j), tc.Probes[j].At-tc.Probes[j-1].At, at(cy.Probes[j], tc.Probes[j])-at(cy.Probes[j-1], tc.Probes[j-1]), true)
+				what := fmt.Sprintf("%sprobe %d after probe %d (s)", n, j+1, j)
+				lg, ms := tc.Probes[j].At-tc.Probes[j-1].At, at(cy.Probes[j], tc.Probes[j])-at(cy.Probes[j-1], tc.Probes[j-1])
+				// The log stamps when the gateway let a probe through, the
+				// analysis when the upstream saw it arrive: a loaded
+				// gateway forwards some later than others. Each arrival
+				// lies within its call's [let through, ended] in the log,
+				// so the spacing lies within the spacing those allow.
+				lo, hi := tc.Probes[j].At-tc.Probes[j-1].End, tc.Probes[j].End-tc.Probes[j-1].At
+				if tol := tolerance(lg); math.Abs(ms-lg) > tol && hi > lo && tc.Probes[j-1].End > 0 && tc.Probes[j].End > 0 {
+					in := ms >= lo-tol && ms <= hi+tol
+					c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f (calls allow %.3f – %.3f)", lg, lo, hi), fmt.Sprintf("%.3f", ms), "bound " + yes(in)})
+					if !in {
+						t.Errorf("%s: measured %.3f s, outside %.3f – %.3f, what the gateway's log of the two calls (let through, ended) allows", what, ms, lo, hi)
+					}
+					continue
+				}
+				c.num(what, lg, ms, true)
 			}
 		}
 		if tc.CloseAt == nil {
@@ -238,6 +254,32 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 		return
 	}
 	c.exact("successes_to_close", want, intp(ep.SuccessesToClose))
+}
+
+// skipIfStalled skips a test whose run says its replay stalled
+// (reports.NoteReplayStalled): on a machine so loaded that the replayer and
+// the upstream (the test's own process, and the shape tests' gateway with
+// them) stop for seconds, requests go unsent while the breaker changes
+// state, and the figures cannot be held to the gateway's log within
+// tolerances of milliseconds. The analysis says so in its notes: the run
+// measured the machine, not the breaker. Seen in the shape tests at a load
+// average of ~9 on 2 cores: 60 % of the requests dropped, sends stopped
+// for 2–3 s, calls forwarded 1.4 s after the breaker let them through.
+func skipIfStalled(t *testing.T, a *reports.Analysis) {
+	t.Helper()
+	for _, n := range a.Notes {
+		if strings.HasPrefix(n, reports.NoteReplayStalled) {
+			t.Skipf("no measurement of the breaker: %s (load average during the run: %s)", n, loadText(a))
+		}
+	}
+}
+
+func loadText(a *reports.Analysis) string {
+	if a.Platform != nil && a.Platform.LoadDuringRun != nil {
+		l := a.Platform.LoadDuringRun
+		return fmt.Sprintf("median %.1f, max %.1f", l.Median, l.Max)
+	}
+	return "unknown"
 }
 
 func val(p *float64) float64 {

@@ -425,6 +425,78 @@ func (c *collector) replayStats(a *Analysis) {
 			break
 		}
 	}
+	if note := c.replayStall(sends, rs); note != "" {
+		a.Notes = append(a.Notes, note)
+	}
+}
+
+// NoteReplayStalled begins the note of a run whose replay sent nothing for
+// longer than the analysis can see through (replayStall).
+const NoteReplayStalled = "the replay stalled"
+
+// replayStall says, as a note, when requests were due and none went out
+// for longer than max(GapFactor × the schedule's interval, MinGap): a
+// stalled replayer or machine (or a full in-flight cap). That is the span
+// the analysis itself reads as a breaker turning traffic away when it has
+// nothing else to go on, so an open or a close inside it goes unseen, and
+// the breaker figures around it are only as good as the few requests
+// either side. sends are the send times, sorted; c.reqs are in schedule
+// order. Empty when the replay kept up.
+func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
+	if len(c.reqs) < 2 {
+		return ""
+	}
+	// The schedule's interval: the asked rate's, or (a capture's own
+	// timing) the median spacing of the due times.
+	var iv time.Duration
+	if rs.AskedRatePerS > 0 {
+		iv = time.Duration(float64(time.Second) / rs.AskedRatePerS)
+	} else {
+		var sp []time.Duration
+		for i := 1; i < len(c.reqs); i++ {
+			if d := c.reqs[i].sched - c.reqs[i-1].sched; d > 0 {
+				sp = append(sp, d)
+			}
+		}
+		if len(sp) == 0 {
+			return ""
+		}
+		slices.Sort(sp)
+		iv = sp[len(sp)/2]
+	}
+	limit := max(GapFactor*iv, MinGap)
+	// The longest a due request waited for the next send at or after its
+	// due time: a request late itself, or dropped while nothing went out.
+	// A stall is one such wait per next send (the requests due before the
+	// same send waited in the same stall).
+	var hole, from time.Duration
+	stalls, last := 0, -1
+	for i := range c.reqs {
+		due := c.reqs[i].sched
+		j, _ := slices.BinarySearch(sends, due)
+		if j == len(sends) {
+			break // nothing sent after it: the replay's end, not a stall
+		}
+		d := sends[j] - due
+		if d <= limit {
+			continue
+		}
+		if j != last {
+			stalls, last = stalls+1, j
+		}
+		if d > hole {
+			hole, from = d, due
+		}
+	}
+	if stalls == 0 {
+		return ""
+	}
+	spans := "once"
+	if stalls > 1 {
+		spans = fmt.Sprintf("%d times, the longest", stalls)
+	}
+	return fmt.Sprintf("%s: requests were due and none was sent for longer than %s (%d × the %s between requests, at least %s) %s for %s from %s into the run (%d of %d requests dropped); the analysis cannot see through that: an open or a close of a breaker in such a span is unseen, and the breaker figures around it rest on the few requests either side",
+		NoteReplayStalled, fmtS(seconds(limit)), GapFactor, fmtS(seconds(iv)), fmtS(seconds(MinGap)), spans, fmtS(seconds(hole)), fmtS(seconds(from)), rs.Dropped, rs.Due)
 }
 
 // phases computes client figures before, during and after the faults.
