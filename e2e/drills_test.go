@@ -250,8 +250,16 @@ func (v *runView) checkOpen(up string, ep *reports.Episode, c *reports.Cycle, fr
 				}
 			}
 		}
-		if errs < lo || errs > hi {
-			t.Errorf("open at %.3fs: %d consecutive errors before it, want error-limit %d (within [%d, %d])", c.OpenedAtS, errs, tm.ErrorLimit, lo, hi)
+		// A bounded open (open_bounds_s: failures that fit the trip, or a
+		// call let through before it reaching HAProxy's server late) is
+		// held to its range: the errors before the earliest and the
+		// latest moment it states.
+		errsHi := errs
+		if b := c.OpenBoundsS; b != nil && b.Max != nil && *b.Max > c.OpenedAtS {
+			errsHi, _, _ = v.streakCalls(up, from, *b.Max)
+		}
+		if errsHi < lo || errs > hi {
+			t.Errorf("open at %.3fs: %d–%d consecutive errors before it (its stated bounds %s), want error-limit %d (within [%d, %d])", c.OpenedAtS, errs, errsHi, boundsText(c.OpenBoundsS), tm.ErrorLimit, lo, hi)
 		}
 		return openedPassive
 	}
@@ -532,4 +540,12 @@ func (v *runView) checkNotOpened(up string) *reports.Episode {
 	v.fig.add("opened", "HAProxy does not act on this", ep.Opened)
 	v.fig.add("statement", "says so plainly", ep.Statement)
 	return ep
+}
+
+// boundsText says stated bounds in seconds ("none" when exact).
+func boundsText(b *reports.Bounds) string {
+	if b == nil || b.Min == nil || b.Max == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.3f – %.3f s", *b.Min, *b.Max)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/reports"
 )
 
@@ -60,6 +61,8 @@ type shapeGW struct {
 type shapeProbe struct {
 	At, End time.Time
 	OK      bool
+	// Seq is the client's sequence number (the replayer's header).
+	Seq string
 }
 
 // statusWriter keeps the status a handler wrote.
@@ -339,7 +342,7 @@ func startShapeGW(t *testing.T, br breaker, upstream string, timeout time.Durati
 			probe = len(g.probes) - 1
 		}
 		if ok {
-			g.calls = append(g.calls, shapeProbe{At: now})
+			g.calls = append(g.calls, shapeProbe{At: now, Seq: r.Header.Get(replay.DefaultSeqHeader)})
 			call = len(g.calls) - 1
 		}
 		g.mu.Unlock()
@@ -686,6 +689,18 @@ func TestShapeTimeoutWithBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The gateway's own record of each call: when it let the call
+	// through and when its proxy gave up. The hang-up comes at its timeout
+	// after it sent the request, so the upstream sees it no sooner than
+	// the timeout after the gateway let the call through (however late a
+	// loaded upstream stamped the arrival), and before the fault's 2 s
+	// answer would have come.
+	g.mu.Lock()
+	let := map[string]time.Time{}
+	for _, k := range g.calls {
+		let[k.Seq] = k.At
+	}
+	g.mu.Unlock()
 	n := 0
 	for _, e := range events {
 		p, ok := e.Payload.(*journal.UpstreamRequest)
@@ -694,8 +709,18 @@ func TestShapeTimeoutWithBody(t *testing.T) {
 		}
 		n++
 		held := p.Done - e.T
-		if p.Outcome != journal.OutcomeUpstreamGone || held < timeout-50*time.Millisecond || held > timeout+300*time.Millisecond {
-			t.Errorf("%s %s: outcome %s after %s, want client_gone at the gateway's timeout %s", p.Method, p.Path, p.Outcome, held, timeout)
+		gone := res.Analysis.Run.WallStart.Add(p.Done)
+		at, known := time.Time{}, false
+		if p.Seq != nil {
+			at, known = let[strconv.FormatUint(*p.Seq, 10)]
+		}
+		switch {
+		case p.Outcome != journal.OutcomeUpstreamGone || held >= 2*time.Second:
+			t.Errorf("%s %s: outcome %s after %s, want client_gone at the gateway's timeout %s, before the fault's 2 s", p.Method, p.Path, p.Outcome, held, timeout)
+		case !known:
+			t.Errorf("%s %s (seq %v): not in the gateway's record of the calls it let through", p.Method, p.Path, p.Seq)
+		case gone.Sub(at) < timeout-5*time.Millisecond:
+			t.Errorf("%s %s: the upstream saw the hang-up %s after the gateway let the call through, before its timeout %s", p.Method, p.Path, gone.Sub(at), timeout)
 		}
 	}
 	if n == 0 {

@@ -274,6 +274,9 @@ const (
 	// tripUnplaced: a figure measured from an open that several failures
 	// fit (open_bounds_s).
 	tripUnplaced = "several failures fit the breaker's trip: it opened somewhere between them"
+	// lateForward: failed calls whose requests were sent before the trip
+	// reached the upstream after it (let through before it, or after).
+	lateForward = "calls sent before the trip reached the upstream after it: a loaded gateway forwards late what it let through"
 )
 
 // check is one expectation: its YAML key and how to evaluate it when set.
@@ -309,7 +312,11 @@ var checks = []check{
 			if !r.ep.Opened {
 				return breach(r.label(), "did not open")
 			}
-			return seenBounded(r.label(), float64(*r.ep.FailuresBeforeOpen), r.ep.FailuresBeforeOpenBounds, tripUnplaced)
+			why := tripUnplaced
+			if r.ep.OpenedAfterBoundsS == nil {
+				why = lateForward
+			}
+			return seenBounded(r.label(), float64(*r.ep.FailuresBeforeOpen), r.ep.FailuresBeforeOpenBounds, why)
 		}), noEpisode, "episodes"), true
 	}},
 	{"cooldown_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {

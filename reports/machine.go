@@ -150,6 +150,17 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 	return u.splitExpiry(out)
 }
 
+// sentBefore reports whether call i's client request was sent before t
+// (false when the call carries no client request).
+func (u *upstreamRun) sentBefore(i int32, t time.Duration) bool {
+	ri, ok := u.reqOf[i]
+	if !ok {
+		return false
+	}
+	s := u.c.reqs[ri].sent
+	return s > 0 && s < t
+}
+
 // laterArrival is whichever of two calls reached the upstream later (a
 // < 0: none yet). The last call forwarded before the breaker opened is
 // the latest to arrive, not the last request sent: a loaded gateway can
@@ -346,7 +357,11 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			}
 			continue
 		}
-		if bounded && k.t < cy.openHi && !k.health && k.failed && !k.tagged && !cy.admitted[i] {
+		// Let through before the latest the trip can have been: arrived
+		// before it, or (a loaded gateway forwards a request it let
+		// through late) sent before it by its client.
+		mayPrecede := k.t < cy.openHi || u.sentBefore(i, cy.openHi)
+		if mayPrecede && !k.health && k.failed && !k.tagged && !cy.admitted[i] {
 			// Not a probe (a tagged call or an admission proves the
 			// breaker open): it may have reached a closed breaker.
 			maybeFailures++
@@ -368,7 +383,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			// through once already, not a leak.
 		case cy.admitted[i]:
 			liveP = append(liveP, i)
-		case k.t < cy.openHi:
+		case mayPrecede:
 			// Before the latest failure that may have tripped it: the
 			// breaker may still have been closed.
 		default:
@@ -427,10 +442,10 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	if bounded {
 		out.OpenBoundsS = &Bounds{Min: ptr(seconds(cy.openAt)), Max: ptr(seconds(cy.openHi))}
-		if maybeFailures > 0 {
-			out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, maybeFailures)
-			out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, maybeRequests)
-		}
+	}
+	if maybeFailures > 0 {
+		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, maybeFailures)
+		out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, maybeRequests)
 	}
 	if cy.closeAt >= 0 {
 		switch {
@@ -731,6 +746,8 @@ func statement(ep *Episode) string {
 			}
 		}
 		b.WriteString(")")
+	} else if fb := ep.FailuresBeforeOpenBounds; fb != nil && fb.Max != nil {
+		fmt.Fprintf(&b, ", or as many as %s (calls sent before the trip reached the upstream after it: a loaded gateway forwards late what it let through)", plural(int64(*fb.Max), "failed call"))
 	}
 	b.WriteString(".")
 	if ep.Shape != "" {

@@ -341,6 +341,16 @@ func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPasse
 	floor := time.Duration(-1)
 	if lastPassed >= 0 {
 		floor = c.calls[lastPassed].t
+		// The breaker let that call through somewhere between the
+		// client's send and the upstream's arrival: a loaded gateway
+		// forwards a request it let through late (tens of ms), and a
+		// failure that ended in between may have tripped it right
+		// after.
+		if ri, ok := u.reqOf[lastPassed]; ok {
+			if s := c.reqs[ri].sent; s > 0 && s < floor {
+				floor = s
+			}
+		}
 	}
 	first, last := time.Duration(-1), time.Duration(-1)
 	trip := int32(-1)
