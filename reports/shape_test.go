@@ -415,3 +415,61 @@ func TestGatewayForwardsLate(t *testing.T) {
 		t.Errorf("failures before open %d, bounds %s, want 3 within them", cy.FailuresBeforeOpen, bounds(b))
 	}
 }
+
+// TestCallSentBeforeTripArrivesAfter: an open the evidence fixes to the
+// millisecond, and a request sent just before it that the loaded gateway
+// forwarded after it, failing: the breaker may have let it through before
+// the trip (then it counts among the failures before the open) or after
+// (a leak). The black box cannot tell, so it is no leak and the count is
+// given with that call as its maximum.
+func TestCallSentBeforeTripArrivesAfter(t *testing.T) {
+	a, err := AnalyzeEvents(loadedJournal(func(req func(uint64, float64, float64, int, journal.Outcome, bool), call func(uint64, float64, float64, int)) {
+		seq := uint64(0)
+		for x := 0.0; x < 1000; x += 50 {
+			req(seq, x, x+2, 200, journal.OutcomeOK, false)
+			call(seq, x+0.5, x+1, 200)
+			seq++
+		}
+		// Three failures, the third ending at 1101 (the trip); the request
+		// sent at 1100.2 reaches the upstream at 1101.5 and fails at 1101.8.
+		for _, x := range []float64{1000, 1050, 1100} {
+			req(seq, x, x+2, 503, journal.OutcomeHTTP5xx, false)
+			call(seq, x+0.5, x+1, 503)
+			seq++
+		}
+		req(seq, 1100.2, 1102.5, 503, journal.OutcomeHTTP5xx, false)
+		call(seq, 1101.5, 1101.8, 503)
+		seq++
+		for x := 1150.0; x < 4000; x += 50 {
+			req(seq, x, x+1, 503, journal.OutcomeFastFail, true)
+			seq++
+		}
+		for x := 4010.0; x < 6000; x += 50 {
+			req(seq, x, x+2, 200, journal.OutcomeOK, false)
+			call(seq, x+0.5, x+1, 200)
+			seq++
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := a.Upstreams["app"].Episodes[0]
+	if len(ep.Cycles) != 1 {
+		t.Fatalf("%d cycles, want 1: %s", len(ep.Cycles), ep.Statement)
+	}
+	cy := ep.Cycles[0]
+	if math.Abs(cy.OpenedAtS-1.101) > 0.0006 || cy.Leaked != 0 {
+		t.Errorf("opened at %.4f s, leaked %d: want 1.101, nothing leaked (%s)", cy.OpenedAtS, cy.Leaked, ep.Statement)
+	}
+	b := cy.FailuresBeforeOpenBounds
+	if cy.FailuresBeforeOpen != 3 || b == nil || b.Min == nil || b.Max == nil || *b.Min != 3 || *b.Max != 4 {
+		t.Errorf("failures before open %d, bounds %s: want 3, up to 4 with the call sent before the trip", cy.FailuresBeforeOpen, bounds(b))
+	}
+	if !strings.Contains(ep.Statement, "or as many as 4 failed calls") {
+		t.Errorf("statement %q does not give the count's maximum", ep.Statement)
+	}
+	r := Evaluate(a, Expectations{FailuresBeforeOpenMax: ptr(3)})[0]
+	if r.Outcome != NotObservable || !strings.Contains(r.Message, lateForward) {
+		t.Errorf("failures_before_open_max 3 on 3–4: %s %q, want not observable saying why", r.Outcome, r.Message)
+	}
+}
