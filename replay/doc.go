@@ -14,6 +14,11 @@
 // accuracy: an HDR histogram of send lateness and the achieved rate for
 // every second of the run.
 //
+// The sender writes each request to an http:// target and reads its
+// response on its own goroutine (the direct transport, direct.go: net/http's
+// serialisation, parsing and keep-alive rules without its per-connection
+// goroutines); https:// targets go through net/http's transport.
+//
 // Requests come from package replay/capture; see docs/replay.md for the
 // pacing model, the outcome classes and the safety rule for writes.
 package replay
