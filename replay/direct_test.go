@@ -2,6 +2,8 @@ package replay
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -415,5 +417,64 @@ func TestDirectRequestClose(t *testing.T) {
 	}
 	if c, n := closes.Load(), conns.Load(); c != 2 || n != 3 {
 		t.Errorf("%d requests asked for a close over %d connections; want 2 over 3", c, n)
+	}
+}
+
+// A cancellation ends a blocked read at once, before the headers or inside
+// the body, with the context's error (as net/http reports it), and the
+// connection is never reused.
+func TestDirectCancel(t *testing.T) {
+	var conns atomic.Int64
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		n := conns.Add(1)
+		br := bufio.NewReader(c)
+		for k := 0; ; k++ {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			switch {
+			case n == 1: // nothing: held until the client gives up
+			case n == 2:
+				write(c.(*net.TCPConn), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf")
+			default:
+				write(c.(*net.TCPConn), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				continue
+			}
+			hold(c.(*net.TCPConn))
+			return
+		}
+	})
+	tr := newDirectTransport(&Options{MaxInFlight: 4, ConnectTimeout: time.Second})
+	defer tr.CloseIdleConnections()
+	get := func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/", nil)
+		return tr.RoundTrip(req)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, err := get(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before the headers: %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	resp, err := get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(100*time.Millisecond, cancel)
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if n != 4 || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled mid-body: %d bytes, %v; want 4, context.Canceled", n, err)
+	}
+	for range 2 {
+		resp, err := get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if c := conns.Load(); c != 3 {
+		t.Errorf("%d connections, want 3: a cancelled exchange's connection was reused", c)
 	}
 }
