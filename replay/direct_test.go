@@ -121,6 +121,15 @@ func TestDirectTransportMatchesNetHTTP(t *testing.T) {
 	get3 := []*capture.Request{getReq("/a"), getReq("/b"), getReq("/c")}
 	get2 := get3[:2]
 	get1 := get3[:1]
+	// dropSecond answers but the first connection's second request: it
+	// closes the kept-alive connection with that request unanswered.
+	dropSecond := func(n, k int, c *net.TCPConn) bool {
+		if n == 0 && k == 1 {
+			return false
+		}
+		write(c, ok5)
+		return true
+	}
 	for _, tc := range []struct {
 		name   string
 		s      script
@@ -203,27 +212,9 @@ func TestDirectTransportMatchesNetHTTP(t *testing.T) {
 			write(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 			return false
 		}, corpus: get2, want: []journal.Outcome{"ok", "ok"}, conns: 2},
-		{name: "kept-alive connection closed unanswered: GET re-sent", s: func(n, k int, c *net.TCPConn) bool {
-			if n == 0 && k == 1 {
-				return false
-			}
-			write(c, ok5)
-			return true
-		}, corpus: get2, want: []journal.Outcome{"ok", "ok"}, conns: 2, resent: 1},
-		{name: "kept-alive connection closed unanswered: POST not re-sent", s: func(n, k int, c *net.TCPConn) bool {
-			if n == 0 && k == 1 {
-				return false
-			}
-			write(c, ok5)
-			return true
-		}, corpus: []*capture.Request{postReq("/p"), postReq("/p")}, want: []journal.Outcome{"ok", "reset_before_headers"}, conns: 1},
-		{name: "kept-alive connection closed unanswered: POST with a key re-sent", s: func(n, k int, c *net.TCPConn) bool {
-			if n == 0 && k == 1 {
-				return false
-			}
-			write(c, ok5)
-			return true
-		}, corpus: []*capture.Request{postReq("/p"), postReq("/p")}, opt: Options{IdempotencyKeys: IdempotencyKeys{Share: 1}},
+		{name: "kept-alive connection closed unanswered: GET re-sent", s: dropSecond, corpus: get2, want: []journal.Outcome{"ok", "ok"}, conns: 2, resent: 1},
+		{name: "kept-alive connection closed unanswered: POST not re-sent", s: dropSecond, corpus: []*capture.Request{postReq("/p"), postReq("/p")}, want: []journal.Outcome{"ok", "reset_before_headers"}, conns: 1},
+		{name: "kept-alive connection closed unanswered: POST with a key re-sent", s: dropSecond, corpus: []*capture.Request{postReq("/p"), postReq("/p")}, opt: Options{IdempotencyKeys: IdempotencyKeys{Share: 1}},
 			want: []journal.Outcome{"ok", "ok"}, conns: 2, resent: 1},
 		{name: "kept-alive connection reset unanswered: GET re-sent", s: func(n, k int, c *net.TCPConn) bool {
 			if n == 0 && k == 1 {
