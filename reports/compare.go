@@ -120,6 +120,11 @@ type CompareRow struct {
 	Flag      bool    `json:"flagged"`
 	// Note says what limits the row ("one sample per side: …").
 	Note string `json:"note,omitempty"`
+	// WithinBounds: the difference would be beyond noise, but the
+	// figure is a range on some run (its *_bounds) and the sides' ranges
+	// overlap: the evidence cannot tell the two apart, so it is not a
+	// change (not flagged; Note gives the ranges).
+	WithinBounds bool `json:"within_bounds,omitempty"`
 	// AWords and BWords are a word figure's distinct values per side
 	// (Unit "word"; no statistics).
 	AWords []string `json:"a_values,omitempty"`
@@ -509,7 +514,7 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 		}
 		return DefaultThresholds[f.Unit]
 	}
-	add := func(list *[]CompareRow, count bool, group string, f compareFigure, a, b [][]float64) {
+	add := func(list *[]CompareRow, count bool, group string, f compareFigure, a, b [][]float64, ranges *[2]sideRange) {
 		res := stats.Compare(a, b, threshold(f), sopt)
 		if res.A.N == 0 && res.B.N == 0 {
 			return // not observed anywhere: not a figure of this drill
@@ -523,6 +528,13 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 			row.Lo, row.Hi, row.Clear = ptr(res.Lo), ptr(res.Hi), res.Clear
 		}
 		row.Flag, row.Judged = res.Beyond, res.Judged
+		if row.Flag && ranges != nil && ranges[0].overlaps(ranges[1]) {
+			// Beyond noise between the estimates, but each side's figure
+			// is a range that reaches the other's: not a change.
+			row.Flag, row.WithinBounds = false, true
+			row.Note = fmt.Sprintf("within the figure's bounds: %s %s, %s %s (the evidence does not place it closer)",
+				c.Labels[0], ranges[0].text(f.Unit), c.Labels[1], ranges[1].text(f.Unit))
+		}
 		if count {
 			switch {
 			case row.Flag:
@@ -579,16 +591,23 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 			}
 			for _, f := range episodeFigures() {
 				var s [2][][]float64
+				var rg *[2]sideRange
+				if f.Range != nil {
+					rg = &[2]sideRange{}
+				}
 				for k, runs := range c.sides {
 					for _, r := range runs {
 						var v []float64
 						if u := r.A.Upstreams[n]; u != nil && i < len(u.Episodes) {
 							v = f.Episode(u.Episodes[i])
+							if rg != nil {
+								rg[k].add(f.Range(u.Episodes[i]))
+							}
 						}
 						s[k] = append(s[k], v)
 					}
 				}
-				add(&c.Rows, true, group, f, s[0], s[1])
+				add(&c.Rows, true, group, f, s[0], s[1], rg)
 			}
 		}
 	}
@@ -600,11 +619,72 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 					s[k] = append(s[k], f.Run(r))
 				}
 			}
-			add(list, count, group, f, s[0], s[1])
+			add(list, count, group, f, s[0], s[1], nil)
 		}
 	}
 	perRun(&c.Rows, true, "replay and clients", runFigures)
 	perRun(&c.Platform, false, "platform", platformFigures)
+}
+
+// sideRange is one side's range of a bounded figure over its runs: the
+// median of the runs' least values to the median of their most (an exact
+// run counts its value for both), so that one run's wide bounds do not
+// stand for a side of many. bounded says some run's figure was a range.
+type sideRange struct {
+	lo, hi  []float64
+	bounded bool
+}
+
+func (s *sideRange) add(lo, hi float64, ok bool) {
+	if !ok {
+		return
+	}
+	s.lo, s.hi = append(s.lo, lo), append(s.hi, hi)
+	s.bounded = s.bounded || lo < hi
+}
+
+func (s sideRange) span() (lo, hi float64) {
+	return medianOf(s.lo), medianOf(s.hi)
+}
+
+// overlaps reports whether two sides' ranges meet, one of them a range.
+func (s sideRange) overlaps(o sideRange) bool {
+	if len(s.lo) == 0 || len(o.lo) == 0 || !(s.bounded || o.bounded) {
+		return false
+	}
+	alo, ahi := s.span()
+	blo, bhi := o.span()
+	return alo <= bhi && blo <= ahi
+}
+
+func (s sideRange) text(unit string) string {
+	lo, hi := s.span()
+	end := func(v float64) string {
+		if math.IsInf(v, 0) {
+			return "unknown"
+		}
+		return fmtValue(v, unit)
+	}
+	if lo == hi {
+		return end(lo)
+	}
+	return end(lo) + " – " + end(hi)
+}
+
+// medianOf is the median of vs (the mean of the middle two), infinities
+// kept.
+func medianOf(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	a, b := s[n/2-1], s[n/2]
+	if a == b || math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return max(a, b)
+	}
+	return (a + b) / 2
 }
 
 // faultOf names the fault of upstream n's episode i in the first run that

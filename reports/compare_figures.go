@@ -41,6 +41,11 @@ type compareFigure struct {
 	Episode func(ep *Episode) []float64
 	// Run returns the figure's samples in one run.
 	Run func(r *sideRun) []float64
+	// Range returns the least and the most the episode's figure can be,
+	// in the unit: its bounds (Figure.Bounds) when the evidence leaves it
+	// a range, else its one value; ok false when not observed. Nil for a
+	// figure without bounds.
+	Range func(ep *Episode) (lo, hi float64, ok bool)
 }
 
 // episodeFigures are the breaker figures of the figure table (Figures)
@@ -59,6 +64,17 @@ func episodeFigures() []compareFigure {
 			cf.Unit, scale = UnitMs, 1000
 		case Ratio:
 			cf.Unit = UnitRatio
+		}
+		if f.Bounds != nil {
+			cf.Range = func(ep *Episode) (float64, float64, bool) {
+				if lo, hi, ok := f.Bounds(ep); ok {
+					return lo * scale, hi * scale, true
+				}
+				if v := f.Value(ep); v != nil {
+					return *v * scale, *v * scale, true
+				}
+				return 0, 0, false
+			}
 		}
 		cf.Episode = func(ep *Episode) []float64 {
 			var v []float64

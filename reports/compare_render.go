@@ -133,6 +133,8 @@ func (r CompareRow) verdictCell() string {
 		return ""
 	case r.Flag:
 		return "⚑ beyond noise"
+	case r.WithinBounds:
+		return "not a change: " + r.Note
 	case !r.Judged && strings.HasPrefix(r.Note, "one value per run"):
 		return "cannot tell: one value per run, too few runs"
 	case !r.Judged && r.Note == stats.NoteOneSample:

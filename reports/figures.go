@@ -67,6 +67,12 @@ type Figure struct {
 	Samples func(*Episode) []float64
 	// Word reads a Word figure (compared for equality).
 	Word func(*Episode) string
+	// Bounds, when set, reads the least and the most Value can be when
+	// the evidence leaves it a range (its *_bounds key in run.json; an
+	// end the evidence leaves open is an infinity); ok is false when the
+	// figure is exact. report compare does not call a difference that
+	// lies within the runs' bounds a change.
+	Bounds func(*Episode) (lo, hi float64, ok bool)
 	// Cell, when set, is the report's cell (a figure with its context:
 	// "4 (tagged; 1 ok, 3 failed)"); else Value formatted in Unit.
 	Cell func(*Episode) string
@@ -82,8 +88,9 @@ var Figures = []Figure{
 	{Key: "fault", Label: "fault", Unit: Word, Word: func(e *Episode) string { return e.Fault }, In: InCompare},
 	{Key: "opened", Label: "opened", Unit: Word, Word: func(e *Episode) string { return fmt.Sprint(e.Opened) }, In: InCompare},
 	{Key: "opened_after_s", Label: "opened after fault start", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.OpenedAfterS },
-		Cell:  func(e *Episode) string { return bounded(e.OpenedAfterS, e.OpenedAfterBoundsS, Seconds) }, In: Everywhere},
+		Value:  func(e *Episode) *float64 { return e.OpenedAfterS },
+		Bounds: func(e *Episode) (float64, float64, bool) { return rangeOf(e.OpenedAfterS, e.OpenedAfterBoundsS) },
+		Cell:   func(e *Episode) string { return bounded(e.OpenedAfterS, e.OpenedAfterBoundsS, Seconds) }, In: Everywhere},
 	{Key: "shape", Label: "breaker shape", Unit: Word, Word: func(e *Episode) string { return orDash(e.Shape) },
 		Cell: func(e *Episode) string {
 			if e.Shape == "" {
@@ -94,10 +101,16 @@ var Figures = []Figure{
 	{Key: "failures_before_open", Label: "failed calls before open", Unit: Count,
 		Value:   func(e *Episode) *float64 { return i64f(e.FailuresBeforeOpen) },
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.FailuresBeforeOpen), true }),
-		Cell:    func(e *Episode) string { return bounded(i64f(e.FailuresBeforeOpen), e.FailuresBeforeOpenBounds, Count) },
-		In:      InReport | InCompare},
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			return rangeOf(i64f(e.FailuresBeforeOpen), e.FailuresBeforeOpenBounds)
+		},
+		Cell: func(e *Episode) string { return bounded(i64f(e.FailuresBeforeOpen), e.FailuresBeforeOpenBounds, Count) },
+		In:   InReport | InCompare},
 	{Key: "failed_requests_before_open", Label: "failed client requests before open", Unit: Count,
 		Value: func(e *Episode) *float64 { return i64f(e.FailedRequestsBeforeOpen) },
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			return rangeOf(i64f(e.FailedRequestsBeforeOpen), e.FailedRequestsBeforeOpenBounds)
+		},
 		Cell: func(e *Episode) string {
 			return bounded(i64f(e.FailedRequestsBeforeOpen), e.FailedRequestsBeforeOpenBounds, Count)
 		}, In: InReport | InCompare},
@@ -111,7 +124,10 @@ var Figures = []Figure{
 		}, In: InReport | InCompare},
 	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen },
-		Cell:  func(e *Episode) string { return bounded(e.FirstProbeAfterOpen, e.FirstProbeAfterOpenBoundsS, Seconds) }, In: Everywhere,
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			return rangeOf(e.FirstProbeAfterOpen, e.FirstProbeAfterOpenBoundsS)
+		},
+		Cell: func(e *Episode) string { return bounded(e.FirstProbeAfterOpen, e.FirstProbeAfterOpenBoundsS, Seconds) }, In: Everywhere,
 		Samples: perCycle(func(c *Cycle) (float64, bool) {
 			if len(c.CooldownsS) == 0 {
 				return 0, false
@@ -153,7 +169,17 @@ var Figures = []Figure{
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
 	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
-		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS }, In: Everywhere},
+		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS },
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			// close_bounds_s are moments into the run; the figure counts
+			// from the fault's end.
+			b := e.CloseBoundsS
+			if e.ClosedAfterRecoveryS == nil || b == nil {
+				return 0, 0, false
+			}
+			lo, hi := boundsSpan(*e.ClosedAfterRecoveryS, b)
+			return lo - e.EndS, hi - e.EndS, lo < hi
+		}, In: Everywhere},
 	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
 		if b := e.CloseBoundsS; b != nil && b.Min != nil {
 			return boundsText(b, Seconds)
@@ -478,4 +504,14 @@ func progression(vs []float64) string {
 		out += fmt.Sprintf(" → … %d more (min %s, max %s over all %d; every value in run.json)", len(rest), fmtS(lo), fmtS(hi), len(vs))
 	}
 	return out
+}
+
+// rangeOf is a figure's range for Figure.Bounds: ok only when v was
+// observed and b leaves it a range.
+func rangeOf(v *float64, b *Bounds) (lo, hi float64, ok bool) {
+	if v == nil || b == nil {
+		return 0, 0, false
+	}
+	lo, hi = boundsSpan(*v, b)
+	return lo, hi, lo < hi
 }

@@ -29,6 +29,10 @@ type HistoryRun struct {
 	// Figures are the run's value of each trend figure (the median of its
 	// samples), by trend key.
 	Figures map[string]*float64
+	// Ranges are the least and the most a figure can be where the
+	// evidence leaves it a range (Figure.Bounds), by trend key; absent
+	// when exact.
+	Ranges map[string][2]float64
 	// Err is why the run could not be read; its figures are empty.
 	Err string
 }
@@ -51,6 +55,9 @@ type HistoryTrend struct {
 	// runs with a value.
 	First, Last *float64
 	N           int
+	// FirstRange and LastRange are their ranges where the evidence left
+	// the figure one (HistoryRun.Ranges); nil when exact.
+	FirstRange, LastRange *[2]float64
 }
 
 // HistoryIndex is an index of many runs, grouped per scenario and
@@ -164,6 +171,15 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 				if v := f.Value(ep); v != nil {
 					hr.Figures[trendKey(n, i, f.Key)] = v
 				}
+				if f.Bounds == nil {
+					continue
+				}
+				if lo, hi, ok := f.Bounds(ep); ok {
+					if hr.Ranges == nil {
+						hr.Ranges = map[string][2]float64{}
+					}
+					hr.Ranges[trendKey(n, i, f.Key)] = [2]float64{lo, hi}
+				}
 			}
 		}
 	}
@@ -250,10 +266,14 @@ func (g *HistoryGroup) trends() {
 			v := r.Figures[d.key]
 			t.Values = append(t.Values, v)
 			if v != nil {
-				if t.First == nil {
-					t.First = v
+				var rg *[2]float64
+				if x, ok := r.Ranges[d.key]; ok {
+					rg = &x
 				}
-				t.Last = v
+				if t.First == nil {
+					t.First, t.FirstRange = v, rg
+				}
+				t.Last, t.LastRange = v, rg
 				t.N++
 			}
 		}
@@ -269,11 +289,28 @@ func (g *HistoryGroup) Title() string {
 }
 
 // change is "first → last" within the group, or "—" with one value.
+// A difference that lies within the figure's bounds (the first's and the
+// last's ranges meet) is no change: "+50 ms (within the bounds)".
 func (t HistoryTrend) change() string {
 	if t.N < 2 {
 		return "—"
 	}
-	return fmtDelta(*t.Last-*t.First, t.Unit)
+	d := fmtDelta(*t.Last-*t.First, t.Unit)
+	if t.FirstRange == nil && t.LastRange == nil || *t.Last == *t.First {
+		return d
+	}
+	span := func(v *float64, r *[2]float64) (float64, float64) {
+		if r == nil {
+			return *v, *v
+		}
+		return r[0], r[1]
+	}
+	alo, ahi := span(t.First, t.FirstRange)
+	blo, bhi := span(t.Last, t.LastRange)
+	if alo <= bhi && blo <= ahi {
+		return d + " (within the bounds: not a change)"
+	}
+	return d
 }
 
 func (t HistoryTrend) cell(v *float64) string {
