@@ -271,11 +271,20 @@ func fp2(p *int) any {
 	return *p
 }
 
+// loadedReq and loadedCall write a loadedJournal's client request (sent,
+// answered, status, outcome, fast-fail) and upstream call (arrival, end,
+// status); times in ms.
+type (
+	loadedReq  func(seq uint64, sent, done float64, status int, out journal.Outcome, ff bool)
+	loadedCall func(seq uint64, at, end float64, status int)
+)
+
 // loadedJournal is a 6 s run at 20 requests per second on one upstream,
-// app, with a 503 storm from 1 s to 4 s, written by build with req (a
-// client request: sent, answered, status, outcome, fast-fail) and call (an
-// upstream call of that request: arrival, end, status); times in ms.
-func loadedJournal(build func(req func(seq uint64, sent, done float64, status int, out journal.Outcome, ff bool), call func(seq uint64, at, end float64, status int))) []journal.Event {
+// app, with a 503 storm from 1 s to 4 s: healthy traffic until 1 s, the
+// requests trip writes (numbered from *seq), requests turned away (the
+// gateway's own 503, blockTook ms after the send) every 50 ms from
+// blockFrom to 4 s, and healthy traffic again from 4.01 s; times in ms.
+func loadedJournal(blockFrom, blockTook float64, trip func(req loadedReq, call loadedCall, seq *uint64)) []journal.Event {
 	var ev []journal.Event
 	add := func(at time.Duration, p journal.Payload) { ev = append(ev, journal.Event{T: at, Payload: p}) }
 	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
@@ -295,7 +304,22 @@ func loadedJournal(build func(req func(seq uint64, sent, done float64, status in
 		}
 		add(ms(at), p)
 	}
-	build(req, call)
+	seq := uint64(0)
+	for x := 0.0; x < 1000; x += 50 {
+		req(seq, x, x+2, 200, journal.OutcomeOK, false)
+		call(seq, x+0.5, x+1, 200)
+		seq++
+	}
+	trip(req, call, &seq)
+	for x := blockFrom; x < 4000; x += 50 {
+		req(seq, x, x+blockTook, 503, journal.OutcomeFastFail, true)
+		seq++
+	}
+	for x := 4010.0; x < 6000; x += 50 {
+		req(seq, x, x+2, 200, journal.OutcomeOK, false)
+		call(seq, x+0.5, x+1, 200)
+		seq++
+	}
 	add(6*time.Second, &journal.RunEnd{Reason: journal.EndCompleted})
 	sort.SliceStable(ev, func(i, j int) bool { return ev[i].T < ev[j].T })
 	return ev
@@ -333,35 +357,20 @@ func inBounds(v float64, b *Bounds) bool {
 // through when its client sent it (1100), so the failure that ended at
 // 1120.3 may have been the trip.
 func TestLoadedGatewayOrder(t *testing.T) {
-	cy := loadedCycle(t, loadedJournal(func(req func(uint64, float64, float64, int, journal.Outcome, bool), call func(uint64, float64, float64, int)) {
-		seq := uint64(0)
+	cy := loadedCycle(t, loadedJournal(1119.0, 11, func(req loadedReq, call loadedCall, seq *uint64) {
 		// Healthy traffic, then three failures: 1000, 1050 and the two last
 		// forwarded ones, sent at 1100 and 1102, reaching the upstream in the
 		// other order at 1121 and 1120; the next request, sent at 1119, is
 		// answered by the gateway at 1130 with its own 503.
-		for x := 0.0; x < 1000; x += 50 {
-			req(seq, x, x+2, 200, journal.OutcomeOK, false)
-			call(seq, x+0.5, x+1, 200)
-			seq++
-		}
-		req(seq, 1000, 1002, 503, journal.OutcomeHTTP5xx, false)
-		call(seq, 1000.5, 1001, 503)
-		seq++
-		req(seq, 1100, 1122.5, 503, journal.OutcomeHTTP5xx, false)
-		call(seq, 1121, 1121.4, 503)
-		seq++
-		req(seq, 1102, 1121, 503, journal.OutcomeHTTP5xx, false)
-		call(seq, 1120, 1120.3, 503)
-		seq++
-		for x := 1119.0; x < 4000; x += 50 {
-			req(seq, x, x+11, 503, journal.OutcomeFastFail, true)
-			seq++
-		}
-		for x := 4010.0; x < 6000; x += 50 {
-			req(seq, x, x+2, 200, journal.OutcomeOK, false)
-			call(seq, x+0.5, x+1, 200)
-			seq++
-		}
+		req(*seq, 1000, 1002, 503, journal.OutcomeHTTP5xx, false)
+		call(*seq, 1000.5, 1001, 503)
+		*seq++
+		req(*seq, 1100, 1122.5, 503, journal.OutcomeHTTP5xx, false)
+		call(*seq, 1121, 1121.4, 503)
+		*seq++
+		req(*seq, 1102, 1121, 503, journal.OutcomeHTTP5xx, false)
+		call(*seq, 1120, 1120.3, 503)
+		*seq++
 	}))
 	if !inBounds(1.1214, cy.OpenBoundsS) {
 		t.Errorf("opened at %.4f s with bounds %s, want bounds holding the tripping failure's end, 1.1214", cy.OpenedAtS, bounds(cy.OpenBoundsS))
@@ -379,34 +388,19 @@ func TestLoadedGatewayOrder(t *testing.T) {
 // its end, exact, 40 ms late: the estimate is the first failure that ended
 // after the client sent it, and the bounds run to the latest.
 func TestGatewayForwardsLate(t *testing.T) {
-	cy := loadedCycle(t, loadedJournal(func(req func(uint64, float64, float64, int, journal.Outcome, bool), call func(uint64, float64, float64, int)) {
-		seq := uint64(0)
-		for x := 0.0; x < 1000; x += 50 {
-			req(seq, x, x+2, 200, journal.OutcomeOK, false)
-			call(seq, x+0.5, x+1, 200)
-			seq++
-		}
+	cy := loadedCycle(t, loadedJournal(1150.0, 1, func(req loadedReq, call loadedCall, seq *uint64) {
 		// Failures at 1001 and 1051; the third, sent at 1100, fails at 1101
 		// and trips the breaker (at 1101.5, unseen); the request sent at
 		// 1100.5 was let through just before and reaches the upstream at
 		// 1141, failing at 1141.5.
 		for _, x := range []float64{1000, 1050, 1100} {
-			req(seq, x, x+2, 503, journal.OutcomeHTTP5xx, false)
-			call(seq, x+0.5, x+1, 503)
-			seq++
+			req(*seq, x, x+2, 503, journal.OutcomeHTTP5xx, false)
+			call(*seq, x+0.5, x+1, 503)
+			*seq++
 		}
-		req(seq, 1100.5, 1142, 503, journal.OutcomeHTTP5xx, false)
-		call(seq, 1141, 1141.5, 503)
-		seq++
-		for x := 1150.0; x < 4000; x += 50 {
-			req(seq, x, x+1, 503, journal.OutcomeFastFail, true)
-			seq++
-		}
-		for x := 4010.0; x < 6000; x += 50 {
-			req(seq, x, x+2, 200, journal.OutcomeOK, false)
-			call(seq, x+0.5, x+1, 200)
-			seq++
-		}
+		req(*seq, 1100.5, 1142, 503, journal.OutcomeHTTP5xx, false)
+		call(*seq, 1141, 1141.5, 503)
+		*seq++
 	}))
 	if math.Abs(cy.OpenedAtS-1.101) > 0.0006 || !inBounds(1.1015, cy.OpenBoundsS) {
 		t.Errorf("opened at %.4f s with bounds %s, want 1.101 (the first failure after the late call was sent), bounds holding the trip at 1.1015", cy.OpenedAtS, bounds(cy.OpenBoundsS))
@@ -423,32 +417,17 @@ func TestGatewayForwardsLate(t *testing.T) {
 // (a leak). The black box cannot tell, so it is no leak and the count is
 // given with that call as its maximum.
 func TestCallSentBeforeTripArrivesAfter(t *testing.T) {
-	a, err := AnalyzeEvents(loadedJournal(func(req func(uint64, float64, float64, int, journal.Outcome, bool), call func(uint64, float64, float64, int)) {
-		seq := uint64(0)
-		for x := 0.0; x < 1000; x += 50 {
-			req(seq, x, x+2, 200, journal.OutcomeOK, false)
-			call(seq, x+0.5, x+1, 200)
-			seq++
-		}
+	a, err := AnalyzeEvents(loadedJournal(1150.0, 1, func(req loadedReq, call loadedCall, seq *uint64) {
 		// Three failures, the third ending at 1101 (the trip); the request
 		// sent at 1100.2 reaches the upstream at 1101.5 and fails at 1101.8.
 		for _, x := range []float64{1000, 1050, 1100} {
-			req(seq, x, x+2, 503, journal.OutcomeHTTP5xx, false)
-			call(seq, x+0.5, x+1, 503)
-			seq++
+			req(*seq, x, x+2, 503, journal.OutcomeHTTP5xx, false)
+			call(*seq, x+0.5, x+1, 503)
+			*seq++
 		}
-		req(seq, 1100.2, 1102.5, 503, journal.OutcomeHTTP5xx, false)
-		call(seq, 1101.5, 1101.8, 503)
-		seq++
-		for x := 1150.0; x < 4000; x += 50 {
-			req(seq, x, x+1, 503, journal.OutcomeFastFail, true)
-			seq++
-		}
-		for x := 4010.0; x < 6000; x += 50 {
-			req(seq, x, x+2, 200, journal.OutcomeOK, false)
-			call(seq, x+0.5, x+1, 200)
-			seq++
-		}
+		req(*seq, 1100.2, 1102.5, 503, journal.OutcomeHTTP5xx, false)
+		call(*seq, 1101.5, 1101.8, 503)
+		*seq++
 	}))
 	if err != nil {
 		t.Fatal(err)
