@@ -124,8 +124,8 @@ func (c *collector) finish() (*Analysis, error) {
 	runEnd := c.lastT
 	c.runInfo(a, runEnd)
 
-	slices.SortStableFunc(c.calls, func(x, y call) int { return cmp.Compare(x.t, y.t) })
-	slices.SortStableFunc(c.reqs, func(x, y creq) int { return cmp.Compare(x.sched, y.sched) })
+	sortStableNearly(c.calls, func(x, y call) int { return cmp.Compare(x.t, y.t) })
+	sortStableNearly(c.reqs, func(x, y creq) int { return cmp.Compare(x.sched, y.sched) })
 	c.markAbandoned()
 
 	wins := c.windows(runEnd)

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -71,5 +72,29 @@ func TestSeqTableDenseAndSparse(t *testing.T) {
 	// Numbers spread far more than the calls holding them: a map.
 	if newSeqTable[int32](10, 1<<20).dense != nil {
 		t.Error("a table of 10 numbers up to 2^20 is dense")
+	}
+}
+
+// sortStableNearly sorts as slices.SortStableFunc does: nearly sorted
+// input, input too far out of order for insertion (the merge sort's
+// fallback), and equal keys kept in their order.
+func TestSortStableNearly(t *testing.T) {
+	type kv struct{ k, v int }
+	byK := func(a, b kv) int { return a.k - b.k }
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, spread := range []int{0, 1, 3, 50, 5000} {
+		s := make([]kv, 3000)
+		for i := range s {
+			s[i] = kv{i/4 + rng.IntN(spread+1), i} // runs of equal keys, displaced by up to spread
+		}
+		if spread == 5000 {
+			slices.Reverse(s)
+		}
+		want := slices.Clone(s)
+		slices.SortStableFunc(want, byK)
+		sortStableNearly(s, byK)
+		if !slices.Equal(s, want) {
+			t.Errorf("spread %d: not what a stable sort gives", spread)
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package reports
 
+import "slices"
+
 // seqIndex finds the client requests of a sequence number. The replayer
 // numbers its requests 0, 1, 2…, so where the numbers are dense the index
 // is a slice; otherwise (a journal from elsewhere) a map. On a million
@@ -106,4 +108,26 @@ func (t *seqTable[V]) set(seq uint64, v V) {
 		return
 	}
 	t.sparse[seq] = v
+}
+
+// sortStableNearly sorts s stably by cmp, as slices.SortStableFunc does.
+// The analysis's records come nearly in order (an upstream call is
+// journaled when it completes, stamped with its arrival; a client request
+// when it ends, sorted by when it was due), so they are first put in
+// place by insertion, each moved a few places at most; a slice further
+// out of order than a few moves per element goes on to the merge sort
+// from where insertion left it. Insertion only swaps neighbours that are
+// strictly out of order, so equal elements keep their order either way.
+func sortStableNearly[T any](s []T, cmp func(a, b T) int) {
+	budget := 8*len(s) + 64
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && cmp(s[j], s[j-1]) < 0; j-- {
+			if budget == 0 {
+				slices.SortStableFunc(s, cmp)
+				return
+			}
+			budget--
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
 }

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"cmp"
-	"slices"
 	"sort"
 	"time"
 
@@ -76,7 +75,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		}
 	}
 	sent, live := u.sent, u.live
-	slices.SortStableFunc(sent, func(x, y int32) int { return cmp.Compare(c.reqs[x].sent, c.reqs[y].sent) })
+	sortStableNearly(sent, func(x, y int32) int { return cmp.Compare(c.reqs[x].sent, c.reqs[y].sent) })
 	ua.ClientRequests = int64(len(sent))
 	ua.Amplification = ratio(ua.Calls, ua.ClientRequests)
 
