@@ -37,10 +37,14 @@ func (c *collector) okProbeLike(k int32) bool {
 // a new cycle.
 func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 	c, sent := u.c, u.sent
-	u.reqOf = make(map[int32]int32, len(match))
+	var top int32
+	for _, k := range match {
+		top = max(top, k)
+	}
+	u.reqOf = newSeqTable[int32](len(match), uint64(top))
 	for j, k := range match {
 		if k >= 0 {
-			u.reqOf[k] = sent[j]
+			u.reqOf.set(uint64(k), sent[j])
 		}
 	}
 	var out []*cyc
@@ -153,7 +157,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 // sentBefore reports whether call i's client request was sent before t
 // (false when the call carries no client request).
 func (u *upstreamRun) sentBefore(i int32, t time.Duration) bool {
-	ri, ok := u.reqOf[i]
+	ri, ok := u.reqOfCall(i)
 	if !ok {
 		return false
 	}

@@ -68,8 +68,9 @@ func (s *seqIndex) last(seq uint64) (int32, bool) {
 }
 
 // seqTable maps sequence numbers to values, for the per-upstream passes
-// that look every call up by its number: a slice where the numbers are
-// dense (the replayer's), a map otherwise. Dense means at most 8 slots
+// that look every call up by its number (and call indexes to the client
+// requests that reached them): a slice where the numbers are dense (the
+// replayer's), a map otherwise. Dense means at most 8 slots
 // per number kept, so that a table never takes much more than the map
 // it replaces (an upstream that saw a hundredth of the run's numbers
 // gets a map, not a slice as long as the run).

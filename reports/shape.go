@@ -346,7 +346,7 @@ func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPasse
 		// forwards a request it let through late (tens of ms), and a
 		// failure that ended in between may have tripped it right
 		// after.
-		if ri, ok := u.reqOf[lastPassed]; ok {
+		if ri, ok := u.reqOfCall(lastPassed); ok {
 			if s := c.reqs[ri].sent; s > 0 && s < floor {
 				floor = s
 			}
@@ -377,7 +377,7 @@ func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPasse
 		// it passed the tripping failure on to its client well after the
 		// upstream answered) may have tripped any time until it turned a
 		// request away.
-		if ri, ok := u.reqOf[trip]; ok {
+		if ri, ok := u.reqOfCall(trip); ok {
 			if d := c.reqs[ri].done; d > 0 && d-first > closeSlack {
 				last = max(last, firstBlocked)
 			}

@@ -20,8 +20,18 @@ type upstreamRun struct {
 	wins  []window
 	mpts  []statePoint
 	frame frame
-	// reqOf maps a call a client request reached to that request.
-	reqOf map[int32]int32
+	// reqOf maps a call a client request reached (its index in the
+	// collector's calls) to that request; see reqOfCall.
+	reqOf *seqTable[int32]
+}
+
+// reqOfCall returns the client request that reached call i, if one did
+// (i < 0: none).
+func (u *upstreamRun) reqOfCall(i int32) (int32, bool) {
+	if i < 0 || u.reqOf == nil {
+		return -1, false
+	}
+	return u.reqOf.get(uint64(i))
 }
 
 // analyse analyses one upstream, given the client requests attributed to
