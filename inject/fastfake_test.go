@@ -608,3 +608,50 @@ func FuzzFakeFastPath(f *testing.F) {
 		}
 	})
 }
+
+// A gateway that sends its next request as soon as an answer arrives
+// (on a new connection, as a breaker's probes may) never finds the
+// previous exchange still in flight: the fast paths (fake, and proxy in
+// front of a fake) record an exchange before the answer's last bytes, as
+// the full path does.
+func TestFastPathsNothingInFlightAfterTheAnswer(t *testing.T) {
+	healthy := &HealthyConfig{SSE: &SSEConfig{Events: 1, Interval: rehearse.Duration(time.Millisecond)}}
+	t.Run("fake", func(t *testing.T) {
+		s, mem := startServer(t, []UpstreamConfig{{Name: "api", Healthy: healthy}}, nil)
+		if s.byName["api"].fake == nil {
+			t.Fatal("the fast path does not take it")
+		}
+		nothingInFlightAfter(t, s, mem)
+	})
+	t.Run("proxy", func(t *testing.T) {
+		real, _ := startServer(t, []UpstreamConfig{{Name: "real", Healthy: healthy}}, nil)
+		s, mem := startServer(t, []UpstreamConfig{{Name: "api", Mode: ModeProxy, Target: real.URL("real")}}, nil)
+		if s.byName["api"].fast == nil {
+			t.Fatal("the fast path does not take it")
+		}
+		nothingInFlightAfter(t, s, mem)
+	})
+}
+
+func nothingInFlightAfter(t *testing.T, s *Server, mem *journal.Memory) {
+	const n = 200
+	for i := range n {
+		rc := dialGateway(t, s.Addr("api"))
+		req := "GET /a HTTP/1.1\r\nHost: up\r\n\r\n"
+		if i%2 == 1 {
+			req = "GET /s HTTP/1.1\r\nHost: up\r\nAccept: text/event-stream\r\n\r\n"
+		}
+		rc.do(req)
+		rc.c.Close()
+	}
+	evs := waitEvents(t, mem, n)
+	at := eventTimes(mem)
+	for i, e := range evs {
+		if e.InFlight != 1 {
+			t.Fatalf("request %d found %d in flight", i, e.InFlight)
+		}
+		if i > 0 && evs[i-1].Done > at[i] {
+			t.Fatalf("request %d arrived at %v, before the previous one was done (%v)", i, at[i], evs[i-1].Done)
+		}
+	}
+}

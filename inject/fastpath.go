@@ -142,6 +142,7 @@ type fastConn struct {
 	reused bool   // up has carried a request already
 	watch  bool   // a wait watches the gateway for a hang-up (fastfake.go)
 	body   []byte // a fake's JSON body, reused (fastfake.go)
+	ending func() // called by relayN before the write that completes an answer
 
 	out    []byte      // the outbound request, reused
 	header http.Header // the request's header, reused
@@ -612,7 +613,23 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 	}
 	defer u.handlers.leave()
 	inFlight, untrack := u.track()
-	defer untrack()
+	// The full path records an exchange, and counts it out of flight,
+	// when its handler returns: before net/http writes what it still
+	// holds of the answer. finish does that here before the write that
+	// completes the answer (fc.ending), so that the gateway's next request
+	// never finds this one still in flight.
+	var ev *journal.UpstreamRequest
+	finished := false
+	finish := func() {
+		if !finished {
+			finished = true
+			untrack()
+			if ev != nil {
+				fc.record(arrival, ev)
+			}
+		}
+	}
+	defer finish()
 	// Counted as the full path counts arrivals, so that a handed-over
 	// request's sampled delays draw what they would without the fast path.
 	u.ordinal.Add(1)
@@ -655,8 +672,11 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		}
 	}
 	fc.br.Discard(len(r.head) + r.bodyLen)
-	ev := fc.event(r, info, probe, inFlight)
-	defer fc.record(arrival, ev)
+	ev = fc.event(r, info, probe, inFlight)
+	complete := func(bytes int64) {
+		ev.Bytes, ev.Outcome = bytes, journal.OutcomeUpstreamComplete
+		finish()
+	}
 	if err != nil {
 		// Sent, and no response: answer as the full path's error handler.
 		code, body := proxyError(fc.fp.host, err)
@@ -672,12 +692,10 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		resp = append(resp, "\r\n\r\n"...)
 		resp = append(resp, body...)
 		ev.Status = code
+		complete(int64(len(body))) // a small answer: net/http would write it after the handler returned
 		if _, werr := fc.c.Write(resp); werr != nil {
-			ev.Outcome = journal.OutcomeUpstreamGone
 			return true, false
 		}
-		ev.Bytes = int64(len(body))
-		ev.Outcome = journal.OutcomeUpstreamComplete
 		return r.close, false
 	}
 	fc.reused = true
@@ -706,12 +724,14 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		}
 		done = true
 	case r.method == http.MethodHead || h.status == http.StatusNoContent || h.status == http.StatusNotModified:
+		fc.ending = func() { complete(0) }
 		err = fc.relayN(int64(h.size), nil)
 	case h.chunked:
 		if err = fc.relayN(int64(h.size), nil); err == nil {
-			n, err = fc.relayChunked()
+			n, err = fc.relayChunked(complete)
 		}
 	case h.length >= 0:
+		fc.ending = func() { complete(h.length) }
 		err = fc.relayN(int64(h.size)+h.length, &n)
 		n -= int64(h.size)
 	default:
@@ -721,6 +741,14 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 			n, err = fc.relayToEOF()
 		}
 		done = true
+	}
+	fc.ending = nil
+	if finished {
+		// Recorded complete before its last write, whatever that met.
+		if err != nil || h.close || done {
+			fc.dropUp()
+		}
+		return err != nil || done || h.close || r.close, false
 	}
 	ev.Bytes = max(n, 0)
 	if err != nil {
@@ -765,6 +793,10 @@ func (fc *fastConn) relayN(n int64, count *int64) error {
 		}
 		k := min(int64(fc.ubr.Buffered()), n)
 		b, _ := fc.ubr.Peek(int(k))
+		if k == n && fc.ending != nil {
+			fc.ending() // this write completes the answer
+			fc.ending = nil
+		}
 		if _, err := fc.c.Write(b); err != nil {
 			return &relayError{err}
 		}
@@ -778,8 +810,8 @@ func (fc *fastConn) relayN(n int64, count *int64) error {
 }
 
 // relayChunked relays a chunked body as it is and returns its decoded
-// length.
-func (fc *fastConn) relayChunked() (int64, error) {
+// length; complete is called with it before the write that ends the body.
+func (fc *fastConn) relayChunked(complete func(body int64)) (int64, error) {
 	var body int64
 	for {
 		line, err := fc.ubr.ReadSlice('\n')
@@ -804,10 +836,14 @@ func (fc *fastConn) relayChunked() (int64, error) {
 				if err != nil {
 					return body, err
 				}
+				end := len(textproto.TrimBytes(line)) == 0
+				if end {
+					complete(body)
+				}
 				if _, err := fc.c.Write(line); err != nil {
 					return body, &relayError{err}
 				}
-				if len(textproto.TrimBytes(line)) == 0 {
+				if end {
 					return body, nil
 				}
 			}
