@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/replay/capture"
 )
 
 // The spin after a precise sleep is bounded by the spin window only if the
@@ -103,6 +106,49 @@ func TestSendStampedAtWrite(t *testing.T) {
 		ev = replayOne(t, u, nil, Options{Rate: rate, Transport: slowDialTransport(delay, true)})
 		if late := ev.Sent - ev.Scheduled; late >= delay || ev.Outcome == "ok" {
 			t.Errorf("rate %g: a failed dial stamped %v after due (outcome %s), want the start of the exchange", rate, late, ev.Outcome)
+		}
+	}
+}
+
+// The first request of a slow schedule is dispatched a lead before it is
+// due, like every other: the schedule starts one lead after Run is called,
+// so that request 0's build, dial and hand-offs are not on its send path.
+// Fast schedules have no lead and start at once. What is checked is where
+// the schedule starts on the journal's clock, which does not depend on how
+// fast the machine is: due times are at least the lead after the clock's
+// reading before Run, and the send never precedes its due time.
+func TestFirstRequestDispatchedEarly(t *testing.T) {
+	u := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	for _, tc := range []struct {
+		rate float64
+		lead time.Duration
+	}{{10, dispatchLead}, {1000, 0}} {
+		clock := journal.NewClock(time.Now())
+		mem := journal.NewMemory(clock)
+		r, err := New([]*capture.Request{getReq("/tools/search")},
+			Options{Target: u, Rate: tc.rate, Once: true, Deadline: 2 * time.Second}, WithRecorder(mem), WithClock(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		calibrateSpin() // once per process, in Run before the start: not in what is checked
+		before := clock.Now()
+		sum, err := r.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := mem.OfKind(journal.KindClientRequest)
+		if len(evs) != 1 || sum.Sent != 1 {
+			t.Fatalf("rate %g: %d events, %d sent", tc.rate, len(evs), sum.Sent)
+		}
+		ev := evs[0].(*journal.ClientRequest)
+		if ev.Scheduled-before < tc.lead {
+			t.Errorf("rate %g: request 0 due %v after Run was called, want at least the lead %v", tc.rate, ev.Scheduled-before, tc.lead)
+		}
+		if tc.lead == 0 && ev.Scheduled-before > time.Second {
+			t.Errorf("rate %g: request 0 due %v after Run was called, want at once", tc.rate, ev.Scheduled-before)
+		}
+		if ev.Sent < ev.Scheduled {
+			t.Errorf("rate %g: sent %v before due %v", tc.rate, ev.Sent, ev.Scheduled)
 		}
 	}
 }
