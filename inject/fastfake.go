@@ -196,7 +196,7 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 	ord := u.ordinal.Add(1)
 	fc.br.Discard(len(r.head) + r.bodyLen) // reqBody is not used past here
 	fc.watch = true
-	ev := fc.event(r, info, probe, inFlight)
+	ev := fc.u.newEvent(r.method, r.path, fc.remote, fc.header, info, probe, inFlight)
 	// The full path records the exchange, and counts it out of flight,
 	// when fakeHandler returns: before net/http writes what it still
 	// holds (a small answer, the last chunk). So does finish here, so that
@@ -338,19 +338,6 @@ func (fc *fastConn) pause(d time.Duration) bool {
 		return ctx.Err() == nil
 	default:
 		return false // the gateway hung up, or the server closed the connection
-	}
-}
-
-// event is the journal event of a fast-path exchange, with what the
-// request tells (the full path's ServeHTTP fills the same fields).
-func (fc *fastConn) event(r *fastReq, info reqInfo, probe string, inFlight int64) *journal.UpstreamRequest {
-	u := fc.u
-	return &journal.UpstreamRequest{
-		Upstream: u.cfg.Name, Method: r.method, Path: r.path, Seq: info.seq,
-		Remote: fc.remote, UserAgent: fc.header.Get("User-Agent"), ProbeTag: probe,
-		HealthCheck: info.health, InFlight: int(inFlight),
-		IdempotencyKey: keyFingerprint(fc.header.Get(u.cfg.IdempotencyHeader)),
-		Budget:         budget(fc.header.Get(u.cfg.DeadlineHeader)),
 	}
 }
 

@@ -672,7 +672,7 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		}
 	}
 	fc.br.Discard(len(r.head) + r.bodyLen)
-	ev = fc.event(r, info, probe, inFlight)
+	ev = u.newEvent(r.method, r.path, fc.remote, fc.header, info, probe, inFlight)
 	complete := func(bytes int64) {
 		ev.Bytes, ev.Outcome = bytes, journal.OutcomeUpstreamComplete
 		finish()

@@ -363,13 +363,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
 	x.R = r
 	f := u.pick(info, httpUsable)
-	ev := &journal.UpstreamRequest{
-		Upstream: u.cfg.Name, Method: r.Method, Path: r.URL.Path, Seq: info.seq,
-		Remote: r.RemoteAddr, UserAgent: r.UserAgent(), ProbeTag: probe,
-		HealthCheck: info.health, InFlight: int(inFlight),
-		IdempotencyKey: keyFingerprint(r.Header.Get(u.cfg.IdempotencyHeader)),
-		Budget:         budget(r.Header.Get(u.cfg.DeadlineHeader)),
-	}
+	ev := u.newEvent(r.Method, r.URL.Path, r.RemoteAddr, r.Header, info, probe, inFlight)
 	if f != nil {
 		x.Fault = f.spec.Name
 		ev.Fault, ev.FaultType = f.spec.Name, f.spec.Type
@@ -420,6 +414,20 @@ func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x 
 	ev.Done = u.s.now()
 	u.s.rec.RecordAt(arrival, ev)
 	u.s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
+}
+
+// newEvent is the journal event of an exchange, with what the request
+// tells, for the full path and both fast paths alike: one constructor, so
+// that a field the analysis reads cannot be filled on one path and missed
+// on another (the fast paths once lacked the idempotency key and budget).
+func (u *upstream) newEvent(method, path, remote string, h http.Header, info reqInfo, probe string, inFlight int64) *journal.UpstreamRequest {
+	return &journal.UpstreamRequest{
+		Upstream: u.cfg.Name, Method: method, Path: path, Seq: info.seq,
+		Remote: remote, UserAgent: h.Get("User-Agent"), ProbeTag: probe,
+		HealthCheck: info.health, InFlight: int(inFlight),
+		IdempotencyKey: keyFingerprint(h.Get(u.cfg.IdempotencyHeader)),
+		Budget:         budget(h.Get(u.cfg.DeadlineHeader)),
+	}
 }
 
 // keyFingerprint is a short, non-reversible fingerprint of an idempotency
