@@ -34,6 +34,11 @@ type faultState struct {
 	tcp      TCPFault
 	listener ListenerFault
 
+	// active is the lock-free look at the window that the fast paths
+	// take (targetable) and decide takes first; state, under mu, is what
+	// decides. state is StateActive only while active is set (activate
+	// sets active first, deactivate clears it last), so that a fault
+	// reported active is in force.
 	active  atomic.Bool
 	applied atomic.Int64
 
@@ -252,25 +257,35 @@ func (s *Server) activate(f *faultState) {
 		Name: f.spec.Name, Type: f.spec.Type, Upstream: f.spec.Upstream, For: f.spec.For.D(),
 		Params: params, Probability: p, HealthChecks: f.spec.HealthChecks,
 	})
-	f.setState(StateActive)
+	// In force before it is reported: whoever sees StateActive (Faults,
+	// the control API, the active gauge) and sends a request at once
+	// must find the fault applied. The fast paths read active without
+	// the lock; were the state set first, a request sent in between
+	// (a preempted window goroutine on a loaded machine: milliseconds)
+	// would be answered healthy by a fault reported active.
 	f.active.Store(true)
-	s.m.active.WithLabelValues(f.spec.Upstream, f.spec.Name).Set(1)
-	s.log.Info("fault start", "fault", f.spec.Name, "type", f.spec.Type, "upstream", f.spec.Upstream, "what", f.fault.Describe())
 	if f.listener != nil {
 		if err := f.listener.Begin(f.up); err != nil {
 			s.logError(f, "begin", err)
 		}
 	}
+	f.setState(StateActive)
+	s.m.active.WithLabelValues(f.spec.Upstream, f.spec.Name).Set(1)
+	s.log.Info("fault start", "fault", f.spec.Name, "type", f.spec.Type, "upstream", f.spec.Upstream, "what", f.fault.Describe())
 }
 
 func (s *Server) deactivate(f *faultState) {
-	f.active.Store(false)
-	f.setState(StateEnded)
+	// Out of force before it is reported ended, as activate: once
+	// StateEnded is seen no request is faulted (decide reads the state
+	// under the lock; active, the fast paths' look, is cleared after)
+	// and no connection refused.
 	if f.listener != nil {
 		if err := f.listener.End(f.up); err != nil {
 			s.logError(f, "end", err)
 		}
 	}
+	f.setState(StateEnded)
+	f.active.Store(false)
 	s.m.active.WithLabelValues(f.spec.Upstream, f.spec.Name).Set(0)
 	s.rec.Record(&journal.FaultEnd{Name: f.spec.Name, Upstream: f.spec.Upstream, Applied: f.applied.Load()})
 	s.log.Info("fault end", "fault", f.spec.Name, "upstream", f.spec.Upstream, "applied", f.applied.Load())

@@ -134,11 +134,14 @@ func TestTargeting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, mem := startServer(t, []UpstreamConfig{{Name: "u"}}, []FaultSpec{tt.spec})
 			c := newClient(5 * time.Second)
-			for _, r := range tt.reqs {
+			for i, r := range tt.reqs {
 				req, _ := http.NewRequest(r.method, s.URL("u")+r.path, nil)
 				for k, v := range r.hdr {
 					req.Header.Set(k, v)
 				}
+				// Each event names its request (no fault here draws
+				// on the seq).
+				req.Header.Set("X-Rehearse-Seq", strconv.Itoa(i))
 				resp, err := c.Do(req)
 				if err != nil {
 					t.Fatal(err)
@@ -147,13 +150,32 @@ func TestTargeting(t *testing.T) {
 			}
 			s.Close()
 			evs := upstreamEvents(mem)
+			if len(evs) != len(tt.reqs) {
+				t.Fatalf("%d upstream.request events for %d requests", len(evs), len(tt.reqs))
+			}
 			for i, ev := range evs {
+				// Sequential requests: an exchange recorded after its
+				// answer reached the client (the fake fast path once
+				// did) can come after the next one.
+				if ev.Seq == nil {
+					t.Errorf("event %d has no seq", i)
+				} else if *ev.Seq != uint64(i) {
+					t.Errorf("event %d is of request %d: exchanges recorded out of order", i, *ev.Seq)
+				}
+			}
+			for _, ev := range evs {
+				if ev.Seq == nil || *ev.Seq >= uint64(len(tt.reqs)) {
+					continue
+				}
+				i := *ev.Seq
 				if (ev.Fault != "") != tt.fault[i] {
 					t.Errorf("request %d (%s %s): faulted=%v, want %v", i, tt.reqs[i].method, tt.reqs[i].path, ev.Fault != "", tt.fault[i])
 				}
-			}
-			if evs[0].HealthCheck != (tt.reqs[0].path == "/healthz") {
-				t.Errorf("health-check flag %v", evs[0].HealthCheck)
+				r := tt.reqs[i]
+				health := r.path == "/healthz" || r.path == "/health" || r.hdr["X-Health-Check"] != ""
+				if ev.HealthCheck != health {
+					t.Errorf("request %d (%s %s): health-check flag %v, want %v", i, r.method, r.path, ev.HealthCheck, health)
+				}
 			}
 		})
 	}
@@ -179,45 +201,140 @@ func waitState(t *testing.T, s *Server, name, state string) {
 	}
 }
 
+// TestWindow checks a fault's window: healthy answers before At, the
+// fault from At for For, healthy ones after it, and fault.start and
+// fault.end in the journal where the window opened and closed.
+//
+// The window is 120 ms: on a loaded machine a request meant for one phase
+// can be decided in the next. The fault's state (pending, active, ended)
+// only moves forward and is what decides (a fault reported active is in
+// force), so an answer is judged only where the state was the same when
+// the request was sent and when its answer came back; an attempt in which
+// the timing let a phase go unobserved is made again with the window twice
+// as long, so that the test fails for a wrong answer, never for a slow
+// machine.
 func TestWindow(t *testing.T) {
-	const at, dur = 120 * time.Millisecond, 120 * time.Millisecond
+	at, dur := 120*time.Millisecond, 120*time.Millisecond
+	for attempt := 1; ; attempt++ {
+		missed := windowAttempt(t, at, dur)
+		if missed == "" || t.Failed() {
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("attempt %d (window at %v for %v): %s; no attempt observed every phase", attempt, at, dur, missed)
+		}
+		t.Logf("attempt %d (window at %v for %v): %s; again with a window twice as long", attempt, at, dur, missed)
+		at, dur = 2*at, 2*dur
+	}
+}
+
+// windowAttempt runs TestWindow once with a window at at for dur; it
+// returns which phase the timing left unobserved, "" when none did.
+func windowAttempt(t *testing.T, at, dur time.Duration) (missed string) {
 	s, mem := startServer(t, []UpstreamConfig{{Name: "u"}},
 		[]FaultSpec{{Name: "w", Type: "status", Upstream: "u", At: rehearse.Duration(at), For: rehearse.Duration(dur)}})
+	defer s.Close()
 	c := newClient(5 * time.Second)
-	status := func() int {
+	state := func() string {
+		for _, f := range s.Faults() {
+			if f.Spec.Name == "w" {
+				return f.State
+			}
+		}
+		t.Fatal("fault w is not listed")
+		return ""
+	}
+	// status sends one request; same is whether the fault was in want
+	// both when it was sent and when its answer came back.
+	status := func(want string) (code int, same bool) {
+		before := state()
 		resp, _, err := get(t, c, s.URL("u"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return resp.StatusCode
+		return resp.StatusCode, before == want && state() == want
 	}
-	if got := status(); got != 200 {
-		t.Fatalf("before the window: %d", got)
-	}
-	waitState(t, s, "w", StateActive)
-	if got := status(); got != 503 {
-		t.Fatalf("in the window: %d", got)
-	}
-	waitState(t, s, "w", StateEnded)
-	if got := status(); got != 200 {
-		t.Fatalf("after the window: %d", got)
-	}
-	s.Close()
-	var start, end time.Duration
-	for _, e := range mem.Events() {
-		switch e.Kind() {
-		case journal.KindFaultStart:
-			start = e.T
-		case journal.KindFaultEnd:
-			end = e.T
-			if a := e.Payload.(*journal.FaultEnd).Applied; a != 1 {
-				t.Errorf("applied %d", a)
+	// waitFor polls the state every 2 ms until it is st, and returns the
+	// run time it was first seen and the longest gap between two looks
+	// (how long the test itself went without running).
+	waitFor := func(st string) (seen, gap time.Duration) {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(at + dur + 10*time.Second)
+		last := s.now()
+		for {
+			got := state()
+			now := s.now()
+			gap, last = max(gap, now-last), now
+			if got == st {
+				return now, gap
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("fault w never became %s (%s at %v)", st, got, now)
 			}
 		}
 	}
-	if start < at || start > at+time.Second || end < at+dur || end > at+dur+time.Second {
-		t.Fatalf("window recorded at %v-%v, want %v-%v", start, end, at, at+dur)
+
+	switch code, same := status(StatePending); {
+	case !same:
+		return "the request meant for before the window was not answered before it opened"
+	case code != 200:
+		t.Errorf("before the window (the fault pending throughout): %d, want 200", code)
 	}
+	// A timer of the test's own for the window's opening: how late the
+	// machine let a timer for that instant run.
+	ctrl := make(chan time.Duration, 1)
+	time.AfterFunc(at-s.now(), func() { ctrl <- s.now() })
+	activeSeen, gap := waitFor(StateActive)
+	switch code, same := status(StateActive); {
+	case !same:
+		return "the window closed before the request meant for it was answered"
+	case code != 503:
+		t.Errorf("in the window (the fault active throughout): %d, want 503", code)
+	}
+	waitFor(StateEnded)
+	// The state moves forward only: this request is decided after the end.
+	if code, _ := status(StateEnded); code != 200 {
+		t.Errorf("after the window: %d, want 200", code)
+	}
+	s.Close()
+	closed := s.now()
+	ctrlAt := <-ctrl
+
+	var start, end time.Duration
+	var starts, ends int
+	for _, e := range mem.Events() {
+		switch e.Kind() {
+		case journal.KindFaultStart:
+			start, starts = e.T, starts+1
+		case journal.KindFaultEnd:
+			end, ends = e.T, ends+1
+			if a := e.Payload.(*journal.FaultEnd).Applied; a != 1 {
+				t.Errorf("fault.end says %d applied, want 1", a)
+			}
+		}
+	}
+	if starts != 1 || ends != 1 {
+		t.Fatalf("%d fault.start and %d fault.end recorded, want one each", starts, ends)
+	}
+	// fault.start is recorded as the window opens, before the state says
+	// so; fault.end once the state says it ended, before Close returns.
+	// Timers are never early.
+	if start < at || start > activeSeen {
+		t.Errorf("fault.start at %v, want within [At %v, seen active at %v]", start, at, activeSeen)
+	}
+	if end < at+dur || end > closed {
+		t.Errorf("fault.end at %v, want within [At+For %v, closed %v]", end, at+dur, closed)
+	}
+	// Opened on time: no later than the test's own timer for that
+	// instant ran, give or take the longest stretch the test went
+	// without running (a stall delays both) and one look.
+	if late, allowed := start-at, ctrlAt-at+gap+2*time.Millisecond; late > allowed {
+		t.Errorf("the window opened %v after At; the test's own timer for At ran %v after it, the test's longest stall was %v: want at most %v", late, ctrlAt-at, gap, allowed)
+	}
+	return ""
 }
 
 func TestInFlightAndProbeTags(t *testing.T) {
