@@ -210,9 +210,10 @@ func waitState(t *testing.T, s *Server, name, state string) {
 // only moves forward and is what decides (a fault reported active is in
 // force), so an answer is judged only where the state was the same when
 // the request was sent and when its answer came back; an attempt in which
-// the timing let a phase go unobserved is made again with the window twice
-// as long, so that the test fails for a wrong answer, never for a slow
-// machine.
+// the timing let a phase go unobserved, or opened the window later than
+// the test's own timer and stalls account for, is made again with the
+// window twice as long, so that the test fails for a wrong answer or a
+// window late every time, never for a slow moment of the machine.
 func TestWindow(t *testing.T) {
 	at, dur := 120*time.Millisecond, 120*time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -221,7 +222,7 @@ func TestWindow(t *testing.T) {
 			return
 		}
 		if attempt == 5 {
-			t.Fatalf("attempt %d (window at %v for %v): %s; no attempt observed every phase", attempt, at, dur, missed)
+			t.Fatalf("attempt %d (window at %v for %v): %s; no attempt of %d observed every phase on time", attempt, at, dur, missed, attempt)
 		}
 		t.Logf("attempt %d (window at %v for %v): %s; again with a window twice as long", attempt, at, dur, missed)
 		at, dur = 2*at, 2*dur
@@ -229,7 +230,8 @@ func TestWindow(t *testing.T) {
 }
 
 // windowAttempt runs TestWindow once with a window at at for dur; it
-// returns which phase the timing left unobserved, "" when none did.
+// returns what the timing left unobserved (a phase, or the window's
+// opening on time), "" when nothing.
 func windowAttempt(t *testing.T, at, dur time.Duration) (missed string) {
 	s, mem := startServer(t, []UpstreamConfig{{Name: "u"}},
 		[]FaultSpec{{Name: "w", Type: "status", Upstream: "u", At: rehearse.Duration(at), For: rehearse.Duration(dur)}})
@@ -330,9 +332,13 @@ func windowAttempt(t *testing.T, at, dur time.Duration) (missed string) {
 	}
 	// Opened on time: no later than the test's own timer for that
 	// instant ran, give or take the longest stretch the test went
-	// without running (a stall delays both) and one look.
+	// without running and one look. A loaded machine can still hold the
+	// window's goroutine back longer than anything the test saw (84 ms
+	// against a 38 ms stall at load 9), once; a window that opens late
+	// by the schedule's fault is late in every attempt, the longer ones
+	// too.
 	if late, allowed := start-at, ctrlAt-at+gap+2*time.Millisecond; late > allowed {
-		t.Errorf("the window opened %v after At; the test's own timer for At ran %v after it, the test's longest stall was %v: want at most %v", late, ctrlAt-at, gap, allowed)
+		return fmt.Sprintf("the window opened %v after At; the test's own timer for At ran %v after it, the test's longest stall was %v: want at most %v", late, ctrlAt-at, gap, allowed)
 	}
 	return ""
 }
