@@ -59,17 +59,20 @@ import (
 )
 
 var (
-	rounds    = flag.Int("rounds", 3, "paired rounds per comparison")
-	only      = flag.String("only", "proxy,pacing,capture,analysis,drill", "comma-separated sections to run")
-	rehearse  = flag.String("rehearse", "bin/rehearse", "the rehearse binary")
-	toxiproxy = flag.String("toxiproxy", "", "the Toxiproxy server binary (proxy section)")
-	captureMB = flag.Int("capture-mb", 16, "size of the generated capture (capture section)")
-	proxyCPUs = flag.String("proxy-cpus", "", "run the proxy processes under taskset -c with this CPU list (proxy section; run the bench itself under taskset to pin the client and backend)")
-	drillFor  = flag.Duration("drill-duration", 2*time.Minute, "length of the drill (drill section)")
-	paceChild = flag.String("pace-child", "", "internal: run one pacing measurement, TOOL,RATE,DURATION,TARGET, and print its figures")
-	paceRates = flag.String("pace-rates", "10,1000,5000", "comma-separated rates of the pacing section, requests per second")
-	procs     = flag.Int("procs", 0, "GOMAXPROCS of the harness's processes under test (the replay pacing child, the drill's rehearse run and its re-render); 0: Go's default, what a user gets")
-	tmp       string
+	rounds     = flag.Int("rounds", 3, "paired rounds per comparison")
+	only       = flag.String("only", "proxy,pacing,capture,analysis,drill", "comma-separated sections to run (floor: the drill section's floor alone)")
+	rehearse   = flag.String("rehearse", "bin/rehearse", "the rehearse binary")
+	toxiproxy  = flag.String("toxiproxy", "", "the Toxiproxy server binary (proxy section)")
+	captureMB  = flag.Int("capture-mb", 16, "size of the generated capture (capture section)")
+	proxyCPUs  = flag.String("proxy-cpus", "", "run the proxy processes under taskset -c with this CPU list (proxy section; run the bench itself under taskset to pin the client and backend)")
+	drillFor   = flag.Duration("drill-duration", 2*time.Minute, "length of the drill (drill section)")
+	paceChild  = flag.String("pace-child", "", "internal: run one pacing measurement, TOOL,RATE,DURATION,TARGET, and print its figures")
+	floorChild = flag.String("floor-child", "", "internal: run one process of the floor (floor.go)")
+	floorFor   = flag.Duration("floor-window", time.Minute, "measured window of each floor run, after 5s of warm-up (drill section); 0: no floor")
+	paceRates  = flag.String("pace-rates", "10,1000,5000", "comma-separated rates of the pacing section, requests per second")
+	procs      = flag.Int("procs", 0, "GOMAXPROCS of the harness's processes under test (the replay pacing child, the drill's rehearse run and its re-render); 0: Go's default, what a user gets")
+	tmp        string
+	floorOnly  bool // the floor section: the drill section's floor runs alone
 )
 
 func main() {
@@ -77,6 +80,10 @@ func main() {
 	flag.Parse()
 	if *paceChild != "" {
 		runPaceChild(*paceChild)
+		return
+	}
+	if *floorChild != "" {
+		runFloorChild(*floorChild)
 		return
 	}
 	var err error
@@ -92,6 +99,7 @@ func main() {
 	sections := map[string]func(){
 		"proxy": benchProxy, "pacing": benchPacing, "capture": benchCapture,
 		"analysis": benchAnalysis, "drill": benchDrill,
+		"floor": func() { floorOnly = true; benchDrill() },
 	}
 	for _, name := range strings.Split(*only, ",") {
 		f, ok := sections[strings.TrimSpace(name)]
@@ -744,22 +752,50 @@ type drillRun struct {
 	render        float64 // CPU-s of rendering its report again (rehearse report render)
 	p50, p99      float64 // send lateness, ms
 	gateway       float64 // % of a core used by the gateway process (-1: in the same process)
+	mid, midGW    window  // the harness's and the gateway's process mid-run (drillWindow)
+}
+
+// drillWindow is the mid-run stretch of a drill whose threads are
+// measured: from 10 s in to 10 s before the end (5 s for drills of 30 s
+// or less), so that start-up, the last requests' streams and the report
+// step are left out and the figures compare with the floor's.
+func drillWindow() (from, to time.Duration) {
+	edge := 10 * time.Second
+	if *drillFor <= 30*time.Second {
+		edge = 5 * time.Second
+	}
+	return edge, *drillFor - edge
 }
 
 // runDrill runs rehearse run with args into out and returns its figures;
-// pid0, when not 0, is a gateway process whose CPU over the run is taken.
+// gatewayPID, when not 0, is a gateway process whose CPU over the run is
+// taken.
 func runDrill(out string, gatewayPID int, args ...string) drillRun {
 	cmd := exec.Command(*rehearse, append(append([]string{"run"}, args...), "-q", "-o", out)...)
 	cmd.Env = harnessEnv()
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	g0 := procCPU(gatewayPID)
 	t0 := time.Now()
-	if b, err := cmd.CombinedOutput(); err != nil {
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("drill: %v", err)
+	}
+	d := drillRun{gateway: -1}
+	from, to := drillWindow()
+	time.Sleep(from)
+	a, ga, ta := procThreads(cmd.Process.Pid), procThreads(gatewayPID), time.Now()
+	time.Sleep(time.Until(t0.Add(to)))
+	b, gb, tb := procThreads(cmd.Process.Pid), procThreads(gatewayPID), time.Now()
+	d.mid = measure(a, b, ta, tb)
+	if gatewayPID != 0 {
+		d.midGW = measure(ga, gb, ta, tb)
+	}
+	if err := cmd.Wait(); err != nil {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 { // 1: an expectation failed, still a run
-			log.Fatalf("drill: %v\n%s", err, b)
+			log.Fatalf("drill: %v\n%s", err, buf.Bytes())
 		}
 	}
 	wall := time.Since(t0)
-	d := drillRun{gateway: -1}
 	if gatewayPID != 0 {
 		d.gateway = 100 * float64(procCPU(gatewayPID)-g0) / float64(wall)
 	}
@@ -775,12 +811,12 @@ func runDrill(out string, gatewayPID int, args ...string) drillRun {
 	}
 	d.render = (rr.ProcessState.UserTime() + rr.ProcessState.SystemTime()).Seconds()
 	d.noReport = d.cpu - 100*d.render/wall.Seconds()
-	b, err := os.ReadFile(filepath.Join(out, "run.json"))
+	rj, err := os.ReadFile(filepath.Join(out, "run.json"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	var v any
-	json.Unmarshal(b, &v)
+	json.Unmarshal(rj, &v)
 	if l, ok := findKey(v, "lateness_ms").(map[string]any); ok {
 		d.p50, _ = l["p50"].(float64)
 		d.p99, _ = l["p99"].(float64)
@@ -824,31 +860,109 @@ func separateDrill(round int) (string, int, func()) {
 }
 
 func benchDrill() {
-	fmt.Printf("  rehearse run 503-storm --duration %s: (a) as built in, the reference gateway and the upstreams in one process; (b) the same drill with the gateway as its own process (rehearse gateway), so that (b)'s CPU is the harness's alone; report step = CPU of rehearse report render of the run directory afterwards\n", *drillFor)
+	from, to := drillWindow()
+	if !floorOnly {
+		fmt.Printf("  rehearse run 503-storm --duration %s: (a) as built in, the reference gateway and the upstreams in one process; (b) the same drill with the gateway as its own process (rehearse gateway), so that (b)'s CPU is the harness's alone; report step = CPU of rehearse report render of the run directory afterwards; mid-run = from %s to %s, per-thread counters from /proc (sysmon: the runtime's monitor thread)\n", *drillFor, from, to)
+	}
+	variants := []string{"in-process", "separate"}
+	if floorOnly {
+		variants = nil
+	}
+	if *floorFor > 0 {
+		fmt.Printf("  floor (floor.go): the drill's exchanges in the simplest Go form, %s measured after %s: direct = client and server in one process; relay = client, httputil.ReverseProxy and server in one process (beside (a)); split = the proxy in a process of its own (beside (b))\n", *floorFor, floorWarm)
+		variants = append(variants, "floor-direct", "floor-relay", "floor-split")
+	}
 	var cpu, cpuNoReport, p50, p99, render, sepCPU, sepNoReport, sepGateway, sepP99 series
+	mids := map[string][]window{}
+	floors := map[string][]floorRun{}
+	var ratioA, ratioB, ratioGW series
 	for r := range *rounds {
-		for _, variant := range rotate([]string{"in-process", "separate"}, r) {
+		got := map[string]float64{}
+		for _, variant := range rotate(variants, r) {
 			out := filepath.Join(tmp, fmt.Sprintf("drill-%s-%d", variant, r))
-			if variant == "in-process" {
+			switch variant {
+			case "in-process":
 				d := runDrill(out, 0, "503-storm", "--duration", drillFor.String())
 				cpu, p50, p99, render = append(cpu, d.cpu), append(p50, d.p50), append(p99, d.p99), append(render, d.render)
 				cpuNoReport = append(cpuNoReport, d.noReport)
-				continue
+				mids["(a)"] = append(mids["(a)"], d.mid)
+				got["(a)"] = d.mid.cpu
+			case "separate":
+				sfile, pid, stop := separateDrill(r)
+				d := runDrill(out, pid, sfile)
+				stop()
+				sepCPU, sepGateway, sepP99 = append(sepCPU, d.cpu), append(sepGateway, d.gateway), append(sepP99, d.p99)
+				sepNoReport = append(sepNoReport, d.noReport)
+				mids["(b) harness"] = append(mids["(b) harness"], d.mid)
+				mids["(b) gateway"] = append(mids["(b) gateway"], d.midGW)
+				got["(b)"], got["(b) gateway"] = d.mid.cpu, d.midGW.cpu
+			default:
+				f := runFloor(strings.TrimPrefix(variant, "floor-"), *floorFor)
+				floors[variant] = append(floors[variant], f)
+				got[variant], got[variant+" proxy"] = f.client.cpu, f.relay.cpu
 			}
-			sfile, pid, stop := separateDrill(r)
-			d := runDrill(out, pid, sfile)
-			stop()
-			sepCPU, sepGateway, sepP99 = append(sepCPU, d.cpu), append(sepGateway, d.gateway), append(sepP99, d.p99)
-			sepNoReport = append(sepNoReport, d.noReport)
+		}
+		if f := got["floor-relay"]; f > 0 && got["(a)"] > 0 {
+			ratioA = append(ratioA, got["(a)"]/f)
+		}
+		if f := got["floor-split"]; f > 0 && got["(b)"] > 0 {
+			ratioB = append(ratioB, got["(b)"]/f)
+			ratioGW = append(ratioGW, got["(b) gateway"]/got["floor-split proxy"])
 		}
 	}
-	row("(a) process CPU over the run", cpu, "% of a core")
-	row("(a) the same without the report step", cpuNoReport, "% of a core (run CPU less the re-render's, over the run's length)")
-	row("(a) report step (re-render)", render, "CPU-s")
-	row("(a) replay send lateness p50", p50, "ms")
-	row("(a) replay send lateness p99", p99, "ms")
-	row("(b) harness process CPU", sepCPU, "% of a core")
-	row("(b) harness without the report step", sepNoReport, "% of a core")
-	row("(b) gateway process CPU", sepGateway, "% of a core")
-	row("(b) replay send lateness p99", sepP99, "ms")
+	if !floorOnly {
+		row("(a) process CPU over the run", cpu, "% of a core")
+		row("(a) the same without the report step", cpuNoReport, "% of a core (run CPU less the re-render's, over the run's length)")
+		row("(a) report step (re-render)", render, "CPU-s")
+		row("(a) replay send lateness p50", p50, "ms")
+		row("(a) replay send lateness p99", p99, "ms")
+		windowRows("(a) mid-run", mids["(a)"])
+		row("(b) harness process CPU", sepCPU, "% of a core")
+		row("(b) harness without the report step", sepNoReport, "% of a core")
+		row("(b) gateway process CPU", sepGateway, "% of a core")
+		row("(b) replay send lateness p99", sepP99, "ms")
+		windowRows("(b) harness mid-run", mids["(b) harness"])
+		windowRows("(b) gateway mid-run", mids["(b) gateway"])
+	}
+	for _, v := range variants {
+		if !strings.HasPrefix(v, "floor-") {
+			continue
+		}
+		var cl, rl []window
+		var p99, mx series
+		for _, f := range floors[v] {
+			cl, rl = append(cl, f.client), append(rl, f.relay)
+			p99, mx = append(p99, f.p99), append(mx, f.max)
+			if f.failed > 0 {
+				fmt.Printf("  %s: %d exchanges failed\n", v, f.failed)
+			}
+		}
+		name := v
+		if v == "floor-split" {
+			name += " client+server"
+		}
+		windowRows(name, cl)
+		if v == "floor-split" {
+			windowRows(v+" proxy", rl)
+		}
+		row(v+" send lateness p99 (time.Sleep)", p99, "ms")
+		row(v+" send lateness max", mx, "ms")
+	}
+	if *floorFor > 0 && !floorOnly {
+		row("(a) mid-run ÷ floor-relay: CPU", ratioA, "ratio (1: as cheap as the simplest Go form)")
+		row("(b) harness mid-run ÷ floor-split client+server: CPU", ratioB, "ratio")
+		row("(b) gateway mid-run ÷ floor-split proxy: CPU", ratioGW, "ratio (the reference gateway against httputil.ReverseProxy)")
+	}
+}
+
+// windowRows prints what a process spent in its measured windows.
+func windowRows(name string, ws []window) {
+	var cpu, vol, sysmon, invol series
+	for _, w := range ws {
+		cpu, vol, sysmon, invol = append(cpu, w.cpu), append(vol, w.vol), append(sysmon, w.sysmon), append(invol, w.invol)
+	}
+	row(name+" CPU", cpu, "% of a core")
+	row(name+" voluntary switches", vol, "per request")
+	row(name+" … by sysmon", sysmon, "per request")
+	row(name+" involuntary switches", invol, "per request")
 }
