@@ -285,6 +285,7 @@ func procThreads(pid int) map[int]threadStat {
 // window is what a process spent between two snapshots of its threads.
 type window struct {
 	cpu        float64 // % of a core
+	sysmonCPU  float64 // … of it on the runtime's monitor thread
 	vol        float64 // voluntary switches per request
 	sysmon     float64 // … of them by the runtime's monitor thread
 	invol      float64 // involuntary switches per request
@@ -317,6 +318,7 @@ func measure(a, b map[int]threadStat, ta, tb time.Time) window {
 		w.invol += float64(x.invol)
 		if i == 1 {
 			w.sysmon = float64(x.vol)
+			w.sysmonCPU = 100 * float64(x.run) / float64(d)
 		}
 	}
 	w.cpu = 100 * float64(run) / float64(d)

@@ -16,8 +16,8 @@ func TestMeasurePerRequestAndSysmon(t *testing.T) {
 		107: {run: 50 * time.Millisecond, vol: 40, invol: 8}, // started within the window
 	}
 	w := measure(a, b, t0, t0.Add(10*time.Second)) // 100 requests at 10/s
-	if w.cpu != 2 {
-		t.Errorf("cpu = %v %%, want 2 (200 ms over 10 s)", w.cpu)
+	if w.cpu != 2 || w.sysmonCPU != 0.5 {
+		t.Errorf("cpu = %v %%, sysmon's %v %%; want 2 (200 ms over 10 s) and 0.5 (50 ms)", w.cpu, w.sysmonCPU)
 	}
 	if w.vol != 1.8 || w.sysmon != 1 || w.invol != 0.1 || w.threads != 4 {
 		t.Errorf("got %+v, want 1.8 switches per request, 1 by sysmon (TID 101), 0.1 involuntary, 4 threads", w)

@@ -19,7 +19,12 @@
 //   - analysis: a 953k-event journal analysed and rendered (report render)
 //     on one core (go test -bench 'Analyze1M|Render1M' -cpu 1);
 //   - drill: `rehearse run 503-storm --duration 2m`, its CPU share and the
-//     replay's p99 send lateness.
+//     replay's p99 send lateness, as built in (a) and with the gateway as a
+//     process of its own (b); per-thread CPU and context switches mid-run
+//     (the runtime's monitor thread apart); and in the same rounds the
+//     floor (floor.go: the drill's exchanges in the simplest Go form, in
+//     one process and split in two), with the drill's CPU as a ratio to
+//     it. -only floor runs the floor alone.
 //
 // Each round runs the members of a pair back to back, the order swapped
 // every round, so that machine load hits both alike. scripts/bench.sh
@@ -957,11 +962,13 @@ func benchDrill() {
 
 // windowRows prints what a process spent in its measured windows.
 func windowRows(name string, ws []window) {
-	var cpu, vol, sysmon, invol series
+	var cpu, sysmonCPU, vol, sysmon, invol series
 	for _, w := range ws {
 		cpu, vol, sysmon, invol = append(cpu, w.cpu), append(vol, w.vol), append(sysmon, w.sysmon), append(invol, w.invol)
+		sysmonCPU = append(sysmonCPU, w.sysmonCPU)
 	}
 	row(name+" CPU", cpu, "% of a core")
+	row(name+" … on sysmon's thread", sysmonCPU, "% of a core")
 	row(name+" voluntary switches", vol, "per request")
 	row(name+" … by sysmon", sysmon, "per request")
 	row(name+" involuntary switches", invol, "per request")
