@@ -8,8 +8,9 @@
 #
 #   scripts/bench.sh [-rounds N] [-only proxy,pacing,capture,analysis,drill] [...]
 #
-# It takes about 15 minutes with the defaults (3 rounds, a 2-minute drill
-# per round). Not part of make test.
+# It takes about 22 minutes with the defaults (3 rounds, a 2-minute drill
+# of each kind and the three 30 s floor runs per round; -floor-window 0
+# leaves the floor out). Not part of make test.
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)

@@ -73,7 +73,7 @@ var (
 	drillFor   = flag.Duration("drill-duration", 2*time.Minute, "length of the drill (drill section)")
 	paceChild  = flag.String("pace-child", "", "internal: run one pacing measurement, TOOL,RATE,DURATION,TARGET, and print its figures")
 	floorChild = flag.String("floor-child", "", "internal: run one process of the floor (floor.go)")
-	floorFor   = flag.Duration("floor-window", time.Minute, "measured window of each floor run, after 5s of warm-up (drill section); 0: no floor")
+	floorFor   = flag.Duration("floor-window", 30*time.Second, "measured window of each floor run, after 5s of warm-up (drill and floor sections; 3 runs a round); 0: no floor")
 	paceRates  = flag.String("pace-rates", "10,1000,5000", "comma-separated rates of the pacing section, requests per second")
 	procs      = flag.Int("procs", 0, "GOMAXPROCS of the harness's processes under test (the replay pacing child, the drill's rehearse run and its re-render); 0: Go's default, what a user gets")
 	tmp        string
