@@ -148,7 +148,7 @@ func num(v float64) string {
 	}
 }
 
-func row(name string, s series, unit string) { fmt.Printf("  %-44s %-32s %s\n", name, s, unit) }
+func row(name string, s series, unit string) { fmt.Printf("  %-54s %-28s %s\n", name, s, unit) }
 
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
