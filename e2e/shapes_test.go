@@ -320,7 +320,7 @@ func startShapeGW(t *testing.T, br breaker, upstream string, timeout time.Durati
 	}
 	gen := func(r *http.Request) int { n, _ := r.Context().Value(genKey{}).(int); return n }
 	rp.ModifyResponse = func(resp *http.Response) error {
-		g.finish(resp.StatusCode < 500, gen(resp.Request))
+		g.finish(!failedStatus(resp.StatusCode), gen(resp.Request))
 		return nil
 	}
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -358,9 +358,9 @@ func startShapeGW(t *testing.T, br breaker, upstream string, timeout time.Durati
 		g.mu.Lock()
 		end := time.Now()
 		if probe >= 0 {
-			g.probes[probe].End, g.probes[probe].OK = end, sw.status < 500
+			g.probes[probe].End, g.probes[probe].OK = end, !failedStatus(sw.status)
 		}
-		g.calls[call].End, g.calls[call].OK = end, sw.status < 500
+		g.calls[call].End, g.calls[call].OK = end, !failedStatus(sw.status)
 		g.mu.Unlock()
 	})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -379,6 +379,24 @@ func startShapeGW(t *testing.T, br breaker, upstream string, timeout time.Durati
 // genKey carries a request's breaker generation through the proxy.
 type genKey struct{}
 
+// failedStatus is the test gateway's failure: a 5xx or a 429 (the
+// analysis's failed call; a transport error or a timeout is one too, the
+// proxy's 502).
+func failedStatus(code int) bool { return code >= 500 || code == http.StatusTooManyRequests }
+
+// selfLogged is a breaker that keeps its own log of state changes (a
+// library's state-change callback): that log is the truth, not the
+// gateway's reading of state() after each decision.
+type selfLogged interface{ transitions() []shapeTrans }
+
+// log is the breaker's log of state changes; g.mu is held.
+func (g *shapeGW) log() []shapeTrans {
+	if sl, ok := g.br.(selfLogged); ok {
+		return sl.transitions()
+	}
+	return g.trans
+}
+
 func (g *shapeGW) finish(ok bool, gen int) {
 	g.mu.Lock()
 	g.br.done(time.Now(), ok, gen)
@@ -394,6 +412,9 @@ type timed interface{ since() time.Time }
 // could see: they are noted as the breaker decides on a request or hears
 // how one ended, at the moment the state began.
 func (g *shapeGW) note() {
+	if _, ok := g.br.(selfLogged); ok {
+		return
+	}
 	st := g.br.state()
 	if st == "" {
 		st = "closed"
@@ -414,7 +435,7 @@ func (g *shapeGW) truth(wallStart time.Time, from float64) []truthCycle {
 	defer g.mu.Unlock()
 	var out []truthCycle
 	open := false
-	for _, tr := range g.trans {
+	for _, tr := range g.log() {
 		at := tr.At.Sub(wallStart).Seconds()
 		if at < from {
 			continue
@@ -564,7 +585,7 @@ func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, desc, wantShape
 	c.log(t.Name())
 	if t.Failed() {
 		g.mu.Lock()
-		for _, tr := range g.trans {
+		for _, tr := range g.log() {
 			t.Logf("gateway: %.4f %s", tr.At.Sub(res.Analysis.Run.WallStart).Seconds(), tr.To)
 		}
 		for _, k := range g.calls {

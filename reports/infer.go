@@ -90,6 +90,15 @@ type cyc struct {
 	// window while the upstream still had it in flight; the close is
 	// bounded, not exact.
 	closeInFlight bool
+	// pending: a success closeBy ended in the close window, but another
+	// call the open breaker let through was still in flight when traffic
+	// resumed; pendingEnd is the latest end among those (-1: one of them
+	// failed or never ended). A half-open that lets several calls through
+	// at once and another in as each ends (failsafe-go's permits), or
+	// that needs more successes than had ended, closes on a later answer:
+	// the close is bounded, the success count unknown.
+	pending    bool
+	pendingEnd time.Duration
 	// react is how long the first resumed call took from the client's
 	// send to the upstream: the gateway's reaction time around the close.
 	react time.Duration

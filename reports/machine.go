@@ -469,6 +469,16 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				out.ClosedAtS = ptr(seconds(c.calls[cy.fr].t))
 				out.closeAt = c.calls[cy.fr].t
 			}
+		case cy.closeBy >= 0 && cy.pending:
+			// A success ended in the window, but a call let through
+			// with it was still in flight when traffic resumed: closed on
+			// that success or on a later answer (pendingAt). The first
+			// resumed call may have been one more probe.
+			out.MaybeProbe = true
+			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeAt))}
+			if cy.pendingEnd >= 0 {
+				out.CloseBoundsS.Max = ptr(seconds(max(cy.pendingEnd, cy.closeAt)))
+			}
 		case cy.closeBy >= 0:
 			// Closed on a success: the successful probes in a row that
 			// ended it, up to the one whose end closed it.

@@ -81,6 +81,7 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	c, ci := u.c, u.calls
 	hi := c.calls[fr].t
 	cy.closeLo, cy.closeAt, cy.closeBy, cy.maybeProbe, cy.closeInFlight = lastBlocked, hi, -1, false, false
+	cy.pending, cy.pendingEnd = false, -1
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
 	checksGate := !cy.noChecks
 	for i := range cy.admitted {
@@ -122,6 +123,7 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	if best >= 0 {
 		cy.closeAt = min(best, hi)
 		cy.closeLo = cy.closeAt
+		u.pendingAt(cy, lo, hi)
 		return
 	}
 	// A successful call the open breaker let through was still in flight
@@ -165,6 +167,44 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	}
 }
 
+// pendingAt marks cy pending when a call the open breaker let through
+// (an admission, from ci[lo:]) was still in flight, by the upstream's
+// record, when traffic resumed with the call that arrived at hi, although
+// a success had ended in the close window. A half-open that needs all the
+// calls it let through to succeed turns requests away until the last has
+// (gobreaker's MaxRequests), so traffic resuming first means the breaker
+// had closed on the success that ended, or was letting the next call in
+// on a slot that success gave back (failsafe-go's half-open: several
+// executions at once, each giving its permit back as it ends) and closed
+// on a later answer — the one still in flight, or a later call's.
+// Nothing seen from outside tells these apart. The close lies between the
+// success's end and the end of the last call in flight (if all of them
+// succeeded: by then every call of that half-open had, so any count it
+// needed was met; the answer head may have decided it earlier), and
+// successes_to_close is unknown.
+func (u *upstreamRun) pendingAt(cy *cyc, lo int, hi time.Duration) {
+	c, ci := u.c, u.calls
+	latest, known := time.Duration(-1), true
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= hi {
+			break
+		}
+		if !cy.admitted[i] || k.tagged || (k.hasEnd && k.end <= hi+closeSlackLate) {
+			continue
+		}
+		cy.pending = true
+		if k.failed || !k.hasEnd {
+			known = false
+			continue
+		}
+		latest = max(latest, k.end)
+	}
+	if cy.pending && known {
+		cy.pendingEnd = latest
+	}
+}
+
 // shapeOf infers the shape of one cycle from its admissions and its close
 // and says why, in words for the statement.
 func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evidence string) {
@@ -190,6 +230,8 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 		return ShapeExpiry, "no call got through while open, and traffic resumed with calls in flight together and no success to close on: the failures expired"
 	case len(live) == 0:
 		return ShapeUnknown, "no call got through while open"
+	case cy.closeAt >= 0 && cy.closeBy >= 0 && several && cy.pending:
+		return ShapeLiveProbes, "several live calls were let through at once while open; traffic resumed after one had succeeded while another was still in flight, so the breaker closed on that success or on a later answer (a half-open that lets the next call in as one ends): the close is bounded, the successes it took unknown"
 	case cy.closeAt >= 0 && cy.closeBy >= 0 && several:
 		return ShapeLiveProbes, "several live calls were let through at once while open, and requests were turned away until they had succeeded"
 	case cy.closeAt >= 0 && cy.closeBy >= 0:
