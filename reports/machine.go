@@ -426,22 +426,44 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	if len(probes) > 0 {
 		out.firstProbe = c.calls[probes[0]].t
 		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
+		// One entry per cooldown, null where exact; kept when any is not.
+		cb, anyBounds := []*Bounds{nil}, false
 		if bounded {
 			// As short as the first probe after the latest open; a probe
 			// before it (a health check, which runs whatever the breaker
 			// does) leaves it as short as nothing.
-			out.CooldownsBoundsS = append(out.CooldownsBoundsS,
-				&Bounds{Min: ptr(seconds(max(c.calls[probes[0]].t-cy.openHi, 0))), Max: ptr(out.CooldownsS[0])})
+			cb[0], anyBounds = &Bounds{Min: ptr(seconds(max(c.calls[probes[0]].t-cy.openHi, 0))), Max: ptr(out.CooldownsS[0])}, true
 		}
+		waits := len(cy.blockedAt) > 0 // requests are attributed: a wait shows
 		for i := 0; i+1 < len(probes); i++ {
 			k := &c.calls[probes[i]]
-			if k.failed {
-				out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[i+1]].t-k.end))
-				if bounded {
-					// Measured from a probe's end, not the open: exact.
-					out.CooldownsBoundsS = append(out.CooldownsBoundsS, nil)
-				}
+			next := c.calls[probes[i+1]].t
+			if !k.failed {
+				continue
 			}
+			if waits && !cy.blockedBetween(k.end, next) {
+				// Nobody was turned away between the failure and the next
+				// probe: the breaker did not reopen on it (a half-open
+				// counting more than one failure, or the next probe let
+				// through with it): no cooldown began there.
+				continue
+			}
+			out.CooldownsS = append(out.CooldownsS, seconds(next-k.end))
+			// The breaker reopened on a failure that ended after it let
+			// this probe through (a reopen before would have turned it
+			// away) and by this probe's end: this one's, or another's —
+			// a probe in flight with it, or a call let through before
+			// the open that ended then, which a breaker without
+			// generations counts (failsafe-go). The cooldown ran from
+			// one of those ends.
+			var bnd *Bounds
+			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end {
+				bnd, anyBounds = &Bounds{Min: ptr(seconds(next - k.end)), Max: ptr(seconds(next - e))}, true
+			}
+			cb = append(cb, bnd)
+		}
+		if anyBounds {
+			out.CooldownsBoundsS = cb
 		}
 	}
 	if bounded {
@@ -495,6 +517,15 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				n++
 			}
 			out.SuccessesToClose = ptr(max(n, 1))
+			if fr := cy.fr; len(cy.blockedAt) > 0 && fr >= 0 && c.calls[cy.closeBy].end > c.calls[fr].t && out.MaxProbesInFlight > 1 {
+				// The first resumed call arrived before the upstream
+				// stamped the closing success's end, in a half-open that
+				// let several calls through at once: it may have been let
+				// in on a slot an earlier probe gave back, one more probe
+				// (failsafe-go's permits), or after the close (the stamp a
+				// moment late). ProbeCount is the least there were.
+				out.MaybeProbe = true
+			}
 			switch {
 			case cy.closeInFlight:
 				out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo)), Max: out.ClosedAtS}
@@ -531,6 +562,24 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	out.Probes = all
 	return out
+}
+
+// firstFailedEnd is the earliest end, in [from, by], of a failed
+// non-health call of the upstream among ci[lo:] that arrived before by;
+// by when none ended earlier.
+func (u *upstreamRun) firstFailedEnd(lo int, from, by time.Duration) time.Duration {
+	c, ci := u.c, u.calls
+	first := by
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= by {
+			break
+		}
+		if k.failed && !k.health && k.hasEnd && k.end >= from && k.end < first {
+			first = k.end
+		}
+	}
+	return first
 }
 
 // episode fills the figures of one fault episode from its cycles.

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"encoding/json"
+	"math"
 	"sort"
 	"testing"
 	"time"
@@ -9,59 +10,98 @@ import (
 	"github.com/halfopen/rehearse/journal"
 )
 
-// halfOpenJournal is a 5 s run at 20 requests per second on app with a
-// 503 storm from 1 s to 2 s: three failures trip the breaker at 1.101 s,
-// requests are turned away until 2 s, when a half-open lets two calls
-// through (A at 2000, B at 2050 ms, healthy answers taking 300 ms; B's
-// ends at bEnd) and turns the next ones away until A has succeeded; from
-// 2350 ms every request passes. Times in ms.
-func halfOpenJournal(bEnd float64) []journal.Event {
-	var ev []journal.Event
-	add := func(at time.Duration, p journal.Payload) { ev = append(ev, journal.Event{T: at, Payload: p}) }
-	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
-	add(0, &journal.RunStart{RunID: "sim-pending", Scenario: "sim", Seed: 1, Rate: 20, Duration: 5 * time.Second,
+// simRun writes a journal of one upstream, app, at 20 requests per
+// second: calls that reached it and requests the gateway turned away
+// (its own 503 1 ms after the send), times in ms.
+type simRun struct {
+	ev  []journal.Event
+	seq uint64
+}
+
+func newSimRun(faultFrom, faultTo, dur float64) *simRun {
+	r := &simRun{}
+	r.add(0, &journal.RunStart{RunID: "sim-halfopen", Scenario: "sim", Seed: 1, Rate: 20, Duration: simMS(dur),
 		WallStart: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC), Upstreams: []string{"app"}, Config: json.RawMessage(`{"rate":20}`)})
-	add(ms(1000), &journal.FaultStart{Name: "storm", Type: "status", Upstream: "app", For: time.Second})
-	add(ms(2000), &journal.FaultEnd{Name: "storm", Upstream: "app"})
-	seq := uint64(0)
-	pass := func(x, took float64, status int) {
-		s := seq
-		out := journal.OutcomeOK
-		p := &journal.UpstreamRequest{Upstream: "app", Method: "POST", Path: "/", Seq: &s, InFlight: 1, Status: status,
-			Done: ms(x + 0.5 + took), Outcome: journal.OutcomeUpstreamComplete}
-		if status >= 500 {
-			out, p.Fault, p.FaultType = journal.OutcomeHTTP5xx, "storm", "status"
-		}
-		add(ms(x), &journal.ClientRequest{Seq: s, Method: "POST", Route: "/", Upstream: "app", Scheduled: ms(x), Sent: ms(x),
-			HeadersAt: ms(x + 1 + took), Done: ms(x + 1 + took), Status: status, Outcome: out, Latency: ms(1 + took), Service: ms(1 + took)})
-		add(ms(x+0.5), p)
-		seq++
+	r.add(faultFrom, &journal.FaultStart{Name: "storm", Type: "status", Upstream: "app", For: simMS(faultTo - faultFrom)})
+	r.add(faultTo, &journal.FaultEnd{Name: "storm", Upstream: "app"})
+	return r
+}
+
+func simMS(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+
+func (r *simRun) add(at float64, p journal.Payload) {
+	r.ev = append(r.ev, journal.Event{T: simMS(at), Payload: p})
+}
+
+// pass is a request sent at x that reached the upstream 0.5 ms later and
+// was answered status after took ms.
+func (r *simRun) pass(x, took float64, status int) {
+	s := r.seq
+	out := journal.OutcomeOK
+	p := &journal.UpstreamRequest{Upstream: "app", Method: "POST", Path: "/", Seq: &s, InFlight: 1, Status: status,
+		Done: simMS(x + 0.5 + took), Outcome: journal.OutcomeUpstreamComplete}
+	if status >= 500 {
+		out, p.Fault, p.FaultType = journal.OutcomeHTTP5xx, "storm", "status"
 	}
-	block := func(x float64) {
-		add(ms(x), &journal.ClientRequest{Seq: seq, Method: "POST", Route: "/", Upstream: "app", Scheduled: ms(x), Sent: ms(x),
-			HeadersAt: ms(x + 1), Done: ms(x + 1), Status: 503, Outcome: journal.OutcomeFastFail, FastFail: true, Latency: ms(1), Service: ms(1)})
-		seq++
+	r.add(x, &journal.ClientRequest{Seq: s, Method: "POST", Route: "/", Upstream: "app", Scheduled: simMS(x), Sent: simMS(x),
+		HeadersAt: simMS(x + 1 + took), Done: simMS(x + 1 + took), Status: status, Outcome: out, Latency: simMS(1 + took), Service: simMS(1 + took)})
+	r.add(x+0.5, p)
+	r.seq++
+}
+
+// block is a request sent at x that the gateway turned away.
+func (r *simRun) block(x float64) {
+	r.add(x, &journal.ClientRequest{Seq: r.seq, Method: "POST", Route: "/", Upstream: "app", Scheduled: simMS(x), Sent: simMS(x),
+		HeadersAt: simMS(x + 1), Done: simMS(x + 1), Status: 503, Outcome: journal.OutcomeFastFail, FastFail: true, Latency: simMS(1), Service: simMS(1)})
+	r.seq++
+}
+
+// blockFrom turns away the requests sent every 50 ms in [from, to).
+func (r *simRun) blockFrom(from, to float64) {
+	for x := from; x < to; x += 50 {
+		r.block(x)
 	}
-	for x := 0.0; x < 1000; x += 50 {
-		pass(x, 300, 200)
+}
+
+// passFrom passes the requests sent every 50 ms in [from, to), each
+// answered after took ms.
+func (r *simRun) passFrom(from, to, took float64, status int) {
+	for x := from; x < to; x += 50 {
+		r.pass(x, took, status)
 	}
-	for x := 1000.0; x <= 1100; x += 50 {
-		pass(x, 0.5, 503)
+}
+
+// cycle analyses the run and returns its one episode and cycle.
+func (r *simRun) cycle(t *testing.T) (*Episode, *Cycle) {
+	t.Helper()
+	r.add(float64(r.ev[0].Payload.(*journal.RunStart).Duration)/1e6, &journal.RunEnd{Reason: journal.EndCompleted})
+	sort.SliceStable(r.ev, func(i, j int) bool { return r.ev[i].T < r.ev[j].T })
+	a, err := AnalyzeEvents(r.ev)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for x := 1150.0; x < 2000; x += 50 {
-		block(x)
+	ep := a.Upstreams["app"].Episodes[0]
+	if len(ep.Cycles) != 1 {
+		t.Fatalf("%d cycles, want 1: %s", len(ep.Cycles), ep.Statement)
 	}
-	pass(2000, 300, 200)         // A
-	pass(2050, bEnd-2050.5, 200) // B
-	for x := 2100.0; x < 2350; x += 50 {
-		block(x)
-	}
-	for x := 2350.0; x < 5000; x += 50 {
-		pass(x, 300, 200)
-	}
-	add(5*time.Second, &journal.RunEnd{Reason: journal.EndCompleted})
-	sort.SliceStable(ev, func(i, j int) bool { return ev[i].T < ev[j].T })
-	return ev
+	return ep, ep.Cycles[0]
+}
+
+// halfOpenJournal is a 5 s run with a 503 storm from 1 s to 2 s: three
+// failures trip the breaker at 1.101 s, requests are turned away until
+// 2 s, when a half-open lets two calls through (A at 2000, B at 2050 ms,
+// healthy answers taking 300 ms; B's ends at bEnd) and turns the next
+// ones away until A has succeeded; from 2350 ms every request passes.
+func halfOpenJournal(bEnd float64) *simRun {
+	r := newSimRun(1000, 2000, 5000)
+	r.passFrom(0, 1000, 300, 200)
+	r.passFrom(1000, 1150, 0.5, 503)
+	r.blockFrom(1150, 2000)
+	r.pass(2000, 300, 200)         // A
+	r.pass(2050, bEnd-2050.5, 200) // B
+	r.blockFrom(2100, 2350)
+	r.passFrom(2350, 5000, 300, 200)
+	return r
 }
 
 // TestCloseWithAProbeStillInFlight: a half-open let two calls through at
@@ -75,15 +115,7 @@ func halfOpenJournal(bEnd float64) []journal.Event {
 // call may have been a probe. With both answers back before traffic
 // resumed, the close is the last one's end, exact, after two successes.
 func TestCloseWithAProbeStillInFlight(t *testing.T) {
-	a, err := AnalyzeEvents(halfOpenJournal(2900))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := a.Upstreams["app"].Episodes[0]
-	if len(ep.Cycles) != 1 {
-		t.Fatalf("%d cycles, want 1: %s", len(ep.Cycles), ep.Statement)
-	}
-	cy := ep.Cycles[0]
+	ep, cy := halfOpenJournal(2900).cycle(t)
 	b := cy.CloseBoundsS
 	switch {
 	case cy.ClosedAtS == nil || b == nil || b.Min == nil || b.Max == nil:
@@ -101,11 +133,7 @@ func TestCloseWithAProbeStillInFlight(t *testing.T) {
 		t.Errorf("shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, ShapeLiveProbes)
 	}
 
-	a, err = AnalyzeEvents(halfOpenJournal(2340))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cy = a.Upstreams["app"].Episodes[0].Cycles[0]
+	_, cy = halfOpenJournal(2340).cycle(t)
 	if cy.ClosedAtS == nil || *cy.ClosedAtS < 2.3395 || *cy.ClosedAtS > 2.3405 || cy.CloseBoundsS != nil {
 		t.Errorf("both answers back before traffic resumed: closed at %v, bounds %s, want 2.340 exact", fp3(cy.ClosedAtS), bounds(cy.CloseBoundsS))
 	}
@@ -119,4 +147,72 @@ func fp3(p *float64) any {
 		return "null"
 	}
 	return *p
+}
+
+// TestCooldownsOnlyWhereTheBreakerReopened: a half-open that counts two
+// failures before it reopens (failsafe-go's k of n) lets a second call
+// through right after the first one failed: no request waited, so no
+// cooldown began at the first failure; the cooldowns are from the open to
+// the first probe, and from each failure after which requests were turned
+// away to the next probe.
+func TestCooldownsOnlyWhereTheBreakerReopened(t *testing.T) {
+	r := newSimRun(1000, 3000, 6000)
+	r.passFrom(0, 1000, 1, 200)
+	r.passFrom(1000, 1150, 0.5, 503) // the trip, at 1101
+	r.blockFrom(1150, 2000)
+	r.pass(2000, 0.5, 503) // half-open: one failure…
+	r.pass(2050, 0.5, 503) // …and the next call let through; reopened at 2051
+	r.blockFrom(2100, 2700)
+	r.pass(2700, 0.5, 503) // reopened at 2701
+	r.blockFrom(2750, 3400)
+	r.pass(3400, 300, 200) // closes at 3700.5
+	r.blockFrom(3450, 3750)
+	r.passFrom(3750, 6000, 1, 200)
+	_, cy := r.cycle(t)
+	want := []float64{0.8995, 0.6495, 0.6995}
+	if len(cy.CooldownsS) != len(want) {
+		t.Fatalf("cooldowns %v, want %v: none from the failure after which the next call was let through at once", cy.CooldownsS, want)
+	}
+	for i, w := range want {
+		if math.Abs(cy.CooldownsS[i]-w) > 0.0011 {
+			t.Errorf("cooldown %d = %.4f s, want %.4f (all %v)", i+1, cy.CooldownsS[i], w, cy.CooldownsS)
+		}
+	}
+	if cy.CooldownsBoundsS != nil {
+		t.Errorf("cooldowns bounds %v: each reopen is the one failure that ended before requests were turned away, exact", cy.CooldownsBoundsS)
+	}
+}
+
+// TestCooldownFromTheFirstFailureOfAHalfOpen: two probes in flight
+// together, both failing slowly (400 ms), requests turned away meanwhile:
+// the breaker reopened on the first failure (gobreaker: the second one's
+// result belongs to an older generation) or on the second, so the
+// cooldown to the next probe is bounded by the two ends — never the
+// negative wait from the first failure to the second probe, which had
+// arrived before it.
+func TestCooldownFromTheFirstFailureOfAHalfOpen(t *testing.T) {
+	r := newSimRun(1000, 2600, 6000)
+	r.passFrom(0, 1000, 1, 200)
+	r.passFrom(1000, 1150, 0.5, 503)
+	r.blockFrom(1150, 2000)
+	r.pass(2000, 400, 503) // ends 2400.5
+	r.pass(2050, 400, 503) // ends 2450.5
+	r.blockFrom(2100, 3000)
+	r.pass(3000, 300, 200) // closes at 3300.5
+	r.blockFrom(3050, 3350)
+	r.passFrom(3350, 6000, 1, 200)
+	_, cy := r.cycle(t)
+	if len(cy.CooldownsS) != 2 {
+		t.Fatalf("cooldowns %v, want 2: the open's and the half-open's", cy.CooldownsS)
+	}
+	for _, c := range cy.CooldownsS {
+		if c < 0 {
+			t.Errorf("cooldown %.4f s < 0 (all %v)", c, cy.CooldownsS)
+		}
+	}
+	b := cy.CooldownsBoundsS
+	if len(b) != 2 || b[0] != nil || b[1] == nil || b[1].Min == nil || b[1].Max == nil ||
+		math.Abs(*b[1].Min-0.550) > 0.0011 || math.Abs(*b[1].Max-0.600) > 0.0011 {
+		t.Errorf("cooldowns %v, bounds %v: want the second bounded [0.550, 0.600] (from either failure's end), the first exact", cy.CooldownsS, b)
+	}
 }
