@@ -517,13 +517,15 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				n++
 			}
 			out.SuccessesToClose = ptr(max(n, 1))
-			if fr := cy.fr; len(cy.blockedAt) > 0 && fr >= 0 && c.calls[cy.closeBy].end > c.calls[fr].t && out.MaxProbesInFlight > 1 {
+			if fr := cy.fr; len(cy.blockedAt) > 0 && fr >= 0 && n >= 2 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+closeSlack {
 				// The first resumed call arrived before the upstream
-				// stamped the closing success's end, in a half-open that
-				// let several calls through at once: it may have been let
-				// in on a slot an earlier probe gave back, one more probe
-				// (failsafe-go's permits), or after the close (the stamp a
-				// moment late). ProbeCount is the least there were.
+				// stamped the closing success's end, or a moment after (a
+				// gateway forwards what it let through a little late), in
+				// a half-open that let several calls through at once and
+				// had a success before the closing one: it may have been
+				// let in on the slot that success gave back, one more
+				// probe (failsafe-go's permits), or after the close.
+				// ProbeCount is the least there were.
 				out.MaybeProbe = true
 			}
 			switch {

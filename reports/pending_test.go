@@ -140,6 +140,21 @@ func TestCloseWithAProbeStillInFlight(t *testing.T) {
 	if cy.SuccessesToClose == nil || *cy.SuccessesToClose != 2 {
 		t.Errorf("both answers back before traffic resumed: successes_to_close %v, want 2", fp2(cy.SuccessesToClose))
 	}
+	if cy.MaybeProbe {
+		t.Error("both answers back 10 ms before the next call: maybe_probe true, want false")
+	}
+
+	// B's answer stamped as the next call arrives: the half-open may have
+	// let that call in on the slot A gave back before B's answer closed
+	// it (one more probe), or the stamp is a moment late. The close and
+	// the count stand; the probes counted are the least there were.
+	_, cy = halfOpenJournal(2350.5).cycle(t)
+	if cy.ClosedAtS == nil || *cy.ClosedAtS < 2.350 || *cy.ClosedAtS > 2.351 || cy.SuccessesToClose == nil || *cy.SuccessesToClose != 2 {
+		t.Errorf("B's answer as traffic resumed: closed at %v after %v successes, want 2.3505 after 2", fp3(cy.ClosedAtS), fp2(cy.SuccessesToClose))
+	}
+	if !cy.MaybeProbe {
+		t.Error("B's answer as traffic resumed: maybe_probe false, want true (the next call may have been let in on A's slot)")
+	}
 }
 
 func fp3(p *float64) any {
