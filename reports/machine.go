@@ -65,7 +65,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 		k := cls[j]
 		if cur == nil {
 			switch {
-			case k == clsBlocked && last != nil && last.failureDriven && !u.failedBetween(last.closeLo, r.sent):
+			case k == clsBlocked && last != nil && last.failureDriven && !u.failedKnownBy(last.closeLo, r.sent, max(r.done, r.sent)+closeSlackLate):
 				// Blocked again without a failure since the close: the
 				// breaker never closed. Resume the cycle; the passes
 				// since were admissions.

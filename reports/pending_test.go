@@ -231,3 +231,30 @@ func TestCooldownFromTheFirstFailureOfAHalfOpen(t *testing.T) {
 		t.Errorf("cooldowns %v, bounds %v: want the second bounded [0.550, 0.600] (from either failure's end), the first exact", cy.CooldownsS, b)
 	}
 }
+
+// TestSlowProbesInFlightAreNotAClose: a half-open lets three calls through
+// at once (gobreaker's MaxRequests 3) and turns requests away while they
+// are in flight; they fail only 600 ms later, when their timeouts fire.
+// Three calls in a row passing is what a close looks like, but the
+// requests turned away after them came before any failure was answered:
+// a breaker trips on a failure's answer, so it had not closed and
+// re-tripped — one cycle, the three calls its probes.
+func TestSlowProbesInFlightAreNotAClose(t *testing.T) {
+	r := newSimRun(1000, 3000, 6000)
+	r.passFrom(0, 1000, 1, 200)
+	r.passFrom(1000, 1200, 0.5, 503) // the trip, at 1151
+	r.blockFrom(1200, 2000)
+	r.passFrom(2000, 2150, 600, 503) // three probes, failing from 2600.5
+	r.blockFrom(2150, 3450)
+	r.passFrom(3450, 6000, 1, 200) // three quick successes close it
+	ep, cy := r.cycle(t)
+	failed := 0
+	for _, p := range cy.Probes {
+		if !p.OK {
+			failed++
+		}
+	}
+	if cy.ProbeCount < 3 || failed != 3 {
+		t.Errorf("probes %d (%+v), want the three slow failures among them: %s", cy.ProbeCount, cy.Probes, ep.Statement)
+	}
+}

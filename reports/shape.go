@@ -48,6 +48,29 @@ const (
 	closeSlackLate = 50 * time.Millisecond
 )
 
+// failedKnownBy reports whether a call of the upstream (live, tagged or
+// health check) that arrived in [from, to) had failed by `by`: its end
+// came by then (an end the upstream did not record counts). A breaker
+// trips on a failure's answer: calls let through after a close that fail
+// only later (slow calls timing out) cannot have tripped it before a
+// request it turned away meanwhile — a half-open admitting several calls
+// that turns the next ones away while they are in flight, not a close and
+// a re-trip.
+func (u *upstreamRun) failedKnownBy(from, to, by time.Duration) bool {
+	c, ci := u.c, u.calls
+	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= from })
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= to {
+			break
+		}
+		if k.failed && (!k.hasEnd || k.end <= by) {
+			return true
+		}
+	}
+	return false
+}
+
 // failedBetween reports whether any call of the upstream (live, tagged or
 // health check) that arrived in [from, to) failed.
 func (u *upstreamRun) failedBetween(from, to time.Duration) bool {
