@@ -329,7 +329,8 @@ type Episode struct {
 	MaxProbesInFlight   *int      `json:"max_probes_in_flight"`
 	FirstProbeAfterOpen *float64  `json:"first_probe_after_open_s"`
 	// CooldownsS is the cooldown progression: for each probe after a
-	// failed one (or the open), the wait before it.
+	// failed one after which requests were turned away (or the open), the
+	// wait before it.
 	CooldownsS []float64 `json:"cooldowns_s"`
 
 	// FailedRequestsBeforeOpen is FailuresBeforeOpen counted as distinct
@@ -435,11 +436,13 @@ type Cycle struct {
 	// breaker already open) never count.
 	FailuresBeforeOpenBounds       *Bounds `json:"failures_before_open_bounds,omitempty"`
 	FailedRequestsBeforeOpenBounds *Bounds `json:"failed_requests_before_open_bounds,omitempty"`
-	// CooldownsBoundsS has one entry per CooldownsS when the open is
-	// bounded: the first cooldown (first probe − open) is as short as
-	// the first probe after the open's max (never below 0) and as long as
-	// CooldownsS[0]; the others are measured from a failed probe's end
-	// and are exact (null). Absent when the open is exact.
+	// CooldownsBoundsS has one entry per CooldownsS when one of them is
+	// bounded: the first cooldown (first probe − open), when the open is,
+	// is as short as the first probe after the open's max (never below
+	// 0) and as long as CooldownsS[0]; the others are measured from a
+	// failed probe's end, exact (null) unless another failure ended
+	// earlier in the same half-open (the reopen may have come at it: up
+	// to the next probe − that end). Absent when all are exact.
 	CooldownsBoundsS []*Bounds `json:"cooldowns_bounds_s,omitempty"`
 	// RampStartS and RampEndS are a ramp's first successful admission in
 	// the recovery that ended it, and its end (the earliest: see
@@ -450,8 +453,11 @@ type Cycle struct {
 	// before the next request came, so it may have been one more probe
 	// (the one whose success closed the breaker), or the first of several
 	// a half-open lets through, or the first call after the breaker closed
-	// on a timer. Those calls are not in Probes: ProbeCount is then the
-	// least there were.
+	// on a timer; or, in a half-open that let several calls through at
+	// once and closed on a later success, it came as that success's
+	// answer did or while another was in flight (a slot an earlier
+	// success gave back). Those calls are not in Probes: ProbeCount is
+	// then the least there were.
 	MaybeProbe bool `json:"maybe_probe,omitempty"`
 
 	intervals []time.Duration // probe spacing, all of it (Probes may be capped)
