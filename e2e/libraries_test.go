@@ -251,6 +251,14 @@ func libDrill(t *testing.T, name string, draw func(r *rand.Rand) libCase) {
 	if want > 0 {
 		ws = &want
 	}
+	// checkShape accepts an unknown only where the analysis states why the
+	// evidence cannot fix it: a close with no latest moment and no success
+	// count (maybe_probe) when the call after which traffic resumed was
+	// quick and alone — a probe's success, several quick probes or a
+	// timer look alike from outside — or when it came while a call of the
+	// half-open was in flight or as its answer did (a slot an earlier
+	// success gave back); probes "at least" the count seen then, for the
+	// same reason. Every other figure is held exactly or to its bounds.
 	checkShape(t, g, res, desc, shape, ws)
 	checkLibCycles(t, g, res)
 }
