@@ -27,13 +27,14 @@ const (
 	// that gets a random 35 % share of 20 req/s), plus the time the test
 	// takes to read HAProxy's stderr.
 	transitionTol = 600 * time.Millisecond
-	// metricsTol is added to one scrape interval for the metrics cross-check:
-	// the black-box moment sits up to one inter-arrival of the route
-	// (~0.5 s) from the real transition — before it when the checks took
-	// the server down after the last failed live call, after it when the
-	// next request came late — and a scrape takes a few milliseconds.
+	// metricsTol bounds how far the metrics may show a transition before
+	// the black box does: the black-box open can follow the real one by
+	// a call in flight that failed after the checks took the server down.
+	// How far after it they may show it is measured per transition
+	// (metricsLagBound), not a constant.
 	metricsTol = 600 * time.Millisecond
-	// scrapeInterval is the drills' metrics interval.
+	// scrapeInterval is the drills' metrics interval: the sample gap
+	// of an unloaded machine, and what a missing previous sample counts.
 	scrapeInterval = 250 * time.Millisecond
 )
 
@@ -344,34 +345,135 @@ func (v *runView) checkClose(up string, c *reports.Cycle) {
 	}
 }
 
+// sampleGap is how long a metrics transition of up to state to, shown
+// at at (run seconds: the end of the first scrape that showed the new
+// state, as the journal stamps a sample), could have gone unseen: since
+// the start of the scrape before it, which still read the old state.
+// Each scrape is the interval after the one before on an unloaded
+// machine; a loaded one delays the ticker and slows the exporter and the
+// scrape (the journal records how long each took), and a metrics lag is
+// only as exact as that gap. It fails the test when the journal's samples
+// do not show that transition at at.
+func (v *runView) sampleGap(up string, at float64, to string) float64 {
+	v.t.Helper()
+	stateOf := func(p *journal.MetricsSample) string {
+		for _, st := range p.States {
+			if st.Upstream == up {
+				switch strings.ToLower(strings.ReplaceAll(st.State, "-", "_")) {
+				case journal.StateOpen, "down":
+					return journal.StateOpen
+				case journal.StateHalfOpen, "halfopen":
+					return journal.StateHalfOpen
+				}
+				return journal.StateClosed
+			}
+		}
+		return ""
+	}
+	var prev *journal.Event
+	for i := range v.events {
+		e := &v.events[i]
+		p, ok := e.Payload.(*journal.MetricsSample)
+		if !ok || p.Error != "" || stateOf(p) == "" {
+			continue
+		}
+		if math.Abs(e.T.Seconds()-at) <= 0.0005 { // at_s is rounded to the millisecond
+			if got := stateOf(p); got != to || prev == nil || stateOf(prev.Payload.(*journal.MetricsSample)) == to {
+				v.t.Errorf("metrics transition to %s at %.3fs: the journal's sample there shows %s, the one before %v", to, at, got, prev)
+				return scrapeInterval.Seconds()
+			}
+			return at - (prev.T - prev.Payload.(*journal.MetricsSample).Took).Seconds()
+		}
+		prev = e
+	}
+	v.t.Errorf("metrics transition to %s at %.3fs: the journal has no metrics sample at that moment", to, at)
+	return scrapeInterval.Seconds()
+}
+
+// unseen is how long after the black-box moment at the real transition
+// may have been, as the journal shows it. An open (at: the end of the
+// last failed call before the first request turned away) may have come
+// as late as the first client request of the route HAProxy turned away
+// after it: by its answer, HAProxy had the server down (with the checks
+// taking the server down, anywhere in between: one inter-arrival of the
+// route, or more on a loaded machine where HAProxy answers late). A
+// close (at: the end of the passing check or call that closed it) came
+// before HAProxy forwarded the next live call, by its arrival at the
+// upstream. ok is false when the journal has no such request.
+func (v *runView) unseen(up string, at float64, open bool) (d float64, ok bool) {
+	const early = 0.002 // the analysis rounds moments to the millisecond
+	reached := map[uint64]bool{}
+	for _, e := range v.events {
+		if p, isUp := e.Payload.(*journal.UpstreamRequest); isUp && p.Upstream == up && p.Seq != nil {
+			reached[*p.Seq] = true
+		}
+	}
+	first := math.Inf(1)
+	for _, e := range v.events {
+		switch p := e.Payload.(type) {
+		case *journal.ClientRequest:
+			// Turned away: HAProxy's own 503 for a server down (the
+			// drills' fast-fail rule), not a call it failed to make.
+			if open && p.Upstream == up && p.FastFail && !reached[p.Seq] && p.Sent.Seconds() >= at-early && p.Done > 0 {
+				first = math.Min(first, p.Done.Seconds())
+			}
+		case *journal.UpstreamRequest:
+			if !open && p.Upstream == up && !p.HealthCheck && p.Seq != nil && e.T.Seconds() >= at-early {
+				first = math.Min(first, e.T.Seconds())
+			}
+		}
+	}
+	if math.IsInf(first, 1) {
+		return 0, false
+	}
+	return math.Max(0, first-at), true
+}
+
+// metricsEps covers the millisecond rounding of the moments compared.
+const metricsEps = 0.005
+
 // checkMetrics asserts the exporter showed every black-box transition
-// within one scrape interval (plus metricsTol). A state that lasted less
+// no later than the real transition can have been (unseen) plus the
+// sample gap before the sample that showed it, and no more than
+// metricsTol before it. A state that lasted less
 // than one scrape interval (a flapping server UP for 120 ms between two
 // DOWNs) can fall between two scrapes: such transitions are not required,
 // and the metrics may then show fewer transitions than the black box, never
 // more.
-func (v *runView) checkMetrics(up string, ep *reports.Episode) (openLag, closeLag []float64) {
+func (v *runView) checkMetrics(up string, ep *reports.Episode) (openLag, closeLag, gaps, unseens []float64) {
 	t := v.t
 	t.Helper()
 	mt := v.res.Analysis.Upstreams[up].MetricsTransitions
-	lim := (scrapeInterval + metricsTol).Seconds()
 	// A state that lasts one scrape interval (plus scrape jitter) is in
 	// at least one sample.
 	visible := (scrapeInterval + 100*time.Millisecond).Seconds()
-	// find returns the lag of the metrics transition nearest to at.
-	find := func(at float64, to string) (float64, bool) {
-		best, ok := 0.0, false
+	// find returns the lag of the metrics transition nearest to at, and
+	// the transition's moment.
+	find := func(at float64, to string) (lag, shown float64, ok bool) {
 		for _, m := range mt {
-			if m.To == to && (!ok || math.Abs(m.AtS-at) < math.Abs(best)) {
-				best, ok = m.AtS-at, true
+			if m.To == to && (!ok || math.Abs(m.AtS-at) < math.Abs(lag)) {
+				lag, shown, ok = m.AtS-at, m.AtS, true
 			}
 		}
-		return best, ok
+		return lag, shown, ok
 	}
 	check := func(what string, at float64, to string) {
-		lag, ok := find(at, to)
+		lag, shown, ok := find(at, to)
+		gap := scrapeInterval.Seconds()
+		if ok {
+			gap = v.sampleGap(up, shown, to)
+		}
+		late, known := v.unseen(up, at, to == journal.StateOpen)
+		if !known {
+			t.Errorf("%s at %.3fs: the journal has no request that fixes how late the real transition can have been", what, at)
+		}
+		lim := late + gap + metricsEps
 		if !ok || lag > lim || lag < -metricsTol.Seconds() {
-			t.Errorf("%s at %.3fs: metrics lag %.3fs (found %v), want within %.3fs; metrics %+v", what, at, lag, ok, lim, mt)
+			t.Errorf("%s at %.3fs: metrics lag %.3fs (found %v), want within [-%s, %.3fs] (the real transition up to %.3fs after the black box's, then the sample gap %.3fs); metrics %+v", what, at, lag, ok, metricsTol, lim, late, gap, mt)
+		}
+		if ok {
+			gaps = append(gaps, gap)
+			unseens = append(unseens, late)
 		}
 		if to == journal.StateOpen {
 			openLag = append(openLag, lag)
@@ -405,7 +507,7 @@ func (v *runView) checkMetrics(up string, ep *reports.Episode) (openLag, closeLa
 	if len(openLag) == 0 {
 		t.Errorf("no black-box transition lasted long enough to compare with the metrics: %+v", mt)
 	}
-	return openLag, closeLag
+	return openLag, closeLag, gaps, unseens
 }
 
 func fp(p *float64) string {
@@ -476,7 +578,7 @@ func (v *runView) checkBreakerDrill(up string, wantCycles int) *reports.Episode 
 	if ep.Leaked != 0 {
 		t.Errorf("leaked = %d, want 0", ep.Leaked)
 	}
-	openLag, closeLag := v.checkMetrics(up, ep)
+	openLag, closeLag, gaps, unseens := v.checkMetrics(up, ep)
 
 	f := v.fig
 	f.add("opened by", "error-limit or fall", strings.Join(dedupe(openers), "; "))
@@ -488,7 +590,7 @@ func (v *runView) checkBreakerDrill(up string, wantCycles int) *reports.Episode 
 	f.add("successes_to_close", fmt.Sprintf("rise %d", tm.Rise), intp(ep.SuccessesToClose))
 	f.add("leaked", "0", ep.Leaked)
 	f.add("cycles (black box / HAProxy DOWNs)", "—", fmt.Sprintf("%d / %d", len(ep.Cycles), len(v.changes(up, "DOWN", ep.StartS, math.Inf(1)))))
-	f.add("metrics lag open / close", fmt.Sprintf("within scrape %s + %s", scrapeInterval, metricsTol), ms(openLag)+" / "+ms(closeLag))
+	f.add("metrics lag open / close", fmt.Sprintf("within how late the transition can have been (%s) + the sample gap (%s)", ms(unseens), ms(gaps)), ms(openLag)+" / "+ms(closeLag))
 	f.add("closed_after_recovery_s", "—", fp(ep.ClosedAfterRecoveryS))
 	return ep
 }
