@@ -342,14 +342,14 @@ func (fc *fastConn) pause(d time.Duration) bool {
 }
 
 // record ends a fast-path exchange: the journal event, stamped now, and
-// the requests counter.
+// the requests counter, counted first as on the full path (record).
 func (fc *fastConn) record(arrival time.Duration, ev *journal.UpstreamRequest) {
 	s := fc.u.s
 	ev.Done = s.now()
-	s.rec.RecordAt(arrival, ev)
 	if ev.Outcome == journal.OutcomeUpstreamComplete {
 		fc.completed.Inc()
 	} else {
 		s.m.requests.WithLabelValues(fc.u.cfg.Name, string(ev.Outcome)).Inc()
 	}
+	s.rec.RecordAt(arrival, ev)
 }

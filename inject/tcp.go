@@ -188,6 +188,7 @@ func (u *upstream) serveTCP(c net.Conn) {
 		ev.Outcome = journal.OutcomeUpstreamComplete
 	}
 	ev.Done = s.now()
-	s.rec.RecordAt(arrival, ev)
+	// Counted before it is recorded, as on the HTTP paths (record).
 	s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
+	s.rec.RecordAt(arrival, ev)
 }

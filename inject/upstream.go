@@ -412,8 +412,12 @@ func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x 
 		ev.Outcome = journal.OutcomeUpstreamCut
 	}
 	ev.Done = u.s.now()
-	u.s.rec.RecordAt(arrival, ev)
+	// Counted before it is recorded: whoever sees the exchange in the
+	// journal finds it in the requests counter too (a goroutine
+	// preempted in between, on a loaded machine, once left the counter
+	// a request behind the journal).
 	u.s.m.requests.WithLabelValues(u.cfg.Name, string(ev.Outcome)).Inc()
+	u.s.rec.RecordAt(arrival, ev)
 }
 
 // newEvent is the journal event of an exchange, with what the request
