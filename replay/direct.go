@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,6 +89,7 @@ type directConn struct {
 	sawEOF    bool
 	reused    bool
 	idleAt    time.Time
+	idleTimer *time.Timer // closes the connection idle too long; nil until first idle
 }
 
 // Read reads from the connection within the head's limit (the bufio.Reader
@@ -269,6 +271,7 @@ func (t *directTransport) takeIdle(addr string) *directConn {
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[addr] = list[:len(list)-1]
+		c.idleTimer.Stop()
 		t.mu.Unlock()
 		if c.br.Buffered() == 0 && (c.raw == nil || peekAlive(c.raw)) {
 			c.reused = true
@@ -284,6 +287,7 @@ func (t *directTransport) expireLocked(addr string, now time.Time) {
 	list := t.idle[addr]
 	n := 0
 	for n < len(list) && now.Sub(list[n].idleAt) > t.idleTimeout {
+		list[n].idleTimer.Stop()
 		list[n].conn.Close()
 		list[n] = nil
 		n++
@@ -303,8 +307,33 @@ func (t *directTransport) put(c *directConn) bool {
 		return false
 	}
 	c.idleAt = now
+	if c.idleTimer == nil {
+		c.idleTimer = time.AfterFunc(t.idleTimeout, c.expire)
+	} else {
+		c.idleTimer.Reset(t.idleTimeout)
+	}
 	t.idle[c.key] = append(t.idle[c.key], c)
 	return true
+}
+
+// expire closes c when its idle timeout has passed and it is still idle:
+// the close happens on time, as with http.Transport, not at the pool's
+// next use (a server keeping connections longer sees the client close
+// them when net/http's would).
+func (c *directConn) expire() {
+	t := c.t
+	t.mu.Lock()
+	list := t.idle[c.key]
+	i := slices.Index(list, c)
+	if i < 0 || time.Since(c.idleAt) < t.idleTimeout {
+		// Taken meanwhile, or taken and put back (the timer was
+		// reset).
+		t.mu.Unlock()
+		return
+	}
+	t.idle[c.key] = slices.Delete(list, i, i+1)
+	t.mu.Unlock()
+	c.conn.Close()
 }
 
 // CloseIdleConnections closes every idle connection.
@@ -313,10 +342,30 @@ func (t *directTransport) CloseIdleConnections() {
 	defer t.mu.Unlock()
 	for k, list := range t.idle {
 		for _, c := range list {
+			c.idleTimer.Stop()
 			c.conn.Close()
 		}
 		delete(t.idle, k)
 	}
+}
+
+// inlineBodyMax is the largest request body written on the caller's
+// goroutine before the response is read. A request that fits the socket's
+// send buffer is taken by the kernel whether or not the server reads it,
+// so the write cannot wait on a server that answered early and stopped
+// reading; 16 KiB is the send buffer Linux starts a TCP connection with
+// (net.ipv4.tcp_wmem's default; darwin's net.inet.tcp.sendspace is
+// larger), and the buffer only grows from there. A larger body, or one of
+// unknown length, is written by a goroutine of its own while the caller
+// reads, as http.Transport writes every request: an answer the server
+// sends before the body's end (a breaker's fast-fail 503 that does not
+// wait for the upload) is read when it comes, not after the upload.
+const inlineBodyMax = 16 << 10
+
+// writesInline reports whether req is written before its response is
+// read (inlineBodyMax).
+func writesInline(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || (req.ContentLength >= 0 && req.ContentLength <= inlineBodyMax)
 }
 
 // roundTrip writes req on c and reads the head of the response. The
@@ -332,63 +381,235 @@ func (c *directConn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
 	start := c.nwrite
-	err := req.Write(c.bw) // trace.WroteHeaders is called in there
+	if !writesInline(req) {
+		return c.roundTripUploading(ctx, stop, req, trace, start)
+	}
+	// Request.Write calls the trace's WroteHeaders and WroteRequest.
+	err := req.Write(c.bw)
 	if err == nil {
 		err = c.bw.Flush()
 	}
 	if err != nil {
 		if c.nwrite == start {
-			err = nothingWrittenError{err}
+			return nil, c.fail(ctx, stop, nothingWrittenError{err})
 		}
+		if !isReset(err) || ctx.Err() != nil {
+			return nil, c.fail(ctx, stop, err)
+		}
+		// The server reset the connection during the write: it may
+		// have answered first (a fast-fail sent without reading the
+		// body, then a close that the unread bytes turned into a
+		// reset). The kernel keeps what arrived before the reset
+		// readable, and a reset socket never blocks a read: take the
+		// answer if there is one, on a connection never reused.
+		resp, rerr := c.readHead(req, trace)
+		if rerr != nil {
+			return nil, c.fail(ctx, stop, err) // the write's error, as before the answer was looked for
+		}
+		return c.respond(ctx, stop, req, resp, nil, false), nil
+	}
+	resp, err := c.readHead(req, trace)
+	if err != nil {
 		return nil, c.fail(ctx, stop, err)
 	}
-	if trace != nil && trace.WroteRequest != nil {
-		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	return c.respond(ctx, stop, req, resp, nil, true), nil
+}
+
+// upload is a request written by a goroutine of its own while the
+// caller reads the response (roundTripUploading).
+type upload struct {
+	done chan struct{} // closed when the write has ended
+	err  error         // the write's error; read after done
+	// bodyErr is the request body's own read error: the connection is
+	// not to blame, and no answer is coming.
+	bodyErr error
+}
+
+// ok reports, without waiting, whether the request was written in full.
+func (u *upload) ok() bool {
+	select {
+	case <-u.done:
+		return u.err == nil
+	default:
+		return false
 	}
+}
+
+// uploadBody is a request body that records its own read error.
+type uploadBody struct {
+	io.ReadCloser
+	u *upload
+}
+
+func (b uploadBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.u.bodyErr = err
+	}
+	return n, err
+}
+
+// roundTripUploading writes req (a body larger than inlineBodyMax, or of
+// unknown length) on a goroutine of its own and reads the response on the
+// caller's meanwhile, as http.Transport does: a server may answer before
+// it has read the body, and then stop reading it or close. The answer is
+// the response even when the upload then fails; the connection is reused
+// only when the upload had ended in full by the end of the response's
+// body (http.Transport waits up to 50 ms more for it; waiting would only
+// delay the exchange's end).
+func (c *directConn) roundTripUploading(ctx context.Context, stop func() bool, req *http.Request, trace *httptrace.ClientTrace, start int64) (*http.Response, error) {
+	u := &upload{done: make(chan struct{})}
+	r := *req
+	r.Body = uploadBody{req.Body, u}
+	go func() {
+		defer close(u.done)
+		err := r.Write(c.bw)
+		if err == nil {
+			err = c.bw.Flush()
+		}
+		u.err = err
+		if u.bodyErr != nil {
+			// No answer is coming to a request cut short by its own
+			// body: end the read waiting for it.
+			c.conn.Close()
+		}
+	}()
+	resp, err := c.readHead(req, trace)
+	if err != nil {
+		// Closing the connection ends the upload if it is still
+		// going; then the two errors are weighed.
+		err = c.fail(ctx, stop, err)
+		<-u.done
+		switch {
+		case u.bodyErr != nil:
+			return nil, u.bodyErr
+		case ctx.Err() != nil:
+		case c.nwrite == start:
+			var na noAnswerError
+			if errors.As(err, &na) {
+				err = na.err
+			}
+			err = nothingWrittenError{err}
+		}
+		return nil, err
+	}
+	return c.respond(ctx, stop, req, resp, u, true), nil
+}
+
+// readHead reads the head of the response to req, past the informational
+// answers before it.
+func (c *directConn) readHead(req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
 	c.readLimit = maxResponseHeaderBytes
 	if _, err := c.br.Peek(1); err != nil {
-		return nil, c.fail(ctx, stop, noAnswerError{err})
+		return nil, noAnswerError{err}
 	}
 	if trace != nil && trace.GotFirstResponseByte != nil {
 		trace.GotFirstResponseByte()
 	}
-	var resp *http.Response
+	continued := false
 	for {
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			if c.readLimit <= 0 {
 				err = fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted", maxResponseHeaderBytes)
 			}
-			return nil, c.fail(ctx, stop, err)
+			return nil, err
 		}
 		// Informational answers precede the response (101 ends the
 		// exchange: the connection is no longer HTTP).
-		if code := resp.StatusCode; code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
-			if trace != nil && trace.Got1xxResponse != nil {
+		code := resp.StatusCode
+		if code < 100 || code > 199 || code == http.StatusSwitchingProtocols {
+			c.readLimit = math.MaxInt64
+			return resp, nil
+		}
+		if trace != nil {
+			if code == http.StatusContinue && !continued && trace.Got100Continue != nil && expectsContinue(req) {
+				// As http.Transport, for a request that asked for it.
+				continued = true
+				trace.Got100Continue()
+			}
+			if trace.Got1xxResponse != nil {
 				if err := trace.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
-					return nil, c.fail(ctx, stop, err)
+					return nil, err
 				}
 			}
-			continue
 		}
-		break
 	}
-	c.readLimit = math.MaxInt64
-	alive := !resp.Close && !wantsClose(req) && resp.StatusCode > 199
-	b := &directBody{c: c, ctx: ctx, stop: stop, body: resp.Body, alive: alive}
+}
+
+// expectsContinue reports a request with a body sent with "Expect:
+// 100-continue".
+func expectsContinue(req *http.Request) bool {
+	return req.ProtoAtLeast(1, 1) && req.Body != nil && req.Body != http.NoBody &&
+		httpguts.HeaderValuesContainsToken(req.Header["Expect"], "100-continue")
+}
+
+// respond gives resp its body, which decides the connection's fate at its
+// end; alive is false when the connection cannot be reused whatever the
+// response says. u is the request's upload when it was written
+// concurrently.
+func (c *directConn) respond(ctx context.Context, stop func() bool, req *http.Request, resp *http.Response, u *upload, alive bool) *http.Response {
+	alive = alive && !resp.Close && !wantsClose(req) && resp.StatusCode > 199
 	if resp.StatusCode == http.StatusSwitchingProtocols && resp.Header.Get("Upgrade") != "" &&
 		httpguts.HeaderValuesContainsToken(resp.Header["Connection"], "Upgrade") {
-		// A protocol switch: what follows is the new protocol's, up to
-		// the close.
-		b.body = io.NopCloser(c.br)
-		b.alive = false
-	} else if req.Method == http.MethodHead || resp.ContentLength == 0 {
+		// A protocol switch: the connection is the new protocol's,
+		// read and written through the body, as http.Transport hands
+		// it over.
+		resp.Body = &switchedBody{c: c, ctx: ctx, stop: stop}
+		return resp
+	}
+	b := &directBody{c: c, ctx: ctx, stop: stop, body: resp.Body, alive: alive, upload: u}
+	if req.Method == http.MethodHead || resp.ContentLength == 0 {
 		// No body to read: the connection is free now.
 		b.end(true)
-		return resp, nil
+		return resp
 	}
 	resp.Body = b
-	return resp, nil
+	return resp
+}
+
+// switchedBody is the body of a 101 Switching Protocols response: the
+// connection itself, an io.ReadWriteCloser as http.Transport's is, what
+// was read past the response's head first. Unlike http.Transport's, it
+// stays bounded by the request's context: the replayer's exchanges end at
+// their deadline whatever the protocol.
+type switchedBody struct {
+	c    *directConn
+	ctx  context.Context
+	stop func() bool
+}
+
+func (b *switchedBody) Read(p []byte) (int, error) {
+	n, err := b.c.br.Read(p)
+	if err != nil && err != io.EOF && b.ctx.Err() != nil {
+		err = context.Cause(b.ctx)
+	}
+	return n, err
+}
+
+func (b *switchedBody) Write(p []byte) (int, error) {
+	n, err := b.c.conn.Write(p)
+	if err != nil && b.ctx.Err() != nil {
+		err = context.Cause(b.ctx)
+	}
+	return n, err
+}
+
+// CloseWrite half-closes the connection, when it is TCP.
+func (b *switchedBody) CloseWrite() error {
+	var conn net.Conn = b.c.conn
+	if hc := heldOf(conn); hc != nil {
+		conn = hc.Conn
+	}
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return fmt.Errorf("CloseWrite: %w", http.ErrNotSupported)
+}
+
+func (b *switchedBody) Close() error {
+	b.stop()
+	return b.c.conn.Close()
 }
 
 // wantsClose reports a request asking for its connection to be closed.
@@ -462,7 +683,10 @@ type directBody struct {
 	stop  func() bool
 	body  io.ReadCloser
 	alive bool
-	err   error // what reads return once ended by an error or Close
+	// upload is the request's, when it was written concurrently: the
+	// connection is reused only if it ended in full.
+	upload *upload
+	err    error // what reads return once ended by an error or Close
 }
 
 func (b *directBody) Read(p []byte) (int, error) {
@@ -500,7 +724,7 @@ func (b *directBody) Close() error {
 func (b *directBody) end(complete bool) {
 	c := b.c
 	b.c = nil
-	keep := complete && b.alive && !c.sawEOF
+	keep := complete && b.alive && !c.sawEOF && (b.upload == nil || b.upload.ok())
 	if !b.stop() {
 		// The cancellation ran, or is running: its deadline may land
 		// on the connection at any time.
