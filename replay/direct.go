@@ -83,6 +83,8 @@ type directConn struct {
 	br     *bufio.Reader   // reads from the directConn (Read)
 	bw     *bufio.Writer   // writes to the connection, counting
 	nwrite int64           // bytes written to the connection
+	werr   error           // the connection's last write error
+	berr   error           // the request body's read error (writeRequest)
 	// readLimit bounds what the response's head may read; sawEOF is set
 	// when the connection's read returned EOF.
 	readLimit int64
@@ -116,6 +118,52 @@ type connWriter struct{ c *directConn }
 func (w connWriter) Write(p []byte) (int, error) {
 	n, err := w.c.conn.Write(p)
 	w.c.nwrite += int64(n)
+	if err != nil {
+		w.c.werr = err
+	}
+	return n, err
+}
+
+// writeRequest writes req and flushes it. A failure is reported as
+// http.Transport reports it: the body's own read error when reading the
+// body failed, else the connection's write error. Request.Write reports
+// either, when the body's copy fails, as the body's, in an error that
+// unwraps to nothing (a reset would not be told from any other failure);
+// http.Transport unwraps it.
+func (c *directConn) writeRequest(req *http.Request) error {
+	c.werr, c.berr = nil, nil
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
+		// (A body of length 0 is probed by Request.Write, which looks
+		// through known in-memory readers: left as it is.)
+		r := *req
+		r.Body = recordingBody{req.Body, &c.berr}
+		req = &r
+	}
+	err := req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	switch {
+	case err == nil:
+	case c.berr != nil:
+		err = c.berr
+	case c.werr != nil:
+		err = c.werr
+	}
+	return err
+}
+
+// recordingBody is a request body that records its own read error.
+type recordingBody struct {
+	io.ReadCloser
+	err *error
+}
+
+func (b recordingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		*b.err = err
+	}
 	return n, err
 }
 
@@ -385,15 +433,15 @@ func (c *directConn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 		return c.roundTripUploading(ctx, stop, req, trace, start)
 	}
 	// Request.Write calls the trace's WroteHeaders and WroteRequest.
-	err := req.Write(c.bw)
-	if err == nil {
-		err = c.bw.Flush()
-	}
-	if err != nil {
-		if c.nwrite == start {
+	if err := c.writeRequest(req); err != nil {
+		switch {
+		case c.berr != nil:
+			// The body's own failure, never re-sent (as
+			// http.Transport, which reports it first).
+			return nil, c.fail(ctx, stop, err)
+		case c.nwrite == start:
 			return nil, c.fail(ctx, stop, nothingWrittenError{err})
-		}
-		if !isReset(err) || ctx.Err() != nil {
+		case !isReset(err) || ctx.Err() != nil:
 			return nil, c.fail(ctx, stop, err)
 		}
 		// The server reset the connection during the write: it may
@@ -419,60 +467,52 @@ func (c *directConn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 // caller reads the response (roundTripUploading).
 type upload struct {
 	done chan struct{} // closed when the write has ended
-	err  error         // the write's error; read after done
-	// bodyErr is the request body's own read error: the connection is
-	// not to blame, and no answer is coming.
-	bodyErr error
+	mu   sync.Mutex
+	over bool  // the write has ended
+	err  error // the write's error, once over
+	// then is what the end of the response's body, come first, left to
+	// the end of the write: the fate of the connection.
+	then func(written bool)
 }
 
-// ok reports, without waiting, whether the request was written in full.
-func (u *upload) ok() bool {
-	select {
-	case <-u.done:
-		return u.err == nil
-	default:
-		return false
+// finish records the write's end and runs what the response's end left
+// to it, if anything.
+func (u *upload) finish(err error) {
+	u.mu.Lock()
+	u.over, u.err = true, err
+	then := u.then
+	u.mu.Unlock()
+	close(u.done)
+	if then != nil {
+		then(err == nil)
 	}
 }
 
-// uploadBody is a request body that records its own read error.
-type uploadBody struct {
-	io.ReadCloser
-	u *upload
-}
-
-func (b uploadBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
-		b.u.bodyErr = err
-	}
-	return n, err
-}
+// uploadGrace is how long an upload still under way at the end of the
+// response's body may take to end with the connection kept: the server
+// answered before reading the whole body, and may have read it since.
+// http.Transport's wait is the same (maxWriteWaitBeforeConnReuse), but
+// it makes the caller wait for it; here the caller goes on, and the
+// connection goes back to the pool, or is closed, when the upload ends.
+const uploadGrace = 50 * time.Millisecond
 
 // roundTripUploading writes req (a body larger than inlineBodyMax, or of
 // unknown length) on a goroutine of its own and reads the response on the
 // caller's meanwhile, as http.Transport does: a server may answer before
 // it has read the body, and then stop reading it or close. The answer is
 // the response even when the upload then fails; the connection is reused
-// only when the upload had ended in full by the end of the response's
-// body (http.Transport waits up to 50 ms more for it; waiting would only
-// delay the exchange's end).
+// only when the upload ends in full, by the end of the response's body
+// or within uploadGrace after it.
 func (c *directConn) roundTripUploading(ctx context.Context, stop func() bool, req *http.Request, trace *httptrace.ClientTrace, start int64) (*http.Response, error) {
 	u := &upload{done: make(chan struct{})}
-	r := *req
-	r.Body = uploadBody{req.Body, u}
 	go func() {
-		defer close(u.done)
-		err := r.Write(c.bw)
-		if err == nil {
-			err = c.bw.Flush()
-		}
-		u.err = err
-		if u.bodyErr != nil {
+		err := c.writeRequest(req)
+		if c.berr != nil {
 			// No answer is coming to a request cut short by its own
 			// body: end the read waiting for it.
 			c.conn.Close()
 		}
+		u.finish(err)
 	}()
 	resp, err := c.readHead(req, trace)
 	if err != nil {
@@ -481,8 +521,8 @@ func (c *directConn) roundTripUploading(ctx context.Context, stop func() bool, r
 		err = c.fail(ctx, stop, err)
 		<-u.done
 		switch {
-		case u.bodyErr != nil:
-			return nil, u.bodyErr
+		case c.berr != nil:
+			return nil, c.berr
 		case ctx.Err() != nil:
 		case c.nwrite == start:
 			var na noAnswerError
@@ -684,7 +724,7 @@ type directBody struct {
 	body  io.ReadCloser
 	alive bool
 	// upload is the request's, when it was written concurrently: the
-	// connection is reused only if it ended in full.
+	// connection is reused only if it ends in full (uploadGrace).
 	upload *upload
 	err    error // what reads return once ended by an error or Close
 }
@@ -724,12 +764,34 @@ func (b *directBody) Close() error {
 func (b *directBody) end(complete bool) {
 	c := b.c
 	b.c = nil
-	keep := complete && b.alive && !c.sawEOF && (b.upload == nil || b.upload.ok())
+	keep := complete && b.alive && !c.sawEOF
 	if !b.stop() {
 		// The cancellation ran, or is running: its deadline may land
 		// on the connection at any time.
 		keep = false
 	}
+	if u := b.upload; u != nil {
+		u.mu.Lock()
+		if !u.over {
+			if keep {
+				// The upload decides, within its grace.
+				u.then = func(written bool) { c.release(written) }
+				c.conn.SetWriteDeadline(time.Now().Add(uploadGrace))
+				u.mu.Unlock()
+				return
+			}
+			u.mu.Unlock()
+			c.conn.Close() // which ends the upload
+			return
+		}
+		keep = keep && u.err == nil
+		u.mu.Unlock()
+	}
+	c.release(keep)
+}
+
+// release returns c to the pool when keep, or closes it.
+func (c *directConn) release(keep bool) {
 	if keep && c.conn.SetDeadline(time.Time{}) == nil && c.t.put(c) {
 		return
 	}

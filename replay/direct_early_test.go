@@ -192,7 +192,8 @@ func TestDirectTransportEarlyAnswerKeptAlive(t *testing.T) {
 
 // A request body that fails to read ends the exchange with its error at
 // once (no answer is coming to a request cut short), on both transports,
-// for a body of unknown length and one too large to be written inline.
+// for a body of unknown length, one written inline and one too large to
+// be.
 func TestDirectTransportBodyReadError(t *testing.T) {
 	addr := testutil.ServeTCP(t, func(c net.Conn) {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -208,7 +209,7 @@ func TestDirectTransportBodyReadError(t *testing.T) {
 		if std {
 			rt = newTransport(&o)
 		}
-		for _, length := range []int64{-1, 1 << 20} {
+		for _, length := range []int64{-1, 1000, 1 << 20} {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/", io.MultiReader(strings.NewReader(strings.Repeat("x", 100<<10)), iotestErr{errBody}))
 			req.ContentLength = length
@@ -429,5 +430,62 @@ func TestDirectTransportIdleTimeout(t *testing.T) {
 		}
 		rt.CloseIdleConnections()
 		<-closed
+	}
+}
+
+// pausedConn pauses before its second write: long enough for the server
+// to have answered the request's head and reset the connection.
+type pausedConn struct {
+	net.Conn
+	writes int
+}
+
+func (c *pausedConn) Write(p []byte) (int, error) {
+	if c.writes++; c.writes == 2 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return c.Conn.Write(p)
+}
+
+// A request written inline (a body within inlineBodyMax, in several
+// writes) that the server answers after its head and then resets: the
+// write fails, and the answer that came before the reset is the
+// response, not the write's error.
+func TestDirectTransportResetUnderInlineWrite(t *testing.T) {
+	var conns atomic.Int64
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		conns.Add(1)
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		write(c.(*net.TCPConn), earlyKeep)
+		rst(c.(*net.TCPConn))
+	})
+	o, err := Options{Target: mustURL("http://" + addr), ConnectTimeout: time.Second}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newDirectTransport(&o)
+	tr.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return &pausedConn{Conn: c}, err
+	}
+	defer tr.CloseIdleConnections()
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/", bytes.NewReader(make([]byte, inlineBodyMax)))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%v, want the 503 sent before the reset", err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || string(b) != earlyBody || err != nil {
+			t.Errorf("%d %q %v; want 503 %q", resp.StatusCode, b, err, earlyBody)
+		}
+		cancel()
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: a reset connection was reused", n)
 	}
 }
