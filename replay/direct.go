@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -21,30 +23,33 @@ import (
 )
 
 // directTransport is the replayer's transport for http:// targets. It
-// writes each request and reads its response on the calling goroutine,
-// the sender's: http.Transport hands a request to a writer goroutine per
-// connection and the response back from a reader goroutine, and on a
-// small virtual machine the wake-ups of those hand-offs cost more CPU than
-// the work they hand over (docs/benchmarks.md). Serialising and parsing
-// stay net/http's (Request.Write, ReadResponse and the bodies it returns:
-// Content-Length, chunked with trailers, close-delimited), and so does
-// what a caller of http.Transport can observe: the keep-alive rules, the
-// re-send of a replayable request whose kept-alive connection failed
-// before any byte of the answer, the errors the outcome classes are told
-// apart by (classify.go), and the trace hooks the sender uses. What it
-// does not do it leaves to http.Transport (https, proxies, HTTP/2).
+// writes each request (but one with a large body, inlineBodyMax) and reads
+// its response on the calling goroutine, the sender's: http.Transport
+// hands a request to a writer goroutine per connection and the response
+// back from a reader goroutine, and on a small virtual machine the
+// wake-ups of those hand-offs cost more CPU than the work they hand over
+// (docs/benchmarks.md). Serialising and parsing stay net/http's
+// (Request.Write, ReadResponse and the bodies it returns: Content-Length,
+// chunked with trailers, close-delimited), and so does what a caller of
+// http.Transport can observe: the keep-alive rules, the re-send of a
+// replayable request whose kept-alive connection failed before any byte
+// of the answer, an answer sent before the request's body was read, the
+// errors the outcome classes are told apart by (classify.go), and the
+// trace hooks the sender uses. What it does not do it leaves to
+// http.Transport (https, proxies, HTTP/2).
 //
 // A connection is reused only after its response's body was read to its
 // end, when neither side asked for the connection to close; one whose
 // exchange failed, or was abandoned before its body's end, is closed.
 // Idle connections are kept per host, most recently used first, up to
-// maxIdle each, and closed after idleTimeout unused (checked whenever the
-// pool is used, and all of them by CloseIdleConnections). Before an idle
-// connection is reused, a non-blocking peek at its socket tells whether
-// the peer closed it (or sent something unasked) meanwhile, as
-// http.Transport's reader goroutine, always reading an idle connection,
-// would have noticed; such a connection is closed instead, and the request
-// takes another one without a re-send.
+// maxIdle each, and closed after idleTimeout unused (by a timer, as
+// http.Transport's; checked again whenever the pool is used, and all of
+// them closed by CloseIdleConnections). Before an idle connection is
+// reused, a non-blocking peek at its socket tells whether the peer closed
+// it (or sent something unasked) meanwhile, as http.Transport's reader
+// goroutine, always reading an idle connection, would have noticed; such a
+// connection is closed instead, and the request takes another one without
+// a re-send.
 type directTransport struct {
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxIdle     int // per host
@@ -132,9 +137,11 @@ func (w connWriter) Write(p []byte) (int, error) {
 // http.Transport unwraps it.
 func (c *directConn) writeRequest(req *http.Request) error {
 	c.werr, c.berr = nil, nil
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
-		// (A body of length 0 is probed by Request.Write, which looks
-		// through known in-memory readers: left as it is.)
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 && !inMemory(req.Body) {
+		// A body in memory cannot fail to read, and wrapping it would
+		// hide it from Request.Write, which then writes the head in a
+		// write(2) of its own. (A body of length 0 is probed by
+		// Request.Write: left as it is.)
 		r := *req
 		r.Body = recordingBody{req.Body, &c.berr}
 		req = &r
@@ -151,6 +158,27 @@ func (c *directConn) writeRequest(req *http.Request) error {
 		err = c.werr
 	}
 	return err
+}
+
+// nopCloserTypes are io.NopCloser's types, which inMemory looks through.
+var nopCloserTypes = [2]reflect.Type{reflect.TypeOf(io.NopCloser(nil)), reflect.TypeOf(io.NopCloser(struct {
+	io.Reader
+	io.WriterTo
+}{}))}
+
+// inMemory reports a body of the standard library's in-memory readers,
+// as net/http tells them (for the same reason: they never fail, nor
+// block).
+func inMemory(r io.Reader) bool {
+	switch r.(type) {
+	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
+		return true
+	}
+	if t := reflect.TypeOf(r); t == nopCloserTypes[0] || t == nopCloserTypes[1] {
+		inner, _ := reflect.ValueOf(r).Field(0).Interface().(io.Reader)
+		return inMemory(inner)
+	}
+	return false
 }
 
 // recordingBody is a request body that records its own read error.

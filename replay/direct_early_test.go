@@ -489,3 +489,25 @@ func TestDirectTransportResetUnderInlineWrite(t *testing.T) {
 		t.Errorf("%d connections, want 2: a reset connection was reused", n)
 	}
 }
+
+// The bodies Request.Write treats as in memory (written with the head in
+// one write(2)) are left unwrapped; others are wrapped to tell their read
+// errors from the connection's.
+func TestInMemoryBodies(t *testing.T) {
+	for i, c := range []struct {
+		r    io.Reader
+		want bool
+	}{
+		{io.NopCloser(bytes.NewReader(nil)), true}, // the replayer's
+		{io.NopCloser(strings.NewReader("")), true},
+		{io.NopCloser(bytes.NewBufferString("")), true}, // a WriterTo: NopCloser's other type
+		{strings.NewReader(""), true},
+		{io.NopCloser(io.MultiReader()), false},
+		{io.NopCloser(nil), false},
+		{iotestErr{}, false},
+	} {
+		if got := inMemory(c.r); got != c.want {
+			t.Errorf("%d: %T in memory: %v, want %v", i, c.r, got, c.want)
+		}
+	}
+}
