@@ -40,7 +40,7 @@ const (
 //   - "linger": half-closes and reads the rest to the client's close (what
 //     nginx's lingering close and Go's server do);
 //   - "slow reader": keeps the connection and reads the body, slowly
-//     (64 KiB every 10 ms: 8 MiB in 1.3 s);
+//     (64 KiB every 20 ms: 8 MiB in 2.6 s);
 //   - "stop reading": keeps the connection and reads nothing more.
 //
 // It returns the target and the count of connections accepted.
@@ -75,7 +75,7 @@ func earlyServer(t *testing.T, mode string) (*url.URL, func() int64) {
 					} else if err != nil {
 						return
 					}
-					time.Sleep(10 * time.Millisecond)
+					time.Sleep(20 * time.Millisecond)
 				}
 			case "stop reading":
 				write(tc, earlyKeep)
@@ -113,15 +113,16 @@ func TestDirectTransportEarlyAnswer(t *testing.T) {
 	const size = 8 << 20 // several times the socket buffers: the upload cannot be absorbed
 	corpus := []*capture.Request{bigPost("/upload", size), bigPost("/upload", size)}
 	// Each answer must come well before the slow reader has read the
-	// body (1.3 s) or the deadline (3 s) would end a blocked upload.
-	const soon = time.Second
+	// body (2.6 s) or the deadline (4 s) would end a blocked upload; the
+	// margin is for a loaded machine.
+	const soon = 1500 * time.Millisecond
 	for _, mode := range []string{"close", "linger", "slow reader", "stop reading"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			var got [2][]record
 			for i, std := range []bool{true, false} {
 				target, conns := earlyServer(t, mode)
-				evs := runEvents(t, std, target, corpus, Options{Rate: 2, Deadline: 3 * time.Second})
+				evs := runEvents(t, std, target, corpus, Options{Rate: 2, Deadline: 4 * time.Second})
 				got[i] = records(evs)
 				if std && mode == "close" {
 					t.Logf("net/http under a reset: %+v", got[i])
@@ -199,16 +200,10 @@ func TestDirectTransportBodyReadError(t *testing.T) {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		hold(c.(*net.TCPConn))
 	})
-	o, err := Options{Target: mustURL("http://" + addr), ConnectTimeout: time.Second}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := transportOptions(t, addr)
 	errBody := errors.New("the body's disk went away")
 	for _, std := range []bool{true, false} {
-		var rt ownTransport = newDirectTransport(&o)
-		if std {
-			rt = newTransport(&o)
-		}
+		rt := newOwnTransport(std, &o)
 		for _, length := range []int64{-1, 1000, 1 << 20} {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/", io.MultiReader(strings.NewReader(strings.Repeat("x", 100<<10)), iotestErr{errBody}))
@@ -228,6 +223,26 @@ func TestDirectTransportBodyReadError(t *testing.T) {
 }
 
 type iotestErr struct{ err error }
+
+// transportOptions are the replayer's options for a target at addr, with
+// its defaults, as its transports are built from them.
+func transportOptions(t *testing.T, addr string) Options {
+	t.Helper()
+	o, err := Options{Target: mustURL("http://" + addr), ConnectTimeout: time.Second}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// newOwnTransport is the replayer's net/http transport when std, else its
+// direct one.
+func newOwnTransport(std bool, o *Options) ownTransport {
+	if std {
+		return newTransport(o)
+	}
+	return newDirectTransport(o)
+}
 
 func (e iotestErr) Read([]byte) (int, error) { return 0, e.err }
 
@@ -254,15 +269,9 @@ func TestDirectTransportExpectContinue(t *testing.T) {
 			write(c.(*net.TCPConn), fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b))
 		}
 	})
-	o, err := Options{Target: mustURL("http://" + addr), ConnectTimeout: time.Second}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := transportOptions(t, addr)
 	for _, std := range []bool{true, false} {
-		var rt ownTransport = newDirectTransport(&o)
-		if std {
-			rt = newTransport(&o)
-		}
+		rt := newOwnTransport(std, &o)
 		for _, size := range []int{1000, 1 << 20} {
 			var continues, others atomic.Int64
 			trace := &httptrace.ClientTrace{
@@ -308,16 +317,10 @@ func TestDirectTransportSwitchingProtocols(t *testing.T) {
 		write(c.(*net.TCPConn), "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nhello ")
 		io.Copy(c, br) // echoes to the client's half-close
 	})
-	o, err := Options{Target: mustURL("http://" + addr), ConnectTimeout: time.Second}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := transportOptions(t, addr)
 	for _, std := range []bool{true, false} {
 		conns.Store(0)
-		var rt ownTransport = newDirectTransport(&o)
-		if std {
-			rt = newTransport(&o)
-		}
+		rt := newOwnTransport(std, &o)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/", nil)
 		req.Header.Set("Upgrade", "echo")
@@ -382,10 +385,7 @@ func TestDirectTransportIdleTimeout(t *testing.T) {
 			write(c.(*net.TCPConn), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
 	})
-	o, err := Options{Target: mustURL("http://" + addr), ConnectTimeout: time.Second}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := transportOptions(t, addr)
 	const idle = 200 * time.Millisecond
 	for _, std := range []bool{true, false} {
 		var rt ownTransport
@@ -461,10 +461,7 @@ func TestDirectTransportResetUnderInlineWrite(t *testing.T) {
 		write(c.(*net.TCPConn), earlyKeep)
 		rst(c.(*net.TCPConn))
 	})
-	o, err := Options{Target: mustURL("http://" + addr), ConnectTimeout: time.Second}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := transportOptions(t, addr)
 	tr := newDirectTransport(&o)
 	tr.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
