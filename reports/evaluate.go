@@ -277,6 +277,10 @@ const (
 	// lateForward: failed calls whose requests were sent before the trip
 	// reached the upstream after it (let through before it, or after).
 	lateForward = "calls sent before the trip reached the upstream after it: a loaded gateway forwards late what it let through"
+	// cooldownUnplaced: a cooldown is bounded for another reason than the
+	// trip: a probe forwarded late, or several failures of a half-open
+	// the reopen may have come at.
+	cooldownUnplaced = "a cooldown is known only to a range: the open's bounds, a probe the gateway may have let through before it reached the upstream, or several failures of a half-open that may have reopened it"
 )
 
 // check is one expectation: its YAML key and how to evaluate it when set.
@@ -523,6 +527,9 @@ func shortestCooldown(subject string, ep *Episode) observation {
 	}
 	o := seen(subject, v)
 	o.unplaced = tripUnplaced
+	if ep.OpenedAfterBoundsS == nil {
+		o.unplaced = cooldownUnplaced
+	}
 	lo, hi := math.Inf(1), math.Inf(1)
 	for i, c := range ep.CooldownsS {
 		cl, ch := boundsSpan(c, ep.CooldownsBoundsS[i])

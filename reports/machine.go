@@ -428,11 +428,14 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
 		// One entry per cooldown, null where exact; kept when any is not.
 		cb, anyBounds := []*Bounds{nil}, false
-		if bounded {
+		// A cooldown ends when the gateway lets the probe through: at its
+		// arrival, or as early as its client's send when the gateway
+		// forwarded it late (letFrom).
+		if p0 := probes[0]; bounded || u.letFrom(p0) < c.calls[p0].t {
 			// As short as the first probe after the latest open; a probe
 			// before it (a health check, which runs whatever the breaker
 			// does) leaves it as short as nothing.
-			cb[0], anyBounds = &Bounds{Min: ptr(seconds(max(c.calls[probes[0]].t-cy.openHi, 0))), Max: ptr(out.CooldownsS[0])}, true
+			cb[0], anyBounds = &Bounds{Min: ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: ptr(out.CooldownsS[0])}, true
 		}
 		waits := len(cy.blockedAt) > 0 // requests are attributed: a wait shows
 		for i := 0; i+1 < len(probes); i++ {
@@ -457,8 +460,9 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			// generations counts (failsafe-go). The cooldown ran from
 			// one of those ends.
 			var bnd *Bounds
-			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end {
-				bnd, anyBounds = &Bounds{Min: ptr(seconds(next - k.end)), Max: ptr(seconds(next - e))}, true
+			let := u.letFrom(probes[i+1])
+			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next {
+				bnd, anyBounds = &Bounds{Min: ptr(seconds(max(let-k.end, 0))), Max: ptr(seconds(next - e))}, true
 			}
 			cb = append(cb, bnd)
 		}
@@ -564,6 +568,20 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	out.Probes = all
 	return out
+}
+
+// letFrom is the earliest the gateway can have let call i through: its
+// client request's send when the call carries one sent more than
+// closeSlack before the call arrived (a loaded gateway forwards what it
+// let through tens of milliseconds late), else its arrival.
+func (u *upstreamRun) letFrom(i int32) time.Duration {
+	k := &u.c.calls[i]
+	if r, ok := u.reqOfCall(i); ok {
+		if s := u.c.reqs[r].sent; s > 0 && s < k.t-closeSlack {
+			return s
+		}
+	}
+	return k.t
 }
 
 // firstFailedEnd is the earliest end, in [from, by], of a failed
@@ -825,7 +843,11 @@ func statement(ep *Episode) string {
 	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
 		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening", plural(ep.Probes, "time"), ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
 		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil {
-			fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", fmtS(*pb.Min))
+			if ep.OpenedAfterBoundsS != nil {
+				fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", fmtS(*pb.Min))
+			} else {
+				fmt.Fprintf(&b, " (as little as %s: the gateway forwarded it late, and may have let it through as its client sent it)", fmtS(*pb.Min))
+			}
 		}
 		b.WriteString(".")
 	case ep.Probes > 0:

@@ -49,6 +49,18 @@ func (r *simRun) pass(x, took float64, status int) {
 	r.seq++
 }
 
+// passLate is pass with the call reaching the upstream late ms after its
+// client sent it (a loaded gateway forwarding what it let through late).
+func (r *simRun) passLate(x, late, took float64, status int) {
+	s := r.seq
+	r.add(x, &journal.ClientRequest{Seq: s, Method: "POST", Route: "/", Upstream: "app", Scheduled: simMS(x), Sent: simMS(x),
+		HeadersAt: simMS(x + late + 0.5 + took), Done: simMS(x + late + 0.5 + took), Status: status, Outcome: journal.OutcomeOK,
+		Latency: simMS(late + 0.5 + took), Service: simMS(late + 0.5 + took)})
+	r.add(x+late, &journal.UpstreamRequest{Upstream: "app", Method: "POST", Path: "/", Seq: &s, InFlight: 1, Status: status,
+		Done: simMS(x + late + took), Outcome: journal.OutcomeUpstreamComplete})
+	r.seq++
+}
+
 // block is a request sent at x that the gateway turned away.
 func (r *simRun) block(x float64) {
 	r.add(x, &journal.ClientRequest{Seq: r.seq, Method: "POST", Route: "/", Upstream: "app", Scheduled: simMS(x), Sent: simMS(x),
@@ -256,5 +268,34 @@ func TestSlowProbesInFlightAreNotAClose(t *testing.T) {
 	}
 	if cy.ProbeCount < 3 || failed != 3 {
 		t.Errorf("probes %d (%+v), want the three slow failures among them: %s", cy.ProbeCount, cy.Probes, ep.Statement)
+	}
+}
+
+// TestCooldownOfAProbeForwardedLate: the open is exact, but the gateway
+// forwarded its probe 40 ms after the client sent it (a loaded gateway):
+// the cooldown ended when the gateway let the probe through, somewhere
+// between the send and the arrival, so the first cooldown is bounded
+// [send − open, arrival − open], not exact at the arrival.
+func TestCooldownOfAProbeForwardedLate(t *testing.T) {
+	r := newSimRun(1000, 1900, 5000)
+	r.passFrom(0, 1000, 1, 200)
+	r.passFrom(1000, 1150, 0.5, 503) // the trip, at 1101
+	r.blockFrom(1150, 2000)
+	r.passLate(2000, 40, 300, 200) // let through at 2000–2040, ends 2340
+	r.blockFrom(2050, 2350)
+	r.passFrom(2350, 5000, 1, 200)
+	ep, cy := r.cycle(t)
+	if cy.OpenBoundsS != nil {
+		t.Fatalf("open bounds %s: want the open exact (one failure fits the trip)", bounds(cy.OpenBoundsS))
+	}
+	if len(cy.CooldownsS) != 1 || math.Abs(cy.CooldownsS[0]-0.939) > 0.0011 {
+		t.Fatalf("cooldowns %v, want [0.939] (the arrival − the open)", cy.CooldownsS)
+	}
+	b := cy.CooldownsBoundsS
+	if len(b) != 1 || b[0] == nil || b[0].Min == nil || b[0].Max == nil || math.Abs(*b[0].Min-0.899) > 0.0011 || math.Abs(*b[0].Max-0.939) > 0.0011 {
+		t.Errorf("cooldown bounds %v, want [0.899, 0.939]: from the client's send to the arrival", b)
+	}
+	if fb := ep.FirstProbeAfterOpenBoundsS; fb == nil || fb.Min == nil || math.Abs(*fb.Min-0.899) > 0.0011 {
+		t.Errorf("first_probe_after_open_bounds_s %s, want from 0.899", bounds(fb))
 	}
 }
