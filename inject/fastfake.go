@@ -261,6 +261,7 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 			_, err := fc.c.Write(b)
 			return err != nil || r.close, false
 		}
+		ev.HeadersAt = s.now() // the head goes with this write, recorded after it
 		if _, err := fc.c.Write(b); err != nil {
 			ev.Outcome = journal.OutcomeUpstreamGone
 			return true, false
@@ -293,6 +294,9 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		ev.Bytes += int64(len(p))
 		b = appendChunk(b, p)
 		if interval > 0 || i == len(pieces)-1 {
+			if ev.HeadersAt == 0 {
+				ev.HeadersAt = s.now() // the head goes with the first write
+			}
 			if _, err := fc.c.Write(b); err != nil {
 				ev.Outcome = journal.OutcomeUpstreamGone
 				return true, false
@@ -346,6 +350,7 @@ func (fc *fastConn) pause(d time.Duration) bool {
 func (fc *fastConn) record(arrival time.Duration, ev *journal.UpstreamRequest) {
 	s := fc.u.s
 	ev.Done = s.now()
+	headReleased(ev)
 	if ev.Outcome == journal.OutcomeUpstreamComplete {
 		fc.completed.Inc()
 	} else {

@@ -147,7 +147,25 @@ func sameEvents(t *testing.T, p *fakePair, n int, slack time.Duration) []*journa
 		if da < 0 || db < 0 || db-da > slack || da-db > slack {
 			t.Errorf("event %d: took %v on the full path, %v on the fast path", i, da, db)
 		}
-		a.Remote, b.Remote, a.Done, b.Done = "", "", 0, 0
+		// The head's release, as the fast path does it, within slack of
+		// the full path's, both within [arrival, done]; none when no
+		// status was sent.
+		for _, x := range []struct {
+			path   string
+			e      journal.UpstreamRequest
+			arrive time.Duration
+		}{{"full", a, fullT[i]}, {"fast", b, fastT[i]}} {
+			switch {
+			case x.e.Status != 0 && (x.e.HeadersAt < x.arrive || x.e.HeadersAt > x.e.Done):
+				t.Errorf("event %d, %s path: head released at %v, outside [arrival %v, done %v]", i, x.path, x.e.HeadersAt, x.arrive, x.e.Done)
+			case x.e.Status == 0 && x.e.HeadersAt != 0:
+				t.Errorf("event %d, %s path: no status but a head released at %v", i, x.path, x.e.HeadersAt)
+			}
+		}
+		if ha, hb := a.HeadersAt-fullT[i], b.HeadersAt-fastT[i]; hb-ha > slack || ha-hb > slack {
+			t.Errorf("event %d: head released %v after arrival on the full path, %v on the fast path", i, ha, hb)
+		}
+		a.Remote, b.Remote, a.Done, b.Done, a.HeadersAt, b.HeadersAt = "", "", 0, 0, 0, 0
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("event %d differs:\nfull %+v\nfast %+v", i, a, b)
 		}
@@ -261,6 +279,17 @@ func TestFakeFastPathSameAsFull(t *testing.T) {
 	if e := evs[5]; !e.HealthCheck {
 		t.Errorf("health check event %+v", e)
 	}
+	// A small answer leaves with the end of the exchange; a stream's head
+	// goes before its first pause (two more follow it), on both paths.
+	for path, mem := range map[string]*journal.Memory{"full": p.fullMem, "fast": p.fastMem} {
+		evs := upstreamEvents(mem)
+		if e := evs[0]; e.HeadersAt != e.Done {
+			t.Errorf("%s path: a 700-byte answer's head released at %v, want with the answer at %v", path, e.HeadersAt, e.Done)
+		}
+		if e := evs[2]; e.Done-e.HeadersAt < 25*time.Millisecond {
+			t.Errorf("%s path: a stream's head released at %v, %v before its end: want before its pauses (15 ms each)", path, e.HeadersAt, e.Done-e.HeadersAt)
+		}
+	}
 }
 
 // A chunked JSON answer with pauses between chunks, a configured status
@@ -269,6 +298,7 @@ func TestFakeFastPathChunkedAndStatus(t *testing.T) {
 	for _, h := range []*HealthyConfig{
 		{BodyBytes: 300, Chunked: true, ChunkBytes: 100, ChunkInterval: rehearse.Duration(5 * time.Millisecond)},
 		{BodyBytes: 300, Chunked: true, ChunkBytes: 64},
+		{BodyBytes: 5000}, // past net/http's buffer: its head may leave before the handler returns
 		{Status: 429, Headers: map[string]string{"Retry-After": "7"}},
 		{Status: 299},
 	} {

@@ -712,6 +712,9 @@ func (fc *fastConn) exchange(r *fastReq, info reqInfo, probe string) (done, hand
 		}
 	}
 	ev.Status = h.status
+	// The final head is relayed from here on: the gateway cannot read it
+	// earlier.
+	ev.HeadersAt = s.now()
 	if d, ok := parseRetryAfter(h.retryAfter, time.Now()); ok {
 		ev.RetryAfter = d
 	}

@@ -352,7 +352,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	info, probe := u.classify(r)
 	ord := u.ordinal.Add(1)
-	rw := &respWriter{w: w}
+	rw := &respWriter{w: w, now: s.now}
 	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1}
 	x.newRand = func() *rand.Rand { return u.rand(info.seq, ord) }
 	x.warn = func(msg string) {
@@ -412,6 +412,10 @@ func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x 
 		ev.Outcome = journal.OutcomeUpstreamCut
 	}
 	ev.Done = u.s.now()
+	x.rw.mu.Lock()
+	ev.HeadersAt = x.rw.headAt
+	x.rw.mu.Unlock()
+	headReleased(ev)
 	// Counted before it is recorded: whoever sees the exchange in the
 	// journal finds it in the requests counter too (a goroutine
 	// preempted in between, on a loaded machine, once left the counter
@@ -431,6 +435,17 @@ func (u *upstream) newEvent(method, path, remote string, h http.Header, info req
 		HealthCheck: info.health, InFlight: int(inFlight),
 		IdempotencyKey: keyFingerprint(h.Get(u.cfg.IdempotencyHeader)),
 		Budget:         budget(h.Get(u.cfg.DeadlineHeader)),
+	}
+}
+
+// headReleased completes an exchange's event as it is recorded (Done
+// set), on every path: a head not yet released to the connection (a
+// small answer net/http, or the fast path copying it, writes after the
+// exchange is recorded) leaves with the rest of the answer, at Done. An
+// exchange that answered no status sent no head: HeadersAt stays zero.
+func headReleased(ev *journal.UpstreamRequest) {
+	if ev.Status != 0 && ev.HeadersAt == 0 {
+		ev.HeadersAt = ev.Done
 	}
 }
 

@@ -23,6 +23,21 @@ type respWriter struct {
 	bytes       int64
 	err         error
 	hijacked    bool
+	// now is the run's clock; headAt is when the head was released to
+	// the connection (stampHead), zero while net/http still holds it.
+	now    func() time.Duration
+	headAt time.Duration
+}
+
+// stampHead notes, just before a write that can carry the response head
+// to the connection, when the gateway could first read it; rw.mu is
+// held. net/http keeps the head in its buffers until the handler
+// flushes, hijacks, writes more than it buffers, or returns (record
+// stamps that last case).
+func (rw *respWriter) stampHead() {
+	if rw.headAt == 0 && rw.now != nil {
+		rw.headAt = max(rw.now(), 1)
+	}
 }
 
 func (rw *respWriter) Header() http.Header { return rw.w.Header() }
@@ -54,6 +69,10 @@ func (rw *respWriter) Write(p []byte) (int, error) {
 		rw.retryAfter = rw.w.Header().Get("Retry-After")
 		rw.sentTime = time.Now()
 	}
+	if rw.bytes+int64(len(p)) > handlerBuffer {
+		// Past what net/http buffers of a body: the head may go now.
+		rw.stampHead()
+	}
 	rw.mu.Unlock()
 	n, err := rw.w.Write(p)
 	rw.mu.Lock()
@@ -69,6 +88,9 @@ func (rw *respWriter) Write(p []byte) (int, error) {
 func (rw *respWriter) Flush() {
 	rw.mu.Lock()
 	hj := rw.hijacked
+	if !hj {
+		rw.stampHead() // a flush sends the head (an implicit 200 without one)
+	}
 	rw.mu.Unlock()
 	if hj {
 		return
@@ -101,6 +123,7 @@ func (rw *respWriter) hijack() (net.Conn, error) {
 	if rw.wroteHeader {
 		// net/http's Hijack flushes its chunk writer but drops the bytes
 		// still in the response buffer in front of it: flush those first.
+		rw.stampHead()
 		if err := rc.Flush(); err != nil {
 			return nil, err
 		}

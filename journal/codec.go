@@ -103,6 +103,7 @@ func appendUpstreamRequest(b []byte, p *UpstreamRequest) []byte {
 	b = appendIntOmit(b, `,"status":`, int64(p.Status))
 	b = appendIntOmit(b, `,"retry_after_ns":`, int64(p.RetryAfter))
 	b = appendIntOmit(b, `,"bytes":`, p.Bytes)
+	b = appendIntOmit(b, `,"headers_at":`, int64(p.HeadersAt))
 	b = appendIntOmit(b, `,"done":`, int64(p.Done))
 	b = appendStr(b, `,"outcome":`, string(p.Outcome))
 	b = appendStrOmit(b, `,"idempotency_key":`, p.IdempotencyKey)
@@ -866,11 +867,12 @@ const (
 	urBudget
 	urPromptTokens
 	urCompletionTokens
+	urHeadersAt
 )
 
 var urKeys = newKeySet("upstream", "method", "path", "seq", "remote", "user_agent", "probe_tag", "health_check",
 	"fault", "fault_type", "in_flight", "status", "retry_after_ns", "bytes", "done", "outcome", "idempotency_key",
-	"budget_ns", "prompt_tokens", "completion_tokens")
+	"budget_ns", "prompt_tokens", "completion_tokens", "headers_at")
 
 // decodeUpstreamRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
@@ -913,6 +915,8 @@ func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
 			p.Bytes = s.int64()
 		case urDone:
 			p.Done = time.Duration(s.int64())
+		case urHeadersAt:
+			p.HeadersAt = time.Duration(s.int64())
 		case urOutcome:
 			p.Outcome = Outcome(s.internStr())
 		case urIdempotencyKey:

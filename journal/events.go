@@ -302,6 +302,14 @@ type UpstreamRequest struct {
 	RetryAfter time.Duration `json:"retry_after_ns,omitempty"`
 	// Bytes counts response body bytes written.
 	Bytes int64 `json:"bytes,omitempty"`
+	// HeadersAt is when the upstream released its response head to the
+	// gateway's connection, stamped just before the bytes were written:
+	// the gateway cannot have read the answer's status earlier (a breaker
+	// cannot have counted its success before it). A head net/http held
+	// until the handler returned left with the rest of the answer: Done
+	// then. Zero when no head was sent (a reset, a hang-up before the
+	// answer) and in journals recorded before the field.
+	HeadersAt time.Duration `json:"headers_at,omitempty"`
 	// Done is when the exchange ended.
 	Done    time.Duration `json:"done,omitempty"`
 	Outcome Outcome       `json:"outcome"`
