@@ -72,8 +72,9 @@ type cyc struct {
 	closeBy int32
 	// sinceClose are the passed calls after the (tentative) close.
 	sinceClose []int32
-	// blockedAt are the send times of the blocked requests, in order.
-	blockedAt []time.Duration
+	// blockedAt are the send times of the blocked requests, in order;
+	// blockedDone when each one's answer came back (0: it never did).
+	blockedAt, blockedDone []time.Duration
 	// failureDriven: calls failed before the open. Such a breaker opens
 	// again only after failures.
 	failureDriven bool
@@ -99,6 +100,13 @@ type cyc struct {
 	// the close is bounded, the success count unknown.
 	pending    bool
 	pendingEnd time.Duration
+	// closeFirst is the earliest end, in the close window, of another
+	// success that could have closed the breaker instead of closeBy (-1:
+	// none). A half-open counting k successes of the n calls it lets
+	// through closes on the k-th, not necessarily the last: with two
+	// successes in the window, which one closed it — and so how many
+	// successes it took — cannot be told from outside.
+	closeFirst time.Duration
 	// react is how long the first resumed call took from the client's
 	// send to the upstream: the gateway's reaction time around the close.
 	react time.Duration
@@ -116,7 +124,7 @@ func newCyc(openAt time.Duration) *cyc { return newCycBounded(openAt, openAt) }
 
 // newCycBounded is a cycle whose open is known to [openAt, openHi].
 func newCycBounded(openAt, openHi time.Duration) *cyc {
-	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1}
+	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, closeFirst: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1}
 }
 
 func (c *collector) finish() (*Analysis, error) {

@@ -56,6 +56,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 	block := func(r *creq) {
 		cur.blocked++
 		cur.blockedAt = append(cur.blockedAt, r.sent)
+		cur.blockedDone = append(cur.blockedDone, r.done)
 		if r.fastFail {
 			cur.ff++
 		}
@@ -504,6 +505,19 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeAt))}
 			if cy.pendingEnd >= 0 {
 				out.CloseBoundsS.Max = ptr(seconds(max(cy.pendingEnd, cy.closeAt)))
+			}
+		case cy.closeBy >= 0 && cy.closeFirst >= 0:
+			// Two or more successes ended in the close window: the
+			// breaker closed on one of them, which one unseen (a
+			// half-open counting k of n closes on the k-th answer, one
+			// needing all on the last). The close is bounded by the
+			// earliest and the latest; the successes it took are
+			// unknown.
+			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeFirst)), Max: ptr(seconds(cy.closeAt))}
+			if fr := cy.fr; len(cy.blockedAt) > 0 && fr >= 0 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+closeSlack {
+				// As below: the first resumed call may have come in on
+				// a slot an earlier success gave back.
+				out.MaybeProbe = true
 			}
 		case cy.closeBy >= 0:
 			// Closed on a success: the successful probes in a row that

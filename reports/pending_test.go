@@ -125,7 +125,7 @@ func halfOpenJournal(bEnd float64) *simRun {
 // outside these look alike: the close is bounded by the success's end and
 // the in-flight call's, successes_to_close is unknown, the first resumed
 // call may have been a probe. With both answers back before traffic
-// resumed, the close is the last one's end, exact, after two successes.
+// resumed and nothing sent between them, it is bounded by the two answers.
 func TestCloseWithAProbeStillInFlight(t *testing.T) {
 	ep, cy := halfOpenJournal(2900).cycle(t)
 	b := cy.CloseBoundsS
@@ -145,12 +145,16 @@ func TestCloseWithAProbeStillInFlight(t *testing.T) {
 		t.Errorf("shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, ShapeLiveProbes)
 	}
 
+	// Both answers back before traffic resumed, with no request sent
+	// between A's answer and B's: a half-open needing one success closed
+	// at A's end, one needing two at B's. The close is bounded by the two,
+	// the count unknown.
 	_, cy = halfOpenJournal(2340).cycle(t)
-	if cy.ClosedAtS == nil || *cy.ClosedAtS < 2.3395 || *cy.ClosedAtS > 2.3405 || cy.CloseBoundsS != nil {
-		t.Errorf("both answers back before traffic resumed: closed at %v, bounds %s, want 2.340 exact", fp3(cy.ClosedAtS), bounds(cy.CloseBoundsS))
+	if b := cy.CloseBoundsS; b == nil || b.Min == nil || b.Max == nil || *b.Min < 2.300 || *b.Min > 2.301 || *b.Max < 2.3395 || *b.Max > 2.3405 {
+		t.Errorf("both answers back before traffic resumed: closed at %v, bounds %s, want [2.3005, 2.340]", fp3(cy.ClosedAtS), bounds(cy.CloseBoundsS))
 	}
-	if cy.SuccessesToClose == nil || *cy.SuccessesToClose != 2 {
-		t.Errorf("both answers back before traffic resumed: successes_to_close %v, want 2", fp2(cy.SuccessesToClose))
+	if cy.SuccessesToClose != nil {
+		t.Errorf("both answers back before traffic resumed: successes_to_close %v, want null (A's or B's answer closed it)", fp2(cy.SuccessesToClose))
 	}
 	if cy.MaybeProbe {
 		t.Error("both answers back 10 ms before the next call: maybe_probe true, want false")
@@ -158,11 +162,10 @@ func TestCloseWithAProbeStillInFlight(t *testing.T) {
 
 	// B's answer stamped as the next call arrives: the half-open may have
 	// let that call in on the slot A gave back before B's answer closed
-	// it (one more probe), or the stamp is a moment late. The close and
-	// the count stand; the probes counted are the least there were.
+	// it (one more probe), or the stamp is a moment late.
 	_, cy = halfOpenJournal(2350.5).cycle(t)
-	if cy.ClosedAtS == nil || *cy.ClosedAtS < 2.350 || *cy.ClosedAtS > 2.351 || cy.SuccessesToClose == nil || *cy.SuccessesToClose != 2 {
-		t.Errorf("B's answer as traffic resumed: closed at %v after %v successes, want 2.3505 after 2", fp3(cy.ClosedAtS), fp2(cy.SuccessesToClose))
+	if b := cy.CloseBoundsS; b == nil || b.Min == nil || b.Max == nil || *b.Min > 2.301 || *b.Max < 2.350 || *b.Max > 2.351 || cy.SuccessesToClose != nil {
+		t.Errorf("B's answer as traffic resumed: closed at %v, bounds %s after %v successes, want [2.3005, 2.3505] after null", fp3(cy.ClosedAtS), bounds(cy.CloseBoundsS), fp2(cy.SuccessesToClose))
 	}
 	if !cy.MaybeProbe {
 		t.Error("B's answer as traffic resumed: maybe_probe false, want true (the next call may have been let in on A's slot)")

@@ -99,12 +99,16 @@ func (u *upstreamRun) failedBetween(from, to time.Duration) bool {
 // the last one). If none did, the breaker closed on a timer (failures
 // expired, a ramp ended, a quick probe's success cannot be told from
 // that) and the close is known to the window only: the estimate is the
-// first resumed call, the earliest bound the last blocked request.
+// first resumed call, the earliest bound the last blocked request. When
+// more than one success ended in the window, the breaker may have closed
+// on any of them (a half-open counting k of the n calls it let through
+// closes on the k-th): closeFirst keeps the earliest, and the close is
+// bounded between it and the last.
 func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32) {
 	c, ci := u.c, u.calls
 	hi := c.calls[fr].t
 	cy.closeLo, cy.closeAt, cy.closeBy, cy.maybeProbe, cy.closeInFlight = lastBlocked, hi, -1, false, false
-	cy.pending, cy.pendingEnd = false, -1
+	cy.pending, cy.pendingEnd, cy.closeFirst = false, -1, -1
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
 	checksGate := !cy.noChecks
 	for i := range cy.admitted {
@@ -114,7 +118,7 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 		}
 	}
 	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })
-	best := time.Duration(-1)
+	best, first := time.Duration(-1), time.Duration(-1)
 	for _, i := range ci[lo:] {
 		k := &c.calls[i]
 		if k.t >= hi {
@@ -139,13 +143,21 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 		if k.health {
 			early = min(max(cy.react, time.Millisecond), closeSlack)
 		}
-		if e := k.end; e > lastBlocked-early && e <= hi+closeSlackLate && e > best {
-			best, cy.closeBy = e, i
+		if e := k.end; e > lastBlocked-early && e <= hi+closeSlackLate {
+			if first < 0 || e < first {
+				first = e
+			}
+			if e > best {
+				best, cy.closeBy = e, i
+			}
 		}
 	}
 	if best >= 0 {
 		cy.closeAt = min(best, hi)
 		cy.closeLo = cy.closeAt
+		if first < best {
+			cy.closeFirst = min(first, hi)
+		}
 		u.pendingAt(cy, lo, hi)
 		return
 	}
@@ -269,11 +281,18 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 	return ShapeLiveProbe, "one live call at a time got through while open"
 }
 
-// rampEvidence finds a ramp: while still open, a call was let through
-// after an earlier admitted call had succeeded and requests had been
-// turned away since, with no failure in between. A breaker that closes on
-// a success would have closed; one that reopens on a failure had none to
-// reopen on: it was admitting a share of the traffic.
+// rampEvidence finds a ramp: while still open, a request was turned away
+// after an admitted call's success had certainly reached the gateway and
+// before the next call was let through, with no admitted call in flight,
+// and that twice or more with no failure in between. A breaker that closes
+// on a success would have closed; one that reopens on a failure had none
+// to reopen on; a half-open that lets a fixed number of calls through
+// (gobreaker's MaxRequests) or the next one in as each ends (failsafe-go's
+// permits) turns requests away only while its calls are in flight or
+// before their answers reach it. Only a breaker admitting a share of the
+// traffic turns them away with nothing in flight. Refusals that may have
+// come before the gateway read the success's answer are no evidence: a
+// loaded gateway reads answers late.
 func (u *upstreamRun) rampEvidence(cy *cyc, live []int32) (bool, string) {
 	c := u.c
 	if len(live) < 3 {
@@ -287,15 +306,58 @@ func (u *upstreamRun) rampEvidence(cy *cyc, live []int32) (bool, string) {
 			okSeen, n = -1, 0
 			continue
 		}
-		if okSeen >= 0 && k.t > c.calls[okSeen].end && cy.blockedBetween(c.calls[okSeen].end, k.t) {
+		if okSeen >= 0 && k.t > c.calls[okSeen].end && u.refusedIdle(cy, live, u.answerHeld(okSeen), u.letFrom(i)) {
 			n++
 		}
 		okSeen = i
 	}
 	if n >= 2 {
-		return true, fmt.Sprintf("while open, %s got through after earlier ones had succeeded, with requests still turned away between them and no failure", plural(int64(n+1), "successful call"))
+		return true, fmt.Sprintf("while open, %s got through after earlier ones had succeeded, with requests turned away between them while no admitted call was in flight and no failure", plural(int64(n+1), "successful call"))
 	}
 	return false, ""
+}
+
+// answerHeld is by when the gateway certainly had call i's answer: when
+// its client request's answer came back (the gateway had read the
+// upstream's first), else the upstream's end, and closeSlackLate more for
+// the gateway to act on it.
+func (u *upstreamRun) answerHeld(i int32) time.Duration {
+	k := &u.c.calls[i]
+	at := k.end
+	if r, ok := u.reqOfCall(i); ok {
+		if d := u.c.reqs[r].done; d > at {
+			at = d
+		}
+	}
+	return at + closeSlackLate
+}
+
+// refusedIdle reports whether the cycle turned away a request wholly
+// within (from, to) — sent after from, answered before to — while no
+// admitted live call was in flight (let through no later than its answer
+// came back, held until answerHeld).
+func (u *upstreamRun) refusedIdle(cy *cyc, live []int32, from, to time.Duration) bool {
+	if to <= from {
+		return false
+	}
+	j := sort.Search(len(cy.blockedAt), func(j int) bool { return cy.blockedAt[j] > from })
+	for ; j < len(cy.blockedAt) && cy.blockedAt[j] < to; j++ {
+		sent, done := cy.blockedAt[j], cy.blockedDone[j]
+		if done <= 0 || done >= to {
+			continue
+		}
+		busy := false
+		for _, i := range live {
+			if u.letFrom(i) <= done && u.answerHeld(i) >= sent {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return true
+		}
+	}
+	return false
 }
 
 // blockedBetween reports whether the cycle blocked a request sent in
@@ -600,11 +662,11 @@ func countRuns(cy *cyc, adm []int32, c *collector) int {
 // redistributeBlocked gives each segment of a split cycle the blocked
 // requests sent while it was open.
 func redistributeBlocked(segs []*cyc, whole *cyc) {
-	all, ffRatio := whole.blockedAt, whole.ff
+	all, allDone, ffRatio := whole.blockedAt, whole.blockedDone, whole.ff
 	for _, s := range segs {
-		s.blockedAt, s.blocked = nil, 0
+		s.blockedAt, s.blockedDone, s.blocked = nil, nil, 0
 	}
-	for _, b := range all {
+	for j, b := range all {
 		for _, s := range segs {
 			end := s.closeAt
 			if end < 0 {
@@ -612,6 +674,7 @@ func redistributeBlocked(segs []*cyc, whole *cyc) {
 			}
 			if b >= s.openAt-closeSlack && b < end {
 				s.blockedAt = append(s.blockedAt, b)
+				s.blockedDone = append(s.blockedDone, allDone[j])
 				s.blocked++
 				break
 			}
