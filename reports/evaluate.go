@@ -397,8 +397,10 @@ var checks = []check{
 			switch {
 			case !r.ep.Opened:
 				return unseen(r.label(), neverOpened)
-			case !r.ep.Closed || r.ep.SuccessesToClose == nil:
+			case !r.ep.Closed:
 				return unseen(r.label(), neverClosed)
+			case r.ep.SuccessesToClose == nil:
+				return unseen(r.label(), "it closed, but no count of successes is known: "+r.ep.ShapeEvidence)
 			}
 			return seen(r.label(), float64(*r.ep.SuccessesToClose))
 		}), noEpisode, "episodes"), true

@@ -101,8 +101,8 @@ type cyc struct {
 	pending    bool
 	pendingEnd time.Duration
 	// closeFirst is the earliest end, in the close window, of another
-	// success that could have closed the breaker instead of closeBy (-1:
-	// none). A half-open counting k successes of the n calls it lets
+	// success of a call the half-open let through that could have closed
+	// the breaker instead of closeBy (-1: none). A half-open counting k successes of the n calls it lets
 	// through closes on the k-th, not necessarily the last: with two
 	// successes in the window, which one closed it — and so how many
 	// successes it took — cannot be told from outside.

@@ -100,10 +100,14 @@ func (u *upstreamRun) failedBetween(from, to time.Duration) bool {
 // expired, a ramp ended, a quick probe's success cannot be told from
 // that) and the close is known to the window only: the estimate is the
 // first resumed call, the earliest bound the last blocked request. When
-// more than one success ended in the window, the breaker may have closed
-// on any of them (a half-open counting k of the n calls it let through
-// closes on the k-th): closeFirst keeps the earliest, and the close is
-// bounded between it and the last.
+// more than one call the half-open let through succeeded in the window,
+// the breaker may have closed on any of them (a half-open counting k of
+// the n calls it let through closes on the k-th): closeFirst keeps the
+// earliest, and the close is bounded between it and the last. Passing
+// health checks keep the last: a check-gated breaker closes on the rise-th
+// check in a row, and two checks both in the window (no request sent
+// between them) cannot tell a rise of 1 from 2 — a known limit the count
+// states as the last (docs/analysis.md).
 func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32) {
 	c, ci := u.c, u.calls
 	hi := c.calls[fr].t
@@ -144,7 +148,7 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 			early = min(max(cy.react, time.Millisecond), closeSlack)
 		}
 		if e := k.end; e > lastBlocked-early && e <= hi+closeSlackLate {
-			if first < 0 || e < first {
+			if !k.health && (first < 0 || e < first) {
 				first = e
 			}
 			if e > best {
@@ -155,7 +159,7 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	if best >= 0 {
 		cy.closeAt = min(best, hi)
 		cy.closeLo = cy.closeAt
-		if first < best {
+		if first >= 0 && first < best && !c.calls[cy.closeBy].health {
 			cy.closeFirst = min(first, hi)
 		}
 		u.pendingAt(cy, lo, hi)
@@ -267,6 +271,12 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 		return ShapeUnknown, "no call got through while open"
 	case cy.closeAt >= 0 && cy.closeBy >= 0 && several && cy.pending:
 		return ShapeLiveProbes, "several live calls were let through at once while open; traffic resumed after one had succeeded while another was still in flight, so the breaker closed on that success or on a later answer (a half-open that lets the next call in as one ends): the close is bounded, the successes it took unknown"
+	case cy.closeAt >= 0 && cy.closeBy >= 0 && cy.closeFirst >= 0:
+		shape := ShapeLiveProbe
+		if several {
+			shape = ShapeLiveProbes
+		}
+		return shape, "live calls were let through while open, and more than one of them succeeded between the last request turned away and the first resumed: the breaker closed on one of those answers (a half-open counting some of the calls it let through closes before the last), which one unseen, so the close is bounded and the successes it took unknown"
 	case cy.closeAt >= 0 && cy.closeBy >= 0 && several:
 		return ShapeLiveProbes, "several live calls were let through at once while open, and requests were turned away until they had succeeded"
 	case cy.closeAt >= 0 && cy.closeBy >= 0:
