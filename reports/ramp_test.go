@@ -6,9 +6,9 @@ import "testing"
 // half-open that lets one call through at a time and the next one in as
 // each ends (failsafe-go's permits) needs three successes. Its answers
 // take 300 ms; requests sent while one is in flight are turned away, and
-// so is the first request after each answer, which the loaded gateway
-// had not read yet (sent 49 ms after the answer came back). The third
-// closes it: from 3150 ms everything passes.
+// so is one sent 2 ms after each answer came back, before the gateway had
+// given the permit back. The third closes it: from 3150 ms everything
+// passes.
 func permitJournal() *simRun {
 	r := newSimRun(1000, 2000, 5000)
 	r.passFrom(0, 1000, 300, 200)
@@ -16,7 +16,8 @@ func permitJournal() *simRun {
 	r.blockFrom(1150, 2000)
 	for _, at := range []float64{2000, 2400} {
 		r.pass(at, 300, 200)
-		r.blockFrom(at+50, at+400)
+		r.blockFrom(at+50, at+301)
+		r.block(at + 303)
 	}
 	r.pass(2800, 300, 200)
 	r.blockFrom(2850, 3100)

@@ -293,20 +293,35 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 
 // rampEvidence finds a ramp: while still open, a request was turned away
 // after an admitted call's success had certainly reached the gateway and
-// before the next call was let through, with no admitted call in flight,
-// and that twice or more with no failure in between. A breaker that closes
-// on a success would have closed; one that reopens on a failure had none
-// to reopen on; a half-open that lets a fixed number of calls through
-// (gobreaker's MaxRequests) or the next one in as each ends (failsafe-go's
-// permits) turns requests away only while its calls are in flight or
-// before their answers reach it. Only a breaker admitting a share of the
-// traffic turns them away with nothing in flight. Refusals that may have
-// come before the gateway read the success's answer are no evidence: a
-// loaded gateway reads answers late.
+// before the next call was let through, with fewer calls in flight than
+// the breaker let another call through beside, and that twice or more with
+// no failure in between. A breaker that closes on a success would have
+// closed; one that reopens on a failure had none to reopen on; a half-open
+// that lets a fixed number of calls through (gobreaker's MaxRequests)
+// admits none after turning one away, and one that lets the next call in
+// as each ends (failsafe-go's permits) turns requests away only while as
+// many calls are in flight as it ever admits beside. Only a breaker
+// admitting a share of the traffic turns a request away with fewer in
+// flight. Refusals that may have come before the gateway read the
+// success's answer are no evidence: a loaded gateway reads answers late.
 func (u *upstreamRun) rampEvidence(cy *cyc, live []int32) (bool, string) {
 	c := u.c
 	if len(live) < 3 {
 		return false, ""
+	}
+	// beside: the most calls certainly in flight (let through, not yet
+	// answered by the upstream's record) when another was let through.
+	beside := 0
+	for _, b := range live {
+		kb := &c.calls[b]
+		sent := u.letFrom(b)
+		n := 0
+		for _, x := range live {
+			if kx := &c.calls[x]; x != b && kx.t <= sent && kx.hasEnd && kx.end >= kb.t {
+				n++
+			}
+		}
+		beside = max(beside, n)
 	}
 	okSeen := int32(-1)
 	n := 0
@@ -316,21 +331,22 @@ func (u *upstreamRun) rampEvidence(cy *cyc, live []int32) (bool, string) {
 			okSeen, n = -1, 0
 			continue
 		}
-		if okSeen >= 0 && k.t > c.calls[okSeen].end && u.refusedIdle(cy, live, u.answerHeld(okSeen), u.letFrom(i)) {
+		if okSeen >= 0 && k.t > c.calls[okSeen].end && u.refusedBelow(cy, live, u.answerHeld(okSeen), u.letFrom(i), beside) {
 			n++
 		}
 		okSeen = i
 	}
 	if n >= 2 {
-		return true, fmt.Sprintf("while open, %s got through after earlier ones had succeeded, with requests turned away between them while no admitted call was in flight and no failure", plural(int64(n+1), "successful call"))
+		return true, fmt.Sprintf("while open, %s got through after earlier ones had succeeded, with requests turned away between them while fewer calls were in flight than it let another through beside, and no failure", plural(int64(n+1), "successful call"))
 	}
 	return false, ""
 }
 
 // answerHeld is by when the gateway certainly had call i's answer: when
 // its client request's answer came back (the gateway had read the
-// upstream's first), else the upstream's end, and closeSlackLate more for
-// the gateway to act on it.
+// upstream's first), else the upstream's end, and closeSlack more for the
+// gateway to act on it (a breaker may count the answer just after it has
+// relayed it).
 func (u *upstreamRun) answerHeld(i int32) time.Duration {
 	k := &u.c.calls[i]
 	at := k.end
@@ -339,14 +355,14 @@ func (u *upstreamRun) answerHeld(i int32) time.Duration {
 			at = d
 		}
 	}
-	return at + closeSlackLate
+	return at + closeSlack
 }
 
-// refusedIdle reports whether the cycle turned away a request wholly
-// within (from, to) — sent after from, answered before to — while no
-// admitted live call was in flight (let through no later than its answer
-// came back, held until answerHeld).
-func (u *upstreamRun) refusedIdle(cy *cyc, live []int32, from, to time.Duration) bool {
+// refusedBelow reports whether the cycle turned away a request wholly
+// within (from, to) — sent after from, answered before to — while at most
+// beside admitted live calls can have been in flight (let through no
+// later than its answer came back, held until answerHeld).
+func (u *upstreamRun) refusedBelow(cy *cyc, live []int32, from, to time.Duration, beside int) bool {
 	if to <= from {
 		return false
 	}
@@ -356,14 +372,13 @@ func (u *upstreamRun) refusedIdle(cy *cyc, live []int32, from, to time.Duration)
 		if done <= 0 || done >= to {
 			continue
 		}
-		busy := false
+		inFlight := 0
 		for _, i := range live {
 			if u.letFrom(i) <= done && u.answerHeld(i) >= sent {
-				busy = true
-				break
+				inFlight++
 			}
 		}
-		if !busy {
+		if inFlight == 0 || inFlight <= beside {
 			return true
 		}
 	}
