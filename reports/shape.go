@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -74,18 +75,7 @@ func (u *upstreamRun) failedKnownBy(from, to, by time.Duration) bool {
 // failedBetween reports whether any call of the upstream (live, tagged or
 // health check) that arrived in [from, to) failed.
 func (u *upstreamRun) failedBetween(from, to time.Duration) bool {
-	c, ci := u.c, u.calls
-	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= from })
-	for _, i := range ci[lo:] {
-		k := &c.calls[i]
-		if k.t >= to {
-			break
-		}
-		if k.failed {
-			return true
-		}
-	}
-	return false
+	return u.failedKnownBy(from, to, math.MaxInt64)
 }
 
 // closeOf places the close of cy, whose forwarding resumed with call fr
