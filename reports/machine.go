@@ -514,9 +514,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			// earliest and the latest; the successes it took are
 			// unknown.
 			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeFirst)), Max: ptr(seconds(cy.closeAt))}
-			if fr := cy.fr; len(cy.blockedAt) > 0 && fr >= 0 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+closeSlack {
-				// As below: the first resumed call may have come in on
-				// a slot an earlier success gave back.
+			if u.resumedOnASlot(cy, out) {
 				out.MaybeProbe = true
 			}
 		case cy.closeBy >= 0:
@@ -535,14 +533,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				n++
 			}
 			out.SuccessesToClose = ptr(max(n, 1))
-			if fr := cy.fr; len(cy.blockedAt) > 0 && fr >= 0 && n >= 2 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+closeSlack {
-				// The first resumed call arrived before the upstream
-				// stamped the closing success's end, or a moment after (a
-				// gateway forwards what it let through a little late), in
-				// a half-open that let several calls through at once and
-				// had a success before the closing one: it may have been
-				// let in on the slot that success gave back, one more
-				// probe (failsafe-go's permits), or after the close.
+			if n >= 2 && u.resumedOnASlot(cy, out) {
 				// ProbeCount is the least there were.
 				out.MaybeProbe = true
 			}
@@ -582,6 +573,18 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	out.Probes = all
 	return out
+}
+
+// resumedOnASlot reports whether the first resumed call of cy, which
+// closed on the success closeBy, may have been one more probe: it arrived
+// before the upstream stamped that success's end, or a moment after (a
+// gateway forwards what it let through a little late), in a half-open
+// that let several calls through at once, so it may have been let in on
+// the slot an earlier success gave back (failsafe-go's permits) rather
+// than after the close. Callers check that there was an earlier success.
+func (u *upstreamRun) resumedOnASlot(cy *cyc, out *Cycle) bool {
+	fr, c := cy.fr, u.c
+	return len(cy.blockedAt) > 0 && fr >= 0 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+closeSlack
 }
 
 // letFrom is the earliest the gateway can have let call i through: its
