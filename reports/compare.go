@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/halfopen/rehearse/reports/num"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/journal"
@@ -644,7 +646,7 @@ func (s *sideRange) add(lo, hi float64, ok bool) {
 }
 
 func (s sideRange) span() (lo, hi float64) {
-	return medianOf(s.lo), medianOf(s.hi)
+	return num.Median(s.lo), num.Median(s.hi)
 }
 
 // overlaps reports whether two sides' ranges meet, one of them a range.
@@ -669,22 +671,6 @@ func (s sideRange) text(unit string) string {
 		return end(lo)
 	}
 	return end(lo) + " – " + end(hi)
-}
-
-// medianOf is the median of vs (the mean of the middle two), infinities
-// kept.
-func medianOf(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	a, b := s[n/2-1], s[n/2]
-	if a == b || math.IsInf(a, 0) || math.IsInf(b, 0) {
-		return max(a, b)
-	}
-	return (a + b) / 2
 }
 
 // faultOf names the fault of upstream n's episode i in the first run that
@@ -730,14 +716,14 @@ func (c *Comparison) facts() {
 			if r.A.Platform == nil {
 				return "—"
 			}
-			return orDash(f(r.A.Platform))
+			return num.OrDash(f(r.A.Platform))
 		}
 	}
 	msP := func(p *float64) string {
 		if p == nil {
 			return ""
 		}
-		return fmtMs(*p)
+		return num.Ms(*p)
 	}
 	defs := []struct {
 		key string
@@ -897,7 +883,7 @@ func (c *Comparison) explain() {
 			if r.Unit != UnitMs {
 				unit = ""
 			}
-			platform = append(platform, fmt.Sprintf("%s: %s%s vs %s%s (median)", r.Label, fmtNum(*r.A.Median), unit, fmtNum(*r.B.Median), unit))
+			platform = append(platform, fmt.Sprintf("%s: %s%s vs %s%s (median)", r.Label, num.Num(*r.A.Median), unit, num.Num(*r.B.Median), unit))
 		}
 	}
 	var facts []string
@@ -947,56 +933,15 @@ func (c *Comparison) explain() {
 	}
 }
 
-// fmtMs formats milliseconds for people: "0.054 ms", "3.2 ms", "460 ms",
-// "4.25 s".
-func fmtMs(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 10000:
-		return fmt.Sprintf("%.1f s", v/1000)
-	case a >= 1000:
-		return fmt.Sprintf("%.2f s", v/1000)
-	case a >= 100:
-		return fmt.Sprintf("%.0f ms", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f ms", v)
-	case a >= 1:
-		return fmt.Sprintf("%.2f ms", v)
-	case a == 0:
-		return "0 ms"
-	default:
-		return fmt.Sprintf("%.3f ms", v)
-	}
-}
-
-// fmtNum formats a count or ratio with up to 3 significant digits, never
-// in exponent form.
-func fmtNum(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e9 {
-		return fmt.Sprintf("%.0f", v)
-	}
-	a := math.Abs(v)
-	switch {
-	case a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f", v)
-	case a >= 0.01:
-		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
-	default:
-		return fmt.Sprintf("%.2g", v) // 0.003, 0.00012: never 0.0030
-	}
-}
-
 // fmtValue formats a value in its unit.
 func fmtValue(v float64, unit string) string {
 	switch unit {
 	case UnitMs:
-		return fmtMs(v)
+		return num.Ms(v)
 	case UnitSeconds:
-		return fmtMs(v * 1000)
+		return num.Ms(v * 1000)
 	}
-	return fmtNum(v)
+	return num.Num(v)
 }
 
 // fmtDelta formats a signed difference in its unit.

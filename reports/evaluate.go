@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // Evaluating expectations
@@ -259,7 +261,7 @@ func (ev *evaluation) perEpisode(read func(r episodeRef) observation) []observat
 func (ev *evaluation) unstartedObs() []observation {
 	var out []observation
 	for _, f := range ev.unstarted {
-		out = append(out, unseen(f.Upstream+" fault "+f.label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, fmtDur(ev.a.Run.DurationS))))
+		out = append(out, unseen(f.Upstream+" fault "+f.label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, num.Dur(ev.a.Run.DurationS))))
 	}
 	return out
 }
@@ -291,8 +293,8 @@ type check struct {
 
 // durBound and intBound build bounds in the expectations' units (figures
 // in seconds and counts).
-func durAtMost(d time.Duration) bound  { return atMost(d.Seconds(), fmtDur) }
-func durAtLeast(d time.Duration) bound { return atLeast(d.Seconds(), fmtDur) }
+func durAtMost(d time.Duration) bound  { return atMost(d.Seconds(), num.Dur) }
+func durAtLeast(d time.Duration) bound { return atLeast(d.Seconds(), num.Dur) }
 func fmtCount(v float64) string        { return fmt.Sprint(int64(v)) }
 
 // checks are every expectation, in the order of the Expectations fields.
@@ -384,9 +386,9 @@ var checks = []check{
 			case !ep.EndedByRun && ev.a.Run.DurationS-ep.EndS > lim:
 				// Still open longer than the bound after the fault ended:
 				// a breach, whenever it would have closed.
-				return breach(r.label(), fmt.Sprintf("still open %s after the fault ended (the run ended then)", fmtDur(ev.a.Run.DurationS-ep.EndS)))
+				return breach(r.label(), fmt.Sprintf("still open %s after the fault ended (the run ended then)", num.Dur(ev.a.Run.DurationS-ep.EndS)))
 			}
-			return unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", fmtDur(max(ev.a.Run.DurationS-ep.EndS, 0))))
+			return unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", num.Dur(max(ev.a.Run.DurationS-ep.EndS, 0))))
 		}), noEpisode, "episodes"), true
 	}},
 	{"successes_to_close_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
@@ -414,7 +416,7 @@ var checks = []check{
 		var obs []observation
 		for _, name := range slices.Sorted(maps.Keys(ev.a.Upstreams)) {
 			if m := ev.a.Upstreams[name].HealthDisagreementMaxS; m != nil {
-				obs = append(obs, seenNote(name, *m, "health and breaker disagreed for "+fmtDur(*m)))
+				obs = append(obs, seenNote(name, *m, "health and breaker disagreed for "+num.Dur(*m)))
 			}
 		}
 		res := judge("health_disagreement_max", durAtMost(e.HealthDisagreementMax.D()), obs, "no upstream saw health checks", "upstreams")
@@ -767,15 +769,4 @@ func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
 		}
 	}
 	return out
-}
-
-// fmtDur formats seconds as a Go-style duration string rounded to the ms,
-// or to the µs below a millisecond (a lateness p99 of 0.124 ms is
-// "124µs", not "0s").
-func fmtDur(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	if d > -time.Millisecond && d < time.Millisecond {
-		return d.Round(time.Microsecond).String()
-	}
-	return d.Round(time.Millisecond).String()
 }

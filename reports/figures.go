@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // The breaker figures of an episode are declared once, in Figures: the
@@ -91,7 +93,7 @@ var Figures = []Figure{
 		Value:  func(e *Episode) *float64 { return e.OpenedAfterS },
 		Bounds: func(e *Episode) (float64, float64, bool) { return rangeOf(e.OpenedAfterS, e.OpenedAfterBoundsS) },
 		Cell:   func(e *Episode) string { return bounded(e.OpenedAfterS, e.OpenedAfterBoundsS, Seconds) }, In: Everywhere},
-	{Key: "shape", Label: "breaker shape", Unit: Word, Word: func(e *Episode) string { return orDash(e.Shape) },
+	{Key: "shape", Label: "breaker shape", Unit: Word, Word: func(e *Episode) string { return num.OrDash(e.Shape) },
 		Cell: func(e *Episode) string {
 			if e.Shape == "" {
 				return "—"
@@ -120,7 +122,7 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return ptr(float64(e.FastFails)) }, In: InReport},
 	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return ptr(float64(e.Probes)) },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, orDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
+			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
 		}, In: InReport | InCompare},
 	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen },
@@ -148,7 +150,7 @@ var Figures = []Figure{
 	{Key: "probe_interval_s.min", Label: "probe interval min / p50 / max", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Min },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%s / %s / %s", fsec(e.ProbeIntervalS.Min), fsec(e.ProbeIntervalS.P50), fsec(e.ProbeIntervalS.Max))
+			return fmt.Sprintf("%s / %s / %s", num.SecP(e.ProbeIntervalS.Min), num.SecP(e.ProbeIntervalS.P50), num.SecP(e.ProbeIntervalS.Max))
 		}, In: InReport | InCompare, CompareLabel: "probe interval min"},
 	{Key: "probe_interval_s.p50", Label: "probe interval p50", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.P50 }, In: InCompare | InHistory,
@@ -200,17 +202,17 @@ var Figures = []Figure{
 		}
 		return fmt.Sprint(*e.RetryAfterHonoured)
 	}, Cell: func(e *Episode) string {
-		return tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", e.RetryAfterViolations))
+		return num.Tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", e.RetryAfterViolations))
 	}, In: InReport | InCompare},
 	{Key: "amplification", Label: "amplification (calls / request)", Unit: Ratio,
 		Value: func(e *Episode) *float64 { return e.Amplification },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%s (%d / %d)", fnum(e.Amplification, "%.2f"), e.UpstreamCalls, e.ClientRequests)
+			return fmt.Sprintf("%s (%d / %d)", num.NumP(e.Amplification, "%.2f"), e.UpstreamCalls, e.ClientRequests)
 		}, In: InReport | InCompare, CompareLabel: "amplification"},
 	{Key: "metrics_open_lag_s", Label: "metrics lag open / close", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.MetricsOpenLagS },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%s / %s", bounded(e.MetricsOpenLagS, e.MetricsOpenLagBoundsS, Seconds), fsec(e.MetricsCloseLagS))
+			return fmt.Sprintf("%s / %s", bounded(e.MetricsOpenLagS, e.MetricsOpenLagBoundsS, Seconds), num.SecP(e.MetricsCloseLagS))
 		}, In: InReport | InCompare, CompareLabel: "metrics lag (open)"},
 	{Key: "metrics_close_lag_s", Label: "metrics lag (close)", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.MetricsCloseLagS }, In: InCompare},
@@ -224,12 +226,12 @@ var Figures = []Figure{
 			return retrySamples(e, func(r *RetryFigures) []float64 { return r.attemptSamples })
 		},
 		Cell: retryCell(func(r *RetryFigures) string {
-			return fmt.Sprintf("%d (%s retried)", r.MaxAttempts, fnum(scale(r.RetriedShare, 100), "%.0f%%"))
+			return fmt.Sprintf("%d (%s retried)", r.MaxAttempts, num.NumP(scale(r.RetriedShare, 100), "%.0f%%"))
 		}), In: Everywhere, CompareLabel: "attempts per request", HistoryLabel: "max attempts"},
 	{Key: "retries.retry_amplification_during", Label: "retry amplification (attempts / request)", Unit: Ratio,
 		Value: retryFig(func(r *RetryFigures) *float64 { return r.AmplificationDuring }),
 		Cell: retryCell(func(r *RetryFigures) string {
-			return fmt.Sprintf("%s (%d / %d)", fnum(r.AmplificationDuring, "%.2f"), r.Attempts, r.Requests)
+			return fmt.Sprintf("%s (%d / %d)", num.NumP(r.AmplificationDuring, "%.2f"), r.Attempts, r.Requests)
 		}), In: InReport | InCompare, CompareLabel: "retry amplification"},
 	{Key: "retries.backoff.p50_ms", Label: "wait before a retry min / p50 / max", Unit: Seconds,
 		Value: retryFig(func(r *RetryFigures) *float64 { return scale(r.Backoff.P50Ms, 0.001) }),
@@ -238,7 +240,7 @@ var Figures = []Figure{
 		},
 		Cell: retryCell(func(r *RetryFigures) string {
 			b := r.Backoff
-			s := fmt.Sprintf("%s / %s / %s", fsec(scale(b.MinMs, 0.001)), fsec(scale(b.P50Ms, 0.001)), fsec(scale(b.MaxMs, 0.001)))
+			s := fmt.Sprintf("%s / %s / %s", num.SecP(scale(b.MinMs, 0.001)), num.SecP(scale(b.P50Ms, 0.001)), num.SecP(scale(b.MaxMs, 0.001)))
 			var notes []string
 			if b.Grows != nil {
 				notes = append(notes, map[bool]string{true: "growing", false: "not growing"}[*b.Grows])
@@ -276,7 +278,7 @@ var Figures = []Figure{
 		Cell: retryCell(func(r *RetryFigures) string {
 			d := r.Deadlines
 			return fmt.Sprintf("%d (up to %s past the end; gave up first: upstream %d, gateway %d, client %d)", d.OrphanedCalls,
-				fsec(scale(d.PastAnswerMs.Max, 0.001)), d.GaveUpFirst["upstream"], d.GaveUpFirst["gateway"], d.GaveUpFirst["client"])
+				num.SecP(scale(d.PastAnswerMs.Max, 0.001)), d.GaveUpFirst["upstream"], d.GaveUpFirst["gateway"], d.GaveUpFirst["client"])
 		}), In: Everywhere},
 	{Key: "cost.cost_amplification_calls", Label: "cost per completed request, during / before (calls)", Unit: Ratio,
 		Value: costFig(func(c *CostFigures) *float64 { return c.CallsAmplification }), Cell: func(e *Episode) string {
@@ -287,7 +289,7 @@ var Figures = []Figure{
 			case c.WorkWithoutCompletion:
 				return fmt.Sprintf("unbounded (%d calls, nothing completed)", c.CallsDuring)
 			}
-			return fmt.Sprintf("%s (%s against %s calls)", fnum(c.CallsAmplification, "×%.2f"), fnum(c.CallsPerCompletedDuring, "%.2f"), fnum(c.CallsPerCompletedBefore, "%.2f"))
+			return fmt.Sprintf("%s (%s against %s calls)", num.NumP(c.CallsAmplification, "×%.2f"), num.NumP(c.CallsPerCompletedDuring, "%.2f"), num.NumP(c.CallsPerCompletedBefore, "%.2f"))
 		}, In: Everywhere, CompareLabel: "cost amplification (calls)", HistoryLabel: "cost amplification calls"},
 	{Key: "cost.cost_amplification_tokens", Label: "cost per completed request, during / before (tokens)", Unit: Ratio,
 		Value: costFig(func(c *CostFigures) *float64 { return c.TokensAmplification }), Cell: func(e *Episode) string {
@@ -295,7 +297,7 @@ var Figures = []Figure{
 			if c == nil || (c.TokensBefore == 0 && c.TokensDuring == 0) {
 				return "— (no tokens charged)"
 			}
-			return fmt.Sprintf("%s (%s against %s tokens)", fnum(c.TokensAmplification, "×%.2f"), fnum(c.TokensPerCompletedDuring, "%.0f"), fnum(c.TokensPerCompletedBefore, "%.0f"))
+			return fmt.Sprintf("%s (%s against %s tokens)", num.NumP(c.TokensAmplification, "×%.2f"), num.NumP(c.TokensPerCompletedDuring, "%.0f"), num.NumP(c.TokensPerCompletedBefore, "%.0f"))
 		}, In: InReport | InCompare, CompareLabel: "cost amplification (tokens)"},
 }
 
@@ -375,11 +377,11 @@ func (f Figure) cell(e *Episode) string {
 func formatUnit(v *float64, u Unit) string {
 	switch u {
 	case Seconds:
-		return fsec(v)
+		return num.SecP(v)
 	case Count:
-		return fnum(v, "%.0f")
+		return num.NumP(v, "%.0f")
 	default:
-		return fnum(v, "%.2f")
+		return num.NumP(v, "%.2f")
 	}
 }
 
@@ -493,7 +495,7 @@ func progression(vs []float64) string {
 	n := min(len(vs), progressionShown)
 	parts := make([]string, n)
 	for j, c := range vs[:n] {
-		parts[j] = fmtS(c)
+		parts[j] = num.Sec(c)
 	}
 	out := strings.Join(parts, " → ")
 	if rest := vs[n:]; len(rest) > 0 {
@@ -501,7 +503,7 @@ func progression(vs []float64) string {
 		for _, c := range vs {
 			lo, hi = min(lo, c), max(hi, c)
 		}
-		out += fmt.Sprintf(" → … %d more (min %s, max %s over all %d; every value in run.json)", len(rest), fmtS(lo), fmtS(hi), len(vs))
+		out += fmt.Sprintf(" → … %d more (min %s, max %s over all %d; every value in run.json)", len(rest), num.Sec(lo), num.Sec(hi), len(vs))
 	}
 	return out
 }

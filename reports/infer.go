@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/num"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/halfopen/rehearse"
@@ -384,21 +386,19 @@ func percentiles(h *hdrhistogram.Histogram, p90 bool) Percentiles {
 	if h.TotalCount() == 0 {
 		return Percentiles{}
 	}
-	f := func(q float64) *float64 { return ptr(round3(float64(h.ValueAtQuantile(q)) / 1000)) }
-	p := Percentiles{P50: f(50), P99: f(99), Max: ptr(round3(float64(h.Max()) / 1000))}
+	f := func(q float64) *float64 { return ptr(num.Round3(float64(h.ValueAtQuantile(q)) / 1000)) }
+	p := Percentiles{P50: f(50), P99: f(99), Max: ptr(num.Round3(float64(h.Max()) / 1000))}
 	if p90 {
 		p.P90 = f(90)
 	}
 	return p
 }
 
-func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
 func ratio(n, d int64) *float64 {
 	if d == 0 {
 		return nil
 	}
-	return ptr(round3(float64(n) / float64(d)))
+	return ptr(num.Round3(float64(n) / float64(d)))
 }
 
 func (c *collector) replayStats(a *Analysis) {
@@ -426,7 +426,7 @@ func (c *collector) replayStats(a *Analysis) {
 	// less, and only the send times show it.
 	slices.Sort(sends)
 	if n := len(sends); n > 1 && sends[n-1] > sends[0] {
-		rs.ObservedRatePerS = round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
+		rs.ObservedRatePerS = num.Round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
 		var gap, at time.Duration
 		for i := 1; i < n; i++ {
 			if d := sends[i] - sends[i-1]; d > gap {
@@ -513,7 +513,7 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 		spans = fmt.Sprintf("%d times, the longest", stalls)
 	}
 	return fmt.Sprintf("%s: requests were due and none was sent for longer than %s (%d × the %s between requests, at least %s) %s for %s from %s into the run (%d of %d requests dropped); the analysis cannot see through that: an open or a close of a breaker in such a span is unseen, and the breaker figures around it rest on the few requests either side",
-		NoteReplayStalled, fmtS(seconds(limit)), GapFactor, fmtS(seconds(iv)), fmtS(seconds(MinGap)), spans, fmtS(seconds(hole)), fmtS(seconds(from)), rs.Dropped, rs.Due)
+		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), spans, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
 }
 
 // phases computes client figures before, during and after the faults.
@@ -781,12 +781,12 @@ func duringRun(samples []*journal.PlatformSample) (*TimerDuringRun, *LoadDuringR
 	var tr *TimerDuringRun
 	var lr *LoadDuringRun
 	if len(p50) > 0 {
-		tr = &TimerDuringRun{Bursts: len(p50), P50Ms: round3(stats.Summarize([][]float64{p50}).Median),
-			P99Ms: round3(stats.Summarize([][]float64{p99}).Median), MaxMs: round3(maxMs)}
+		tr = &TimerDuringRun{Bursts: len(p50), P50Ms: num.Round3(stats.Summarize([][]float64{p50}).Median),
+			P99Ms: num.Round3(stats.Summarize([][]float64{p99}).Median), MaxMs: num.Round3(maxMs)}
 	}
 	if len(load) > 0 {
 		ls := stats.Summarize([][]float64{load})
-		lr = &LoadDuringRun{Samples: len(load), Median: round3(ls.Median), Max: round3(slices.Max(load))}
+		lr = &LoadDuringRun{Samples: len(load), Median: num.Round3(ls.Median), Max: num.Round3(slices.Max(load))}
 	}
 	return tr, lr
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/num"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -827,54 +829,54 @@ func statement(ep *Episode) string {
 	if !ep.Opened {
 		s := fmt.Sprintf("Did not open: %d upstream calls during the fault, for %d client requests.", ep.UpstreamCalls, ep.ClientRequests)
 		if ep.RetryAfterHonoured != nil && !*ep.RetryAfterHonoured {
-			s += fmt.Sprintf(" %s ignored a 429's Retry-After.", plural(ep.RetryAfterViolations, "call"))
+			s += fmt.Sprintf(" %s ignored a 429's Retry-After.", num.Plural(ep.RetryAfterViolations, "call"))
 		}
 		return s
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Opened %s after the fault started (%s before", fmtS(*ep.OpenedAfterS), plural(*ep.FailuresBeforeOpen, "failed call"))
+	fmt.Fprintf(&b, "Opened %s after the fault started (%s before", num.Sec(*ep.OpenedAfterS), num.Plural(*ep.FailuresBeforeOpen, "failed call"))
 	if r := ep.FailedRequestsBeforeOpen; r != nil && *r != *ep.FailuresBeforeOpen {
-		fmt.Fprintf(&b, ", %s", plural(*r, "distinct client request"))
+		fmt.Fprintf(&b, ", %s", num.Plural(*r, "distinct client request"))
 	}
 	b.WriteString(")")
 	if ob := ep.OpenedAfterBoundsS; ob != nil && ob.Max != nil {
-		fmt.Fprintf(&b, ", or as late as %s after (several failed calls, or a gateway slow to pass the failure on, leave the trip unplaced between", fmtS(*ob.Max))
+		fmt.Fprintf(&b, ", or as late as %s after (several failed calls, or a gateway slow to pass the failure on, leave the trip unplaced between", num.Sec(*ob.Max))
 		if fb := ep.FailuresBeforeOpenBounds; fb != nil && fb.Max != nil {
-			fmt.Fprintf(&b, "; then %s before", plural(int64(*fb.Max), "failed call"))
+			fmt.Fprintf(&b, "; then %s before", num.Plural(int64(*fb.Max), "failed call"))
 			if rb := ep.FailedRequestsBeforeOpenBounds; rb != nil && rb.Max != nil && *rb.Max != *fb.Max {
-				fmt.Fprintf(&b, ", %s", plural(int64(*rb.Max), "distinct client request"))
+				fmt.Fprintf(&b, ", %s", num.Plural(int64(*rb.Max), "distinct client request"))
 			}
 		}
 		b.WriteString(")")
 	} else if fb := ep.FailuresBeforeOpenBounds; fb != nil && fb.Max != nil {
-		fmt.Fprintf(&b, ", or as many as %s (calls sent before the trip reached the upstream after it: a loaded gateway forwards late what it let through)", plural(int64(*fb.Max), "failed call"))
+		fmt.Fprintf(&b, ", or as many as %s (calls sent before the trip reached the upstream after it: a loaded gateway forwards late what it let through)", num.Plural(int64(*fb.Max), "failed call"))
 	}
 	b.WriteString(".")
 	if ep.Shape != "" {
 		fmt.Fprintf(&b, " Shape: %s.", shapeWords(lastShape(ep)))
 	}
 	if ep.Resent > 0 {
-		fmt.Fprintf(&b, " The gateway's transport re-sent %s.", plural(ep.Resent, "call"))
+		fmt.Fprintf(&b, " The gateway's transport re-sent %s.", num.Plural(ep.Resent, "call"))
 	}
 	switch {
 	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
-		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening", plural(ep.Probes, "time"), ep.ProbeSource, fmtS(*ep.FirstProbeAfterOpen))
+		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening", num.Plural(ep.Probes, "time"), ep.ProbeSource, num.Sec(*ep.FirstProbeAfterOpen))
 		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil {
 			if ep.OpenedAfterBoundsS != nil {
-				fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", fmtS(*pb.Min))
+				fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", num.Sec(*pb.Min))
 			} else {
-				fmt.Fprintf(&b, " (as little as %s: the gateway forwarded it late, and may have let it through as its client sent it)", fmtS(*pb.Min))
+				fmt.Fprintf(&b, " (as little as %s: the gateway forwarded it late, and may have let it through as its client sent it)", num.Sec(*pb.Min))
 			}
 		}
 		b.WriteString(".")
 	case ep.Probes > 0:
 		// The first open cycle had no probe; a later one did.
-		fmt.Fprintf(&b, " Probed %s (%s), none in the first open cycle.", plural(ep.Probes, "time"), ep.ProbeSource)
+		fmt.Fprintf(&b, " Probed %s (%s), none in the first open cycle.", num.Plural(ep.Probes, "time"), ep.ProbeSource)
 	default:
 		b.WriteString(" No probes seen.")
 	}
 	if ep.Leaked > 0 {
-		fmt.Fprintf(&b, " %s leaked through while open.", plural(ep.Leaked, "call"))
+		fmt.Fprintf(&b, " %s leaked through while open.", num.Plural(ep.Leaked, "call"))
 	}
 	if n := len(ep.Cycles); n > 1 {
 		fmt.Fprintf(&b, " Flapped: %d open/close cycles.", n)
@@ -883,7 +885,7 @@ func statement(ep *Episode) string {
 		if *ep.RetryAfterHonoured {
 			b.WriteString(" Retry-After honoured.")
 		} else {
-			fmt.Fprintf(&b, " Retry-After violated by %s.", plural(ep.RetryAfterViolations, "call"))
+			fmt.Fprintf(&b, " Retry-After violated by %s.", num.Plural(ep.RetryAfterViolations, "call"))
 		}
 	}
 	if ep.Closed {
@@ -892,12 +894,12 @@ func statement(ep *Episode) string {
 		if d < 0 {
 			rel, d = "before", -d
 		}
-		fmt.Fprintf(&b, " Closed %s %s the fault ended", fmtS(d), rel)
+		fmt.Fprintf(&b, " Closed %s %s the fault ended", num.Sec(d), rel)
 		switch b0 := ep.CloseBoundsS; {
 		case ep.SuccessesToClose != nil:
-			fmt.Fprintf(&b, ", after %s", plural(int64(*ep.SuccessesToClose), "successful probe"))
+			fmt.Fprintf(&b, ", after %s", num.Plural(int64(*ep.SuccessesToClose), "successful probe"))
 		case b0 != nil && b0.Min != nil && b0.Max != nil:
-			fmt.Fprintf(&b, " (between %s and %s into the run: no success pins it down)", fmtS(*b0.Min), fmtS(*b0.Max))
+			fmt.Fprintf(&b, " (between %s and %s into the run: no success pins it down)", num.Sec(*b0.Min), num.Sec(*b0.Max))
 		case b0 != nil:
 			b.WriteString(" at the earliest (the breaker forwarded everything from then on; a ramp's end, or a half-open letting several quick calls through, closes later, unseen from outside)")
 		}
@@ -906,22 +908,6 @@ func statement(ep *Episode) string {
 		b.WriteString(" Did not close before the run ended.")
 	}
 	return b.String()
-}
-
-// plural says "1 call", "2 calls".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// fmtS formats seconds for people: "4.2 s", "350 ms".
-func fmtS(s float64) string {
-	if s < 1 && s > -1 {
-		return fmt.Sprintf("%.0f ms", s*1000)
-	}
-	return fmt.Sprintf("%.1f s", s)
 }
 
 // healthDisagreement finds intervals where the upstream's health checks

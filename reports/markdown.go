@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // mdEscape makes text from the journal inert in Markdown while leaving
@@ -120,7 +122,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 	}
 	p("| | |\n|---|---|\n")
 	for _, r := range v.Meta {
-		p("| %s | %s |\n", r.K, mdEscape(orDash(r.V)))
+		p("| %s | %s |\n", r.K, mdEscape(num.OrDash(r.V)))
 	}
 	p("\n![Timeline](%s)\n\n[Timeline as SVG](%s)\n\n", TimelinePNGFile, TimelineFile)
 	if len(v.Coverage) > 0 {
@@ -222,7 +224,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 	}
 	p("\n## Platform\n\n| | |\n|---|---|\n")
 	for _, r := range v.Platform {
-		p("| %s | %s |\n", mdEscape(r.K), mdEscape(orDash(r.V)))
+		p("| %s | %s |\n", mdEscape(r.K), mdEscape(num.OrDash(r.V)))
 	}
 	if len(v.MetricsTrs) > 0 {
 		p("\n## Transitions reported by the gateway's metrics\n\n")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/num"
+
 	"github.com/halfopen/rehearse/gateway"
 )
 
@@ -144,7 +146,7 @@ func targeting(probability float64, rec *scenarioRecord, name string) string {
 				parts = append(parts, fmt.Sprintf("first %d", f.FirstN))
 			}
 			if f.EveryNth > 1 {
-				parts = append(parts, fmt.Sprintf("every %s", ordinal(f.EveryNth)))
+				parts = append(parts, fmt.Sprintf("every %s", num.Ordinal(f.EveryNth)))
 			}
 			break
 		}
@@ -156,20 +158,6 @@ func targeting(probability float64, rec *scenarioRecord, name string) string {
 		return "every request"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func ordinal(n int) string {
-	suffix := "th"
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-	case n%10 == 1:
-		suffix = "st"
-	case n%10 == 2:
-		suffix = "nd"
-	case n%10 == 3:
-		suffix = "rd"
-	}
-	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 // builtinSettings reads the built-in gateway's configuration from the
@@ -317,7 +305,7 @@ func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) stri
 	case !ep.Opened:
 		breaker = "its breaker did not open"
 	case ep.OpenedAfterS != nil && ep.Closed && ep.ClosedAfterRecoveryS != nil:
-		breaker = fmt.Sprintf("its breaker opened %s after the fault started and closed %s after it ended", openedAfterWords(ep), fmtS(*ep.ClosedAfterRecoveryS))
+		breaker = fmt.Sprintf("its breaker opened %s after the fault started and closed %s after it ended", openedAfterWords(ep), num.Sec(*ep.ClosedAfterRecoveryS))
 	case ep.OpenedAfterS != nil && !ep.Closed:
 		breaker = fmt.Sprintf("its breaker opened %s after the fault started and had not closed by the run's end", openedAfterWords(ep))
 	default:
@@ -330,7 +318,7 @@ func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) stri
 // its range when several failures fit the trip.
 func openedAfterWords(ep *Episode) string {
 	if b := ep.OpenedAfterBoundsS; b != nil && b.Min != nil && b.Max != nil {
-		return fmt.Sprintf("between %s and %s", fmtS(*b.Min), fmtS(*b.Max))
+		return fmt.Sprintf("between %s and %s", num.Sec(*b.Min), num.Sec(*b.Max))
 	}
-	return fmtS(*ep.OpenedAfterS)
+	return num.Sec(*ep.OpenedAfterS)
 }

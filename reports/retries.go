@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/num"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -827,7 +829,7 @@ func backoffFigures(all []float64, byRetry [][]float64) BackoffFigures {
 		return b
 	}
 	s := sortedCopy(all)
-	b.MinMs, b.P50Ms, b.MaxMs = ptr(round3(s[0])), ptr(round3(median(s))), ptr(round3(s[len(s)-1]))
+	b.MinMs, b.P50Ms, b.MaxMs = ptr(num.Round3(s[0])), ptr(num.Round3(median(s))), ptr(num.Round3(s[len(s)-1]))
 	var meds []float64
 	for _, w := range byRetry {
 		if len(w) < 5 {
@@ -839,7 +841,7 @@ func backoffFigures(all []float64, byRetry [][]float64) BackoffFigures {
 		if len(w) == 0 {
 			break
 		}
-		b.P50ByRetryMs = append(b.P50ByRetryMs, round3(median(sortedCopy(w))))
+		b.P50ByRetryMs = append(b.P50ByRetryMs, num.Round3(median(sortedCopy(w))))
 	}
 	if len(meds) >= 2 {
 		grows := true
@@ -886,7 +888,7 @@ func fullJitterTest(waits []float64) JitterTest {
 	s := sortedCopy(waits)
 	k := max(1, (len(s)+9)/10)
 	top := s[len(s)-k]
-	t := JitterTest{Waits: len(s), MaxMs: round3(s[len(s)-1]), CapMs: round3(top)}
+	t := JitterTest{Waits: len(s), MaxMs: num.Round3(s[len(s)-1]), CapMs: num.Round3(top)}
 	rest := s[:len(s)-k] // conditioned on the k-th longest
 	m := float64(len(rest))
 	var d float64
@@ -898,8 +900,8 @@ func fullJitterTest(waits []float64) JitterTest {
 		d = max(d, float64(i+1)/m-u, u-float64(i)/m)
 	}
 	sm := math.Sqrt(m)
-	t.D = round3(d)
-	t.Critical = round3(JitterKSCritical / (sm + 0.12 + 0.11/sm))
+	t.D = num.Round3(d)
+	t.Critical = num.Round3(JitterKSCritical / (sm + 0.12 + 0.11/sm))
 	t.Full = d*(sm+0.12+0.11/sm) <= JitterKSCritical
 	return t
 }
@@ -945,7 +947,7 @@ func lockstep(starts []int64, seqs []uint64, w time.Duration) LockstepFigures {
 	}
 	obs := float64(coincident) / float64(n)
 	p0 := expected / float64(n)
-	f.CoincidentShare, f.IndependentShare = ptr(round3(obs)), ptr(round3(p0))
+	f.CoincidentShare, f.IndependentShare = ptr(num.Round3(obs)), ptr(num.Round3(p0))
 	if n >= LockstepMinRetries {
 		se := math.Sqrt(max(p0*(1-p0), 1e-4) / float64(n))
 		v := obs > p0+3*se && obs > 1.5*p0
@@ -1008,7 +1010,7 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 		if done == 0 {
 			return nil
 		}
-		return ptr(round3(float64(work) / float64(done)))
+		return ptr(num.Round3(float64(work) / float64(done)))
 	}
 	c.CallsPerCompletedBefore, c.CallsPerCompletedDuring = per(c.CallsBefore, c.CompletedBefore), per(c.CallsDuring, c.CompletedDuring)
 	if c.TokensBefore > 0 || c.TokensDuring > 0 {
@@ -1018,7 +1020,7 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 		if a == nil || b == nil || *b == 0 {
 			return nil
 		}
-		return ptr(round3(*a / *b))
+		return ptr(num.Round3(*a / *b))
 	}
 	c.CallsAmplification = ratio(c.CallsPerCompletedDuring, c.CallsPerCompletedBefore)
 	c.TokensAmplification = ratio(c.TokensPerCompletedDuring, c.TokensPerCompletedBefore)
@@ -1069,7 +1071,7 @@ func (r *Resilience) statements() []string {
 			out = append(out, s+".")
 		}
 		if b := f.Backoff; b.Retries > 0 {
-			s := fmt.Sprintf("%s: waits before retries %s / %s / %s (min / median / max)", name, fmtMs(*b.MinMs), fmtMs(*b.P50Ms), fmtMs(*b.MaxMs))
+			s := fmt.Sprintf("%s: waits before retries %s / %s / %s (min / median / max)", name, num.Ms(*b.MinMs), num.Ms(*b.P50Ms), num.Ms(*b.MaxMs))
 			switch {
 			case b.Grows == nil:
 			case *b.Grows:
@@ -1086,7 +1088,7 @@ func (r *Resilience) statements() []string {
 			for _, t := range j.Tests {
 				if !t.Full {
 					out = append(out, fmt.Sprintf("%s: the waits before retry %d are not full jitter (random between zero and a cap): %d waits up to %s, Kolmogorov–Smirnov distance %.2f from uniform where %.2f is the most the test accepts.",
-						name, t.Retry, t.Waits, fmtMs(t.MaxMs), t.D, t.Critical))
+						name, t.Retry, t.Waits, num.Ms(t.MaxMs), t.D, t.Critical))
 					break
 				}
 			}
@@ -1104,7 +1106,7 @@ func (r *Resilience) statements() []string {
 		}
 		if d := f.Deadlines; d.OrphanedCalls > 0 {
 			out = append(out, fmt.Sprintf("%s: %d calls were still running after the client's exchange had ended (orphaned), up to %s past it.",
-				name, d.OrphanedCalls, fmtMs(*d.PastAnswerMs.Max)))
+				name, d.OrphanedCalls, num.Ms(*d.PastAnswerMs.Max)))
 		}
 	}
 	if r.ClientDeadlineFirst > 0 {
@@ -1139,7 +1141,7 @@ func msSummary(v []float64) MinP50Max {
 		return MinP50Max{}
 	}
 	s := sortedCopy(v)
-	return MinP50Max{Min: ptr(round3(s[0])), P50: ptr(round3(median(s))), Max: ptr(round3(s[len(s)-1]))}
+	return MinP50Max{Min: ptr(num.Round3(s[0])), P50: ptr(num.Round3(median(s))), Max: ptr(num.Round3(s[len(s)-1]))}
 }
 
 // median of a sorted slice, the upper one of an even count (as minP50Max).

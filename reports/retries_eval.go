@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // The retry, deadline and cost expectations, as entries of the checks
@@ -111,7 +113,7 @@ func evalRetryBackoffMin(ev *evaluation, e Expectations) (ExpectationResult, boo
 			obs = append(obs, unseen(n, "no request was retried: no wait to measure"))
 			continue
 		}
-		obs = append(obs, seenNote(n, *b.P50Ms/1000, fmt.Sprintf("median wait %s (min %s) over %d retries", fmtMs(*b.P50Ms), fmtMs(*b.MinMs), b.Retries)))
+		obs = append(obs, seenNote(n, *b.P50Ms/1000, fmt.Sprintf("median wait %s (min %s) over %d retries", num.Ms(*b.P50Ms), num.Ms(*b.MinMs), b.Retries)))
 	}
 	bd := durAtLeast(e.RetryBackoffMin.D())
 	bd.want = "median wait before a retry " + bd.wantText()
@@ -137,7 +139,7 @@ func evalRetryJitter(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 		}
 		for _, t := range j.Tests {
 			tested++
-			d := fmt.Sprintf("%s retry %d: %d waits up to %s, Kolmogorov–Smirnov distance %.3f (at most %.3f for full jitter, α = 0.001)", n, t.Retry, t.Waits, fmtMs(t.MaxMs), t.D, t.Critical)
+			d := fmt.Sprintf("%s retry %d: %d waits up to %s, Kolmogorov–Smirnov distance %.3f (at most %.3f for full jitter, α = 0.001)", n, t.Retry, t.Waits, num.Ms(t.MaxMs), t.D, t.Critical)
 			if t.Full {
 				passed = append(passed, d)
 			} else {
@@ -206,7 +208,7 @@ func evalOrphanedCalls(ev *evaluation, e Expectations) (ExpectationResult, bool)
 		d := ev.a.Resilience.Upstreams[n].Deadlines
 		note := ""
 		if d.OrphanedCalls > 0 {
-			note = fmt.Sprintf("%d calls still running after the client's exchange ended, up to %s past it", d.OrphanedCalls, fmtMs(*d.PastAnswerMs.Max))
+			note = fmt.Sprintf("%d calls still running after the client's exchange ended, up to %s past it", d.OrphanedCalls, num.Ms(*d.PastAnswerMs.Max))
 		}
 		obs = append(obs, seenNote(n, float64(d.OrphanedCalls), note))
 	}

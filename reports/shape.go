@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // Breaker shapes: how a breaker lets traffic through while open and how
@@ -240,7 +242,7 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 	c := u.c
 	switch {
 	case len(tagged) > 0:
-		return ShapeTaggedProbe, fmt.Sprintf("%s marked as probes", plural(int64(len(tagged)), "call"))
+		return ShapeTaggedProbe, fmt.Sprintf("%s marked as probes", num.Plural(int64(len(tagged)), "call"))
 	case len(live) == 0 && len(health) > 0 && cy.closeBy >= 0 && c.calls[cy.closeBy].health && cy.checkChance >= 0:
 		return ShapeHealthCheck, fmt.Sprintf("traffic resumed right after a passing health check, and no live call got through while open; the checks passed throughout, so a timer of the gateway's own could look the same, but only by a coincidence at every close (chance %.2g %%): the close is also bounded by the requests either side", 100*cy.checkChance)
 	case len(live) == 0 && len(health) > 0 && cy.closeBy >= 0 && c.calls[cy.closeBy].health:
@@ -327,7 +329,7 @@ func (u *upstreamRun) rampEvidence(cy *cyc, live []int32) (bool, string) {
 		okSeen = i
 	}
 	if n >= 2 {
-		return true, fmt.Sprintf("while open, %s got through after earlier ones had succeeded, with requests turned away between them while fewer calls were in flight than it let another through beside, and no failure", plural(int64(n+1), "successful call"))
+		return true, fmt.Sprintf("while open, %s got through after earlier ones had succeeded, with requests turned away between them while fewer calls were in flight than it let another through beside, and no failure", num.Plural(int64(n+1), "successful call"))
 	}
 	return false, ""
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/num"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -19,7 +21,7 @@ import (
 // not rounded to "0s".
 func TestFmtDurBelowMillisecond(t *testing.T) {
 	for s, want := range map[float64]string{0.000124: "124µs", 0.0421: "42ms", 1.5: "1.5s", 0: "0s"} {
-		if got := fmtDur(s); got != want {
+		if got := num.Dur(s); got != want {
 			t.Errorf("fmtDur(%g) = %q, want %q", s, got, want)
 		}
 	}

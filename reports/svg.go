@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/halfopen/rehearse/reports/num"
+
 	"github.com/halfopen/rehearse/internal/canvas"
 )
 
@@ -270,7 +272,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 		for _, b := range bars {
 			y := w.y + float64(b.row)*rowH
 			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: hex(b.colour), Class: "fault",
-				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, fmtDur(b.f.StartS-o.Origin), fmtDur(b.f.EndS-o.Origin))})
+				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, num.Dur(b.f.StartS-o.Origin), num.Dur(b.f.EndS-o.Origin))})
 			fill := hex(colText)
 			if b.inside {
 				fill = canvas.ReadableOn(hex(b.colour))
@@ -343,7 +345,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 			}
 			x0, x1 := w.x(op.StartS), w.x(op.EndS)
 			w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: hex(colOpenBand), Class: "open",
-				Title: fmt.Sprintf("black-box open %s–%s", fmtDur(op.StartS-o.Origin), fmtDur(op.EndS-o.Origin))})
+				Title: fmt.Sprintf("black-box open %s–%s", num.Dur(op.StartS-o.Origin), num.Dur(op.EndS-o.Origin))})
 			w.used["open"] = true
 		}
 		// Retry-After pauses the upstream asked for, as a band under the
@@ -356,7 +358,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 					}
 					x0, x1 := w.x(ra.AtS), w.x(ra.AtS+ra.RetryAfterS)
 					w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: hex(colPause + "8c"),
-						Title: fmt.Sprintf("Retry-After %s from %s", fmtDur(ra.RetryAfterS), fmtDur(ra.AtS-o.Origin))})
+						Title: fmt.Sprintf("Retry-After %s from %s", num.Dur(ra.RetryAfterS), num.Dur(ra.AtS-o.Origin))})
 					w.used["pause"] = true
 				}
 			}
@@ -401,7 +403,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 				c, k = colProbeFail, "probe_failed"
 			}
 			w.d.Polygon(diamond(x, w.y-1), canvas.Style{Fill: hex(c), Stroke: canvas.White, StrokeWidth: 0.5, Class: "probe",
-				Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, fmtDur(p.AtS-o.Origin), okWord(p.OK))})
+				Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Dur(p.AtS-o.Origin), okWord(p.OK))})
 			w.used[k] = true
 		}
 		w.y += uh + 2

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // The view is the analysis as text, shared by the HTML and Markdown
@@ -69,51 +71,6 @@ type coverageView struct {
 	IsCovered                         bool
 }
 
-func fsec(p *float64) string {
-	if p == nil {
-		return "—"
-	}
-	return fmtS(*p)
-}
-
-func fnum(p *float64, format string) string {
-	if p == nil {
-		return "—"
-	}
-	return fmt.Sprintf(format, *p)
-}
-
-func fint(p *int) string {
-	if p == nil {
-		return "—"
-	}
-	return fmt.Sprint(*p)
-}
-
-func fpct(p *float64) string {
-	if p == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f%%", 100**p)
-}
-
-func fms(p *float64) string {
-	if p == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f ms", *p)
-}
-
-func tri(p *bool, yes, no string) string {
-	if p == nil {
-		return "— (no 429 served)"
-	}
-	if *p {
-		return yes
-	}
-	return no
-}
-
 func buildView(a *Analysis) *reportView {
 	v := &reportView{Partial: a.Run.Partial, Exp: a.Expectations, Notes: a.Notes}
 	if r := a.Resilience; r != nil {
@@ -169,7 +126,7 @@ func buildView(a *Analysis) *reportView {
 		ended = clock.stamp(a.Run.DurationS)
 	}
 	v.Meta = []kv{{"scenario", scen}, {"run id", a.Run.RunID}, {"started", wall}, {"ended", ended},
-		{"duration", fmt.Sprintf("%s of %s planned", fmtS(a.Run.DurationS), fmtS(a.Run.PlannedS))},
+		{"duration", fmt.Sprintf("%s of %s planned", num.Sec(a.Run.DurationS), num.Sec(a.Run.PlannedS))},
 		{"end", a.Run.EndReason}, {"target", a.Run.Target}, {"rate", fmt.Sprintf("%g req/s", a.Run.RatePerS)},
 		{"seed", fmt.Sprint(a.Run.Seed)}, {"version", a.Run.Version}, {"events", fmt.Sprint(a.Run.Events)}}
 	if a.Run.EndError != "" {
@@ -179,8 +136,8 @@ func buildView(a *Analysis) *reportView {
 	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		ua := a.Upstreams[name]
 		v.Upstreams = append(v.Upstreams, []string{name, ua.Routing, fmt.Sprint(ua.ClientRequests), fmt.Sprint(ua.Calls),
-			fmt.Sprint(ua.Failed), fnum(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
-			fsec(ua.HealthDisagreementMaxS)})
+			fmt.Sprint(ua.Failed), num.NumP(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
+			num.SecP(ua.HealthDisagreementMaxS)})
 		for i, ep := range ua.Episodes {
 			ev := episodeView{Upstream: name, Statement: ep.Statement + wallSentence(clock, ep),
 				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.span(ep.StartS, ep.EndS))}
@@ -203,19 +160,19 @@ func buildView(a *Analysis) *reportView {
 				}
 				next := "no later call"
 				if r.NextCallS != nil {
-					next = "next call " + fmtS(*r.NextCallS) + " later"
+					next = "next call " + num.Sec(*r.NextCallS) + " later"
 				}
 				verdict := "honoured"
 				if !r.Honoured {
 					verdict = "too early"
 				}
-				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", clock.moment(r.AtS), fmtS(r.RetryAfterS), next, verdict))
+				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", clock.moment(r.AtS), num.Sec(r.RetryAfterS), next, verdict))
 			}
 			v.Episodes = append(v.Episodes, ev)
 		}
 		for _, d := range ua.HealthDisagreements {
 			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s, lasting %s", name, d.Health, d.Breaker, d.Source,
-				clock.span(d.StartS, d.EndS), fmtS(d.EndS-d.StartS)))
+				clock.span(d.StartS, d.EndS), num.Sec(d.EndS-d.StartS)))
 		}
 		for _, m := range ua.MetricsTransitions {
 			v.MetricsTrs = append(v.MetricsTrs, fmt.Sprintf("%s: %s → %s at %s", name, m.From, m.To, clock.moment(m.AtS)))
@@ -234,18 +191,18 @@ func buildView(a *Analysis) *reportView {
 		}
 		sort.Strings(other)
 		v.Phases = append(v.Phases, phaseView{Name: name, Span: clock.span(ps.StartS, ps.EndS),
-			Requests: fmt.Sprint(ps.Requests), OK: fpct(ps.SuccessRatio), FastFail: fmt.Sprint(ps.Outcomes["fast_fail"]),
-			Errors: fmt.Sprint(ps.Outcomes["http_5xx"]), Other: orDash(strings.Join(other, ", ")),
-			P50: fms(ps.LatencyMs.P50), P99: fms(ps.LatencyMs.P99), Max: fms(ps.LatencyMs.Max), Amp: fnum(ps.Amplification, "%.2f")})
+			Requests: fmt.Sprint(ps.Requests), OK: num.PctP(ps.SuccessRatio), FastFail: fmt.Sprint(ps.Outcomes["fast_fail"]),
+			Errors: fmt.Sprint(ps.Outcomes["http_5xx"]), Other: num.OrDash(strings.Join(other, ", ")),
+			P50: num.MsP(ps.LatencyMs.P50), P99: num.MsP(ps.LatencyMs.P99), Max: num.MsP(ps.LatencyMs.Max), Amp: num.NumP(ps.Amplification, "%.2f")})
 	}
 	r := a.Replay
 	v.Replay = []kv{{"due / sent / dropped / late", fmt.Sprintf("%d / %d / %d / %d", r.Due, r.Sent, r.Dropped, r.Late)},
-		{"send lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fms(r.LatenessMs.P50), fms(r.LatenessMs.P99), fms(r.LatenessMs.Max))},
+		{"send lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", num.MsP(r.LatenessMs.P50), num.MsP(r.LatenessMs.P99), num.MsP(r.LatenessMs.Max))},
 		{"asked / achieved rate", fmt.Sprintf("%g / %.2f req/s", r.AskedRatePerS, r.ObservedRatePerS)},
 		{"longest gap between sends", longestGap(r)},
 		{"sequence header forwarded", fmt.Sprint(r.SeqForwarded)},
-		{"amplification overall / before / during / after", fmt.Sprintf("%s / %s / %s / %s", fnum(a.Amplification.Overall, "%.2f"),
-			fnum(a.Amplification.Before, "%.2f"), fnum(a.Amplification.During, "%.2f"), fnum(a.Amplification.After, "%.2f"))},
+		{"amplification overall / before / during / after", fmt.Sprintf("%s / %s / %s / %s", num.NumP(a.Amplification.Overall, "%.2f"),
+			num.NumP(a.Amplification.Before, "%.2f"), num.NumP(a.Amplification.During, "%.2f"), num.NumP(a.Amplification.After, "%.2f"))},
 		{"gateway health samples (unhealthy)", fmt.Sprintf("%d (%d)", a.Health.Samples, a.Health.Unhealthy)}}
 	v.Platform = platformRows(a.Platform)
 	postmortemView(v, a, clock)
@@ -271,11 +228,11 @@ func postmortemView(v *reportView, a *Analysis, clock wallClock) {
 		v.Coverage = append(v.Coverage, cv)
 	}
 	for _, f := range a.Injected {
-		window := fmtS(f.StartS) + "– (still on at the run's end)"
+		window := num.Sec(f.StartS) + "– (still on at the run's end)"
 		if f.EndS != nil {
 			window = clock.span(f.StartS, *f.EndS)
 		} else if st := clock.stamp(f.StartS); st != "" {
-			window = fmtS(f.StartS) + " (" + st + ") – still on at the run's end"
+			window = num.Sec(f.StartS) + " (" + st + ") – still on at the run's end"
 		}
 		applied := "unknown (no fault.end)"
 		if f.Applied != nil {
@@ -336,10 +293,10 @@ func platformRows(p *PlatformInfo) []kv {
 		cpu = fmt.Sprintf("%s (%d cores; the harness on %d Go processors, GOMAXPROCS)", p.CPU, p.NumCPU, p.GOMAXPROCS)
 	}
 	rows := []kv{{"OS / arch", p.OS + " / " + p.Arch}, {"kernel", p.Kernel}, {"CPU", cpu},
-		{"Go", p.GoVersion}, {"timer lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fms(p.TimerP50Ms), fms(p.TimerP99Ms), fms(p.TimerMaxMs))}}
+		{"Go", p.GoVersion}, {"timer lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", num.MsP(p.TimerP50Ms), num.MsP(p.TimerP99Ms), num.MsP(p.TimerMaxMs))}}
 	if t := p.TimerDuringRun; t != nil {
 		rows = append(rows, kv{"timer lateness during the run p50 / p99 / max", fmt.Sprintf("%s / %s / %s (%d bursts)",
-			fms(&t.P50Ms), fms(&t.P99Ms), fms(&t.MaxMs), t.Bursts)})
+			num.MsP(&t.P50Ms), num.MsP(&t.P99Ms), num.MsP(&t.MaxMs), t.Bursts)})
 	}
 	if l := p.LoadDuringRun; l != nil {
 		rows = append(rows, kv{"load average during the run (median / max)", fmt.Sprintf("%.2f / %.2f on %d cores", l.Median, l.Max, p.NumCPU)})
@@ -350,25 +307,11 @@ func platformRows(p *PlatformInfo) []kv {
 	return rows
 }
 
-func fint64(p *int64) string {
-	if p == nil {
-		return "—"
-	}
-	return fmt.Sprint(*p)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
 func longestGap(r ReplayStats) string {
 	if r.LongestSendGapMs == nil {
 		return "— (fewer than two sends)"
 	}
-	return fmt.Sprintf("%s at %s", fms(r.LongestSendGapMs), fmtS(*r.LongestSendGapAtS))
+	return fmt.Sprintf("%s at %s", num.MsP(r.LongestSendGapMs), num.Sec(*r.LongestSendGapAtS))
 }
 
 // wallSentence puts an episode's moments on the clock the gateway's logs

@@ -3,12 +3,14 @@ package reports
 import (
 	"math"
 	"time"
+
 	// The zone database travels with the binary: a report rebuilt on a
 	// machine without /usr/share/zoneinfo (a slim CI image) still shows
 	// the run's local times.
 	_ "time/tzdata"
 
 	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // wallClock turns run seconds (from t = 0) into wall-clock times: UTC and
@@ -86,7 +88,7 @@ func (c wallClock) stamp(s float64) string {
 // span is a run-time span with its wall-clock times:
 // "1m0s–2m0s (10:31:30–10:32:30 UTC / 11:31:30–11:32:30 CET)".
 func (c wallClock) span(from, to float64) string {
-	out := fmtS(from) + "–" + fmtS(to)
+	out := num.Sec(from) + "–" + num.Sec(to)
 	if !c.known() {
 		return out
 	}
@@ -100,7 +102,7 @@ func (c wallClock) span(from, to float64) string {
 // moment is a run time with its wall-clock time: "1m0s (10:31:30 UTC / …)".
 func (c wallClock) moment(s float64) string {
 	if st := c.stamp(s); st != "" {
-		return fmtS(s) + " (" + st + ")"
+		return num.Sec(s) + " (" + st + ")"
 	}
-	return fmtS(s)
+	return num.Sec(s)
 }
