@@ -15,7 +15,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/gateway"
 	"github.com/halfopen/rehearse/journal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/expect"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -164,7 +164,7 @@ func TestDrillVerdicts(t *testing.T) {
 			t.Fatal("no expectation was evaluated")
 		}
 		for _, e := range res.Expectations {
-			if e.Passed || e.Outcome != reports.NotMet {
+			if e.Passed || e.Outcome != expect.NotMet {
 				t.Errorf("%s %s on the naive gateway (observed %s, want %s): the drill does not tell it from the reference: %s", e.Name, e.Outcome, e.Observed, e.Want, e.Message)
 				continue
 			}
@@ -203,11 +203,11 @@ func TestStormAgainstNeverProbingGateway(t *testing.T) {
 	if !errors.Is(err, rehearse.ErrExpectations) || rehearse.ExitCode(err) != rehearse.ExitExpectations {
 		t.Fatalf("run: %v, want the expectations error (exit %d)", err, rehearse.ExitExpectations)
 	}
-	got := map[string]reports.ExpectationResult{}
+	got := map[string]expect.ExpectationResult{}
 	for _, e := range res.Expectations {
 		got[e.Name] = e
 	}
-	if e := got["opens_within"]; e.Outcome != reports.Met {
+	if e := got["opens_within"]; e.Outcome != expect.Met {
 		t.Fatalf("the gateway did not open as the test needs: %+v", e)
 	}
 	missing := map[string]string{
@@ -219,7 +219,7 @@ func TestStormAgainstNeverProbingGateway(t *testing.T) {
 	}
 	for name, want := range missing {
 		e := got[name]
-		if e.Passed || e.Outcome != reports.NotObservable || !strings.Contains(e.Message, want) {
+		if e.Passed || e.Outcome != expect.NotObservable || !strings.Contains(e.Message, want) {
 			t.Errorf("%s: %+v, want not observable naming %q", name, e, want)
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
 	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/expect"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -77,12 +78,12 @@ type Result struct {
 	// Analysis and Expectations come from the reports; nil when the
 	// reports could not be written.
 	Analysis     *reports.Analysis
-	Expectations []reports.ExpectationResult
+	Expectations []expect.ExpectationResult
 }
 
 // Failed returns the expectations that did not pass.
-func (r *Result) Failed() []reports.ExpectationResult {
-	var out []reports.ExpectationResult
+func (r *Result) Failed() []expect.ExpectationResult {
+	var out []expect.ExpectationResult
 	for _, e := range r.Expectations {
 		if !e.Passed {
 			out = append(out, e)
@@ -443,7 +444,7 @@ func (c *conductor) finish(res *Result, runErr error) error {
 		// made from it is a harness failure, whatever the reports call it.
 		return fmt.Errorf("%w: reports: %v", rehearse.ErrEnvironment, rerr)
 	}
-	return reports.Failed(results)
+	return expect.Failed(results)
 }
 
 // stop undoes start in reverse order, each step bounded in time.

@@ -15,7 +15,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/expect"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -101,7 +101,7 @@ expectations:
 	if res.Replay == nil || res.Replay.Sent < 110 {
 		t.Errorf("replay summary: %+v", res.Replay)
 	}
-	if len(res.Expectations) != 1 || res.Expectations[0].Outcome != reports.Met {
+	if len(res.Expectations) != 1 || res.Expectations[0].Outcome != expect.Met {
 		t.Errorf("expectations: %+v, want max_probes_in_flight met", res.Expectations)
 	}
 	// run.json says how many Go processors the harness ran on: the

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -37,15 +39,15 @@ type Analysis struct {
 	Notes []string `json:"notes"`
 	// Expectations are the scenario's expectations as read from
 	// run.start's config (nil when none) ...
-	Expected *Expectations `json:"expected,omitempty"`
+	Expected *expect.Expectations `json:"expected,omitempty"`
 	// ... and their verdicts; filled by RenderDir / Evaluate callers.
-	Expectations []ExpectationResult `json:"expectations"`
+	Expectations []expect.ExpectationResult `json:"expectations"`
 
 	// Unstarted are the scenario's planned faults that never started
 	// because the run ended first (an interrupted run); breaker
 	// expectations are not observable for them. Not part of run.json (a
 	// note says it).
-	Unstarted []PlannedFault `json:"-"`
+	Unstarted []expect.PlannedFault `json:"-"`
 
 	// Injected lists every fault window as run: type, parameters,
 	// targeting, health checks, requests applied to.

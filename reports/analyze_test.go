@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -224,7 +226,7 @@ func TestConcurrentProbesAndLeaks(t *testing.T) {
 	if ep.Leaked == 0 || ep.Leaked > int64(s.leaks) {
 		t.Errorf("leaked %d, sim leaked %d while not closed", ep.Leaked, s.leaks)
 	}
-	res := Evaluate(a, Expectations{LeakedMax: ptr(0), MaxProbesInFlight: ptr(1)})
+	res := Evaluate(a, expect.Expectations{LeakedMax: ptr(0), MaxProbesInFlight: ptr(1)})
 	for _, r := range res {
 		if r.Passed {
 			t.Errorf("%s passed: %+v", r.Name, r)
@@ -314,7 +316,7 @@ func TestNeverOpens(t *testing.T) {
 			t.Errorf("run.json episode lacks %s: %s", k, b)
 		}
 	}
-	res := Evaluate(a, Expectations{OpensWithin: ptr(dur(10 * time.Second))})
+	res := Evaluate(a, expect.Expectations{OpensWithin: ptr(dur(10 * time.Second))})
 	if len(res) != 1 || res[0].Passed || !strings.Contains(res[0].Message, "did not open") {
 		t.Errorf("opens_within on a gateway that never opens: %+v", res)
 	}
@@ -438,7 +440,7 @@ func TestHealthDisagreementAndMetrics(t *testing.T) {
 	if len(ua.MetricsTransitions) < 2 || ua.MetricsTransitions[0].From != journal.StateClosed {
 		t.Errorf("metrics transitions %+v", ua.MetricsTransitions)
 	}
-	res := Evaluate(a, Expectations{HealthDisagreementMax: ptr(dur(10 * time.Second))})
+	res := Evaluate(a, expect.Expectations{HealthDisagreementMax: ptr(dur(10 * time.Second))})
 	if res[0].Passed {
 		t.Errorf("a %.0f s disagreement passed a 10 s bound: %+v", d.EndS-d.StartS, res[0])
 	}
@@ -449,11 +451,11 @@ func TestHealthyUnaffectedFails(t *testing.T) {
 	// Both upstreams faulted: weather is not healthy, so listing it fails.
 	s.faults = append(s.faults, simFault{name: "storm2", upstream: "weather", typ: "status", at: 10 * time.Second, for_: 20 * time.Second})
 	a, _ := analyse(t, s)
-	res := Evaluate(a, Expectations{HealthyUnaffected: &UpstreamSet{Names: []string{"weather", "nope"}}})
+	res := Evaluate(a, expect.Expectations{HealthyUnaffected: &expect.UpstreamSet{Names: []string{"weather", "nope"}}})
 	if res[0].Passed || !strings.Contains(res[0].Message, "weather: breaker opened") || !strings.Contains(res[0].Message, "nope: no such upstream") {
 		t.Errorf("%+v", res[0])
 	}
-	res = Evaluate(a, Expectations{HealthyUnaffected: &UpstreamSet{All: true}})
+	res = Evaluate(a, expect.Expectations{HealthyUnaffected: &expect.UpstreamSet{All: true}})
 	if res[0].Passed || !strings.Contains(res[0].Message, "no upstream without faults") {
 		t.Errorf("all faulted: %+v", res[0])
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/reports/expect"
 )
 
 // TestClosesWithinJudgesCloseBounds: closes_within on a close the evidence
@@ -41,17 +43,17 @@ func TestClosesWithinJudgesCloseBounds(t *testing.T) {
 	mid := ((lo + hi) / 2).Round(ms)
 	for _, c := range []struct {
 		within time.Duration
-		want   Outcome
+		want   expect.Outcome
 	}{
-		{hi + ms, Met},
-		{mid, NotObservable}, // the estimate (closed_at_s, the first resumed call) breaks it, the earliest keeps it
-		{lo - ms, NotMet},
+		{hi + ms, expect.Met},
+		{mid, expect.NotObservable}, // the estimate (closed_at_s, the first resumed call) breaks it, the earliest keeps it
+		{lo - ms, expect.NotMet},
 	} {
-		r := Evaluate(a, Expectations{ClosesWithin: ptr(dur(c.within))})[0]
-		if r.Outcome != c.want || (c.want != Met && !strings.Contains(r.Message, "between ")) {
+		r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(c.within))})[0]
+		if r.Outcome != c.want || (c.want != expect.Met && !strings.Contains(r.Message, "between ")) {
 			t.Errorf("expiry, closed %s – %s after the fault, closes_within %s: %s %q (observed %s), want %s naming the range", lo, hi, c.within, r.Outcome, r.Message, r.Observed, c.want)
 		}
-		if c.want == NotObservable && !strings.Contains(r.Message, closeBounded) {
+		if c.want == expect.NotObservable && !strings.Contains(r.Message, closeBounded) {
 			t.Errorf("closes_within %s: %q does not say why the close is a range", c.within, r.Message)
 		}
 	}
@@ -69,18 +71,18 @@ func TestClosesWithinJudgesCloseBounds(t *testing.T) {
 	lo = fromEnd(ep, ep.CloseBoundsS.Min)
 	for _, c := range []struct {
 		within time.Duration
-		want   Outcome
+		want   expect.Outcome
 	}{
-		{time.Hour, NotObservable}, // the estimate keeps it; the close may have come any time later
-		{fromEnd(ep, ep.ClosedAtS) + time.Second, NotObservable},
+		{time.Hour, expect.NotObservable}, // the estimate keeps it; the close may have come any time later
+		{fromEnd(ep, ep.ClosedAtS) + time.Second, expect.NotObservable},
 	} {
-		r := Evaluate(a, Expectations{ClosesWithin: ptr(dur(c.within))})[0]
+		r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(c.within))})[0]
 		if r.Outcome != c.want || !strings.Contains(r.Message, "and unknown") || !strings.Contains(r.Message, closeUnbounded) {
 			t.Errorf("ambiguous close from %s after the fault, closes_within %s: %s %q, want %s saying the close has no known end", lo, c.within, r.Outcome, r.Message, c.want)
 		}
 	}
 	if lo > 0 {
-		if r := Evaluate(a, Expectations{ClosesWithin: ptr(dur(lo - ms))})[0]; r.Outcome != NotMet {
+		if r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(lo - ms))})[0]; r.Outcome != expect.NotMet {
 			t.Errorf("ambiguous close from %s after the fault, closes_within %s: %s %q, want not met", lo, lo-ms, r.Outcome, r.Message)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unique"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -323,12 +325,12 @@ func AnalyzeEvents(events []journal.Event) (*Analysis, error) {
 }
 
 // configExpectations reads "expectations" from run.start's config.
-func configExpectations(raw json.RawMessage) (*Expectations, error) {
+func configExpectations(raw json.RawMessage) (*expect.Expectations, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
 	var cfg struct {
-		Expectations *Expectations `json:"expectations"`
+		Expectations *expect.Expectations `json:"expectations"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("%w: run.start config: expectations: %w", rehearse.ErrInvalid, err)

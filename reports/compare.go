@@ -17,6 +17,7 @@ import (
 	"github.com/halfopen/rehearse/reports/num"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/replay/capture"
@@ -361,7 +362,7 @@ func flatten(prefix string, v any, out map[string]string) {
 		case capture.IsSecretHeader(last) || strings.Contains(strings.ToLower(last), "password") || strings.Contains(strings.ToLower(last), "secret"):
 			s = capture.Redacted
 		case strings.Contains(s, "://"):
-			s = redactURL(s)
+			s = redact.URL(s)
 		}
 		out[prefix] = s
 	}

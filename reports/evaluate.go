@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/reports/num"
 )
 
@@ -23,17 +25,6 @@ import (
 // Each expectation is one entry of the checks table: how to read its
 // observations from the analysis, and its bound. Adding an expectation is a
 // field in Expectations and one entry here.
-
-// Outcome is the verdict on one expectation.
-type Outcome string
-
-// The three outcomes. Only Met passes; NotObservable counts as a failure
-// (exit code 1, a JUnit failure) and its message names what was missing.
-const (
-	Met           Outcome = "met"
-	NotMet        Outcome = "not_met"
-	NotObservable Outcome = "not_observable"
-)
 
 // observation is what one subject (an episode, an upstream, the run) shows
 // for a check: a figure, a breach without a figure ("did not open"), or the
@@ -149,11 +140,11 @@ func (b bound) worse(v, w float64) bool {
 // the expectation covers; none says why there is no subject at all (then
 // the expectation is not observable); noun names the subjects in the
 // message ("episodes", "upstreams").
-func judge(name string, b bound, obs []observation, none, noun string) ExpectationResult {
-	res := ExpectationResult{Name: name, Want: b.wantText()}
+func judge(name string, b bound, obs []observation, none, noun string) expect.ExpectationResult {
+	res := expect.ExpectationResult{Name: name, Want: b.wantText()}
 	if len(obs) == 0 {
-		res.Outcome, res.Observed, res.Message = NotObservable, "not observed", "not observable: "+none
-		return res.settle()
+		res.Outcome, res.Observed, res.Message = expect.NotObservable, "not observed", "not observable: "+none
+		return res.Settle()
 	}
 	var worst *float64
 	var worstText string
@@ -203,25 +194,19 @@ func judge(name string, b bound, obs []observation, none, noun string) Expectati
 	}
 	switch {
 	case len(breaches) > 0:
-		res.Outcome = NotMet
+		res.Outcome = expect.NotMet
 		res.Message = fmt.Sprintf("%s: want %s; %s", name, res.Want, strings.Join(breaches, "; "))
 		if len(missing) > 0 {
 			res.Message += "; not observable: " + strings.Join(missing, "; ")
 		}
 	case len(missing) > 0:
-		res.Outcome = NotObservable
+		res.Outcome = expect.NotObservable
 		res.Message = "not observable: " + strings.Join(missing, "; ")
 	default:
-		res.Outcome = Met
+		res.Outcome = expect.Met
 		res.Message = fmt.Sprintf("worst %s, want %s, over %d %s", res.Observed, res.Want, len(obs), noun)
 	}
-	return res.settle()
-}
-
-// settle sets Passed from Outcome: the two always agree.
-func (r ExpectationResult) settle() ExpectationResult {
-	r.Passed = r.Outcome == Met
-	return r
+	return res.Settle()
 }
 
 // evaluation is what the checks read: the analysis and the episodes the
@@ -232,7 +217,7 @@ type evaluation struct {
 	// unstarted are planned faults on the covered upstreams that never
 	// started because the run ended first; breaker expectations cannot be
 	// observed for them.
-	unstarted []PlannedFault
+	unstarted []expect.PlannedFault
 }
 
 // episodeRef is one fault episode of a covered upstream.
@@ -261,7 +246,7 @@ func (ev *evaluation) perEpisode(read func(r episodeRef) observation) []observat
 func (ev *evaluation) unstartedObs() []observation {
 	var out []observation
 	for _, f := range ev.unstarted {
-		out = append(out, unseen(f.Upstream+" fault "+f.label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, num.Dur(ev.a.Run.DurationS))))
+		out = append(out, unseen(f.Upstream+" fault "+f.Label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, num.Dur(ev.a.Run.DurationS))))
 	}
 	return out
 }
@@ -288,7 +273,7 @@ const (
 // check is one expectation: its YAML key and how to evaluate it when set.
 type check struct {
 	name string
-	eval func(ev *evaluation, e Expectations) (ExpectationResult, bool)
+	eval func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool)
 }
 
 // durBound and intBound build bounds in the expectations' units (figures
@@ -299,9 +284,9 @@ func fmtCount(v float64) string        { return fmt.Sprint(int64(v)) }
 
 // checks are every expectation, in the order of the Expectations fields.
 var checks = []check{
-	{"opens_within", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"opens_within", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.OpensWithin == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		return judge("opens_within", durAtMost(e.OpensWithin.D()), ev.perEpisode(func(r episodeRef) observation {
 			if !r.ep.Opened {
@@ -310,9 +295,9 @@ var checks = []check{
 			return seenBounded(r.label(), *r.ep.OpenedAfterS, r.ep.OpenedAfterBoundsS, tripUnplaced)
 		}), noEpisode, "episodes"), true
 	}},
-	{"failures_before_open_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"failures_before_open_max", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.FailuresBeforeOpenMax == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		return judge("failures_before_open_max", atMost(float64(*e.FailuresBeforeOpenMax), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			if !r.ep.Opened {
@@ -325,9 +310,9 @@ var checks = []check{
 			return seenBounded(r.label(), float64(*r.ep.FailuresBeforeOpen), r.ep.FailuresBeforeOpenBounds, why)
 		}), noEpisode, "episodes"), true
 	}},
-	{"cooldown_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"cooldown_min", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.CooldownMin == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		return judge("cooldown_min", durAtLeast(e.CooldownMin.D()), ev.perEpisode(func(r episodeRef) observation {
 			switch {
@@ -339,9 +324,9 @@ var checks = []check{
 			return shortestCooldown(r.label(), r.ep)
 		}), noEpisode, "episodes"), true
 	}},
-	{"probe_spacing_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"probe_spacing_min", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.ProbeSpacingMin == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		return judge("probe_spacing_min", durAtLeast(e.ProbeSpacingMin.D()), ev.perEpisode(func(r episodeRef) observation {
 			switch {
@@ -355,9 +340,9 @@ var checks = []check{
 			return seen(r.label(), *r.ep.ProbeIntervalS.Min)
 		}), noEpisode, "episodes"), true
 	}},
-	{"max_probes_in_flight", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"max_probes_in_flight", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.MaxProbesInFlight == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		return judge("max_probes_in_flight", atMost(float64(*e.MaxProbesInFlight), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			switch {
@@ -371,9 +356,9 @@ var checks = []check{
 	}},
 	{"honours_retry_after", evalRetryAfter},
 	{"healthy_unaffected", evalHealthy},
-	{"closes_within", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"closes_within", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.ClosesWithin == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		lim := e.ClosesWithin.D().Seconds()
 		return judge("closes_within", durAtMost(e.ClosesWithin.D()), ev.perEpisode(func(r episodeRef) observation {
@@ -391,9 +376,9 @@ var checks = []check{
 			return unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", num.Dur(max(ev.a.Run.DurationS-ep.EndS, 0))))
 		}), noEpisode, "episodes"), true
 	}},
-	{"successes_to_close_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"successes_to_close_min", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.SuccessesToCloseMin == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		return judge("successes_to_close_min", atLeast(float64(*e.SuccessesToCloseMin), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			switch {
@@ -409,9 +394,9 @@ var checks = []check{
 	}},
 	{"amplification_max", evalAmplification},
 	{"metrics_lag_max", evalMetricsLag},
-	{"health_disagreement_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"health_disagreement_max", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.HealthDisagreementMax == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		var obs []observation
 		for _, name := range slices.Sorted(maps.Keys(ev.a.Upstreams)) {
@@ -420,16 +405,16 @@ var checks = []check{
 			}
 		}
 		res := judge("health_disagreement_max", durAtMost(e.HealthDisagreementMax.D()), obs, "no upstream saw health checks", "upstreams")
-		if res.Outcome == Met {
+		if res.Outcome == expect.Met {
 			res.Message = "longest disagreement " + res.Observed
-		} else if res.Outcome == NotMet {
+		} else if res.Outcome == expect.NotMet {
 			res.Message = strings.TrimPrefix(res.Message, "health_disagreement_max: want "+res.Want+"; ")
 		}
 		return res, true
 	}},
-	{"leaked_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"leaked_max", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.LeakedMax == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		return judge("leaked_max", atMost(float64(*e.LeakedMax), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			if !r.ep.Opened {
@@ -438,9 +423,9 @@ var checks = []check{
 			return seen(r.label(), float64(r.ep.Leaked))
 		}), noEpisode, "episodes"), true
 	}},
-	{"client_success_min", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"client_success_min", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.ClientSuccessMin == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		var ok, n int64
 		for _, ps := range ev.a.Phases {
@@ -458,9 +443,9 @@ var checks = []check{
 		}
 		return res, true
 	}},
-	{"replay_lateness_max", func(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+	{"replay_lateness_max", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.ReplayLatenessMax == nil {
-			return ExpectationResult{}, false
+			return expect.ExpectationResult{}, false
 		}
 		var obs []observation
 		if p := ev.a.Replay.LatenessMs.P99; p != nil {
@@ -548,12 +533,12 @@ func shortestCooldown(subject string, ep *Episode) observation {
 // evalRetryAfter: true asserts every episode that served a 429 with
 // Retry-After saw no call before it elapsed; false asserts some call came
 // too early (documenting a known non-compliant gateway).
-func evalRetryAfter(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalRetryAfter(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.HonoursRetryAfter == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	want := *e.HonoursRetryAfter
-	res := ExpectationResult{Name: "honours_retry_after", Want: fmt.Sprint(want)}
+	res := expect.ExpectationResult{Name: "honours_retry_after", Want: fmt.Sprint(want)}
 	var checked int
 	var viol int64
 	var bad []string
@@ -568,32 +553,32 @@ func evalRetryAfter(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 		}
 	}
 	if checked == 0 {
-		res.Outcome, res.Observed = NotObservable, "no 429 with Retry-After served"
+		res.Outcome, res.Observed = expect.NotObservable, "no 429 with Retry-After served"
 		res.Message = "not observable: no upstream served a 429 with Retry-After"
-		return res.settle(), true
+		return res.Settle(), true
 	}
 	honoured := viol == 0
 	res.Observed = fmt.Sprint(honoured)
-	res.Outcome = NotMet
+	res.Outcome = expect.NotMet
 	if honoured == want {
-		res.Outcome = Met
+		res.Outcome = expect.Met
 	}
 	if len(bad) > 0 {
 		res.Message = strings.Join(bad, "; ")
 	} else {
 		res.Message = fmt.Sprintf("no call before Retry-After elapsed, over %d episodes with 429s", checked)
 	}
-	if want && len(ev.unstarted) > 0 && res.Outcome == Met {
-		res.Outcome = NotObservable
+	if want && len(ev.unstarted) > 0 && res.Outcome == expect.Met {
+		res.Outcome = expect.NotObservable
 		res.Message += "; not observable: " + ev.unstartedText()
 	}
-	return res.settle(), true
+	return res.Settle(), true
 }
 
 func (ev *evaluation) unstartedText() string {
 	parts := make([]string, len(ev.unstarted))
 	for i, f := range ev.unstarted {
-		parts[i] = fmt.Sprintf("%s fault %s: planned at %s, never started", f.Upstream, f.label(), f.At)
+		parts[i] = fmt.Sprintf("%s fault %s: planned at %s, never started", f.Upstream, f.Label(), f.At)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -602,10 +587,10 @@ func (ev *evaluation) unstartedText() string {
 // least 99 % of their before-phase client success during the faults. An
 // upstream without client requests before or during the faults cannot
 // show either.
-func evalHealthy(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalHealthy(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	hu := e.HealthyUnaffected
 	if hu == nil || !hu.Enabled() {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	a := ev.a
 	var obs []observation
@@ -651,9 +636,9 @@ func evalHealthy(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 	}
 	res := judge("healthy_unaffected", b, obs, none, "upstreams")
 	switch res.Outcome {
-	case Met:
+	case expect.Met:
 		res.Message = "unaffected: " + strings.Join(checked, ", ")
-	case NotMet:
+	case expect.NotMet:
 		res.Message = strings.TrimPrefix(res.Message, "healthy_unaffected: want "+res.Want+"; ")
 	}
 	return res, true
@@ -662,9 +647,9 @@ func evalHealthy(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 // evalAmplification: each upstream's calls per client request over the
 // run stay within the bound. An upstream that received calls but had no
 // client request attributed to it has no ratio to show.
-func evalAmplification(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalAmplification(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.AmplificationMax == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	a := ev.a
 	var obs []observation
@@ -682,9 +667,9 @@ func evalAmplification(ev *evaluation, e Expectations) (ExpectationResult, bool)
 	b := atMost(*e.AmplificationMax, func(v float64) string { return fmt.Sprintf("%.2f", v) })
 	res := judge("amplification_max", b, obs, "no client request was sent", "upstreams")
 	switch res.Outcome {
-	case Met:
+	case expect.Met:
 		res.Message = fmt.Sprintf("worst upstream %s, overall %.2f", res.Observed, *a.Amplification.Overall)
-	case NotMet:
+	case expect.NotMet:
 		res.Message = "upstream calls per client request: " + strings.TrimPrefix(res.Message, "amplification_max: want "+res.Want+"; ")
 	}
 	return res, true
@@ -692,9 +677,9 @@ func evalAmplification(ev *evaluation, e Expectations) (ExpectationResult, bool)
 
 // evalMetricsLag: the gateway's metrics showed every black-box open and
 // close of the covered episodes, each within the bound.
-func evalMetricsLag(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalMetricsLag(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.MetricsLagMax == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	var obs []observation
 	for _, r := range ev.eps {
@@ -724,9 +709,9 @@ func evalMetricsLag(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 	obs = append(obs, ev.unstartedObs()...)
 	res := judge("metrics_lag_max", durAtMost(e.MetricsLagMax.D()), obs, noEpisode, "episodes")
 	switch res.Outcome {
-	case Met:
+	case expect.Met:
 		res.Message = "worst lag " + res.Observed
-	case NotMet:
+	case expect.NotMet:
 		res.Message = strings.TrimPrefix(res.Message, "metrics_lag_max: want "+res.Want+"; ")
 	}
 	return res, true
@@ -747,7 +732,7 @@ func (ev *evaluation) metricsSampled(upstream string) bool {
 // Evaluate judges the expectations against an analysis: one result per set
 // expectation, in the order of the Expectations fields. Every result is
 // Met, NotMet or NotObservable; only Met passes.
-func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
+func Evaluate(a *Analysis, e expect.Expectations) []expect.ExpectationResult {
 	ev := &evaluation{a: a}
 	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		if len(e.Upstreams) > 0 && !slices.Contains(e.Upstreams, name) {
@@ -762,7 +747,7 @@ func Evaluate(a *Analysis, e Expectations) []ExpectationResult {
 			ev.unstarted = append(ev.unstarted, f)
 		}
 	}
-	out := []ExpectationResult{}
+	out := []expect.ExpectationResult{}
 	for _, c := range checks {
 		if r, set := c.eval(ev, e); set {
 			out = append(out, r)

@@ -9,16 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
 
 // byName indexes results by expectation name.
-func byName(t *testing.T, res []ExpectationResult) map[string]ExpectationResult {
+func byName(t *testing.T, res []expect.ExpectationResult) map[string]expect.ExpectationResult {
 	t.Helper()
-	m := map[string]ExpectationResult{}
+	m := map[string]expect.ExpectationResult{}
 	for _, r := range res {
-		if r.Passed != (r.Outcome == Met) {
+		if r.Passed != (r.Outcome == expect.Met) {
 			t.Errorf("%s: passed %v with outcome %s", r.Name, r.Passed, r.Outcome)
 		}
 		m[r.Name] = r
@@ -36,7 +38,7 @@ func TestNeverProbesIsNotObservable(t *testing.T) {
 	if !ep.Opened || ep.Probes != 0 || ep.Closed {
 		t.Fatalf("sim: opened %v, %d probes, closed %v", ep.Opened, ep.Probes, ep.Closed)
 	}
-	e := Expectations{
+	e := expect.Expectations{
 		OpensWithin:         ptr(dur(10 * time.Second)),
 		CooldownMin:         ptr(dur(time.Second)),
 		ProbeSpacingMin:     ptr(dur(200 * time.Millisecond)),
@@ -45,7 +47,7 @@ func TestNeverProbesIsNotObservable(t *testing.T) {
 		ClosesWithin:        ptr(dur(time.Hour)), // the run cannot show a close within an hour
 	}
 	res := byName(t, Evaluate(a, e))
-	if r := res["opens_within"]; r.Outcome != Met {
+	if r := res["opens_within"]; r.Outcome != expect.Met {
 		t.Errorf("opens_within: %+v", r)
 	}
 	for name, missing := range map[string]string{
@@ -56,18 +58,18 @@ func TestNeverProbesIsNotObservable(t *testing.T) {
 		"closes_within":          "search episode 1 (storm): the breaker never closed",
 	} {
 		r := res[name]
-		if r.Outcome != NotObservable || r.Passed || !strings.Contains(r.Message, missing) || r.Observed != "not observed" {
+		if r.Outcome != expect.NotObservable || r.Passed || !strings.Contains(r.Message, missing) || r.Observed != "not observed" {
 			t.Errorf("%s: %+v, want not observable naming %q", name, r, missing)
 		}
 	}
-	if err := Failed(Evaluate(a, e)); err == nil || rehearse.ExitCode(err) != rehearse.ExitExpectations {
+	if err := expect.Failed(Evaluate(a, e)); err == nil || rehearse.ExitCode(err) != rehearse.ExitExpectations {
 		t.Errorf("Failed: %v, want exit %d", err, rehearse.ExitExpectations)
 	}
 
 	// A close bound shorter than the time the run stayed open after the
 	// fault ended is a breach, not a lack of evidence.
-	r := Evaluate(a, Expectations{ClosesWithin: ptr(dur(10 * time.Second))})[0]
-	if r.Outcome != NotMet || !strings.Contains(r.Message, "still open") {
+	r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(10 * time.Second))})[0]
+	if r.Outcome != expect.NotMet || !strings.Contains(r.Message, "still open") {
 		t.Errorf("closes_within 10s, open 40s after the fault: %+v", r)
 	}
 
@@ -88,7 +90,7 @@ func TestNeverProbesIsNotObservable(t *testing.T) {
 		if c.Name == "opens_within" {
 			continue
 		}
-		if c.Failure == nil || c.Failure.Type != string(NotObservable) || !strings.Contains(c.Failure.Message, "never") {
+		if c.Failure == nil || c.Failure.Type != string(expect.NotObservable) || !strings.Contains(c.Failure.Message, "never") {
 			t.Errorf("junit case %s: %+v", c.Name, c.Failure)
 		}
 	}
@@ -105,14 +107,14 @@ func TestNeverOpensIsNotObservable(t *testing.T) {
 	s := base()
 	s.threshold = 1 << 20
 	a, _ := analyse(t, s)
-	res := byName(t, Evaluate(a, Expectations{LeakedMax: ptr(0), ClosesWithin: ptr(dur(10 * time.Second)),
+	res := byName(t, Evaluate(a, expect.Expectations{LeakedMax: ptr(0), ClosesWithin: ptr(dur(10 * time.Second)),
 		OpensWithin: ptr(dur(10 * time.Second)), MetricsLagMax: ptr(dur(15 * time.Second))}))
 	for _, name := range []string{"leaked_max", "closes_within", "metrics_lag_max"} {
-		if r := res[name]; r.Outcome != NotObservable || !strings.Contains(r.Message, "never opened") {
+		if r := res[name]; r.Outcome != expect.NotObservable || !strings.Contains(r.Message, "never opened") {
 			t.Errorf("%s: %+v", name, r)
 		}
 	}
-	if r := res["opens_within"]; r.Outcome != NotMet || !strings.Contains(r.Message, "did not open") {
+	if r := res["opens_within"]; r.Outcome != expect.NotMet || !strings.Contains(r.Message, "did not open") {
 		t.Errorf("opens_within: %+v", r)
 	}
 }
@@ -145,9 +147,9 @@ func TestHealthyWithoutRequestsIsNotObservable(t *testing.T) {
 	if _, ok := a.Upstreams["weather"]; !ok {
 		t.Fatal("weather not in the analysis")
 	}
-	for _, set := range []*UpstreamSet{{All: true}, {Names: []string{"weather"}}} {
-		r := Evaluate(a, Expectations{HealthyUnaffected: set})[0]
-		if r.Outcome != NotObservable || r.Passed || !strings.Contains(r.Message, "weather: no client request was sent") {
+	for _, set := range []*expect.UpstreamSet{{All: true}, {Names: []string{"weather"}}} {
+		r := Evaluate(a, expect.Expectations{HealthyUnaffected: set})[0]
+		if r.Outcome != expect.NotObservable || r.Passed || !strings.Contains(r.Message, "weather: no client request was sent") {
 			t.Errorf("%+v: %+v", set, r)
 		}
 		if strings.Contains(r.Observed, "100.0%") {
@@ -165,9 +167,9 @@ func TestHealthyWithoutRequestsIsNotObservable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := byName(t, Evaluate(a, Expectations{ClientSuccessMin: ptr(0.9), AmplificationMax: ptr(2.0), ReplayLatenessMax: ptr(dur(time.Second))}))
+	res := byName(t, Evaluate(a, expect.Expectations{ClientSuccessMin: ptr(0.9), AmplificationMax: ptr(2.0), ReplayLatenessMax: ptr(dur(time.Second))}))
 	for _, n := range []string{"client_success_min", "amplification_max", "replay_lateness_max"} {
-		if r := res[n]; r.Outcome != NotObservable || !strings.HasPrefix(r.Message, "not observable: ") {
+		if r := res[n]; r.Outcome != expect.NotObservable || !strings.HasPrefix(r.Message, "not observable: ") {
 			t.Errorf("%s without client requests: %+v", n, r)
 		}
 	}
@@ -202,7 +204,7 @@ func TestInterruptedRunNeverPassesUnobserved(t *testing.T) {
 		t.Fatalf("partial %v, unstarted %+v", a.Run.Partial, a.Unstarted)
 	}
 	for _, r := range res {
-		if r.Passed || r.Outcome != NotObservable || !strings.Contains(r.Message, "search fault storm2: planned at 40s, never started") {
+		if r.Passed || r.Outcome != expect.NotObservable || !strings.Contains(r.Message, "search fault storm2: planned at 40s, never started") {
 			t.Errorf("%s: %+v", r.Name, r)
 		}
 	}
@@ -226,17 +228,17 @@ func TestJudge(t *testing.T) {
 	b := durAtMost(time.Second)
 	for _, c := range []struct {
 		obs  []observation
-		want Outcome
+		want expect.Outcome
 	}{
-		{nil, NotObservable},
-		{[]observation{seen("a", 0.5)}, Met},
-		{[]observation{seen("a", 0.5), unseen("b", "gone")}, NotObservable},
-		{[]observation{seen("a", 2), unseen("b", "gone")}, NotMet},
-		{[]observation{breach("a", "did not open")}, NotMet},
-		{[]observation{seen("a", 1)}, Met},
+		{nil, expect.NotObservable},
+		{[]observation{seen("a", 0.5)}, expect.Met},
+		{[]observation{seen("a", 0.5), unseen("b", "gone")}, expect.NotObservable},
+		{[]observation{seen("a", 2), unseen("b", "gone")}, expect.NotMet},
+		{[]observation{breach("a", "did not open")}, expect.NotMet},
+		{[]observation{seen("a", 1)}, expect.Met},
 	} {
 		r := judge("x", b, c.obs, "nothing", "things")
-		if r.Outcome != c.want || r.Passed != (c.want == Met) {
+		if r.Outcome != c.want || r.Passed != (c.want == expect.Met) {
 			t.Errorf("%+v: %+v, want %s", c.obs, r, c.want)
 		}
 	}

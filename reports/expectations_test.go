@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse"
@@ -27,7 +29,7 @@ health_disagreement_max: 3m
 leaked_max: 0
 client_success_min: 0.5
 `
-	var e Expectations
+	var e expect.Expectations
 	dec := yaml.NewDecoder(strings.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(&e); err != nil {
@@ -45,7 +47,7 @@ client_success_min: 0.5
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Expectations
+	var back expect.Expectations
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
@@ -58,7 +60,7 @@ client_success_min: 0.5
 		{"open_within: 10s\n", "field open_within not found"},
 		{"healthy_unaffected: maybe\n", "list of upstream names"},
 	} {
-		var e Expectations
+		var e expect.Expectations
 		dec := yaml.NewDecoder(strings.NewReader(bad.src))
 		dec.KnownFields(true)
 		err := dec.Decode(&e)
@@ -66,15 +68,15 @@ client_success_min: 0.5
 			t.Errorf("%q: err %v, want %q", bad.src, err, bad.want)
 		}
 	}
-	var all Expectations
+	var all expect.Expectations
 	if err := yaml.Unmarshal([]byte("healthy_unaffected: true\n"), &all); err != nil || !all.HealthyUnaffected.All {
 		t.Errorf("bool form: %+v %v", all.HealthyUnaffected, err)
 	}
-	if err := (Expectations{ClientSuccessMin: ptr(1.5)}).Validate(); err == nil {
+	if err := (expect.Expectations{ClientSuccessMin: ptr(1.5)}).Validate(); err == nil {
 		t.Error("client_success_min 1.5 accepted")
 	}
 	// The retry expectations: each bad value at its own key.
-	err = (Expectations{MaxAttempts: ptr(0), OrphanedCallsMax: ptr(-1), RetryBackoffMin: ptr(dur(-time.Millisecond)), CostAmplificationMax: ptr(0.0)}).Validate()
+	err = (expect.Expectations{MaxAttempts: ptr(0), OrphanedCallsMax: ptr(-1), RetryBackoffMin: ptr(dur(-time.Millisecond)), CostAmplificationMax: ptr(0.0)}).Validate()
 	for _, key := range []string{"max_attempts", "orphaned_calls_max", "retry_backoff_min", "cost_amplification_max"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: err %v", key, err)
@@ -84,9 +86,9 @@ client_success_min: 0.5
 
 func TestEvaluateCleanRun(t *testing.T) {
 	a, _ := analyse(t, base())
-	e := Expectations{
+	e := expect.Expectations{
 		OpensWithin: ptr(dur(10 * time.Second)), ProbeSpacingMin: ptr(dur(200 * time.Millisecond)),
-		MaxProbesInFlight: ptr(1), HealthyUnaffected: &UpstreamSet{All: true}, ClosesWithin: ptr(dur(30 * time.Second)),
+		MaxProbesInFlight: ptr(1), HealthyUnaffected: &expect.UpstreamSet{All: true}, ClosesWithin: ptr(dur(30 * time.Second)),
 		AmplificationMax: ptr(1.2), MetricsLagMax: ptr(dur(2 * time.Second)), LeakedMax: ptr(0),
 		SuccessesToCloseMin: ptr(2), CooldownMin: ptr(dur(4 * time.Second)), FailuresBeforeOpenMax: ptr(5),
 	}
@@ -100,14 +102,14 @@ func TestEvaluateCleanRun(t *testing.T) {
 		}
 	}
 	// Tighter bounds fail with observed and want in the message.
-	res = Evaluate(a, Expectations{ClosesWithin: ptr(dur(5 * time.Second)), HonoursRetryAfter: ptr(true)})
+	res = Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(5 * time.Second)), HonoursRetryAfter: ptr(true)})
 	if res[0].Passed || res[0].Name != "honours_retry_after" || !strings.Contains(res[0].Message, "no upstream served a 429") {
 		t.Errorf("honours_retry_after without 429: %+v", res[0])
 	}
 	if res[1].Passed || !strings.Contains(res[1].Message, "search episode 1 (storm)") || res[1].Want != "<= 5s" {
 		t.Errorf("closes_within: %+v", res[1])
 	}
-	if err := Failed(res); err == nil || rehearse.ExitCode(err) != rehearse.ExitExpectations {
+	if err := expect.Failed(res); err == nil || rehearse.ExitCode(err) != rehearse.ExitExpectations {
 		t.Errorf("Failed: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/reports/num"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -138,7 +140,7 @@ func (c *collector) finish() (*Analysis, error) {
 		Phases:       map[string]*PhaseStats{},
 		Upstreams:    map[string]*UpstreamAnalysis{},
 		Notes:        []string{},
-		Expectations: []ExpectationResult{},
+		Expectations: []expect.ExpectationResult{},
 	}
 	runEnd := c.lastT
 	c.runInfo(a, runEnd)
@@ -231,7 +233,7 @@ func (c *collector) finish() (*Analysis, error) {
 		exp, err := configExpectations(c.start.Config)
 		if err != nil {
 			a.Notes = append(a.Notes, "the expectations in run.start's config cannot be read: "+err.Error())
-			a.Expectations = append(a.Expectations, ExpectationResult{Name: "expectations", Passed: false,
+			a.Expectations = append(a.Expectations, expect.ExpectationResult{Name: "expectations", Passed: false,
 				Observed: "unreadable", Want: "valid expectations", Message: err.Error()})
 		}
 		a.Expected = exp
@@ -239,7 +241,7 @@ func (c *collector) finish() (*Analysis, error) {
 		if len(a.Unstarted) > 0 {
 			names := make([]string, len(a.Unstarted))
 			for i, f := range a.Unstarted {
-				names[i] = fmt.Sprintf("%s on %s at %s", f.label(), f.Upstream, f.At)
+				names[i] = fmt.Sprintf("%s on %s at %s", f.Label(), f.Upstream, f.At)
 			}
 			a.Notes = append(a.Notes, fmt.Sprintf("%d planned faults never started (the run ended first): %s", len(names), strings.Join(names, ", ")))
 		}
@@ -251,12 +253,12 @@ func (c *collector) finish() (*Analysis, error) {
 // unstarted returns the faults run.start's config planned that have no
 // fault.start in the journal: per upstream, the planned faults beyond the
 // number that started, latest first to go.
-func (c *collector) unstarted() []PlannedFault {
+func (c *collector) unstarted() []expect.PlannedFault {
 	if len(c.start.Config) == 0 {
 		return nil
 	}
 	var cfg struct {
-		Faults []PlannedFault `json:"faults"`
+		Faults []expect.PlannedFault `json:"faults"`
 	}
 	if json.Unmarshal(c.start.Config, &cfg) != nil {
 		return nil
@@ -265,14 +267,14 @@ func (c *collector) unstarted() []PlannedFault {
 	for _, f := range c.faults {
 		started[f.upstream]++
 	}
-	by := map[string][]PlannedFault{}
+	by := map[string][]expect.PlannedFault{}
 	for _, f := range cfg.Faults {
 		by[f.Upstream] = append(by[f.Upstream], f)
 	}
-	var out []PlannedFault
+	var out []expect.PlannedFault
 	for _, u := range slices.Sorted(maps.Keys(by)) {
 		fs := by[u]
-		slices.SortStableFunc(fs, func(x, y PlannedFault) int { return cmp.Compare(x.At, y.At) })
+		slices.SortStableFunc(fs, func(x, y expect.PlannedFault) int { return cmp.Compare(x.At, y.At) })
 		if n := started[u]; n < len(fs) {
 			out = append(out, fs[n:]...)
 		}
@@ -294,7 +296,7 @@ func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 	if s := c.start; s != nil {
 		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
 		ri.ScenarioDigest = s.ScenarioDigest
-		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redactURL(s.Target), s.Rate
+		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redact.URL(s.Target), s.Rate
 		ri.PlannedS = seconds(s.Duration)
 		ri.TimeZone = s.TimeZone
 		if p := s.Platform; p != nil {
@@ -325,10 +327,6 @@ func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 		a.Notes = append(a.Notes, "the journal's last line was torn (written when the run was killed) and was skipped")
 	}
 }
-
-// redactURL removes user info and credential parameters from a URL, so
-// that a target written as http://user:secret@host never reaches a report.
-func redactURL(s string) string { return redact.URL(s) }
 
 // ms converts to float milliseconds rounded to the microsecond.
 func ms(d time.Duration) float64 {

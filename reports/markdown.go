@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/reports/num"
 )
 
@@ -160,7 +162,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 			switch {
 			case v.Harness != "":
 				m = "not evaluated"
-			case r.Outcome == NotObservable:
+			case r.Outcome == expect.NotObservable:
 				m = "**FAIL: not observable**"
 			case !r.Passed:
 				m = "**FAIL**"

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -199,25 +201,25 @@ func TestBoundedOpenExpectations(t *testing.T) {
 	ms := time.Millisecond
 	cases := []struct {
 		name string
-		e    Expectations
-		want Outcome
+		e    expect.Expectations
+		want expect.Outcome
 	}{
 		// opened after 0.52 – 0.58 s
-		{"opens_within", Expectations{OpensWithin: ptr(dur(600 * ms))}, Met},
-		{"opens_within", Expectations{OpensWithin: ptr(dur(550 * ms))}, NotObservable},
-		{"opens_within", Expectations{OpensWithin: ptr(dur(500 * ms))}, NotMet},
+		{"opens_within", expect.Expectations{OpensWithin: ptr(dur(600 * ms))}, expect.Met},
+		{"opens_within", expect.Expectations{OpensWithin: ptr(dur(550 * ms))}, expect.NotObservable},
+		{"opens_within", expect.Expectations{OpensWithin: ptr(dur(500 * ms))}, expect.NotMet},
 		// 6 – 7 failed calls before the open
-		{"failures_before_open_max", Expectations{FailuresBeforeOpenMax: ptr(7)}, Met},
-		{"failures_before_open_max", Expectations{FailuresBeforeOpenMax: ptr(6)}, NotObservable},
-		{"failures_before_open_max", Expectations{FailuresBeforeOpenMax: ptr(5)}, NotMet},
+		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: ptr(7)}, expect.Met},
+		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: ptr(6)}, expect.NotObservable},
+		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: ptr(5)}, expect.NotMet},
 		// shortest cooldown 2.02 – 2.08 s (the second, 4 s, is longer)
-		{"cooldown_min", Expectations{CooldownMin: ptr(dur(2 * time.Second))}, Met},
-		{"cooldown_min", Expectations{CooldownMin: ptr(dur(2050 * ms))}, NotObservable},
-		{"cooldown_min", Expectations{CooldownMin: ptr(dur(2100 * ms))}, NotMet},
+		{"cooldown_min", expect.Expectations{CooldownMin: ptr(dur(2 * time.Second))}, expect.Met},
+		{"cooldown_min", expect.Expectations{CooldownMin: ptr(dur(2050 * ms))}, expect.NotObservable},
+		{"cooldown_min", expect.Expectations{CooldownMin: ptr(dur(2100 * ms))}, expect.NotMet},
 		// open lag 0.42 – 0.48 s, close lag 0.395 s
-		{"metrics_lag_max", Expectations{MetricsLagMax: ptr(dur(500 * ms))}, Met},
-		{"metrics_lag_max", Expectations{MetricsLagMax: ptr(dur(450 * ms))}, NotObservable},
-		{"metrics_lag_max", Expectations{MetricsLagMax: ptr(dur(410 * ms))}, NotMet},
+		{"metrics_lag_max", expect.Expectations{MetricsLagMax: ptr(dur(500 * ms))}, expect.Met},
+		{"metrics_lag_max", expect.Expectations{MetricsLagMax: ptr(dur(450 * ms))}, expect.NotObservable},
+		{"metrics_lag_max", expect.Expectations{MetricsLagMax: ptr(dur(410 * ms))}, expect.NotMet},
 	}
 	for _, c := range cases {
 		r := byName(t, Evaluate(a, c.e))[c.name]
@@ -225,10 +227,10 @@ func TestBoundedOpenExpectations(t *testing.T) {
 			t.Errorf("%s want %s: %s (%s; observed %s)", c.name, r.Want, r.Outcome, r.Message, r.Observed)
 			continue
 		}
-		if c.want != Met && !strings.Contains(r.Message, "between ") {
+		if c.want != expect.Met && !strings.Contains(r.Message, "between ") {
 			t.Errorf("%s want %s: %s does not say the range", c.name, r.Want, r.Message)
 		}
-		if c.want == NotObservable && !strings.Contains(r.Message, tripUnplaced) {
+		if c.want == expect.NotObservable && !strings.Contains(r.Message, tripUnplaced) {
 			t.Errorf("%s want %s: %s does not say why", c.name, r.Want, r.Message)
 		}
 	}
@@ -241,16 +243,16 @@ func TestJudgeRange(t *testing.T) {
 	for _, c := range []struct {
 		bound bound
 		obs   observation
-		want  Outcome
+		want  expect.Outcome
 		text  string
 	}{
-		{atMost(5, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), Met, "between 3 and 5"},
-		{atMost(4, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), NotObservable, "e: between 3 and 5, so it may or may not keep <= 4 (why)"},
-		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), NotMet, "e: between 3 and 5"},
-		{atMost(9, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), NotObservable, "between 3 and unknown"},
-		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), NotMet, "between 3 and unknown"},
-		{atLeast(1, fmtCount), seenBounded("e", 3, b(nil, ptr(3.0)), "why"), NotObservable, "between unknown and 3"},
-		{atLeast(3, fmtCount), seenBounded("e", 3, nil, "why"), Met, "worst 3,"},
+		{atMost(5, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), expect.Met, "between 3 and 5"},
+		{atMost(4, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), expect.NotObservable, "e: between 3 and 5, so it may or may not keep <= 4 (why)"},
+		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), expect.NotMet, "e: between 3 and 5"},
+		{atMost(9, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), expect.NotObservable, "between 3 and unknown"},
+		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), expect.NotMet, "between 3 and unknown"},
+		{atLeast(1, fmtCount), seenBounded("e", 3, b(nil, ptr(3.0)), "why"), expect.NotObservable, "between unknown and 3"},
+		{atLeast(3, fmtCount), seenBounded("e", 3, nil, "why"), expect.Met, "worst 3,"},
 	} {
 		r := judge("x", c.bound, []observation{c.obs}, "none", "episodes")
 		if r.Outcome != c.want || !strings.Contains(r.Message+" "+r.Observed, c.text) {

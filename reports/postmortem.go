@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/reports/num"
 
 	"github.com/halfopen/rehearse/gateway"
@@ -196,7 +198,7 @@ func builtinSettings(rec *scenarioRecord) *GatewaySettings {
 }
 
 // breakerExpectations reports whether any expectation judges episodes.
-func breakerExpectations(e *Expectations) bool {
+func breakerExpectations(e *expect.Expectations) bool {
 	return e != nil && (e.OpensWithin != nil || e.FailuresBeforeOpenMax != nil || e.CooldownMin != nil ||
 		e.ProbeSpacingMin != nil || e.MaxProbesInFlight != nil || e.HonoursRetryAfter != nil ||
 		e.ClosesWithin != nil || e.SuccessesToCloseMin != nil || e.MetricsLagMax != nil || e.LeakedMax != nil)

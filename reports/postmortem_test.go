@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -189,19 +191,19 @@ func TestDocsURL(t *testing.T) {
 }
 
 func TestReportSpecValidate(t *testing.T) {
-	ok := &ReportSpec{Links: &ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}", Prometheus: "http://127.0.0.1:9090"}}
+	ok := &expect.ReportSpec{Links: &expect.ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}", Prometheus: "http://127.0.0.1:9090"}}
 	if err := ok.Validate(); err != nil {
 		t.Error(err)
 	}
-	for _, bad := range []ReportLinks{{Grafana: "grafana.example/d/x"}, {Prometheus: "ftp://p"}, {Prometheus: "http://u:secret@/x"}} {
-		err := (&ReportSpec{Links: &bad}).Validate()
+	for _, bad := range []expect.ReportLinks{{Grafana: "grafana.example/d/x"}, {Prometheus: "ftp://p"}, {Prometheus: "http://u:secret@/x"}} {
+		err := (&expect.ReportSpec{Links: &bad}).Validate()
 		if err == nil {
 			t.Errorf("%+v accepted", bad)
 		} else if strings.Contains(err.Error(), "secret") {
 			t.Errorf("error shows a password: %v", err)
 		}
 	}
-	var none *ReportSpec
+	var none *expect.ReportSpec
 	if none.Validate() != nil {
 		t.Error("nil spec")
 	}
@@ -209,7 +211,7 @@ func TestReportSpecValidate(t *testing.T) {
 
 func TestGrafanaPlaceholders(t *testing.T) {
 	a := &Analysis{Run: RunInfo{WallStart: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), DurationS: 60}}
-	rec := &scenarioRecord{Report: &ReportSpec{Links: &ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}&orgId=1"}}}
+	rec := &scenarioRecord{Report: &expect.ReportSpec{Links: &expect.ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}&orgId=1"}}}
 	links := reportLinks(a, rec)
 	want := "https://g.example/d/x?from=" + strconv.FormatInt(a.Run.WallStart.Add(-time.Minute).UnixMilli(), 10) +
 		"&to=" + strconv.FormatInt(a.Run.WallStart.Add(2*time.Minute).UnixMilli(), 10) + "&orgId=1"

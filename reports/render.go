@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/atomicfile"
 )
@@ -33,7 +35,7 @@ const (
 // expectation results; use Failed to turn those into an exit code. A
 // missing or corrupt journal wraps rehearse.ErrInvalid; a file that cannot
 // be written wraps rehearse.ErrEnvironment.
-func RenderDir(dir string) (*Analysis, []ExpectationResult, error) {
+func RenderDir(dir string) (*Analysis, []expect.ExpectationResult, error) {
 	a, err := AnalyzeDir(dir)
 	if err != nil {
 		return nil, nil, err
@@ -90,21 +92,6 @@ func WriteReports(dir string, a *Analysis) error {
 		}
 	}
 	return nil
-}
-
-// Failed returns nil when every result passed, else an error wrapping
-// rehearse.ErrExpectations that names the failed expectations.
-func Failed(results []ExpectationResult) error {
-	var names []string
-	for _, r := range results {
-		if !r.Passed {
-			names = append(names, r.Name)
-		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", rehearse.ErrExpectations, strings.Join(names, ", "))
 }
 
 // RunJSON renders run.json.
@@ -208,11 +195,11 @@ func JUnit(a *Analysis) ([]byte, error) {
 		case harness != "":
 			s.Skipped++
 			c.Skipped = &junitSkipped{Message: "not evaluated: harness failure"}
-		case r.Outcome == NotObservable:
+		case r.Outcome == expect.NotObservable:
 			// A failure like any other (a CI must not go green for lack of
 			// evidence), saying what could not be observed.
 			s.Failures++
-			c.Failure = &junitFailure{Type: string(NotObservable),
+			c.Failure = &junitFailure{Type: string(expect.NotObservable),
 				Message: fmt.Sprintf("%s: %s (want %s)", r.Name, r.Message, r.Want), Text: r.Message}
 		case !r.Passed:
 			s.Failures++

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/reports/num"
 )
 
@@ -16,7 +18,7 @@ import (
 
 // retryUpstreams returns the covered upstreams' figures, by name, and the
 // reason there are none.
-func (ev *evaluation) retryUpstreams(e Expectations) ([]string, string) {
+func (ev *evaluation) retryUpstreams(e expect.Expectations) ([]string, string) {
 	r := ev.a.Resilience
 	if r == nil || len(r.Upstreams) == 0 {
 		return nil, "no upstream call carried a client's sequence number: attempts cannot be attributed (does the gateway forward X-Rehearse-Seq?)"
@@ -36,21 +38,21 @@ func (ev *evaluation) retryUpstreams(e Expectations) ([]string, string) {
 // boolResult judges a true/false expectation whose observation is a
 // count of offences: true wants none, false wants some (documenting a
 // known non-compliant gateway).
-func boolResult(name string, want bool, offences int64, observed, msg string) ExpectationResult {
-	res := ExpectationResult{Name: name, Want: fmt.Sprint(want), Observed: observed, Message: msg, Outcome: NotMet}
+func boolResult(name string, want bool, offences int64, observed, msg string) expect.ExpectationResult {
+	res := expect.ExpectationResult{Name: name, Want: fmt.Sprint(want), Observed: observed, Message: msg, Outcome: expect.NotMet}
 	if (offences == 0) == want {
-		res.Outcome = Met
+		res.Outcome = expect.Met
 	}
-	return res.settle()
+	return res.Settle()
 }
 
-func notObservable(name, want, why string) ExpectationResult {
-	return ExpectationResult{Name: name, Want: want, Outcome: NotObservable, Observed: "not observed", Message: "not observable: " + why}.settle()
+func notObservable(name, want, why string) expect.ExpectationResult {
+	return expect.ExpectationResult{Name: name, Want: want, Outcome: expect.NotObservable, Observed: "not observed", Message: "not observable: " + why}.Settle()
 }
 
-func evalMaxAttempts(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalMaxAttempts(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.MaxAttempts == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	names, none := ev.retryUpstreams(e)
 	lim := int64(*e.MaxAttempts)
@@ -74,9 +76,9 @@ func evalMaxAttempts(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 	return res, true
 }
 
-func evalNoWriteRetries(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalNoWriteRetries(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.NoWriteRetries == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	want := fmt.Sprint(*e.NoWriteRetries)
 	names, none := ev.retryUpstreams(e)
@@ -101,9 +103,9 @@ func evalNoWriteRetries(ev *evaluation, e Expectations) (ExpectationResult, bool
 	return boolResult("no_write_retries", *e.NoWriteRetries, blind, fmt.Sprintf("%d writes retried without a key", blind), msg), true
 }
 
-func evalRetryBackoffMin(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalRetryBackoffMin(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.RetryBackoffMin == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	names, none := ev.retryUpstreams(e)
 	var obs []observation
@@ -120,11 +122,11 @@ func evalRetryBackoffMin(ev *evaluation, e Expectations) (ExpectationResult, boo
 	return judge("retry_backoff_min", bd, obs, none, "upstreams"), true
 }
 
-func evalRetryJitter(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalRetryJitter(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.RetryJitter == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
-	res := ExpectationResult{Name: "retry_jitter", Want: "full jitter at every retry position", Outcome: NotMet}
+	res := expect.ExpectationResult{Name: "retry_jitter", Want: "full jitter at every retry position", Outcome: expect.NotMet}
 	names, none := ev.retryUpstreams(e)
 	if none != "" {
 		return notObservable("retry_jitter", res.Want, none), true
@@ -155,19 +157,19 @@ func evalRetryJitter(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 			res.Message += "; not observable: " + strings.Join(missing, "; ")
 		}
 	case len(missing) > 0:
-		res.Outcome, res.Observed = NotObservable, "not observed"
+		res.Outcome, res.Observed = expect.NotObservable, "not observed"
 		res.Message = "not observable: " + strings.Join(missing, "; ")
 	default:
-		res.Outcome = Met
+		res.Outcome = expect.Met
 		res.Observed = fmt.Sprintf("%d of %d retry positions full jitter", len(passed), tested)
 		res.Message = strings.Join(passed, "; ")
 	}
-	return res.settle(), true
+	return res.Settle(), true
 }
 
-func evalNoLockstep(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalNoLockstep(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.NoLockstepRetries == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	want := fmt.Sprint(*e.NoLockstepRetries)
 	names, none := ev.retryUpstreams(e)
@@ -198,9 +200,9 @@ func evalNoLockstep(ev *evaluation, e Expectations) (ExpectationResult, bool) {
 		fmt.Sprintf("%d of %d upstreams in lockstep", len(inStep), len(judged)), msg), true
 }
 
-func evalOrphanedCalls(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalOrphanedCalls(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.OrphanedCallsMax == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	names, none := ev.retryUpstreams(e)
 	var obs []observation
@@ -215,9 +217,9 @@ func evalOrphanedCalls(ev *evaluation, e Expectations) (ExpectationResult, bool)
 	return judge("orphaned_calls_max", atMost(float64(*e.OrphanedCallsMax), fmtCount), obs, none, "upstreams"), true
 }
 
-func evalDeadlineOrder(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalDeadlineOrder(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.GatewayAnswersBeforeClientDeadline == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	want := fmt.Sprint(*e.GatewayAnswersBeforeClientDeadline)
 	r := ev.a.Resilience
@@ -233,9 +235,9 @@ func evalDeadlineOrder(ev *evaluation, e Expectations) (ExpectationResult, bool)
 		fmt.Sprintf("%d client deadlines first", r.ClientDeadlineFirst), msg), true
 }
 
-func evalCostAmplification(ev *evaluation, e Expectations) (ExpectationResult, bool) {
+func evalCostAmplification(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 	if e.CostAmplificationMax == nil {
-		return ExpectationResult{}, false
+		return expect.ExpectationResult{}, false
 	}
 	fmtX := func(v float64) string { return fmt.Sprintf("×%.2f", v) }
 	b := atMost(*e.CostAmplificationMax, fmtX)

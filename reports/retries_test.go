@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -210,18 +212,18 @@ func TestDeadlineOrder(t *testing.T) {
 	}
 }
 
-func resilienceExpectations() Expectations {
+func resilienceExpectations() expect.Expectations {
 	three, zero := 3, 0
 	yes := true
 	amp := 2.0
 	backoff := rehearse.Duration(10 * time.Millisecond)
-	full := JitterFull
-	return Expectations{MaxAttempts: &three, NoWriteRetries: &yes, RetryBackoffMin: &backoff, RetryJitter: &full, NoLockstepRetries: &yes,
+	full := expect.JitterFull
+	return expect.Expectations{MaxAttempts: &three, NoWriteRetries: &yes, RetryBackoffMin: &backoff, RetryJitter: &full, NoLockstepRetries: &yes,
 		OrphanedCallsMax: &zero, GatewayAnswersBeforeClientDeadline: &yes, CostAmplificationMax: &amp}
 }
 
-func verdicts(rs []ExpectationResult) map[string]ExpectationResult {
-	out := map[string]ExpectationResult{}
+func verdicts(rs []expect.ExpectationResult) map[string]expect.ExpectationResult {
+	out := map[string]expect.ExpectationResult{}
 	for _, r := range rs {
 		out[r.Name] = r
 	}
@@ -242,7 +244,7 @@ func TestResilienceExpectations(t *testing.T) {
 	if !v["retry_backoff_min"].Passed || !v["orphaned_calls_max"].Passed {
 		t.Errorf("naive: fixed 200ms waits and no orphan: %+v %+v", v["retry_backoff_min"], v["orphaned_calls_max"])
 	}
-	if r := v["gateway_answers_before_client_deadline"]; r.Passed || r.Outcome != NotObservable {
+	if r := v["gateway_answers_before_client_deadline"]; r.Passed || r.Outcome != expect.NotObservable {
 		t.Errorf("deadline order with nobody giving up: %+v", r)
 	}
 
@@ -267,13 +269,13 @@ func TestResilienceExpectations(t *testing.T) {
 			t.Errorf("jittered: %s %+v, want met", name, v[name])
 		}
 	}
-	if r := v["no_write_retries"]; r.Passed || r.Outcome != NotObservable {
+	if r := v["no_write_retries"]; r.Passed || r.Outcome != expect.NotObservable {
 		t.Errorf("every write keyed: %+v, want not observable", r)
 	}
 
 	empty := &Analysis{Upstreams: map[string]*UpstreamAnalysis{}}
 	for _, r := range Evaluate(empty, resilienceExpectations()) {
-		if r.Passed || r.Outcome != NotObservable {
+		if r.Passed || r.Outcome != expect.NotObservable {
 			t.Errorf("empty analysis: %+v", r)
 		}
 	}
@@ -357,8 +359,8 @@ func TestJitterSkipsRetryAfter(t *testing.T) {
 	if f.Backoff.Retries != 40 || f.Backoff.Jitter.Full != nil || len(f.Backoff.Jitter.Tests) != 0 {
 		t.Errorf("backoff %+v, jitter %+v", f.Backoff, f.Backoff.Jitter)
 	}
-	full := JitterFull
-	if r := verdicts(Evaluate(s.analyse(t), Expectations{RetryJitter: &full}))["retry_jitter"]; r.Outcome != NotObservable {
+	full := expect.JitterFull
+	if r := verdicts(Evaluate(s.analyse(t), expect.Expectations{RetryJitter: &full}))["retry_jitter"]; r.Outcome != expect.NotObservable {
 		t.Errorf("retry_jitter with only Retry-After waits: %+v", r)
 	}
 }
@@ -385,8 +387,8 @@ func TestCostPerWindow(t *testing.T) {
 		t.Fatalf("all windows together: %+v, want the cheap window to dilute the costly one", c)
 	}
 	amp := 2.0
-	r := verdicts(Evaluate(a, Expectations{CostAmplificationMax: &amp}))["cost_amplification_max"]
-	if r.Outcome != NotMet || !strings.Contains(r.Message, "orders episode 1 (storm) calls") || !strings.Contains(r.Message, "×4.00") {
+	r := verdicts(Evaluate(a, expect.Expectations{CostAmplificationMax: &amp}))["cost_amplification_max"]
+	if r.Outcome != expect.NotMet || !strings.Contains(r.Message, "orders episode 1 (storm) calls") || !strings.Contains(r.Message, "×4.00") {
 		t.Errorf("cost_amplification_max %+v, want not met naming the first window", r)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/reports/num"
 
 	"github.com/halfopen/rehearse/journal"
@@ -449,8 +451,8 @@ func TestCallSentBeforeTripArrivesAfter(t *testing.T) {
 	if !strings.Contains(ep.Statement, "or as many as 4 failed calls") {
 		t.Errorf("statement %q does not give the count's maximum", ep.Statement)
 	}
-	r := Evaluate(a, Expectations{FailuresBeforeOpenMax: ptr(3)})[0]
-	if r.Outcome != NotObservable || !strings.Contains(r.Message, lateForward) {
+	r := Evaluate(a, expect.Expectations{FailuresBeforeOpenMax: ptr(3)})[0]
+	if r.Outcome != expect.NotObservable || !strings.Contains(r.Message, lateForward) {
 		t.Errorf("failures_before_open_max 3 on 3–4: %s %q, want not observable saying why", r.Outcome, r.Message)
 	}
 }

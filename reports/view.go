@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/halfopen/rehearse/reports/expect"
+
 	"github.com/halfopen/rehearse/reports/num"
 )
 
@@ -39,7 +41,7 @@ type reportView struct {
 	Partial bool
 	Meta    []kv
 	Notes   []string
-	Exp     []ExpectationResult
+	Exp     []expect.ExpectationResult
 	// Harness is the cause of a harness failure ("" otherwise): the
 	// report leads with it and lists the expectations as not evaluated.
 	Harness    string
@@ -86,7 +88,7 @@ func buildView(a *Analysis) *reportView {
 		if !r.Passed {
 			failed++
 		}
-		if r.Outcome == NotObservable {
+		if r.Outcome == expect.NotObservable {
 			unobserved++
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/internal/yamlstrict"
 	"github.com/halfopen/rehearse/observe"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/expect"
 )
 
 // Version is the scenario schema version this package reads.
@@ -36,9 +36,9 @@ type Scenario struct {
 	Faults []inject.FaultSpec `yaml:"faults,omitempty" json:"faults,omitempty" doc:"the fault timeline"`
 	// Expectations are what the run asserts; nil asserts nothing (exit 0
 	// whenever the run completes).
-	Expectations *reports.Expectations `yaml:"expectations,omitempty" json:"expectations,omitempty" doc:"what the run asserts; each becomes a JUnit test case"`
+	Expectations *expect.Expectations `yaml:"expectations,omitempty" json:"expectations,omitempty" doc:"what the run asserts; each becomes a JUnit test case"`
 	// Report is what the report adds for its readers (dashboard links).
-	Report *reports.ReportSpec `yaml:"report,omitempty" json:"report,omitempty" doc:"what the report adds for its readers: dashboard links for the run's window"`
+	Report *expect.ReportSpec `yaml:"report,omitempty" json:"report,omitempty" doc:"what the report adds for its readers: dashboard links for the run's window"`
 
 	// File is the path the scenario was read from ("" for a built-in drill
 	// or bytes).

@@ -10,7 +10,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/internal/yamlstrict"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/expect"
 )
 
 // SchemaID is the $id of the generated JSON Schema.
@@ -145,6 +145,13 @@ func defName(t reflect.Type) string {
 		return ""
 	}
 	pkg := t.PkgPath()
+	// The expectation types moved from reports into its leaf
+	// reports/expect; their $defs keep the published names
+	// (reports.Expectations) so that the schema and anything pointing
+	// into it stay the same.
+	if strings.HasSuffix(pkg, "/reports/expect") {
+		pkg = "reports"
+	}
 	if i := strings.LastIndex(pkg, "/"); i >= 0 {
 		pkg = pkg[i+1:]
 	}
@@ -156,7 +163,7 @@ func defName(t reflect.Type) string {
 
 var (
 	faultSpecType   = reflect.TypeFor[inject.FaultSpec]()
-	upstreamSetType = reflect.TypeFor[reports.UpstreamSet]()
+	upstreamSetType = reflect.TypeFor[expect.UpstreamSet]()
 	yamlNodeType    = reflect.TypeFor[yaml.Node]()
 )
 

@@ -14,6 +14,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/expect"
 )
 
 func newReportCmd() *cobra.Command {
@@ -58,7 +59,7 @@ in the journal. Exit code 1 when an expectation failed, as for rehearse run.`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d of %d expectations met%s; wrote %s, %s, %s, %s, %s\n", dir,
 					len(results)-bad, len(results), partial, reports.RunFile, reports.HTMLFile, reports.MarkdownFile, reports.TimelineFile, reports.JUnitFile)
-				if err := reports.Failed(results); err != nil && failed == nil {
+				if err := expect.Failed(results); err != nil && failed == nil {
 					failed = fmt.Errorf("%s: %w", dir, err)
 				}
 			}

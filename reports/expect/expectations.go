@@ -1,9 +1,10 @@
-package reports
+package expect
 
 import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -265,9 +266,41 @@ type PlannedFault struct {
 	At       rehearse.Duration `json:"at,omitempty"`
 }
 
-func (f PlannedFault) label() string {
+func (f PlannedFault) Label() string {
 	if f.Name != "" {
 		return f.Name
 	}
 	return f.Type
+}
+
+// Outcome is the verdict on one expectation.
+type Outcome string
+
+// The three outcomes. Only Met passes; NotObservable counts as a failure
+// (exit code 1, a JUnit failure) and its message names what was missing.
+const (
+	Met           Outcome = "met"
+	NotMet        Outcome = "not_met"
+	NotObservable Outcome = "not_observable"
+)
+
+// Failed returns nil when every result passed, else an error wrapping
+// rehearse.ErrExpectations that names the failed expectations.
+func Failed(results []ExpectationResult) error {
+	var names []string
+	for _, r := range results {
+		if !r.Passed {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", rehearse.ErrExpectations, strings.Join(names, ", "))
+}
+
+// settle sets Passed from Outcome: the two always agree.
+func (r ExpectationResult) Settle() ExpectationResult {
+	r.Passed = r.Outcome == Met
+	return r
 }
