@@ -12,6 +12,7 @@ import (
 	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/canvas"
 	"github.com/halfopen/rehearse/internal/stats"
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // The one picture of a comparison, as SVG and as PNG: the first run of
@@ -59,18 +60,11 @@ func CompareJSON(c *Comparison) ([]byte, error) {
 
 // Headline is the comparison's verdict in one sentence.
 func (c *Comparison) Headline() string {
-	s := fmt.Sprintf("%d %s beyond noise and threshold", c.Flagged, pick(c.Flagged, "figure differs", "figures differ"))
+	s := fmt.Sprintf("%d %s beyond noise and threshold", c.Flagged, num.Pick(c.Flagged, "figure differs", "figures differ"))
 	if c.Unjudged > 0 {
 		s += fmt.Sprintf("; %d cannot be judged (too few samples or runs)", c.Unjudged)
 	}
 	return s
-}
-
-func pick(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // cells formats both sides of a row: n and median (p10 – p90).
@@ -157,7 +151,7 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	la, lb := mdEscape(c.Labels[0]), mdEscape(c.Labels[1])
-	p("# Comparison — %s (%d %s) vs %s (%d %s)\n\n", la, len(c.Runs[0]), pick(len(c.Runs[0]), "run", "runs"), lb, len(c.Runs[1]), pick(len(c.Runs[1]), "run", "runs"))
+	p("# Comparison — %s (%d %s) vs %s (%d %s)\n\n", la, len(c.Runs[0]), num.Pick(len(c.Runs[0]), "run", "runs"), lb, len(c.Runs[1]), num.Pick(len(c.Runs[1]), "run", "runs"))
 	p("**%s.**\n\n", c.Headline())
 	p("Each figure is compared on all its samples (every cycle, probe and run). The difference is %s − %s of the medians, with a %.0f %% confidence interval from a two-level bootstrap (runs, then samples within runs; fixed seed). ⚑ marks a difference whose interval excludes zero **and** that is at least the figure's threshold (defaults: 2 ms or 0.5 %% for timings, 1 call for counts, 0.02 for ratios).\n\n", lb, la, c.Level*100)
 	if c.Digest != "" {

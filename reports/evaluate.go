@@ -64,22 +64,6 @@ func seenBounded(subject string, v float64, b *Bounds, unplaced string) observat
 	return o
 }
 
-// boundsSpan is the least and the most a figure v with bounds b can be: v alone
-// when b is nil (exact), an infinity where b leaves an end unknown.
-func boundsSpan(v float64, b *Bounds) (lo, hi float64) {
-	if b == nil {
-		return v, v
-	}
-	lo, hi = math.Inf(-1), math.Inf(1)
-	if b.Min != nil {
-		lo = *b.Min
-	}
-	if b.Max != nil {
-		hi = *b.Max
-	}
-	return lo, hi
-}
-
 func breach(subject, why string) observation { return observation{subject: subject, breach: why} }
 func unseen(subject, why string) observation { return observation{subject: subject, missing: why} }
 
@@ -754,4 +738,23 @@ func Evaluate(a *Analysis, e expect.Expectations) []expect.ExpectationResult {
 		}
 	}
 	return out
+}
+
+// AnalyzeDir analyses DIR/journal.jsonl and evaluates the expectations its
+// run.start config holds (into Analysis.Expectations), writing nothing.
+func AnalyzeDir(dir string) (*Analysis, error) {
+	a, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	JudgeRun(a)
+	return a, nil
+}
+
+// JudgeRun appends the verdict on the expectations of a's run.start
+// config to a.Expectations.
+func JudgeRun(a *Analysis) {
+	if a.Expected != nil {
+		a.Expectations = append(a.Expectations, Evaluate(a, *a.Expected)...)
+	}
 }

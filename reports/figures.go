@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -516,4 +517,20 @@ func rangeOf(v *float64, b *Bounds) (lo, hi float64, ok bool) {
 	}
 	lo, hi = boundsSpan(*v, b)
 	return lo, hi, lo < hi
+}
+
+// boundsSpan is the least and the most a figure v with bounds b can be: v alone
+// when b is nil (exact), an infinity where b leaves an end unknown.
+func boundsSpan(v float64, b *Bounds) (lo, hi float64) {
+	if b == nil {
+		return v, v
+	}
+	lo, hi = math.Inf(-1), math.Inf(1)
+	if b.Min != nil {
+		lo = *b.Min
+	}
+	if b.Max != nil {
+		hi = *b.Max
+	}
+	return lo, hi
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/stats"
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // HistoryRun is one run in a history index.
@@ -404,10 +405,10 @@ func (h *HistoryIndex) scenarios() int {
 func HistoryMarkdown(h *HistoryIndex) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# Rehearsal history — %d runs, %d %s\n\n", len(h.Runs), h.scenarios(), pick(h.scenarios(), "scenario", "scenarios"))
+	p("# Rehearsal history — %d runs, %d %s\n\n", len(h.Runs), h.scenarios(), num.Pick(h.scenarios(), "scenario", "scenarios"))
 	p("Trends are drawn per scenario and platform, oldest → newest; \"change\" is last − first within the group.\n")
 	for _, g := range h.Groups {
-		p("\n## %s — %d %s\n\n", mdEscape(g.Title()), len(g.Runs), pick(len(g.Runs), "run", "runs"))
+		p("\n## %s — %d %s\n\n", mdEscape(g.Title()), len(g.Runs), num.Pick(len(g.Runs), "run", "runs"))
 		if g.Digest != "" {
 			p("Drill digest `%s`.\n\n", shortDigest(g.Digest))
 		}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +17,6 @@ import (
 
 // The files of a run directory (docs/contracts.md).
 const (
-	JournalFile     = "journal.jsonl"
 	RunFile         = "run.json"
 	HTMLFile        = "report.html"
 	MarkdownFile    = "report.md"
@@ -27,46 +24,6 @@ const (
 	TimelinePNGFile = "timeline.png"
 	JUnitFile       = "junit.xml"
 )
-
-// RenderDir reads DIR/journal.jsonl, analyses it, evaluates the
-// expectations the journal's run.start config holds, and writes run.json,
-// report.html, report.md, timeline.svg, timeline.png and junit.xml into DIR, each
-// atomically (temp file, sync, rename). It returns the analysis and the
-// expectation results; use Failed to turn those into an exit code. A
-// missing or corrupt journal wraps rehearse.ErrInvalid; a file that cannot
-// be written wraps rehearse.ErrEnvironment.
-func RenderDir(dir string) (*Analysis, []expect.ExpectationResult, error) {
-	a, err := AnalyzeDir(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := WriteReports(dir, a); err != nil {
-		return a, a.Expectations, err
-	}
-	return a, a.Expectations, nil
-}
-
-// AnalyzeDir analyses DIR/journal.jsonl and evaluates the expectations its
-// run.start config holds (into Analysis.Expectations), writing nothing.
-func AnalyzeDir(dir string) (*Analysis, error) {
-	path := filepath.Join(dir, JournalFile)
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: no journal (is %s a run directory?)", rehearse.ErrInvalid, path, dir)
-		}
-		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
-	}
-	defer f.Close()
-	a, err := Analyze(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if a.Expected != nil {
-		a.Expectations = append(a.Expectations, Evaluate(a, *a.Expected)...)
-	}
-	return a, nil
-}
 
 // WriteReports writes every report of an analysis into dir (which must
 // exist), atomically, file by file.

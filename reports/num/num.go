@@ -180,3 +180,11 @@ func Ordinal(n int) string {
 // Round3 rounds to three decimals (a millisecond of a second), the
 // precision run.json keeps.
 func Round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// Pick is one for a count of 1, many otherwise.
+func Pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,21 @@
+package reports
+
+import "github.com/halfopen/rehearse/reports/expect"
+
+// RenderDir reads DIR/journal.jsonl, analyses it, evaluates the
+// expectations the journal's run.start config holds, and writes run.json,
+// report.html, report.md, timeline.svg, timeline.png and junit.xml into DIR, each
+// atomically (temp file, sync, rename). It returns the analysis and the
+// expectation results; use Failed to turn those into an exit code. A
+// missing or corrupt journal wraps rehearse.ErrInvalid; a file that cannot
+// be written wraps rehearse.ErrEnvironment.
+func RenderDir(dir string) (*Analysis, []expect.ExpectationResult, error) {
+	a, err := AnalyzeDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := WriteReports(dir, a); err != nil {
+		return a, a.Expectations, err
+	}
+	return a, a.Expectations, nil
+}
