@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // The Caddy drills: one upstream, app, behind reverse_proxy's passive
@@ -17,7 +17,7 @@ import (
 // events, checked in turn against the admin API's fails counter.
 
 // checkCaddy holds the app episode to Caddy's record and logs the table.
-func checkCaddy(t *testing.T, g *caddyGW, res *rehearsal.Result, s caddyState, shape string, want *int) *reports.Episode {
+func checkCaddy(t *testing.T, g *caddyGW, res *rehearsal.Result, s caddyState, shape string, want *int) *analysis.Episode {
 	t.Helper()
 	ua := res.Analysis.Upstreams["app"]
 	if ua == nil || len(ua.Episodes) != 1 {
@@ -55,7 +55,7 @@ type caddyCase struct {
 	drill     singleDrill
 	shape     string
 	successes *int
-	check     func(t *testing.T, g *caddyGW, res *rehearsal.Result, ep *reports.Episode)
+	check     func(t *testing.T, g *caddyGW, res *rehearsal.Result, ep *analysis.Episode)
 }
 
 // caddyChecked is caddyPassive with active health checks every 300 ms.
@@ -87,7 +87,7 @@ var caddyDrills = []caddyCase{
 	// 429 with Retry-After: 5, counted as failures (unhealthy_status
 	// 429); Caddy does not read Retry-After.
 	{timing: caddyPassive, drill: appDrill("429-retry-after", 12*time.Second, retryAfter5), shape: "passive expiry",
-		check: func(t *testing.T, _ *caddyGW, _ *rehearsal.Result, ep *reports.Episode) {
+		check: func(t *testing.T, _ *caddyGW, _ *rehearsal.Result, ep *analysis.Episode) {
 			if ep.RetryAfterHonoured == nil || *ep.RetryAfterHonoured {
 				t.Errorf("retry_after_honoured = %v, want false", ep.RetryAfterHonoured)
 			}
@@ -95,7 +95,7 @@ var caddyDrills = []caddyCase{
 	// Answers 2 s late, past response_header_timeout (1 s): each call is
 	// an error Caddy counts.
 	{timing: caddyPassive, drill: appDrill("slow-past-header-timeout", 13*time.Second, slow2s), shape: "passive expiry",
-		check: func(t *testing.T, g *caddyGW, res *rehearsal.Result, _ *reports.Episode) {
+		check: func(t *testing.T, g *caddyGW, res *rehearsal.Result, _ *analysis.Episode) {
 			checkHangUps(t, res, g.Timing.HeaderTimeout)
 		}},
 	// Resets before any response byte: errors Caddy counts.
@@ -103,7 +103,7 @@ var caddyDrills = []caddyCase{
 	// The round trip succeeded (status 200), so Caddy counts nothing when
 	// the body is cut.
 	{timing: caddyPassive, drill: withHealthy(appDrill("midstream-cut", 10*time.Second, cutAt40), "{body_bytes: 20000}"), shape: "—",
-		check: func(t *testing.T, _ *caddyGW, _ *rehearsal.Result, ep *reports.Episode) {
+		check: func(t *testing.T, _ *caddyGW, _ *rehearsal.Result, ep *analysis.Episode) {
 			if ep.Opened {
 				t.Errorf("opened: %s", ep.Statement)
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // caddyTiming is the breaker of the Caddy drills: reverse_proxy's passive
@@ -310,7 +310,7 @@ func (s caddyState) transitions(from float64) []float64 {
 // millisecond before a failure expired reaches Caddy after it and is
 // forwarded. With merge (the analysis read the calls let through while
 // open as probes), a healthy spell that let fewer calls through than the
-// analysis needs to call forwarding resumed (reports.CloseRunMin), all
+// analysis needs to call forwarding resumed (analysis.CloseRunMin), all
 // failing, the last making the upstream unhealthy again, is not a close:
 // those calls were, in effect, probes (as with nginx's; the black box
 // cannot tell the two apart and neither can a client).
@@ -419,7 +419,7 @@ func caddyTruth(t *testing.T, s caddyState, from float64, merge bool) []truthCyc
 			for _, tr := range in {
 				counted = counted && tr.Counted()
 			}
-			if counted && len(in) < reports.CloseRunMin && math.Abs(in[len(in)-1].End-c.OpenAt) < 0.002 {
+			if counted && len(in) < analysis.CloseRunMin && math.Abs(in[len(in)-1].End-c.OpenAt) < 0.002 {
 				for _, tr := range in {
 					prev.Probes = append(prev.Probes, truthProbe{At: tr.Start, End: tr.End, OK: false})
 				}

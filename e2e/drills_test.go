@@ -11,7 +11,7 @@ import (
 
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // Tolerances, with their reasons.
@@ -105,7 +105,7 @@ func (v *runView) runTime(at time.Time) float64 {
 }
 
 // episode returns the upstream's only episode.
-func (v *runView) episode(up string) *reports.Episode {
+func (v *runView) episode(up string) *analysis.Episode {
 	v.t.Helper()
 	ua := v.res.Analysis.Upstreams[up]
 	if ua == nil || len(ua.Episodes) != 1 {
@@ -220,7 +220,7 @@ func (v *runView) streakCalls(up string, from, openAt float64) (errs, checkFails
 
 // checkOpen asserts the open of one cycle against HAProxy's configuration
 // and its log, and returns which detector fired.
-func (v *runView) checkOpen(up string, ep *reports.Episode, c *reports.Cycle, from float64) opener {
+func (v *runView) checkOpen(up string, ep *analysis.Episode, c *analysis.Cycle, from float64) opener {
 	t, tm := v.t, v.h.Timing
 	t.Helper()
 	downs := v.changes(up, "DOWN", c.OpenedAtS-transitionTol.Seconds(), c.OpenedAtS+transitionTol.Seconds())
@@ -279,7 +279,7 @@ func (v *runView) checkOpen(up string, ep *reports.Episode, c *reports.Cycle, fr
 // after a passing one (rising) fastinter after it. HAProxy schedules the
 // next check when one completes, so the spacing is measured from the
 // previous check's end.
-func (v *runView) checkProbes(c *reports.Cycle) (down, fast []float64) {
+func (v *runView) checkProbes(c *analysis.Cycle) (down, fast []float64) {
 	t, tm := v.t, v.h.Timing
 	t.Helper()
 	if c.ProbeSource != "health_check" {
@@ -326,7 +326,7 @@ func median(xs []float64) float64 {
 
 // checkClose asserts a cycle closed after rise passing checks, next to
 // HAProxy's UP.
-func (v *runView) checkClose(up string, c *reports.Cycle) {
+func (v *runView) checkClose(up string, c *analysis.Cycle) {
 	t, tm := v.t, v.h.Timing
 	t.Helper()
 	if c.ClosedAtS == nil {
@@ -440,7 +440,7 @@ const metricsEps = 0.005
 // DOWNs) can fall between two scrapes: such transitions are not required,
 // and the metrics may then show fewer transitions than the black box, never
 // more.
-func (v *runView) checkMetrics(up string, ep *reports.Episode) (openLag, closeLag, gaps, unseens []float64) {
+func (v *runView) checkMetrics(up string, ep *analysis.Episode) (openLag, closeLag, gaps, unseens []float64) {
 	t := v.t
 	t.Helper()
 	mt := v.res.Analysis.Upstreams[up].MetricsTransitions
@@ -542,7 +542,7 @@ func ms(xs []float64) string {
 // takes the server down: every cycle opens by one of HAProxy's detectors
 // with the configured count, probes at the configured cadence, closes
 // after rise passing checks, leaks nothing, and the exporter agrees.
-func (v *runView) checkBreakerDrill(up string, wantCycles int) *reports.Episode {
+func (v *runView) checkBreakerDrill(up string, wantCycles int) *analysis.Episode {
 	t, tm := v.t, v.h.Timing
 	t.Helper()
 	ep := v.episode(up)
@@ -623,7 +623,7 @@ func dedupe(xs []string) []string {
 
 // checkNotOpened asserts HAProxy kept the server UP through the fault and
 // the report says so plainly.
-func (v *runView) checkNotOpened(up string) *reports.Episode {
+func (v *runView) checkNotOpened(up string) *analysis.Episode {
 	t := v.t
 	t.Helper()
 	ep := v.episode(up)
@@ -645,7 +645,7 @@ func (v *runView) checkNotOpened(up string) *reports.Episode {
 }
 
 // boundsText says stated bounds in seconds ("none" when exact).
-func boundsText(b *reports.Bounds) string {
+func boundsText(b *analysis.Bounds) string {
 	if b == nil || b.Min == nil || b.Max == nil {
 		return "none"
 	}

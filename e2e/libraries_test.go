@@ -18,7 +18,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // Real Go breaker libraries as the test gateway's breaker (shapeGW's
@@ -235,9 +235,9 @@ func libDrill(t *testing.T, name string, draw func(r *rand.Rand) libCase) {
 	// What the analysis may call the shape: a half-open letting live
 	// calls through, one at a time or several; ambiguous where a quick
 	// success cannot be told from a timer.
-	shape := reports.ShapeLiveProbe + "|" + reports.ShapeUnknown
+	shape := analysis.ShapeLiveProbe + "|" + analysis.ShapeUnknown
 	if lc.probesAtOnce > 1 {
-		shape += "|" + reports.ShapeLiveProbes
+		shape += "|" + analysis.ShapeLiveProbes
 	}
 	want := lc.successes
 	if want == 0 {

@@ -8,12 +8,12 @@ import (
 
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // checkNginx holds the app episode to nginx's access log and logs the
 // measured-vs-log table.
-func checkNginx(t *testing.T, g *nginxGW, res *rehearsal.Result, lines []nginxLine, wantSuccesses *int) *reports.Episode {
+func checkNginx(t *testing.T, g *nginxGW, res *rehearsal.Result, lines []nginxLine, wantSuccesses *int) *analysis.Episode {
 	t.Helper()
 	ua := res.Analysis.Upstreams["app"]
 	if ua == nil || len(ua.Episodes) != 1 {

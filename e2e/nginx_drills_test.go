@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // The nginx drills: one upstream, app, behind nginx's passive breaker
@@ -25,7 +25,7 @@ type nginxCase struct {
 	timing    nginxTiming
 	drill     singleDrill
 	successes *int
-	check     func(t *testing.T, g *nginxGW, res *rehearsal.Result, ep *reports.Episode)
+	check     func(t *testing.T, g *nginxGW, res *rehearsal.Result, ep *analysis.Episode)
 }
 
 var nginxDrills = []nginxCase{
@@ -43,7 +43,7 @@ var nginxDrills = []nginxCase{
 	// proxy_next_upstream) like any failure and has no notion of
 	// Retry-After: it probes after fail_timeout, before the 5 s are up.
 	{timing: nginxDefault, drill: appDrill("429-retry-after", 12*time.Second, retryAfter5), successes: ptrInt(1),
-		check: func(t *testing.T, g *nginxGW, _ *rehearsal.Result, ep *reports.Episode) {
+		check: func(t *testing.T, g *nginxGW, _ *rehearsal.Result, ep *analysis.Episode) {
 			if ep.RetryAfterHonoured == nil || *ep.RetryAfterHonoured {
 				t.Errorf("retry_after_honoured = %v, want false: nginx probes after fail_timeout (%s), before Retry-After's 5 s", ep.RetryAfterHonoured, g.Timing.FailTimeout)
 			}
@@ -54,7 +54,7 @@ var nginxDrills = []nginxCase{
 	// 1 s, for POSTs and GETs alike: the failures before the open and the
 	// cooldown depend on it.
 	{timing: nginxDefault, drill: appDrill("slow-past-read-timeout", 13*time.Second, slow2s), successes: ptrInt(1),
-		check: func(t *testing.T, g *nginxGW, res *rehearsal.Result, _ *reports.Episode) {
+		check: func(t *testing.T, g *nginxGW, res *rehearsal.Result, _ *analysis.Episode) {
 			checkHangUps(t, res, g.Timing.ReadTimeout)
 		}},
 	// The server resets every connection before answering. nginx counts
@@ -64,7 +64,7 @@ var nginxDrills = []nginxCase{
 	// was good; nginx does not count a body error against the server, and
 	// nothing opens.
 	{timing: nginxDefault, drill: withHealthy(appDrill("midstream-cut", 10*time.Second, cutAt40), "{body_bytes: 20000}"),
-		check: func(t *testing.T, _ *nginxGW, _ *rehearsal.Result, ep *reports.Episode) {
+		check: func(t *testing.T, _ *nginxGW, _ *rehearsal.Result, ep *analysis.Episode) {
 			if ep.Opened {
 				t.Errorf("opened: %s", ep.Statement)
 			}

@@ -19,7 +19,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/rehearsal"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -45,7 +45,7 @@ func retryStorm(name string) drill {
 
 // searchFigures returns search's retry figures of the run, failing the
 // test when they are absent.
-func searchFigures(t *testing.T, res *rehearsal.Result) *reports.RetryFigures {
+func searchFigures(t *testing.T, res *rehearsal.Result) *analysis.RetryFigures {
 	t.Helper()
 	r := res.Analysis.Resilience
 	if r == nil || r.Upstreams["search"] == nil {
@@ -56,7 +56,7 @@ func searchFigures(t *testing.T, res *rehearsal.Result) *reports.RetryFigures {
 
 // logRetryFigures writes the figures a person compares with the
 // configuration.
-func logRetryFigures(t *testing.T, f *reports.RetryFigures, statements []string) {
+func logRetryFigures(t *testing.T, f *analysis.RetryFigures, statements []string) {
 	t.Helper()
 	b := f.Backoff
 	t.Logf("attempts distribution %v, max %d; retried %.0f%%", f.Distribution, f.MaxAttempts, *f.RetriedShare*100)

@@ -22,7 +22,7 @@ import (
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/replay"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // Breaker shapes no Debian package has, in a small gateway of the test's
@@ -464,7 +464,7 @@ func (g *shapeGW) truth(wallStart time.Time, from float64) []truthCycle {
 // probeReading merges, as the analysis does when it reads the calls let
 // through while open as probes, every closed spell that let fewer calls
 // through than it takes to call forwarding resumed
-// (reports.CloseRunMin), all failing, into the cycle before it.
+// (analysis.CloseRunMin), all failing, into the cycle before it.
 func (g *shapeGW) probeReading(cycles []truthCycle, wallStart time.Time) []truthCycle {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -482,7 +482,7 @@ func (g *shapeGW) probeReading(cycles []truthCycle, wallStart time.Time) []truth
 			for _, k := range in {
 				failed = failed && !k.OK
 			}
-			if failed && len(in) < reports.CloseRunMin {
+			if failed && len(in) < analysis.CloseRunMin {
 				for _, k := range in {
 					prev.Probes = append(prev.Probes, truthProbe{At: k.At.Sub(wallStart).Seconds(), End: k.End.Sub(wallStart).Seconds()})
 				}
@@ -548,7 +548,7 @@ func checkShape(t *testing.T, g *shapeGW, res *rehearsal.Result, desc, wantShape
 	ep := ua.Episodes[0]
 	skipIfStalled(t, res.Analysis)
 	truth := g.truth(res.Analysis.Run.WallStart, ep.StartS)
-	if _, ok := g.br.(*expiring); ok && !strings.Contains(ep.Shape, reports.ShapeExpiry) {
+	if _, ok := g.br.(*expiring); ok && !strings.Contains(ep.Shape, analysis.ShapeExpiry) {
 		truth = g.probeReading(truth, res.Analysis.Run.WallStart)
 	}
 	c := &comparer{t: t}
@@ -618,7 +618,7 @@ func TestShapeHalfOpenSeveralSlow(t *testing.T) {
 	t.Parallel()
 	br, desc := severalProbes(t)
 	g, res := shapeDrill(t, br, "half-open-n-slow", "{latency: {fixed: 300ms}}")
-	checkShape(t, g, res, desc, reports.ShapeLiveProbes, ptrInt(br.MaxRequests))
+	checkShape(t, g, res, desc, analysis.ShapeLiveProbes, ptrInt(br.MaxRequests))
 }
 
 // TestShapeHalfOpenSeveralQuick: the same breaker with quick answers. The
@@ -634,7 +634,7 @@ func TestShapeHalfOpenSeveralQuick(t *testing.T) {
 	if ep.SuccessesToClose != nil {
 		t.Errorf("successes_to_close = %d: the evidence cannot fix it (quick untagged probes), want null", *ep.SuccessesToClose)
 	}
-	checkShape(t, g, res, desc, reports.ShapeUnknown, nil)
+	checkShape(t, g, res, desc, analysis.ShapeUnknown, nil)
 }
 
 // TestShapeLiveProbeSlow: one live probe per half-open (nginx's,
@@ -648,7 +648,7 @@ func TestShapeLiveProbeSlow(t *testing.T) {
 	desc := fmt.Sprintf("%d failures open it, cooldown %s", br.Threshold, br.Cooldown)
 	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "live-probe-slow", "{latency: {fixed: 300ms}}")
-	checkShape(t, g, res, desc, reports.ShapeLiveProbe, ptrInt(1))
+	checkShape(t, g, res, desc, analysis.ShapeLiveProbe, ptrInt(1))
 }
 
 // TestShapeRamp: Traefik-like ramp recovery: after a fallback period open,
@@ -663,7 +663,7 @@ func TestShapeRamp(t *testing.T) {
 	desc := fmt.Sprintf("%d failures open it, fallback %s, recovery %s", br.Threshold, br.Fallback, br.Recovery)
 	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "ramp", "")
-	checkShape(t, g, res, desc, reports.ShapeRamp, nil)
+	checkShape(t, g, res, desc, analysis.ShapeRamp, nil)
 	cy := res.Analysis.Upstreams["app"].Episodes[0].Cycles
 	if n := len(cy); n > 0 && (cy[n-1].RampStartS == nil || cy[n-1].RampEndS == nil) {
 		t.Errorf("ramp start %v end %v: want both", cy[n-1].RampStartS, cy[n-1].RampEndS)
@@ -688,7 +688,7 @@ func TestShapeExpiry(t *testing.T) {
 	desc := fmt.Sprintf("unhealthy while %d failures are remembered, each for %s; healthy answers %q", br.MaxFails, br.Forget, healthy)
 	t.Log("breaker: " + desc)
 	g, res := shapeDrill(t, br, "expiry", healthy)
-	checkShape(t, g, res, desc, reports.ShapeExpiry+"|"+reports.ShapeUnknown, nil)
+	checkShape(t, g, res, desc, analysis.ShapeExpiry+"|"+analysis.ShapeUnknown, nil)
 }
 
 // TestShapeTimeoutWithBody: answers 2 s late, past the gateway's own
@@ -705,7 +705,7 @@ func TestShapeTimeoutWithBody(t *testing.T) {
 	t.Log("breaker: " + desc)
 	g, res := shapeDrillFaults(t, br, "timeout-with-body", "",
 		"  - {name: app-slow, type: latency, upstream: app, at: 3s, for: 3s, params: {fixed: 2s}}\n", timeout)
-	checkShape(t, g, res, desc, reports.ShapeLiveProbe+"|"+reports.ShapeUnknown, ptrInt(1))
+	checkShape(t, g, res, desc, analysis.ShapeLiveProbe+"|"+analysis.ShapeUnknown, ptrInt(1))
 	events, _, err := journal.ReadFile(filepath.Join(res.Dir, "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 var httpClient = &http.Client{Timeout: 2 * time.Second}
@@ -107,7 +107,7 @@ func (c *comparer) log(name string) {
 // calls before the first open exactly. wantSuccesses is what
 // successes_to_close must be for the shape (nil: the shape counts no
 // successes and the figure must be null).
-func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuccesses *int) {
+func compareCycles(c *comparer, ep *analysis.Episode, truth []truthCycle, wantSuccesses *int) {
 	t := c.t
 	t.Helper()
 	c.exact("cycles", len(truth), len(ep.Cycles))
@@ -173,7 +173,7 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 		if len(tc.Probes) > 0 && len(cy.Probes) > 0 {
 			// A log that stamps only a probe's end (Caddy's active
 			// checks: At == End) is compared with the probes' ends.
-			at := func(p reports.Probe, lp truthProbe) float64 {
+			at := func(p analysis.Probe, lp truthProbe) float64 {
 				if lp.At == lp.End && p.DoneS > 0 {
 					return p.DoneS
 				}
@@ -271,7 +271,7 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 }
 
 // skipIfStalled skips a test whose run says its replay stalled
-// (reports.NoteReplayStalled): on a machine so loaded that the replayer and
+// (analysis.NoteReplayStalled): on a machine so loaded that the replayer and
 // the upstream (the test's own process, and the shape tests' gateway with
 // them) stop for seconds, requests go unsent while the breaker changes
 // state, and the figures cannot be held to the gateway's log within
@@ -284,10 +284,10 @@ func compareCycles(c *comparer, ep *reports.Episode, truth []truthCycle, wantSuc
 // never reached the machine's CPU count, nothing outside the harness
 // explains it, and the test fails — a replayer that stalls on its own is a
 // harness fault, and skipping it would hide exactly that.
-func skipIfStalled(t *testing.T, a *reports.Analysis) {
+func skipIfStalled(t *testing.T, a *analysis.Analysis) {
 	t.Helper()
 	for _, n := range a.Notes {
-		if !strings.HasPrefix(n, reports.NoteReplayStalled) {
+		if !strings.HasPrefix(n, analysis.NoteReplayStalled) {
 			continue
 		}
 		// Without load samples nothing tells the two apart: skipped, and
@@ -299,14 +299,14 @@ func skipIfStalled(t *testing.T, a *reports.Analysis) {
 	}
 }
 
-func loadOf(a *reports.Analysis) *reports.LoadDuringRun {
+func loadOf(a *analysis.Analysis) *analysis.LoadDuringRun {
 	if a.Platform == nil {
 		return nil
 	}
 	return a.Platform.LoadDuringRun
 }
 
-func loadText(a *reports.Analysis) string {
+func loadText(a *analysis.Analysis) string {
 	if l := loadOf(a); l != nil {
 		return fmt.Sprintf("median %.1f, max %.1f", l.Median, l.Max)
 	}

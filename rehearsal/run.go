@@ -29,6 +29,7 @@ import (
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
 	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/reports/expect"
 	"github.com/halfopen/rehearse/scenarios"
 )
@@ -77,7 +78,7 @@ type Result struct {
 	Replay *replay.Summary
 	// Analysis and Expectations come from the reports; nil when the
 	// reports could not be written.
-	Analysis     *reports.Analysis
+	Analysis     *analysis.Analysis
 	Expectations []expect.ExpectationResult
 }
 

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/reports/expect"
 
 	"github.com/halfopen/rehearse"
@@ -25,10 +29,10 @@ func base() *sim {
 		style: "tagged", fwdSeq: true, clientUp: true, metricsInt: time.Second}
 }
 
-func analyse(t *testing.T, s *sim) (*Analysis, []journal.Event) {
+func analyse(t *testing.T, s *sim) (*analysis.Analysis, []journal.Event) {
 	t.Helper()
 	evs := s.build()
-	a, err := AnalyzeEvents(evs)
+	a, err := analysis.AnalyzeEvents(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,19 +59,19 @@ func near(t *testing.T, what string, got *float64, want, tolerance float64) {
 // checkTruth compares every black-box cycle of the upstream with the
 // white-box transitions: opens with → open (from closed), closes with
 // → closed.
-func checkTruth(t *testing.T, a *Analysis, evs []journal.Event, u string) {
+func checkTruth(t *testing.T, a *analysis.Analysis, evs []journal.Event, u string) {
 	t.Helper()
 	var opens, closes []float64
 	for _, e := range truth(evs, u) {
 		bt := e.Payload.(*journal.BreakerTransition)
 		if bt.From == journal.StateClosed && bt.To == journal.StateOpen {
-			opens = append(opens, seconds(e.T))
+			opens = append(opens, analysis.SecondsOf(e.T))
 		}
 		if bt.To == journal.StateClosed {
-			closes = append(closes, seconds(e.T))
+			closes = append(closes, analysis.SecondsOf(e.T))
 		}
 	}
-	var cycles []*Cycle
+	var cycles []*analysis.Cycle
 	for _, ep := range a.Upstreams[u].Episodes {
 		cycles = append(cycles, ep.Cycles...)
 	}
@@ -226,7 +230,7 @@ func TestConcurrentProbesAndLeaks(t *testing.T) {
 	if ep.Leaked == 0 || ep.Leaked > int64(s.leaks) {
 		t.Errorf("leaked %d, sim leaked %d while not closed", ep.Leaked, s.leaks)
 	}
-	res := Evaluate(a, expect.Expectations{LeakedMax: ptr(0), MaxProbesInFlight: ptr(1)})
+	res := verdict.Evaluate(a, expect.Expectations{LeakedMax: analysis.Ptr(0), MaxProbesInFlight: analysis.Ptr(1)})
 	for _, r := range res {
 		if r.Passed {
 			t.Errorf("%s passed: %+v", r.Name, r)
@@ -264,7 +268,7 @@ func TestLiveTrafficProbes(t *testing.T) {
 	// shape is ambiguous, successes_to_close null, that call is a possible
 	// probe, and the close is given with bounds that hold the white-box
 	// close.
-	if ep.ProbeSource != "live" || ep.Leaked != 0 || ep.SuccessesToClose != nil || ep.Shape != ShapeUnknown {
+	if ep.ProbeSource != "live" || ep.Leaked != 0 || ep.SuccessesToClose != nil || ep.Shape != analysis.ShapeUnknown {
 		t.Errorf("source %q leaked %d successes %v shape %q: %s", ep.ProbeSource, ep.Leaked, ep.SuccessesToClose, ep.Shape, ep.Statement)
 	}
 	last := ep.Cycles[len(ep.Cycles)-1]
@@ -283,7 +287,7 @@ func TestLiveTrafficProbes(t *testing.T) {
 }
 
 func TestInterruptedRun(t *testing.T) {
-	a, err := AnalyzeEvents(fixtures()["interrupted"]())
+	a, err := analysis.AnalyzeEvents(fixtures()["interrupted"]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +320,7 @@ func TestNeverOpens(t *testing.T) {
 			t.Errorf("run.json episode lacks %s: %s", k, b)
 		}
 	}
-	res := Evaluate(a, expect.Expectations{OpensWithin: ptr(dur(10 * time.Second))})
+	res := verdict.Evaluate(a, expect.Expectations{OpensWithin: analysis.Ptr(dur(10 * time.Second))})
 	if len(res) != 1 || res[0].Passed || !strings.Contains(res[0].Message, "did not open") {
 		t.Errorf("opens_within on a gateway that never opens: %+v", res)
 	}
@@ -339,24 +343,24 @@ func TestNoFaults(t *testing.T) {
 
 func TestStreamingMatchesInMemory(t *testing.T) {
 	evs := base().build()
-	a1, err := Analyze(bytes.NewReader(encodeJournal(t, evs)))
+	a1, err := analysis.Analyze(bytes.NewReader(encodeJournal(t, evs)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _ := AnalyzeEvents(evs)
-	j1, _ := RunJSON(a1)
-	j2, _ := RunJSON(a2)
+	a2, _ := analysis.AnalyzeEvents(evs)
+	j1, _ := render.RunJSON(a1)
+	j2, _ := render.RunJSON(a2)
 	if !bytes.Equal(j1, j2) {
 		t.Errorf("streamed and in-memory analyses differ")
 	}
 }
 
 func TestCorruptJournal(t *testing.T) {
-	_, err := Analyze(strings.NewReader("{\"t\":0,\"kind\":\"run.start\"}\nnot json\n{\"t\":1,\"kind\":\"log\"}\n"))
+	_, err := analysis.Analyze(strings.NewReader("{\"t\":0,\"kind\":\"run.start\"}\nnot json\n{\"t\":1,\"kind\":\"log\"}\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("err %v, want line 2", err)
 	}
-	if _, err := Analyze(strings.NewReader("")); err == nil {
+	if _, err := analysis.Analyze(strings.NewReader("")); err == nil {
 		t.Fatal("empty journal: no error")
 	}
 }
@@ -401,7 +405,7 @@ func TestFallbackUpstream(t *testing.T) {
 		add(ts, &journal.ClientRequest{Seq: seq, Route: "/v1/chat/completions", Scheduled: ts, Sent: ts, Done: ts + 6*time.Millisecond, Status: status, Outcome: outcome})
 	}
 	add(30*time.Second, &journal.RunEnd{Reason: journal.EndCompleted})
-	a, err := AnalyzeEvents(evs)
+	a, err := analysis.AnalyzeEvents(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +444,7 @@ func TestHealthDisagreementAndMetrics(t *testing.T) {
 	if len(ua.MetricsTransitions) < 2 || ua.MetricsTransitions[0].From != journal.StateClosed {
 		t.Errorf("metrics transitions %+v", ua.MetricsTransitions)
 	}
-	res := Evaluate(a, expect.Expectations{HealthDisagreementMax: ptr(dur(10 * time.Second))})
+	res := verdict.Evaluate(a, expect.Expectations{HealthDisagreementMax: analysis.Ptr(dur(10 * time.Second))})
 	if res[0].Passed {
 		t.Errorf("a %.0f s disagreement passed a 10 s bound: %+v", d.EndS-d.StartS, res[0])
 	}
@@ -451,11 +455,11 @@ func TestHealthyUnaffectedFails(t *testing.T) {
 	// Both upstreams faulted: weather is not healthy, so listing it fails.
 	s.faults = append(s.faults, simFault{name: "storm2", upstream: "weather", typ: "status", at: 10 * time.Second, for_: 20 * time.Second})
 	a, _ := analyse(t, s)
-	res := Evaluate(a, expect.Expectations{HealthyUnaffected: &expect.UpstreamSet{Names: []string{"weather", "nope"}}})
+	res := verdict.Evaluate(a, expect.Expectations{HealthyUnaffected: &expect.UpstreamSet{Names: []string{"weather", "nope"}}})
 	if res[0].Passed || !strings.Contains(res[0].Message, "weather: breaker opened") || !strings.Contains(res[0].Message, "nope: no such upstream") {
 		t.Errorf("%+v", res[0])
 	}
-	res = Evaluate(a, expect.Expectations{HealthyUnaffected: &expect.UpstreamSet{All: true}})
+	res = verdict.Evaluate(a, expect.Expectations{HealthyUnaffected: &expect.UpstreamSet{All: true}})
 	if res[0].Passed || !strings.Contains(res[0].Message, "no upstream without faults") {
 		t.Errorf("all faulted: %+v", res[0])
 	}
@@ -469,7 +473,7 @@ func TestAnalyzeCorruptLine(t *testing.T) {
 	}
 	lines := strings.SplitAfter(b.String(), "\n")
 	lines[1700] = "garbage\n"
-	_, err := Analyze(strings.NewReader(strings.Join(lines, "")))
+	_, err := analysis.Analyze(strings.NewReader(strings.Join(lines, "")))
 	if !errors.Is(err, rehearse.ErrInvalid) || !strings.Contains(err.Error(), "journal line 1701") {
 		t.Errorf("Analyze: %v", err)
 	}
@@ -487,7 +491,7 @@ func TestReplayStallFromSendTimes(t *testing.T) {
 			p.Sent, p.HeadersAt, p.Done = resume, p.HeadersAt+d, p.Done+d
 		}
 	}
-	a, err := AnalyzeEvents(evs)
+	a, err := analysis.AnalyzeEvents(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +510,7 @@ func TestReplayStallFromSendTimes(t *testing.T) {
 	}
 	total := func(s int) int32 {
 		var n int32
-		for _, g := range ClientGroups {
+		for _, g := range analysis.ClientGroups {
 			n += a.Timeline.Client[g][s]
 		}
 		return n

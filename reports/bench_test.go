@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -80,7 +82,7 @@ func BenchmarkAnalyze1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		a, err := Analyze(f)
+		a, err := analysis.Analyze(f)
 		f.Close()
 		if err != nil {
 			b.Fatal(err)

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/reports/expect"
 )
 
@@ -17,7 +20,7 @@ import (
 // ambiguous half-open or a ramp), never met on the estimate alone.
 func TestClosesWithinJudgesCloseBounds(t *testing.T) {
 	ms := time.Millisecond
-	fromEnd := func(ep *Episode, v *float64) time.Duration {
+	fromEnd := func(ep *analysis.Episode, v *float64) time.Duration {
 		return time.Duration(math.Round(max(*v-ep.EndS, 0)*1000)) * ms
 	}
 
@@ -27,7 +30,7 @@ func TestClosesWithinJudgesCloseBounds(t *testing.T) {
 	x := expirySim{rate: 20, phase: 10 * ms, lag: ms, healthy: 300 * ms, forget: 1200 * ms, maxFails: 3,
 		faultAt: 3 * time.Second, faultFor: 3 * time.Second, dur: 12 * time.Second}
 	ev, _ := x.build()
-	a, err := AnalyzeEvents(ev)
+	a, err := analysis.AnalyzeEvents(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +52,11 @@ func TestClosesWithinJudgesCloseBounds(t *testing.T) {
 		{mid, expect.NotObservable}, // the estimate (closed_at_s, the first resumed call) breaks it, the earliest keeps it
 		{lo - ms, expect.NotMet},
 	} {
-		r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(c.within))})[0]
+		r := verdict.Evaluate(a, expect.Expectations{ClosesWithin: analysis.Ptr(dur(c.within))})[0]
 		if r.Outcome != c.want || (c.want != expect.Met && !strings.Contains(r.Message, "between ")) {
 			t.Errorf("expiry, closed %s – %s after the fault, closes_within %s: %s %q (observed %s), want %s naming the range", lo, hi, c.within, r.Outcome, r.Message, r.Observed, c.want)
 		}
-		if c.want == expect.NotObservable && !strings.Contains(r.Message, closeBounded) {
+		if c.want == expect.NotObservable && !strings.Contains(r.Message, verdict.CloseBounded) {
 			t.Errorf("closes_within %s: %q does not say why the close is a range", c.within, r.Message)
 		}
 	}
@@ -76,13 +79,13 @@ func TestClosesWithinJudgesCloseBounds(t *testing.T) {
 		{time.Hour, expect.NotObservable}, // the estimate keeps it; the close may have come any time later
 		{fromEnd(ep, ep.ClosedAtS) + time.Second, expect.NotObservable},
 	} {
-		r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(c.within))})[0]
-		if r.Outcome != c.want || !strings.Contains(r.Message, "and unknown") || !strings.Contains(r.Message, closeUnbounded) {
+		r := verdict.Evaluate(a, expect.Expectations{ClosesWithin: analysis.Ptr(dur(c.within))})[0]
+		if r.Outcome != c.want || !strings.Contains(r.Message, "and unknown") || !strings.Contains(r.Message, verdict.CloseUnbounded) {
 			t.Errorf("ambiguous close from %s after the fault, closes_within %s: %s %q, want %s saying the close has no known end", lo, c.within, r.Outcome, r.Message, c.want)
 		}
 	}
 	if lo > 0 {
-		if r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(lo - ms))})[0]; r.Outcome != expect.NotMet {
+		if r := verdict.Evaluate(a, expect.Expectations{ClosesWithin: analysis.Ptr(dur(lo - ms))})[0]; r.Outcome != expect.NotMet {
 			t.Errorf("ambiguous close from %s after the fault, closes_within %s: %s %q, want not met", lo, lo-ms, r.Outcome, r.Message)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/halfopen/rehearse/reports/render"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -25,7 +26,7 @@ func htmlText(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }
 
-func render(t *testing.T, md goldmark.Markdown, src string) string {
+func toHTML(t *testing.T, md goldmark.Markdown, src string) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := md.Convert([]byte(src), &b); err != nil {
@@ -63,14 +64,14 @@ func TestMarkdownEscapeIsExact(t *testing.T) {
 		if want == "" {
 			continue
 		}
-		got := render(t, commonMark, mdLine(s))
+		got := toHTML(t, commonMark, render.MdLine(s))
 		if got != "<p>"+htmlText(want)+"</p>\n" {
-			t.Errorf("paragraph %q → %q renders %q", s, mdLine(s), got)
+			t.Errorf("paragraph %q → %q renders %q", s, render.MdLine(s), got)
 			bad++
 		}
-		cell := render(t, gfm, "| a | b |\n|---|---|\n| x | "+mdEscape(s)+" |\n")
+		cell := toHTML(t, gfm, "| a | b |\n|---|---|\n| x | "+render.MdEscape(s)+" |\n")
 		if !strings.Contains(cell, "<td>"+htmlText(want)+"</td>") {
-			t.Errorf("cell %q → %q renders %q", s, mdEscape(s), cell)
+			t.Errorf("cell %q → %q renders %q", s, render.MdEscape(s), cell)
 			bad++
 		}
 		if bad > 10 {
@@ -85,10 +86,10 @@ func TestMarkdownEscapeIsExact(t *testing.T) {
 func TestMarkdownEscapesOnlyWhatNeedsIt(t *testing.T) {
 	for _, s := range []string{"<= 200ms", ">= 1", "fast_fail", "llm-primary", "p99 ≤ 10 s — ok", "search: open → closed at 47.0 s",
 		"worst 300ms, want >= 200ms, over 1 episodes", "AT&T", "http://example.com/x_y", "5xx / failed call", "1m0s–2m0s (03:00:00 UTC)"} {
-		if got := mdEscape(s); got != s {
+		if got := render.MdEscape(s); got != s {
 			t.Errorf("mdEscape(%q) = %q, want it unchanged", s, got)
 		}
-		if got := mdLine(s); got != s && s[0] != '>' {
+		if got := render.MdLine(s); got != s && s[0] != '>' {
 			t.Errorf("mdLine(%q) = %q, want it unchanged", s, got)
 		}
 	}
@@ -101,7 +102,7 @@ func TestMarkdownEscapesOnlyWhatNeedsIt(t *testing.T) {
 func TestMarkdownCommonMark(t *testing.T) {
 	for name := range fixtures() {
 		t.Run(name, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(renderFixture(t, name), MarkdownFile))
+			src, err := os.ReadFile(filepath.Join(renderFixture(t, name), render.MarkdownFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +132,7 @@ func TestMarkdownCommonMark(t *testing.T) {
 				case east.KindTable:
 					tables++
 				case ast.KindImage:
-					if string(n.(*ast.Image).Destination) == TimelinePNGFile {
+					if string(n.(*ast.Image).Destination) == render.TimelinePNGFile {
 						images++
 					}
 				}
@@ -140,7 +141,7 @@ func TestMarkdownCommonMark(t *testing.T) {
 			if tables < 4 || images != 1 {
 				t.Errorf("GFM sees %d tables and %d timeline images; want the report's tables and timeline.png", tables, images)
 			}
-			html := render(t, gfm, string(src))
+			html := toHTML(t, gfm, string(src))
 			if name == "hostile" {
 				if !strings.Contains(html, "<td>s&lt;e&gt;arch|x</td>") {
 					t.Error("the hostile upstream name does not come through a GFM table intact")
@@ -170,12 +171,12 @@ func FuzzMarkdownEscape(f *testing.F) {
 		}
 		// Runs of spaces, entities and Unicode punctuation rules are
 		// CommonMark's business, not escaping's: compare what matters.
-		if got := render(t, commonMark, mdLine(s)); got != "<p>"+htmlText(want)+"</p>\n" {
-			t.Errorf("paragraph %q → %q renders %q", s, mdLine(s), got)
+		if got := toHTML(t, commonMark, render.MdLine(s)); got != "<p>"+htmlText(want)+"</p>\n" {
+			t.Errorf("paragraph %q → %q renders %q", s, render.MdLine(s), got)
 		}
-		cell := render(t, gfm, "| a | b |\n|---|---|\n| x | "+mdEscape(s)+" |\n")
+		cell := toHTML(t, gfm, "| a | b |\n|---|---|\n| x | "+render.MdEscape(s)+" |\n")
 		if !strings.Contains(cell, "<td>"+htmlText(want)+"</td>") {
-			t.Errorf("cell %q → %q renders %q", s, mdEscape(s), cell)
+			t.Errorf("cell %q → %q renders %q", s, render.MdEscape(s), cell)
 		}
 	})
 }

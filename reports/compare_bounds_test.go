@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/compare"
+	"github.com/halfopen/rehearse/reports/history"
 )
 
 // TestCompareWithinBounds: report compare does not call a difference a
@@ -17,24 +21,24 @@ func TestCompareWithinBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(after float64, b *Bounds) *Analysis {
+	with := func(after float64, b *analysis.Bounds) *analysis.Analysis {
 		t.Helper()
-		var a Analysis
+		var a analysis.Analysis
 		if err := json.Unmarshal(raw, &a); err != nil {
 			t.Fatal(err)
 		}
 		ep := a.Upstreams["search"].Episodes[0]
-		ep.OpenedAfterS, ep.OpenedAfterBoundsS = ptr(after), b
+		ep.OpenedAfterS, ep.OpenedAfterBoundsS = analysis.Ptr(after), b
 		return &a
 	}
-	runs := func(n int, after float64, b *Bounds) []*Analysis {
-		var out []*Analysis
+	runs := func(n int, after float64, b *analysis.Bounds) []*analysis.Analysis {
+		var out []*analysis.Analysis
 		for range n {
 			out = append(out, with(after, b))
 		}
 		return out
 	}
-	row := func(c *Comparison) CompareRow {
+	row := func(c *compare.Comparison) compare.CompareRow {
 		t.Helper()
 		for _, r := range c.Rows {
 			if r.Key == "opened_after_s" && strings.HasPrefix(r.Group, "search episode 1") {
@@ -42,12 +46,12 @@ func TestCompareWithinBounds(t *testing.T) {
 			}
 		}
 		t.Fatalf("no opened_after_s row: %+v", c.Rows)
-		return CompareRow{}
+		return compare.CompareRow{}
 	}
-	bounded := &Bounds{Min: ptr(0.52), Max: ptr(0.58)}
-	opt := CompareOptions{Labels: [2]string{"old", "new"}, Force: true}
+	bounded := &analysis.Bounds{Min: analysis.Ptr(0.52), Max: analysis.Ptr(0.58)}
+	opt := compare.CompareOptions{Labels: [2]string{"old", "new"}, Force: true}
 
-	c, err := CompareAnalyses(runs(5, 0.52, bounded), runs(5, 0.57, nil), opt)
+	c, err := compare.CompareAnalyses(runs(5, 0.52, bounded), runs(5, 0.57, nil), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +59,11 @@ func TestCompareWithinBounds(t *testing.T) {
 	if r.Flag || !r.WithinBounds || !strings.Contains(r.Note, "old 520 ms – 580 ms, new 570 ms") {
 		t.Errorf("0.52 (0.52–0.58) against 0.57: flag %v, within bounds %v, note %q; want not a change, the ranges named", r.Flag, r.WithinBounds, r.Note)
 	}
-	if v := r.verdictCell(); !strings.HasPrefix(v, "not a change") {
+	if v := r.VerdictCell(); !strings.HasPrefix(v, "not a change") {
 		t.Errorf("verdict %q", v)
 	}
 
-	c, err = CompareAnalyses(runs(5, 0.52, bounded), runs(5, 0.65, nil), opt)
+	c, err = compare.CompareAnalyses(runs(5, 0.52, bounded), runs(5, 0.65, nil), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +72,7 @@ func TestCompareWithinBounds(t *testing.T) {
 	}
 
 	// Exact on both sides: the estimates decide, as before.
-	c, err = CompareAnalyses(runs(5, 0.52, nil), runs(5, 0.57, nil), opt)
+	c, err = compare.CompareAnalyses(runs(5, 0.52, nil), runs(5, 0.57, nil), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,35 +90,35 @@ func TestHistoryWithinBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	change := func(first, last float64, b *Bounds) string {
+	change := func(first, last float64, b *analysis.Bounds) string {
 		t.Helper()
-		h := &HistoryIndex{}
+		h := &history.HistoryIndex{}
 		for i, after := range []float64{first, last} {
-			var a Analysis
+			var a analysis.Analysis
 			if err := json.Unmarshal(raw, &a); err != nil {
 				t.Fatal(err)
 			}
 			ep := a.Upstreams["search"].Episodes[0]
-			ep.OpenedAfterS, ep.OpenedAfterBoundsS = ptr(after), nil
+			ep.OpenedAfterS, ep.OpenedAfterBoundsS = analysis.Ptr(after), nil
 			if i == 0 {
 				ep.OpenedAfterBoundsS = b
 			}
-			h.add(&HistoryRun{Dir: string(rune('a' + i)), Analysis: &a, Figures: map[string]*float64{}}, "")
+			h.Add(&history.HistoryRun{Dir: string(rune('a' + i)), Analysis: &a, Figures: map[string]*float64{}}, "")
 		}
 		if len(h.Groups) != 1 {
 			t.Fatalf("%d groups, want 1", len(h.Groups))
 		}
 		g := h.Groups[0]
-		g.trends()
+		g.ComputeTrends()
 		for _, tr := range g.Trends {
-			if tr.Key == trendKey("search", 0, "opened_after_s") {
-				return tr.change()
+			if tr.Key == history.TrendKey("search", 0, "opened_after_s") {
+				return tr.Change()
 			}
 		}
 		t.Fatalf("no opened_after_s trend in %+v", g.Trends)
 		return ""
 	}
-	bounded := &Bounds{Min: ptr(0.52), Max: ptr(0.58)}
+	bounded := &analysis.Bounds{Min: analysis.Ptr(0.52), Max: analysis.Ptr(0.58)}
 	if c := change(0.52, 0.57, bounded); !strings.HasPrefix(c, "+50") || !strings.Contains(c, "within the bounds") {
 		t.Errorf("0.52 (0.52–0.58) → 0.57: %q, want +50 ms within the bounds", c)
 	}

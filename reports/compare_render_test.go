@@ -9,23 +9,38 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/compare"
+	"github.com/halfopen/rehearse/reports/render"
+
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
 )
 
 // writtenComparison compares the clean and haproxy fixtures, compared by
 // harness version, and writes the comparison into a directory.
-func writtenComparison(t *testing.T, version string) (*Comparison, string) {
+func writtenComparison(t *testing.T, version string) (*compare.Comparison, string) {
 	t.Helper()
-	c, err := CompareDirs(renderFixture(t, "clean"), renderFixture(t, "haproxy"), [2]string{"a", "b"}, CompareOptions{Version: version})
+	c, err := compare.CompareDirs(renderFixture(t, "clean"), renderFixture(t, "haproxy"), [2]string{"a", "b"}, compare.CompareOptions{Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := WriteComparison(dir, c); err != nil {
+	if err := compare.WriteComparison(dir, c); err != nil {
 		t.Fatal(err)
 	}
 	return c, dir
+}
+
+// readAnalysis is a compared run's analysis, read again from its
+// directory.
+func readAnalysis(t *testing.T, dir string) *analysis.Analysis {
+	t.Helper()
+	a, err := AnalyzeDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // TestCompareTimelinesPNG decodes compare-timelines.png: it is the
@@ -34,17 +49,17 @@ func writtenComparison(t *testing.T, version string) (*Comparison, string) {
 // window, and the upper part is the first side's.
 func TestCompareTimelinesPNG(t *testing.T) {
 	c, dir := writtenComparison(t, "")
-	img := readPNG(t, filepath.Join(dir, CompareTimelinesPNGFile))
-	d := compareTimelines(c)
-	if img.Bounds() != image.Rect(0, 0, int(d.W*PNGScale), int(d.H*PNGScale)) {
-		t.Fatalf("PNG %v, want the drawing's %v×%v at scale %v", img.Bounds(), d.W, d.H, PNGScale)
+	img := readPNG(t, filepath.Join(dir, compare.CompareTimelinesPNGFile))
+	d := compare.CompareTimelines(c)
+	if img.Bounds() != image.Rect(0, 0, int(d.W*render.PNGScale), int(d.H*render.PNGScale)) {
+		t.Fatalf("PNG %v, want the drawing's %v×%v at scale %v", img.Bounds(), d.W, d.H, render.PNGScale)
 	}
-	a, bb := c.sides[0][0].A, c.sides[1][0].A
-	oa, ob := firstFault(a), firstFault(bb)
+	a, bb := readAnalysis(t, c.Runs[0][0].Dir), readAnalysis(t, c.Runs[1][0].Dir)
+	oa, ob := compare.FirstFault(a), compare.FirstFault(bb)
 	pre, post := max(oa, ob), max(a.Run.DurationS-oa, bb.Run.DurationS-ob)
-	second := timelineDrawing(bb, SVGOptions{Width: 1200, From: ob - pre, To: ob + post, Origin: ob,
+	second := render.TimelineDrawing(bb, render.SVGOptions{Width: 1200, From: ob - pre, To: ob + post, Origin: ob,
 		Title: "b — " + bb.Run.RunID + " (t = 0 at the first fault)"})
-	first := timelineDrawing(a, SVGOptions{Width: 1200, From: oa - pre, To: oa + post, Origin: oa,
+	first := render.TimelineDrawing(a, render.SVGOptions{Width: 1200, From: oa - pre, To: oa + post, Origin: oa,
 		Title: "a — " + a.Run.RunID + " (t = 0 at the first fault)"})
 	if first.H+10+second.H != d.H {
 		t.Fatalf("height %v, want %v + 10 + %v", d.H, first.H, second.H)
@@ -54,8 +69,8 @@ func TestCompareTimelinesPNG(t *testing.T) {
 		d    *image.RGBA
 		top  int
 	}{
-		{"first side", first.Raster(PNGScale), 0},
-		{"second side", second.Raster(PNGScale), int((first.H + 10) * PNGScale)},
+		{"first side", first.Raster(render.PNGScale), 0},
+		{"second side", second.Raster(render.PNGScale), int((first.H + 10) * render.PNGScale)},
 	} {
 		differ := 0
 		bounds := part.d.Bounds()
@@ -93,10 +108,10 @@ func TestCompareMarkdownTimelinesAndDocs(t *testing.T) {
 		}
 		return ast.WalkContinue, nil
 	})
-	if !images[CompareTimelinesPNGFile] || len(images) != 1 {
-		t.Errorf("images %v, want %s alone", images, CompareTimelinesPNGFile)
+	if !images[compare.CompareTimelinesPNGFile] || len(images) != 1 {
+		t.Errorf("images %v, want %s alone", images, compare.CompareTimelinesPNGFile)
 	}
-	for _, want := range []string{CompareTimelinesFile, DocsURL("v1.4.0", "analysis.md"), DocsURL("v1.4.0", "cross-platform.md")} {
+	for _, want := range []string{compare.CompareTimelinesFile, analysis.DocsURL("v1.4.0", "analysis.md"), analysis.DocsURL("v1.4.0", "cross-platform.md")} {
 		if !links[want] {
 			t.Errorf("compare.md does not link %s; links %v", want, links)
 		}
@@ -105,7 +120,7 @@ func TestCompareMarkdownTimelinesAndDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(h), `href="`+DocsURL("v1.4.0", "analysis.md")+`"`) || strings.Contains(string(h), "docs/analysis.md;") {
+	if !strings.Contains(string(h), `href="`+analysis.DocsURL("v1.4.0", "analysis.md")+`"`) || strings.Contains(string(h), "docs/analysis.md;") {
 		t.Error("compare.html's footer does not link the definitions of the comparing version")
 	}
 	// compare.json names the build that computed its figures.
@@ -121,8 +136,8 @@ func TestCompareMarkdownTimelinesAndDocs(t *testing.T) {
 	}
 	// Without the pictures beside it, compare.md says how to get both.
 	c, _ := writtenComparison(t, "")
-	md := string(CompareMarkdown(c, false))
-	if strings.Contains(md, "![") || !strings.Contains(md, CompareTimelinesPNGFile) || !strings.Contains(md, CompareTimelinesFile) {
+	md := string(compare.CompareMarkdown(c, false))
+	if strings.Contains(md, "![") || !strings.Contains(md, compare.CompareTimelinesPNGFile) || !strings.Contains(md, compare.CompareTimelinesFile) {
 		t.Errorf("compare.md without pictures:\n%s", md[max(0, len(md)-600):])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -72,7 +73,7 @@ expectations:
 	// 150 ms covers scheduling noise on a loaded 2-core machine.
 	const tol = 0.15
 
-	events, _, err := journal.ReadFile(filepath.Join(dir, reports.JournalFile))
+	events, _, err := journal.ReadFile(filepath.Join(dir, analysis.JournalFile))
 	if err != nil {
 		t.Fatal(err)
 	}

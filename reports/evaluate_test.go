@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/reports/expect"
 
 	"github.com/halfopen/rehearse"
@@ -39,14 +43,14 @@ func TestNeverProbesIsNotObservable(t *testing.T) {
 		t.Fatalf("sim: opened %v, %d probes, closed %v", ep.Opened, ep.Probes, ep.Closed)
 	}
 	e := expect.Expectations{
-		OpensWithin:         ptr(dur(10 * time.Second)),
-		CooldownMin:         ptr(dur(time.Second)),
-		ProbeSpacingMin:     ptr(dur(200 * time.Millisecond)),
-		MaxProbesInFlight:   ptr(1),
-		SuccessesToCloseMin: ptr(1),
-		ClosesWithin:        ptr(dur(time.Hour)), // the run cannot show a close within an hour
+		OpensWithin:         analysis.Ptr(dur(10 * time.Second)),
+		CooldownMin:         analysis.Ptr(dur(time.Second)),
+		ProbeSpacingMin:     analysis.Ptr(dur(200 * time.Millisecond)),
+		MaxProbesInFlight:   analysis.Ptr(1),
+		SuccessesToCloseMin: analysis.Ptr(1),
+		ClosesWithin:        analysis.Ptr(dur(time.Hour)), // the run cannot show a close within an hour
 	}
-	res := byName(t, Evaluate(a, e))
+	res := byName(t, verdict.Evaluate(a, e))
 	if r := res["opens_within"]; r.Outcome != expect.Met {
 		t.Errorf("opens_within: %+v", r)
 	}
@@ -62,24 +66,24 @@ func TestNeverProbesIsNotObservable(t *testing.T) {
 			t.Errorf("%s: %+v, want not observable naming %q", name, r, missing)
 		}
 	}
-	if err := expect.Failed(Evaluate(a, e)); err == nil || rehearse.ExitCode(err) != rehearse.ExitExpectations {
+	if err := expect.Failed(verdict.Evaluate(a, e)); err == nil || rehearse.ExitCode(err) != rehearse.ExitExpectations {
 		t.Errorf("Failed: %v, want exit %d", err, rehearse.ExitExpectations)
 	}
 
 	// A close bound shorter than the time the run stayed open after the
 	// fault ended is a breach, not a lack of evidence.
-	r := Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(10 * time.Second))})[0]
+	r := verdict.Evaluate(a, expect.Expectations{ClosesWithin: analysis.Ptr(dur(10 * time.Second))})[0]
 	if r.Outcome != expect.NotMet || !strings.Contains(r.Message, "still open") {
 		t.Errorf("closes_within 10s, open 40s after the fault: %+v", r)
 	}
 
 	// junit.xml: one failure per expectation, naming what was missing.
-	a.Expectations = Evaluate(a, e)
-	b, err := JUnit(a)
+	a.Expectations = verdict.Evaluate(a, e)
+	b, err := render.JUnit(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc junitSuites
+	var doc render.JunitSuites
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +98,7 @@ func TestNeverProbesIsNotObservable(t *testing.T) {
 			t.Errorf("junit case %s: %+v", c.Name, c.Failure)
 		}
 	}
-	md, _ := Markdown(a)
+	md, _ := render.Markdown(a)
 	if !strings.Contains(string(md), "not observable") || strings.Contains(string(md), "All 6 expectations met") {
 		t.Errorf("report.md does not say the expectations were not observable:\n%s", md)
 	}
@@ -107,8 +111,8 @@ func TestNeverOpensIsNotObservable(t *testing.T) {
 	s := base()
 	s.threshold = 1 << 20
 	a, _ := analyse(t, s)
-	res := byName(t, Evaluate(a, expect.Expectations{LeakedMax: ptr(0), ClosesWithin: ptr(dur(10 * time.Second)),
-		OpensWithin: ptr(dur(10 * time.Second)), MetricsLagMax: ptr(dur(15 * time.Second))}))
+	res := byName(t, verdict.Evaluate(a, expect.Expectations{LeakedMax: analysis.Ptr(0), ClosesWithin: analysis.Ptr(dur(10 * time.Second)),
+		OpensWithin: analysis.Ptr(dur(10 * time.Second)), MetricsLagMax: analysis.Ptr(dur(15 * time.Second))}))
 	for _, name := range []string{"leaked_max", "closes_within", "metrics_lag_max"} {
 		if r := res[name]; r.Outcome != expect.NotObservable || !strings.Contains(r.Message, "never opened") {
 			t.Errorf("%s: %+v", name, r)
@@ -140,7 +144,7 @@ func TestHealthyWithoutRequestsIsNotObservable(t *testing.T) {
 		}
 		kept = append(kept, e)
 	}
-	a, err := AnalyzeEvents(kept)
+	a, err := analysis.AnalyzeEvents(kept)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +152,7 @@ func TestHealthyWithoutRequestsIsNotObservable(t *testing.T) {
 		t.Fatal("weather not in the analysis")
 	}
 	for _, set := range []*expect.UpstreamSet{{All: true}, {Names: []string{"weather"}}} {
-		r := Evaluate(a, expect.Expectations{HealthyUnaffected: set})[0]
+		r := verdict.Evaluate(a, expect.Expectations{HealthyUnaffected: set})[0]
 		if r.Outcome != expect.NotObservable || r.Passed || !strings.Contains(r.Message, "weather: no client request was sent") {
 			t.Errorf("%+v: %+v", set, r)
 		}
@@ -163,11 +167,11 @@ func TestHealthyWithoutRequestsIsNotObservable(t *testing.T) {
 			none = append(none, e)
 		}
 	}
-	a, err = AnalyzeEvents(none)
+	a, err = analysis.AnalyzeEvents(none)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := byName(t, Evaluate(a, expect.Expectations{ClientSuccessMin: ptr(0.9), AmplificationMax: ptr(2.0), ReplayLatenessMax: ptr(dur(time.Second))}))
+	res := byName(t, verdict.Evaluate(a, expect.Expectations{ClientSuccessMin: analysis.Ptr(0.9), AmplificationMax: analysis.Ptr(2.0), ReplayLatenessMax: analysis.Ptr(dur(time.Second))}))
 	for _, n := range []string{"client_success_min", "amplification_max", "replay_lateness_max"} {
 		if r := res[n]; r.Outcome != expect.NotObservable || !strings.HasPrefix(r.Message, "not observable: ") {
 			t.Errorf("%s without client requests: %+v", n, r)
@@ -195,7 +199,7 @@ func TestInterruptedRunNeverPassesUnobserved(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	writeJournal(t, filepath.Join(dir, JournalFile), cut)
+	writeJournal(t, filepath.Join(dir, analysis.JournalFile), cut)
 	a, res, err := RenderDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +212,7 @@ func TestInterruptedRunNeverPassesUnobserved(t *testing.T) {
 			t.Errorf("%s: %+v", r.Name, r)
 		}
 	}
-	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	md, err := os.ReadFile(filepath.Join(dir, render.MarkdownFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,24 +229,24 @@ func TestInterruptedRunNeverPassesUnobserved(t *testing.T) {
 // The verdict rule itself: no observation is not observable; a breach
 // outweighs a missing figure; all kept is met.
 func TestJudge(t *testing.T) {
-	b := durAtMost(time.Second)
+	b := verdict.DurAtMost(time.Second)
 	for _, c := range []struct {
-		obs  []observation
+		obs  []verdict.Observation
 		want expect.Outcome
 	}{
 		{nil, expect.NotObservable},
-		{[]observation{seen("a", 0.5)}, expect.Met},
-		{[]observation{seen("a", 0.5), unseen("b", "gone")}, expect.NotObservable},
-		{[]observation{seen("a", 2), unseen("b", "gone")}, expect.NotMet},
-		{[]observation{breach("a", "did not open")}, expect.NotMet},
-		{[]observation{seen("a", 1)}, expect.Met},
+		{[]verdict.Observation{verdict.Seen("a", 0.5)}, expect.Met},
+		{[]verdict.Observation{verdict.Seen("a", 0.5), verdict.Unseen("b", "gone")}, expect.NotObservable},
+		{[]verdict.Observation{verdict.Seen("a", 2), verdict.Unseen("b", "gone")}, expect.NotMet},
+		{[]verdict.Observation{verdict.Breach("a", "did not open")}, expect.NotMet},
+		{[]verdict.Observation{verdict.Seen("a", 1)}, expect.Met},
 	} {
-		r := judge("x", b, c.obs, "nothing", "things")
+		r := verdict.Judge("x", b, c.obs, "nothing", "things")
 		if r.Outcome != c.want || r.Passed != (c.want == expect.Met) {
 			t.Errorf("%+v: %+v, want %s", c.obs, r, c.want)
 		}
 	}
-	if r := judge("x", b, []observation{seen("a", 2), unseen("b", "gone")}, "", ""); !strings.Contains(r.Message, "a: 2s") || !strings.Contains(r.Message, "b: gone") {
+	if r := verdict.Judge("x", b, []verdict.Observation{verdict.Seen("a", 2), verdict.Unseen("b", "gone")}, "", ""); !strings.Contains(r.Message, "a: 2s") || !strings.Contains(r.Message, "b: gone") {
 		t.Errorf("message %q names neither the breach nor the missing figure", r.Message)
 	}
 }

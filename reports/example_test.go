@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/verdict"
 )
 
 // A journal in which the gateway stops calling "search" after two failed
@@ -29,7 +30,7 @@ const exampleJournal = `{"t":0,"kind":"run.start","run_id":"ex","scenario":"exam
 `
 
 func ExampleAnalyze() {
-	a, err := reports.Analyze(strings.NewReader(exampleJournal))
+	a, err := analysis.Analyze(strings.NewReader(exampleJournal))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -43,8 +44,8 @@ func ExampleAnalyze() {
 }
 
 func ExampleEvaluate() {
-	a, _ := reports.Analyze(strings.NewReader(exampleJournal))
-	for _, r := range reports.Evaluate(a, *a.Expected) {
+	a, _ := analysis.Analyze(strings.NewReader(exampleJournal))
+	for _, r := range verdict.Evaluate(a, *a.Expected) {
 		fmt.Printf("%s passed=%v observed=%s want=%s\n", r.Name, r.Passed, r.Observed, r.Want)
 	}
 	// Output:

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/reports/expect"
 
 	"go.yaml.in/yaml/v3"
@@ -72,11 +75,11 @@ client_success_min: 0.5
 	if err := yaml.Unmarshal([]byte("healthy_unaffected: true\n"), &all); err != nil || !all.HealthyUnaffected.All {
 		t.Errorf("bool form: %+v %v", all.HealthyUnaffected, err)
 	}
-	if err := (expect.Expectations{ClientSuccessMin: ptr(1.5)}).Validate(); err == nil {
+	if err := (expect.Expectations{ClientSuccessMin: analysis.Ptr(1.5)}).Validate(); err == nil {
 		t.Error("client_success_min 1.5 accepted")
 	}
 	// The retry expectations: each bad value at its own key.
-	err = (expect.Expectations{MaxAttempts: ptr(0), OrphanedCallsMax: ptr(-1), RetryBackoffMin: ptr(dur(-time.Millisecond)), CostAmplificationMax: ptr(0.0)}).Validate()
+	err = (expect.Expectations{MaxAttempts: analysis.Ptr(0), OrphanedCallsMax: analysis.Ptr(-1), RetryBackoffMin: analysis.Ptr(dur(-time.Millisecond)), CostAmplificationMax: analysis.Ptr(0.0)}).Validate()
 	for _, key := range []string{"max_attempts", "orphaned_calls_max", "retry_backoff_min", "cost_amplification_max"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: err %v", key, err)
@@ -87,12 +90,12 @@ client_success_min: 0.5
 func TestEvaluateCleanRun(t *testing.T) {
 	a, _ := analyse(t, base())
 	e := expect.Expectations{
-		OpensWithin: ptr(dur(10 * time.Second)), ProbeSpacingMin: ptr(dur(200 * time.Millisecond)),
-		MaxProbesInFlight: ptr(1), HealthyUnaffected: &expect.UpstreamSet{All: true}, ClosesWithin: ptr(dur(30 * time.Second)),
-		AmplificationMax: ptr(1.2), MetricsLagMax: ptr(dur(2 * time.Second)), LeakedMax: ptr(0),
-		SuccessesToCloseMin: ptr(2), CooldownMin: ptr(dur(4 * time.Second)), FailuresBeforeOpenMax: ptr(5),
+		OpensWithin: analysis.Ptr(dur(10 * time.Second)), ProbeSpacingMin: analysis.Ptr(dur(200 * time.Millisecond)),
+		MaxProbesInFlight: analysis.Ptr(1), HealthyUnaffected: &expect.UpstreamSet{All: true}, ClosesWithin: analysis.Ptr(dur(30 * time.Second)),
+		AmplificationMax: analysis.Ptr(1.2), MetricsLagMax: analysis.Ptr(dur(2 * time.Second)), LeakedMax: analysis.Ptr(0),
+		SuccessesToCloseMin: analysis.Ptr(2), CooldownMin: analysis.Ptr(dur(4 * time.Second)), FailuresBeforeOpenMax: analysis.Ptr(5),
 	}
-	res := Evaluate(a, e)
+	res := verdict.Evaluate(a, e)
 	if len(res) != 11 {
 		t.Errorf("%d results", len(res))
 	}
@@ -102,7 +105,7 @@ func TestEvaluateCleanRun(t *testing.T) {
 		}
 	}
 	// Tighter bounds fail with observed and want in the message.
-	res = Evaluate(a, expect.Expectations{ClosesWithin: ptr(dur(5 * time.Second)), HonoursRetryAfter: ptr(true)})
+	res = verdict.Evaluate(a, expect.Expectations{ClosesWithin: analysis.Ptr(dur(5 * time.Second)), HonoursRetryAfter: analysis.Ptr(true)})
 	if res[0].Passed || res[0].Name != "honours_retry_after" || !strings.Contains(res[0].Message, "no upstream served a 429") {
 		t.Errorf("honours_retry_after without 429: %+v", res[0])
 	}

@@ -8,6 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/compare"
+	"github.com/halfopen/rehearse/reports/history"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
 )
 
 // episodeObjects reads run.json's episode objects of one upstream.
@@ -43,14 +49,14 @@ func lookup(obj map[string]any, key string) (any, bool) {
 // the table reads: the keys are the contract, not decoration.
 func TestFigureKeysInRunJSON(t *testing.T) {
 	a, _ := analyse(t, base())
-	b, err := RunJSON(a)
+	b, err := render.RunJSON(a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ep := a.Upstreams["search"].Episodes[0]
 	obj := episodeObjects(t, b, "search")[0]
 	seenKeys := map[string]bool{}
-	for _, f := range Figures {
+	for _, f := range analysis.Figures {
 		if seenKeys[f.Key] {
 			t.Errorf("figure key %s declared twice", f.Key)
 		}
@@ -60,7 +66,7 @@ func TestFigureKeysInRunJSON(t *testing.T) {
 			t.Errorf("figure %s: no such key in run.json's episode", f.Key)
 			continue
 		}
-		if f.Unit == Word || f.Key == "cycles" {
+		if f.Unit == analysis.Word || f.Key == "cycles" {
 			continue // words are for people; cycles is the array the count is of
 		}
 		v := f.Value(ep)
@@ -76,17 +82,17 @@ func TestFigureKeysInRunJSON(t *testing.T) {
 // Adding a figure is one row of the table: it then appears in run.json,
 // report.md, report.html, report compare and report history.
 func TestAddedFigureIsInEveryOutput(t *testing.T) {
-	saved := slices.Clone(Figures)
-	t.Cleanup(func() { Figures = saved })
-	Figures = append(Figures, Figure{
-		Key: "probes_per_cycle", Label: "probes per open cycle", Unit: Ratio,
-		Value: func(e *Episode) *float64 {
+	saved := slices.Clone(analysis.Figures)
+	t.Cleanup(func() { analysis.Figures = saved })
+	analysis.Figures = append(analysis.Figures, analysis.Figure{
+		Key: "probes_per_cycle", Label: "probes per open cycle", Unit: analysis.Ratio,
+		Value: func(e *analysis.Episode) *float64 {
 			if len(e.Cycles) == 0 {
 				return nil
 			}
-			return ptr(float64(e.Probes) / float64(len(e.Cycles)))
+			return analysis.Ptr(float64(e.Probes) / float64(len(e.Cycles)))
 		},
-		In: Everywhere, CompareLabel: "probes per cycle (compared)", HistoryLabel: "probes per cycle (trend)",
+		In: analysis.Everywhere, CompareLabel: "probes per cycle (compared)", HistoryLabel: "probes per cycle (trend)",
 	})
 
 	root := t.TempDir()
@@ -106,34 +112,34 @@ func TestAddedFigureIsInEveryOutput(t *testing.T) {
 		}
 		return string(b)
 	}
-	a, err := AnalyzeDir(dirs[0])
+	a, err := verdict.AnalyzeDir(dirs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := *Figures[len(Figures)-1].Value(a.Upstreams["search"].Episodes[0])
+	want := *analysis.Figures[len(analysis.Figures)-1].Value(a.Upstreams["search"].Episodes[0])
 
-	obj := episodeObjects(t, []byte(read(dirs[0], RunFile)), "search")[0]
+	obj := episodeObjects(t, []byte(read(dirs[0], render.RunFile)), "search")[0]
 	if got, ok := obj["probes_per_cycle"].(float64); !ok || got != want {
 		t.Errorf("run.json probes_per_cycle = %v, want %v", obj["probes_per_cycle"], want)
 	}
 	// Read back, the figure is the same (history reads run.json).
-	back, err := ReadRunJSON(filepath.Join(dirs[0], RunFile))
+	back, err := render.ReadRunJSON(filepath.Join(dirs[0], render.RunFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := Figures[len(Figures)-1].Value(back.Upstreams["search"].Episodes[0]); got == nil || *got != want {
+	if got := analysis.Figures[len(analysis.Figures)-1].Value(back.Upstreams["search"].Episodes[0]); got == nil || *got != want {
 		t.Errorf("run.json read back: %v, want %v", got, want)
 	}
-	for _, file := range []string{MarkdownFile, HTMLFile} {
+	for _, file := range []string{render.MarkdownFile, render.HTMLFile} {
 		if s := read(dirs[0], file); !strings.Contains(s, "probes per open cycle") {
 			t.Errorf("%s has no row for the added figure", file)
 		}
 	}
-	b, err := AnalyzeDir(dirs[1])
+	b, err := verdict.AnalyzeDir(dirs[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := CompareAnalyses([]*Analysis{a}, []*Analysis{b}, CompareOptions{Labels: [2]string{"clean", "haproxy"}, Force: true})
+	c, err := compare.CompareAnalyses([]*analysis.Analysis{a}, []*analysis.Analysis{b}, compare.CompareOptions{Labels: [2]string{"clean", "haproxy"}, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +149,13 @@ func TestAddedFigureIsInEveryOutput(t *testing.T) {
 			found = true
 		}
 	}
-	if !found || !strings.Contains(string(CompareMarkdown(c, false)), "probes per cycle (compared)") {
+	if !found || !strings.Contains(string(compare.CompareMarkdown(c, false)), "probes per cycle (compared)") {
 		t.Error("report compare has no row for the added figure")
 	}
-	if h, err := CompareHTML(c); err != nil || !strings.Contains(string(h), "probes per cycle (compared)") {
+	if h, err := compare.CompareHTML(c); err != nil || !strings.Contains(string(h), "probes per cycle (compared)") {
 		t.Errorf("compare.html has no row for the added figure (%v)", err)
 	}
-	h, err := History(root)
+	h, err := history.History(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +168,10 @@ func TestAddedFigureIsInEveryOutput(t *testing.T) {
 	if !slices.Contains(trends, "search: probes per cycle (trend)") {
 		t.Errorf("history trends %v lack the added figure", trends)
 	}
-	if !strings.Contains(string(HistoryMarkdown(h)), "search: probes per cycle (trend)") {
+	if !strings.Contains(string(history.HistoryMarkdown(h)), "search: probes per cycle (trend)") {
 		t.Error("index.md has no row for the added figure")
 	}
-	if hh, err := HistoryHTML(h); err != nil || !strings.Contains(string(hh), "search: probes per cycle (trend)") {
+	if hh, err := history.HistoryHTML(h); err != nil || !strings.Contains(string(hh), "search: probes per cycle (trend)") {
 		t.Errorf("index.html has no row for the added figure (%v)", err)
 	}
 }

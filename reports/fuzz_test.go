@@ -5,6 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/compare"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
 )
 
 // FuzzAnalyze feeds arbitrary journals to the analysis and every renderer:
@@ -26,27 +31,27 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte(`{"t":1,"kind":"metrics.sample","source":"s","states":[{"dependency":"u","state":"open"}]}` + "\n" +
 		`{"t":2,"kind":"health.sample","url":"h","healthy":false}` + "\n" + `{"t":3,"kind":"run.end","reason":"failed","partial":true}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		a, err := Analyze(bytes.NewReader(data))
+		a, err := analysis.Analyze(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
 		if a.Expected != nil {
-			a.Expectations = append(a.Expectations, Evaluate(a, *a.Expected)...)
+			a.Expectations = append(a.Expectations, verdict.Evaluate(a, *a.Expected)...)
 		}
-		for _, r := range []func(*Analysis) ([]byte, error){RunJSON, JUnit, Markdown, HTML} {
+		for _, r := range []func(*analysis.Analysis) ([]byte, error){render.RunJSON, render.JUnit, render.Markdown, render.HTML} {
 			if _, err := r(a); err != nil {
 				t.Fatalf("render: %v", err)
 			}
 		}
-		TimelineSVG(a, SVGOptions{})
-		c, err := CompareAnalyses([]*Analysis{a}, []*Analysis{a}, CompareOptions{})
+		render.TimelineSVG(a, render.SVGOptions{})
+		c, err := compare.CompareAnalyses([]*analysis.Analysis{a}, []*analysis.Analysis{a}, compare.CompareOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.Flagged != 0 {
 			t.Errorf("a run compared with itself has %d flagged figures", c.Flagged)
 		}
-		if _, err := CompareHTML(c); err != nil {
+		if _, err := compare.CompareHTML(c); err != nil {
 			t.Fatal(err)
 		}
 	})

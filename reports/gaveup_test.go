@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -59,7 +61,7 @@ func TestGatewayGaveUpCountsAsFailure(t *testing.T) {
 		}
 		g.add(c.Done, c)
 	}
-	a, err := AnalyzeEvents(g.finish())
+	a, err := analysis.AnalyzeEvents(g.finish())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestFlappingMetricsCloseLag(t *testing.T) {
 		}
 		g.add(at+time.Millisecond, &journal.MetricsSample{Source: "m", States: []journal.BreakerState{{Dependency: "search", Upstream: "search", State: st}}})
 	}
-	a, err := AnalyzeEvents(g.finish())
+	a, err := analysis.AnalyzeEvents(g.finish())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/reports/expect"
 
 	"github.com/halfopen/rehearse/journal"
@@ -78,9 +82,9 @@ func boundedOpenJournal() []journal.Event {
 
 // boundedOpen analyses boundedOpenJournal and checks the open is bounded
 // as the journal says.
-func boundedOpen(t *testing.T) (*Analysis, *Episode) {
+func boundedOpen(t *testing.T) (*analysis.Analysis, *analysis.Episode) {
 	t.Helper()
-	a, err := AnalyzeEvents(boundedOpenJournal())
+	a, err := analysis.AnalyzeEvents(boundedOpenJournal())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +100,7 @@ func boundedOpen(t *testing.T) (*Analysis, *Episode) {
 	return a, ep
 }
 
-func wantBounds(t *testing.T, what string, b *Bounds, lo, hi float64) {
+func wantBounds(t *testing.T, what string, b *analysis.Bounds, lo, hi float64) {
 	t.Helper()
 	if b == nil || b.Min == nil || b.Max == nil || *b.Min != lo || *b.Max != hi {
 		t.Errorf("%s bounds %s, want %g – %g", what, bounds(b), lo, hi)
@@ -144,15 +148,15 @@ func TestBoundedOpenFigures(t *testing.T) {
 			t.Errorf("run.json episode lacks %s:\n%s", k, b)
 		}
 	}
-	var back Episode
+	var back analysis.Episode
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
 	wantBounds(t, "read back first probe", back.FirstProbeAfterOpenBoundsS, 2.02, 2.08)
 
 	cells := map[string]string{}
-	for _, f := range Figures {
-		cells[f.Key] = f.cell(ep)
+	for _, f := range analysis.Figures {
+		cells[f.Key] = f.CellOf(ep)
 	}
 	for k, want := range map[string]string{
 		"opened_after_s":           "520 ms (520 ms – 580 ms)",
@@ -172,14 +176,14 @@ func TestBoundedOpenFigures(t *testing.T) {
 			t.Errorf("statement lacks %q:\n%s", w, ep.Statement)
 		}
 	}
-	if s := episodeSummary("api", ep, a.Injected); !strings.Contains(s, "opened between 520 ms and 580 ms after the fault started") {
+	if s := analysis.EpisodeSummary("api", ep, a.Injected); !strings.Contains(s, "opened between 520 ms and 580 ms after the fault started") {
 		t.Errorf("postmortem summary does not give the open's range: %s", s)
 	}
-	md, err := Markdown(a)
+	md, err := render.Markdown(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := HTML(a)
+	h, err := render.HTML(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,24 +209,24 @@ func TestBoundedOpenExpectations(t *testing.T) {
 		want expect.Outcome
 	}{
 		// opened after 0.52 – 0.58 s
-		{"opens_within", expect.Expectations{OpensWithin: ptr(dur(600 * ms))}, expect.Met},
-		{"opens_within", expect.Expectations{OpensWithin: ptr(dur(550 * ms))}, expect.NotObservable},
-		{"opens_within", expect.Expectations{OpensWithin: ptr(dur(500 * ms))}, expect.NotMet},
+		{"opens_within", expect.Expectations{OpensWithin: analysis.Ptr(dur(600 * ms))}, expect.Met},
+		{"opens_within", expect.Expectations{OpensWithin: analysis.Ptr(dur(550 * ms))}, expect.NotObservable},
+		{"opens_within", expect.Expectations{OpensWithin: analysis.Ptr(dur(500 * ms))}, expect.NotMet},
 		// 6 – 7 failed calls before the open
-		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: ptr(7)}, expect.Met},
-		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: ptr(6)}, expect.NotObservable},
-		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: ptr(5)}, expect.NotMet},
+		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: analysis.Ptr(7)}, expect.Met},
+		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: analysis.Ptr(6)}, expect.NotObservable},
+		{"failures_before_open_max", expect.Expectations{FailuresBeforeOpenMax: analysis.Ptr(5)}, expect.NotMet},
 		// shortest cooldown 2.02 – 2.08 s (the second, 4 s, is longer)
-		{"cooldown_min", expect.Expectations{CooldownMin: ptr(dur(2 * time.Second))}, expect.Met},
-		{"cooldown_min", expect.Expectations{CooldownMin: ptr(dur(2050 * ms))}, expect.NotObservable},
-		{"cooldown_min", expect.Expectations{CooldownMin: ptr(dur(2100 * ms))}, expect.NotMet},
+		{"cooldown_min", expect.Expectations{CooldownMin: analysis.Ptr(dur(2 * time.Second))}, expect.Met},
+		{"cooldown_min", expect.Expectations{CooldownMin: analysis.Ptr(dur(2050 * ms))}, expect.NotObservable},
+		{"cooldown_min", expect.Expectations{CooldownMin: analysis.Ptr(dur(2100 * ms))}, expect.NotMet},
 		// open lag 0.42 – 0.48 s, close lag 0.395 s
-		{"metrics_lag_max", expect.Expectations{MetricsLagMax: ptr(dur(500 * ms))}, expect.Met},
-		{"metrics_lag_max", expect.Expectations{MetricsLagMax: ptr(dur(450 * ms))}, expect.NotObservable},
-		{"metrics_lag_max", expect.Expectations{MetricsLagMax: ptr(dur(410 * ms))}, expect.NotMet},
+		{"metrics_lag_max", expect.Expectations{MetricsLagMax: analysis.Ptr(dur(500 * ms))}, expect.Met},
+		{"metrics_lag_max", expect.Expectations{MetricsLagMax: analysis.Ptr(dur(450 * ms))}, expect.NotObservable},
+		{"metrics_lag_max", expect.Expectations{MetricsLagMax: analysis.Ptr(dur(410 * ms))}, expect.NotMet},
 	}
 	for _, c := range cases {
-		r := byName(t, Evaluate(a, c.e))[c.name]
+		r := byName(t, verdict.Evaluate(a, c.e))[c.name]
 		if r.Outcome != c.want {
 			t.Errorf("%s want %s: %s (%s; observed %s)", c.name, r.Want, r.Outcome, r.Message, r.Observed)
 			continue
@@ -230,7 +234,7 @@ func TestBoundedOpenExpectations(t *testing.T) {
 		if c.want != expect.Met && !strings.Contains(r.Message, "between ") {
 			t.Errorf("%s want %s: %s does not say the range", c.name, r.Want, r.Message)
 		}
-		if c.want == expect.NotObservable && !strings.Contains(r.Message, tripUnplaced) {
+		if c.want == expect.NotObservable && !strings.Contains(r.Message, verdict.TripUnplaced) {
 			t.Errorf("%s want %s: %s does not say why", c.name, r.Want, r.Message)
 		}
 	}
@@ -239,24 +243,24 @@ func TestBoundedOpenExpectations(t *testing.T) {
 // TestJudgeRange: the one verdict rule on a figure with bounds, an end of
 // which may be unknown.
 func TestJudgeRange(t *testing.T) {
-	b := func(lo, hi *float64) *Bounds { return &Bounds{Min: lo, Max: hi} }
+	b := func(lo, hi *float64) *analysis.Bounds { return &analysis.Bounds{Min: lo, Max: hi} }
 	for _, c := range []struct {
-		bound bound
-		obs   observation
+		bound verdict.Bound
+		obs   verdict.Observation
 		want  expect.Outcome
 		text  string
 	}{
-		{atMost(5, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), expect.Met, "between 3 and 5"},
-		{atMost(4, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), expect.NotObservable, "e: between 3 and 5, so it may or may not keep <= 4 (why)"},
-		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), ptr(5.0)), "why"), expect.NotMet, "e: between 3 and 5"},
-		{atMost(9, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), expect.NotObservable, "between 3 and unknown"},
-		{atMost(2, fmtCount), seenBounded("e", 3, b(ptr(3.0), nil), "why"), expect.NotMet, "between 3 and unknown"},
-		{atLeast(1, fmtCount), seenBounded("e", 3, b(nil, ptr(3.0)), "why"), expect.NotObservable, "between unknown and 3"},
-		{atLeast(3, fmtCount), seenBounded("e", 3, nil, "why"), expect.Met, "worst 3,"},
+		{verdict.AtMost(5, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), analysis.Ptr(5.0)), "why"), expect.Met, "between 3 and 5"},
+		{verdict.AtMost(4, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), analysis.Ptr(5.0)), "why"), expect.NotObservable, "e: between 3 and 5, so it may or may not keep <= 4 (why)"},
+		{verdict.AtMost(2, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), analysis.Ptr(5.0)), "why"), expect.NotMet, "e: between 3 and 5"},
+		{verdict.AtMost(9, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), nil), "why"), expect.NotObservable, "between 3 and unknown"},
+		{verdict.AtMost(2, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), nil), "why"), expect.NotMet, "between 3 and unknown"},
+		{verdict.AtLeast(1, verdict.FmtCount), verdict.SeenBounded("e", 3, b(nil, analysis.Ptr(3.0)), "why"), expect.NotObservable, "between unknown and 3"},
+		{verdict.AtLeast(3, verdict.FmtCount), verdict.SeenBounded("e", 3, nil, "why"), expect.Met, "worst 3,"},
 	} {
-		r := judge("x", c.bound, []observation{c.obs}, "none", "episodes")
+		r := verdict.Judge("x", c.bound, []verdict.Observation{c.obs}, "none", "episodes")
 		if r.Outcome != c.want || !strings.Contains(r.Message+" "+r.Observed, c.text) {
-			t.Errorf("%s on %+v: %s %q (observed %q), want %s with %q", c.bound.wantText(), c.obs.within, r.Outcome, r.Message, r.Observed, c.want, c.text)
+			t.Errorf("%s on %+v: %s %q (observed %q), want %s with %q", c.bound.WantText(), c.obs.Within, r.Outcome, r.Message, r.Observed, c.want, c.text)
 		}
 	}
 }

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/compare"
+	"github.com/halfopen/rehearse/reports/render"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -23,9 +27,9 @@ func platformJournal(procs int) []journal.Event {
 // platform facts, where a difference is listed; a journal without it says
 // nothing about it rather than 0.
 func TestPlatformGOMAXPROCS(t *testing.T) {
-	analyze := func(procs int) *Analysis {
+	analyze := func(procs int) *analysis.Analysis {
 		t.Helper()
-		a, err := AnalyzeEvents(platformJournal(procs))
+		a, err := analysis.AnalyzeEvents(platformJournal(procs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,9 +40,9 @@ func TestPlatformGOMAXPROCS(t *testing.T) {
 	}
 	one, two, old := analyze(1), analyze(2), analyze(0)
 
-	rows := func(a *Analysis) string {
+	rows := func(a *analysis.Analysis) string {
 		var b strings.Builder
-		for _, r := range platformRows(a.Platform) {
+		for _, r := range render.PlatformRows(a.Platform) {
 			b.WriteString(r.K + ": " + r.V + "\n")
 		}
 		return b.String()
@@ -50,18 +54,18 @@ func TestPlatformGOMAXPROCS(t *testing.T) {
 		t.Errorf("a journal without the count shows one:\n%s", r)
 	}
 
-	fact := func(a, b *Analysis) CompareFact {
+	fact := func(a, b *analysis.Analysis) compare.CompareFact {
 		t.Helper()
-		c, err := CompareAnalyses([]*Analysis{a}, []*Analysis{b}, CompareOptions{Force: true})
+		c, err := compare.CompareAnalyses([]*analysis.Analysis{a}, []*analysis.Analysis{b}, compare.CompareOptions{Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range c.Facts {
-			if f.Key == gomaxprocsFact {
+			if f.Key == compare.GomaxprocsFact {
 				return f
 			}
 		}
-		return CompareFact{}
+		return compare.CompareFact{}
 	}
 	if f := fact(one, two); !f.Differs() || len(f.A) != 1 || f.A[0] != "1" || f.B[0] != "2" {
 		t.Errorf("1 vs 2 processors: %+v", f)

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/render"
+
 	"github.com/halfopen/rehearse/reports/expect"
 
 	"github.com/halfopen/rehearse/journal"
@@ -19,7 +22,7 @@ import (
 // a description, the built-in gateway with one breaker setting changed,
 // dashboard links, a targeted status fault on search (judged by the
 // expectations) and a reset fault on weather (not judged).
-func postmortemRun(t *testing.T) (string, *Analysis) {
+func postmortemRun(t *testing.T) (string, *analysis.Analysis) {
 	t.Helper()
 	s := base()
 	s.faults = append(s.faults, simFault{name: "cut", upstream: "weather", typ: "reset", at: 40 * time.Second, for_: 10 * time.Second})
@@ -46,7 +49,7 @@ func postmortemRun(t *testing.T) (string, *Analysis) {
 		}
 	}
 	dir := t.TempDir()
-	writeJournal(t, filepath.Join(dir, JournalFile), evs)
+	writeJournal(t, filepath.Join(dir, analysis.JournalFile), evs)
 	a, _, err := RenderDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +59,8 @@ func postmortemRun(t *testing.T) (string, *Analysis) {
 
 func TestPostmortemReport(t *testing.T) {
 	dir, a := postmortemRun(t)
-	md := readFile(t, dir, MarkdownFile)
-	html := readFile(t, dir, HTMLFile)
+	md := readFile(t, dir, render.MarkdownFile)
+	html := readFile(t, dir, render.HTMLFile)
 	for _, want := range []string{
 		"Search fails for 20 s.\n\nThe breaker must open fast.",
 		"not covered by any expectation: weather had ",
@@ -120,7 +123,7 @@ func TestPostmortemReport(t *testing.T) {
 
 	// run.json keeps run time and wall-clock time, and all of the above.
 	var rj map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, dir, RunFile)), &rj); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, dir, render.RunFile)), &rj); err != nil {
 		t.Fatal(err)
 	}
 	inj, _ := rj["injected"].([]any)
@@ -154,7 +157,7 @@ func readFile(t *testing.T, dir, name string) string {
 }
 
 func TestProgressionSummarised(t *testing.T) {
-	if got := progression([]float64{1, 2, 4}); got != "1.0 s → 2.0 s → 4.0 s" {
+	if got := analysis.Progression([]float64{1, 2, 4}); got != "1.0 s → 2.0 s → 4.0 s" {
 		t.Errorf("short: %q", got)
 	}
 	long := make([]float64, 99)
@@ -162,14 +165,14 @@ func TestProgressionSummarised(t *testing.T) {
 		long[i] = float64(1 + i%7)
 	}
 	long[50] = 0.5
-	got := progression(long)
+	got := analysis.Progression(long)
 	if !strings.HasPrefix(got, "1.0 s → 2.0 s → 3.0 s → 4.0 s → 5.0 s → 6.0 s → … 93 more (min 500 ms, max 7.0 s over all 99") {
 		t.Errorf("long: %q", got)
 	}
-	if strings.Count(got, "→") > progressionShown {
+	if strings.Count(got, "→") > analysis.ProgressionShown {
 		t.Errorf("long progression lists %d values", strings.Count(got, "→"))
 	}
-	if progression(nil) != "—" {
+	if analysis.Progression(nil) != "—" {
 		t.Error("empty")
 	}
 }
@@ -184,7 +187,7 @@ func TestDocsURL(t *testing.T) {
 		"dev":                                "main",
 		"":                                   "main",
 	} {
-		if got := DocsURL(v, "analysis.md"); got != DocsBase+want+"/docs/analysis.md" {
+		if got := analysis.DocsURL(v, "analysis.md"); got != analysis.DocsBase+want+"/docs/analysis.md" {
 			t.Errorf("DocsURL(%q) = %s, want ref %s", v, got, want)
 		}
 	}
@@ -210,9 +213,9 @@ func TestReportSpecValidate(t *testing.T) {
 }
 
 func TestGrafanaPlaceholders(t *testing.T) {
-	a := &Analysis{Run: RunInfo{WallStart: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), DurationS: 60}}
-	rec := &scenarioRecord{Report: &expect.ReportSpec{Links: &expect.ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}&orgId=1"}}}
-	links := reportLinks(a, rec)
+	a := &analysis.Analysis{Run: analysis.RunInfo{WallStart: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), DurationS: 60}}
+	rec := &analysis.ScenarioRecord{Report: &expect.ReportSpec{Links: &expect.ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}&orgId=1"}}}
+	links := analysis.ReportLinks(a, rec)
 	want := "https://g.example/d/x?from=" + strconv.FormatInt(a.Run.WallStart.Add(-time.Minute).UnixMilli(), 10) +
 		"&to=" + strconv.FormatInt(a.Run.WallStart.Add(2*time.Minute).UnixMilli(), 10) + "&orgId=1"
 	if len(links) != 2 || links[1].URL != want {

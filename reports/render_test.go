@@ -11,6 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/compare"
+	"github.com/halfopen/rehearse/reports/history"
+	"github.com/halfopen/rehearse/reports/render"
+
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -100,7 +105,7 @@ func renderFixture(t *testing.T, name string) string {
 		t.Fatalf("%v (run go test -update to create the fixtures)", err)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, JournalFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, analysis.JournalFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := RenderDir(dir); err != nil {
@@ -113,7 +118,7 @@ func TestGolden(t *testing.T) {
 	for name := range fixtures() {
 		t.Run(name, func(t *testing.T) {
 			dir := renderFixture(t, name)
-			for _, f := range []string{RunFile, MarkdownFile, TimelineFile, HTMLFile, JUnitFile} {
+			for _, f := range []string{render.RunFile, render.MarkdownFile, render.TimelineFile, render.HTMLFile, render.JUnitFile} {
 				got, err := os.ReadFile(filepath.Join(dir, f))
 				if err != nil {
 					t.Fatal(err)
@@ -134,12 +139,12 @@ func checkGolden(t *testing.T, name string, got []byte) {
 
 func TestRenderedFilesAreWellFormed(t *testing.T) {
 	dir := renderFixture(t, "clean")
-	for _, f := range []string{TimelineFile, JUnitFile} {
+	for _, f := range []string{render.TimelineFile, render.JUnitFile} {
 		b, _ := os.ReadFile(filepath.Join(dir, f))
 		testutil.XMLTokens(t, f, b)
 	}
-	var j junitSuites
-	b, _ := os.ReadFile(filepath.Join(dir, JUnitFile))
+	var j render.JunitSuites
+	b, _ := os.ReadFile(filepath.Join(dir, render.JUnitFile))
 	if err := xml.Unmarshal(b, &j); err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +153,12 @@ func TestRenderedFilesAreWellFormed(t *testing.T) {
 	}
 	// The page loads nothing from the network (it opens offline, attached
 	// to a ticket); links a reader may follow are fine.
-	html, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	html, _ := os.ReadFile(filepath.Join(dir, render.HTMLFile))
 	loads := regexp.MustCompile(`(?i)(src|srcset|xlink:href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?\s*(https?:)?//|<link[^>]+href\s*=\s*["']?\s*(https?:)?//|@import`)
 	if m := loads.FindString(string(html)); m != "" {
 		t.Errorf("report.html loads from the network: %q", m)
 	}
-	a, err := ReadRunJSON(filepath.Join(dir, RunFile))
+	a, err := render.ReadRunJSON(filepath.Join(dir, render.RunFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +169,7 @@ func TestRenderedFilesAreWellFormed(t *testing.T) {
 
 func TestHostileNamesEscaped(t *testing.T) {
 	dir := renderFixture(t, "hostile")
-	for _, f := range []string{HTMLFile, TimelineFile} {
+	for _, f := range []string{render.HTMLFile, render.TimelineFile} {
 		b, _ := os.ReadFile(filepath.Join(dir, f))
 		for _, bad := range []string{"<script>alert", "<img src=x", "<e>"} {
 			if bytes.Contains(b, []byte(bad)) {
@@ -172,7 +177,7 @@ func TestHostileNamesEscaped(t *testing.T) {
 			}
 		}
 	}
-	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	md, _ := os.ReadFile(filepath.Join(dir, render.MarkdownFile))
 	for _, bad := range []string{"<script>", "<img", "<e>", "arch|x"} {
 		for i := bytes.Index(md, []byte(bad)); i >= 0; {
 			if i == 0 || md[i-1] != '\\' {
@@ -198,11 +203,11 @@ func TestRenderDirErrors(t *testing.T) {
 func TestTargetPasswordRedacted(t *testing.T) {
 	evs := base().build()
 	evs[0].Payload.(*journal.RunStart).Target = "http://ops:hunter2@127.0.0.1:8080"
-	a, err := AnalyzeEvents(evs)
+	a, err := analysis.AnalyzeEvents(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []func(*Analysis) ([]byte, error){RunJSON, Markdown, HTML, JUnit} {
+	for _, r := range []func(*analysis.Analysis) ([]byte, error){render.RunJSON, render.Markdown, render.HTML, render.JUnit} {
 		b, _ := r(a)
 		if bytes.Contains(b, []byte("hunter2")) {
 			t.Error("a report contains the target's password")
@@ -220,11 +225,11 @@ func TestCompareAndHistoryGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.MkdirAll(filepath.Join(root, n), 0o755)
-		if err := os.WriteFile(filepath.Join(root, n, JournalFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, n, analysis.JournalFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := CompareDirs(filepath.Join(root, "clean"), filepath.Join(root, "haproxy"), [2]string{"macOS", "linux"}, CompareOptions{})
+	c, err := compare.CompareDirs(filepath.Join(root, "clean"), filepath.Join(root, "haproxy"), [2]string{"macOS", "linux"}, compare.CompareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,24 +240,24 @@ func TestCompareAndHistoryGolden(t *testing.T) {
 	if c.Unjudged == 0 {
 		t.Error("one run per side: single values cannot be judged")
 	}
-	self, err := CompareDirs(filepath.Join(root, "clean"), filepath.Join(root, "clean"), [2]string{"a", "a"}, CompareOptions{})
+	self, err := compare.CompareDirs(filepath.Join(root, "clean"), filepath.Join(root, "clean"), [2]string{"a", "a"}, compare.CompareOptions{})
 	if err != nil || self.Flagged != 0 {
 		t.Errorf("a run compared with itself: %v, %+v", err, self)
 	}
-	if err := WriteComparison(root, c); err != nil {
+	if err := compare.WriteComparison(root, c); err != nil {
 		t.Fatal(err)
 	}
-	h, err := History(root)
+	h, err := history.History(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(h.Runs) != 2 {
 		t.Fatalf("history: %d runs", len(h.Runs))
 	}
-	if err := WriteHistory(root, h); err != nil {
+	if err := history.WriteHistory(root, h); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"compare.html", "compare.md", "compare.json", CompareTimelinesFile, "index.html", "index.md"} {
+	for _, f := range []string{"compare.html", "compare.md", "compare.json", compare.CompareTimelinesFile, "index.html", "index.md"} {
 		got, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
 			t.Fatal(err)

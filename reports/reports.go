@@ -1,6 +1,11 @@
 package reports
 
-import "github.com/halfopen/rehearse/reports/expect"
+import (
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/expect"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
+)
 
 // RenderDir reads DIR/journal.jsonl, analyses it, evaluates the
 // expectations the journal's run.start config holds, and writes run.json,
@@ -9,13 +14,17 @@ import "github.com/halfopen/rehearse/reports/expect"
 // expectation results; use Failed to turn those into an exit code. A
 // missing or corrupt journal wraps rehearse.ErrInvalid; a file that cannot
 // be written wraps rehearse.ErrEnvironment.
-func RenderDir(dir string) (*Analysis, []expect.ExpectationResult, error) {
-	a, err := AnalyzeDir(dir)
+func RenderDir(dir string) (*analysis.Analysis, []expect.ExpectationResult, error) {
+	a, err := verdict.AnalyzeDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := WriteReports(dir, a); err != nil {
+	if err := render.WriteReports(dir, a); err != nil {
 		return a, a.Expectations, err
 	}
 	return a, a.Expectations, nil
 }
+
+// AnalyzeDir analyses DIR/journal.jsonl and judges the expectations its
+// run.start config holds (into Analysis.Expectations), writing nothing.
+func AnalyzeDir(dir string) (*analysis.Analysis, error) { return verdict.AnalyzeDir(dir) }

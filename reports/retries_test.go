@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/reports/expect"
 
 	"github.com/halfopen/rehearse"
@@ -57,9 +60,9 @@ func (s *retrySim) fault(start, end time.Duration) {
 		journal.Event{T: end, Payload: &journal.FaultEnd{Name: "storm", Upstream: "orders"}})
 }
 
-func (s *retrySim) analyse(t *testing.T) *Analysis {
+func (s *retrySim) analyse(t *testing.T) *analysis.Analysis {
 	t.Helper()
-	a, err := AnalyzeEvents(append([]journal.Event{{Payload: &journal.RunStart{RunID: "r", Upstreams: []string{"orders"}}}}, s.events...))
+	a, err := analysis.AnalyzeEvents(append([]journal.Event{{Payload: &journal.RunStart{RunID: "r", Upstreams: []string{"orders"}}}}, s.events...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,7 @@ func TestRetryFiguresJittered(t *testing.T) {
 // TestRetryFiguresEmpty: without a forwarded sequence number nothing is
 // attributed; the figures are absent, not zero.
 func TestRetryFiguresEmpty(t *testing.T) {
-	a, err := AnalyzeEvents([]journal.Event{
+	a, err := analysis.AnalyzeEvents([]journal.Event{
 		{Payload: &journal.RunStart{RunID: "r"}},
 		{T: time.Second, Payload: &journal.ClientRequest{Seq: 1, Method: "GET", Route: "/x", Sent: time.Second, Done: 2 * time.Second, Status: 200, Outcome: journal.OutcomeOK}},
 		{T: time.Second, Payload: &journal.UpstreamRequest{Upstream: "x", Method: "GET", Path: "/x", Status: 200, Outcome: journal.OutcomeUpstreamComplete}},
@@ -178,7 +181,7 @@ func TestRetryFiguresEmpty(t *testing.T) {
 func TestDeadlineOrder(t *testing.T) {
 	seq := func(n uint64) *uint64 { return &n }
 	s := time.Second
-	a, err := AnalyzeEvents([]journal.Event{
+	a, err := analysis.AnalyzeEvents([]journal.Event{
 		{Payload: &journal.RunStart{RunID: "r"}},
 		// 1: the gateway answered at 3s, its call ran to 5s.
 		{T: s, Payload: &journal.ClientRequest{Seq: 1, Method: "GET", Route: "/a", Upstream: "llm", Sent: s, HeadersAt: 3 * s, Done: 3 * s, Status: 504, Outcome: journal.OutcomeHTTP5xx}},
@@ -235,7 +238,7 @@ func verdicts(rs []expect.ExpectationResult) map[string]expect.ExpectationResult
 // with nothing to observe passes none of them.
 func TestResilienceExpectations(t *testing.T) {
 	naive := naiveRetries()
-	v := verdicts(Evaluate(naive.analyse(t), resilienceExpectations()))
+	v := verdicts(verdict.Evaluate(naive.analyse(t), resilienceExpectations()))
 	for _, name := range []string{"max_attempts", "no_write_retries", "retry_jitter", "no_lockstep_retries", "cost_amplification_max"} {
 		if v[name].Passed || v[name].Name == "" {
 			t.Errorf("naive: %s %+v, want not met", name, v[name])
@@ -263,7 +266,7 @@ func TestResilienceExpectations(t *testing.T) {
 	e := resilienceExpectations()
 	amp := 3.0
 	e.CostAmplificationMax = &amp
-	v = verdicts(Evaluate(ref.analyse(t), e))
+	v = verdicts(verdict.Evaluate(ref.analyse(t), e))
 	for _, name := range []string{"max_attempts", "retry_backoff_min", "retry_jitter", "no_lockstep_retries", "orphaned_calls_max", "cost_amplification_max"} {
 		if !v[name].Passed {
 			t.Errorf("jittered: %s %+v, want met", name, v[name])
@@ -273,8 +276,8 @@ func TestResilienceExpectations(t *testing.T) {
 		t.Errorf("every write keyed: %+v, want not observable", r)
 	}
 
-	empty := &Analysis{Upstreams: map[string]*UpstreamAnalysis{}}
-	for _, r := range Evaluate(empty, resilienceExpectations()) {
+	empty := &analysis.Analysis{Upstreams: map[string]*analysis.UpstreamAnalysis{}}
+	for _, r := range verdict.Evaluate(empty, resilienceExpectations()) {
 		if r.Passed || r.Outcome != expect.NotObservable {
 			t.Errorf("empty analysis: %+v", r)
 		}
@@ -298,8 +301,8 @@ func TestFullJitterTest(t *testing.T) {
 	rejected := 0
 	for i := range trials {
 		c := 10 + float64(i%7)*300 // the cap does not matter
-		n := JitterMinWaits + i%40
-		if !fullJitterTest(draw(n, func(int) float64 { return rnd.Float64() * c })).Full {
+		n := analysis.JitterMinWaits + i%40
+		if !analysis.FullJitterTest(draw(n, func(int) float64 { return rnd.Float64() * c })).Full {
 			rejected++
 		}
 	}
@@ -316,7 +319,7 @@ func TestFullJitterTest(t *testing.T) {
 	} {
 		missed := 0
 		for range 200 {
-			if fullJitterTest(draw(30, f)).Full {
+			if analysis.FullJitterTest(draw(30, f)).Full {
 				missed++
 			}
 		}
@@ -328,14 +331,14 @@ func TestFullJitterTest(t *testing.T) {
 	stretched := 0
 	for range 200 {
 		w := draw(21, func(i int) float64 { return rnd.Float64()*50 + map[bool]float64{true: 60}[i < 2] })
-		if !fullJitterTest(w).Full {
+		if !analysis.FullJitterTest(w).Full {
 			stretched++
 		}
 	}
 	if stretched > 2 {
 		t.Errorf("full jitter with two stretched waits in 21 rejected %d of 200 times", stretched)
 	}
-	if tt := fullJitterTest(draw(10, func(int) float64 { return 200 })); tt.Full || tt.D < 0.99 {
+	if tt := analysis.FullJitterTest(draw(10, func(int) float64 { return 200 })); tt.Full || tt.D < 0.99 {
 		t.Errorf("fixed wait: %+v", tt)
 	}
 }
@@ -360,7 +363,7 @@ func TestJitterSkipsRetryAfter(t *testing.T) {
 		t.Errorf("backoff %+v, jitter %+v", f.Backoff, f.Backoff.Jitter)
 	}
 	full := expect.JitterFull
-	if r := verdicts(Evaluate(s.analyse(t), expect.Expectations{RetryJitter: &full}))["retry_jitter"]; r.Outcome != expect.NotObservable {
+	if r := verdicts(verdict.Evaluate(s.analyse(t), expect.Expectations{RetryJitter: &full}))["retry_jitter"]; r.Outcome != expect.NotObservable {
 		t.Errorf("retry_jitter with only Retry-After waits: %+v", r)
 	}
 }
@@ -387,7 +390,7 @@ func TestCostPerWindow(t *testing.T) {
 		t.Fatalf("all windows together: %+v, want the cheap window to dilute the costly one", c)
 	}
 	amp := 2.0
-	r := verdicts(Evaluate(a, expect.Expectations{CostAmplificationMax: &amp}))["cost_amplification_max"]
+	r := verdicts(verdict.Evaluate(a, expect.Expectations{CostAmplificationMax: &amp}))["cost_amplification_max"]
 	if r.Outcome != expect.NotMet || !strings.Contains(r.Message, "orders episode 1 (storm) calls") || !strings.Contains(r.Message, "×4.00") {
 		t.Errorf("cost_amplification_max %+v, want not met naming the first window", r)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/reports/render"
 )
 
 // chromium finds a headless-capable Chromium, or "".
@@ -89,7 +91,7 @@ func screenshot(t *testing.T, bin, dir string, height int) image.Image {
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(),
 		fmt.Sprintf("--window-size=1280,%d", height), "--hide-scrollbars",
-		"--screenshot="+shot, "file://"+filepath.Join(dir, HTMLFile))
+		"--screenshot="+shot, "file://"+filepath.Join(dir, render.HTMLFile))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
 	}
@@ -121,7 +123,7 @@ func TestScreenshotFaultBarsLabelled(t *testing.T) {
 	img := screenshot(t, bin, dir, 1400)
 	b := img.Bounds()
 	for i, name := range []string{"storm", "cut"} {
-		c := hex(faultColour[i])
+		c := render.Hex(render.FaultColour[i])
 		// The bar is the first band of rows holding many pixels of its
 		// colour (the legend's swatch has the first colour too, but is
 		// small).
@@ -144,7 +146,7 @@ func TestScreenshotFaultBarsLabelled(t *testing.T) {
 			}
 		}
 		if n < 300 {
-			t.Errorf("fault %s: %d pixels of its colour %s in the screenshot; want its bar", name, n, faultColour[i])
+			t.Errorf("fault %s: %d pixels of its colour %s in the screenshot; want its bar", name, n, render.FaultColour[i])
 			continue
 		}
 		light := 0

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/reports/expect"
 
 	"github.com/halfopen/rehearse/reports/num"
@@ -189,7 +192,7 @@ func TestExpiryBreakerRandomised(t *testing.T) {
 			withChecks++
 		}
 		ev, truth := x.build()
-		a, err := AnalyzeEvents(ev)
+		a, err := analysis.AnalyzeEvents(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +202,7 @@ func TestExpiryBreakerRandomised(t *testing.T) {
 			t.Fatalf("%s: want one episode", name)
 		}
 		ep := ua.Episodes[0]
-		if !strings.Contains(ep.Shape, ShapeExpiry) {
+		if !strings.Contains(ep.Shape, analysis.ShapeExpiry) {
 			// The analysis read the calls let through while open as
 			// probes: a spell that let fewer than CloseRunMin through, all
 			// failing, is then part of the cycle before it.
@@ -226,7 +229,7 @@ func TestExpiryBreakerRandomised(t *testing.T) {
 			if cy.ClosedAtS == nil || b == nil || b.Min == nil || cl < *b.Min-0.002 || (b.Max != nil && cl > *b.Max+0.002) {
 				t.Errorf("%s: cycle %d closed at %.3f by the breaker, measured %v with bounds %v", name, i+1, cl, fp(cy.ClosedAtS), bounds(b))
 			}
-			if cy.Shape == ShapeHealthCheck && strings.Contains(cy.ShapeEvidence, "coincidence") {
+			if cy.Shape == analysis.ShapeHealthCheck && strings.Contains(cy.ShapeEvidence, "coincidence") {
 				// The checks passed throughout and every close fell
 				// beside one: the analysis says what that would take by
 				// chance (at most CoincidenceMax), and bounds the close.
@@ -248,7 +251,7 @@ func TestExpiryBreakerRandomised(t *testing.T) {
 func probeReading(spells []simSpell) []simSpell {
 	var out []simSpell
 	for _, sp := range spells {
-		if n := len(out); n > 0 && out[n-1].passed < CloseRunMin && out[n-1].allFailed {
+		if n := len(out); n > 0 && out[n-1].passed < analysis.CloseRunMin && out[n-1].allFailed {
 			out[n-1].close, out[n-1].passed, out[n-1].allFailed = sp.close, sp.passed, sp.allFailed
 			continue
 		}
@@ -261,7 +264,7 @@ func (s simSpell) String() string {
 	return fmt.Sprintf("{%.3f %.3f}", s.open.Seconds(), s.close.Seconds())
 }
 
-func bounds(b *Bounds) string {
+func bounds(b *analysis.Bounds) string {
 	if b == nil {
 		return "none"
 	}
@@ -330,9 +333,9 @@ func loadedJournal(blockFrom, blockTook float64, trip func(req loadedReq, call l
 }
 
 // loadedCycle analyses a loadedJournal and returns its one cycle.
-func loadedCycle(t *testing.T, ev []journal.Event) *Cycle {
+func loadedCycle(t *testing.T, ev []journal.Event) *analysis.Cycle {
 	t.Helper()
-	a, err := AnalyzeEvents(ev)
+	a, err := analysis.AnalyzeEvents(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +351,7 @@ func loadedCycle(t *testing.T, ev []journal.Event) *Cycle {
 }
 
 // inBounds reports whether v lies in b (to run.json's millisecond).
-func inBounds(v float64, b *Bounds) bool {
+func inBounds(v float64, b *analysis.Bounds) bool {
 	return b != nil && b.Min != nil && b.Max != nil && v >= *b.Min-0.0006 && v <= *b.Max+0.0006
 }
 
@@ -421,7 +424,7 @@ func TestGatewayForwardsLate(t *testing.T) {
 // (a leak). The black box cannot tell, so it is no leak and the count is
 // given with that call as its maximum.
 func TestCallSentBeforeTripArrivesAfter(t *testing.T) {
-	a, err := AnalyzeEvents(loadedJournal(1150.0, 1, func(req loadedReq, call loadedCall, seq *uint64) {
+	a, err := analysis.AnalyzeEvents(loadedJournal(1150.0, 1, func(req loadedReq, call loadedCall, seq *uint64) {
 		// Three failures, the third ending at 1101 (the trip); the request
 		// sent at 1100.2 reaches the upstream at 1101.5 and fails at 1101.8.
 		for _, x := range []float64{1000, 1050, 1100} {
@@ -451,8 +454,8 @@ func TestCallSentBeforeTripArrivesAfter(t *testing.T) {
 	if !strings.Contains(ep.Statement, "or as many as 4 failed calls") {
 		t.Errorf("statement %q does not give the count's maximum", ep.Statement)
 	}
-	r := Evaluate(a, expect.Expectations{FailuresBeforeOpenMax: ptr(3)})[0]
-	if r.Outcome != expect.NotObservable || !strings.Contains(r.Message, lateForward) {
+	r := verdict.Evaluate(a, expect.Expectations{FailuresBeforeOpenMax: analysis.Ptr(3)})[0]
+	if r.Outcome != expect.NotObservable || !strings.Contains(r.Message, verdict.LateForward) {
 		t.Errorf("failures_before_open_max 3 on 3–4: %s %q, want not observable saying why", r.Outcome, r.Message)
 	}
 }

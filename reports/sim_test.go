@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -282,10 +284,10 @@ func truthSpan(events []journal.Event, u string) (openT, closeT float64) {
 	for _, e := range truth(events, u) {
 		bt := e.Payload.(*journal.BreakerTransition)
 		if bt.From == journal.StateClosed && openT == 0 {
-			openT = seconds(e.T)
+			openT = analysis.SecondsOf(e.T)
 		}
 		if bt.To == journal.StateClosed {
-			closeT = seconds(e.T)
+			closeT = analysis.SecondsOf(e.T)
 		}
 	}
 	return openT, closeT

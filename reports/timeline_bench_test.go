@@ -4,6 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
 )
 
 // BenchmarkTimeline draws the timeline of a 5-minute, five-upstream weekly
@@ -16,24 +20,24 @@ func BenchmarkTimeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, JournalFile), raw, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, analysis.JournalFile), raw, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	a, err := AnalyzeDir(dir)
+	a, err := verdict.AnalyzeDir(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("drawing", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			timelineDrawing(a, SVGOptions{})
+			render.TimelineDrawing(a, render.SVGOptions{})
 		}
 	})
 	b.Run("svg", func(b *testing.B) {
 		b.ReportAllocs()
 		var n int
 		for b.Loop() {
-			n = len(TimelineSVG(a, SVGOptions{}))
+			n = len(render.TimelineSVG(a, render.SVGOptions{}))
 		}
 		b.ReportMetric(float64(n), "bytes")
 	})
@@ -41,7 +45,7 @@ func BenchmarkTimeline(b *testing.B) {
 		b.ReportAllocs()
 		var n int
 		for b.Loop() {
-			p, err := TimelinePNG(a, SVGOptions{})
+			p, err := render.TimelinePNG(a, render.SVGOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

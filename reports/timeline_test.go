@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/render"
+	"github.com/halfopen/rehearse/reports/verdict"
+
 	"github.com/halfopen/rehearse/internal/canvas"
 	"github.com/halfopen/rehearse/internal/testutil"
 )
@@ -18,7 +22,7 @@ import (
 // one-second fault (too short for its name) right after it, client
 // outcomes of every group, an open interval, probes, health checks,
 // metrics states and the gateway's health.
-func synthTimeline() *Analysis {
+func synthTimeline() *analysis.Analysis {
 	n := 120
 	ones := func(v int32) []int32 {
 		s := make([]int32, n)
@@ -27,20 +31,20 @@ func synthTimeline() *Analysis {
 		}
 		return s
 	}
-	a := &Analysis{Run: RunInfo{Scenario: "synth", RunID: "r1", DurationS: float64(n),
+	a := &analysis.Analysis{Run: analysis.RunInfo{Scenario: "synth", RunID: "r1", DurationS: float64(n),
 		WallStart: time.Date(2026, 3, 29, 0, 59, 0, 0, time.UTC), TimeZone: "Europe/Berlin"},
-		Upstreams: map[string]*UpstreamAnalysis{"search": {Episodes: []*Episode{{RetryAfter: []RetryAfter{{AtS: 20, RetryAfterS: 5}}}}}}}
-	ut := &UpstreamTimeline{OK: ones(5), Failed: ones(1), HealthOK: ones(1), HealthFailed: make([]int32, n),
-		Open:    []StateInterval{{StartS: 30, EndS: 50, State: "open"}},
-		Metrics: []StateInterval{{0, 30, "closed"}, {30, 50, "open"}, {50, 52, "half_open"}, {52, 120, "closed"}},
-		Probes:  []Probe{{AtS: 35, Kind: "live", OK: false}, {AtS: 45, Kind: "live", OK: true}}}
+		Upstreams: map[string]*analysis.UpstreamAnalysis{"search": {Episodes: []*analysis.Episode{{RetryAfter: []analysis.RetryAfter{{AtS: 20, RetryAfterS: 5}}}}}}}
+	ut := &analysis.UpstreamTimeline{OK: ones(5), Failed: ones(1), HealthOK: ones(1), HealthFailed: make([]int32, n),
+		Open:    []analysis.StateInterval{{StartS: 30, EndS: 50, State: "open"}},
+		Metrics: []analysis.StateInterval{{StartS: 0, EndS: 30, State: "closed"}, {StartS: 30, EndS: 50, State: "open"}, {StartS: 50, EndS: 52, State: "half_open"}, {StartS: 52, EndS: 120, State: "closed"}},
+		Probes:  []analysis.Probe{{AtS: 35, Kind: "live", OK: false}, {AtS: 45, Kind: "live", OK: true}}}
 	ut.HealthFailed[40] = 1
-	a.Timeline = &Timeline{Seconds: n, Client: map[string][]int32{}, Upstreams: map[string]*UpstreamTimeline{"search": ut},
-		Faults: []FaultWindow{{Name: "long-storm", Type: "status", Upstream: "search", StartS: 20, EndS: 60},
+	a.Timeline = &analysis.Timeline{Seconds: n, Client: map[string][]int32{}, Upstreams: map[string]*analysis.UpstreamTimeline{"search": ut},
+		Faults: []analysis.FaultWindow{{Name: "long-storm", Type: "status", Upstream: "search", StartS: 20, EndS: 60},
 			{Name: "blip-with-a-long-name", Type: "reset", Upstream: "search", StartS: 60.5, EndS: 61.5},
 			{Name: "tail", Type: "slow", Upstream: "search", StartS: 118.5, EndS: 119.5}},
-		Health: []StateInterval{{0, 40, "healthy"}, {40, 45, "unhealthy"}, {45, 120, "healthy"}}}
-	for _, g := range ClientGroups {
+		Health: []analysis.StateInterval{{StartS: 0, EndS: 40, State: "healthy"}, {StartS: 40, EndS: 45, State: "unhealthy"}, {StartS: 45, EndS: 120, State: "healthy"}}}
+	for _, g := range analysis.ClientGroups {
 		a.Timeline.Client[g] = ones(1)
 	}
 	return a
@@ -106,7 +110,7 @@ func parseSVG(t *testing.T, b []byte) []svgShape {
 // TestTimelineFaultLabels: every fault bar has its name drawn, inside the
 // bar when it fits and beside it otherwise; no two labels overlap.
 func TestTimelineFaultLabels(t *testing.T) {
-	shapes := parseSVG(t, TimelineSVG(synthTimeline(), SVGOptions{}))
+	shapes := parseSVG(t, render.TimelineSVG(synthTimeline(), render.SVGOptions{}))
 	var bars, labels []svgShape
 	for _, s := range shapes {
 		switch s.class {
@@ -160,7 +164,7 @@ func TestTimelineFaultLabels(t *testing.T) {
 			if inside {
 				t.Errorf("%s: label inside a 1 s bar", name)
 			}
-			if l.fill != canvas.HexOf(hex(colText)) {
+			if l.fill != canvas.HexOf(render.Hex(render.ColText)) {
 				t.Errorf("%s: outside label colour %s, want dark text", name, l.fill)
 			}
 		}
@@ -177,8 +181,8 @@ func TestTimelineFaultLabels(t *testing.T) {
 // TestTimelineLegendExplainsEveryMark: every colour a mark is drawn in
 // (fault bars aside, which carry their names) has a legend swatch.
 func TestTimelineLegendExplainsEveryMark(t *testing.T) {
-	shapes := parseSVG(t, TimelineSVG(synthTimeline(), SVGOptions{}))
-	plain := map[string]bool{"#ffffff": true, colLaneBG: true}
+	shapes := parseSVG(t, render.TimelineSVG(synthTimeline(), render.SVGOptions{}))
+	plain := map[string]bool{"#ffffff": true, render.ColLaneBG: true}
 	legend := map[string]bool{}
 	for i, s := range shapes {
 		if s.tag == "text" && s.class == "legend" && i > 0 {
@@ -202,7 +206,7 @@ func TestTimelineLegendExplainsEveryMark(t *testing.T) {
 // local zone, across a daylight-saving change (Berlin went from UTC+1 to
 // UTC+2 at 01:00 UTC on 2026-03-29).
 func TestTimelineWallClockAxis(t *testing.T) {
-	svg := string(TimelineSVG(synthTimeline(), SVGOptions{}))
+	svg := string(render.TimelineSVG(synthTimeline(), render.SVGOptions{}))
 	for _, want := range []string{">run time<", ">UTC<", ">Europe/Berlin<", ">00:59:00<", ">01:59:00<", ">01:00:00<", ">03:00:00<", ">1m<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("timeline lacks %s", want)
@@ -210,11 +214,11 @@ func TestTimelineWallClockAxis(t *testing.T) {
 	}
 	a := synthTimeline()
 	a.Run.TimeZone = "UTC"
-	if svg := string(TimelineSVG(a, SVGOptions{})); strings.Count(svg, ">00:59:00<") != 1 || strings.Contains(svg, ">Etc/UTC<") {
+	if svg := string(render.TimelineSVG(a, render.SVGOptions{})); strings.Count(svg, ">00:59:00<") != 1 || strings.Contains(svg, ">Etc/UTC<") {
 		t.Error("a run on a UTC machine shows a second zone row")
 	}
 	a.Run.WallStart = time.Time{}
-	if svg := string(TimelineSVG(a, SVGOptions{})); strings.Contains(svg, ">UTC<") {
+	if svg := string(render.TimelineSVG(a, render.SVGOptions{})); strings.Contains(svg, ">UTC<") {
 		t.Error("a run without a start time shows wall-clock rows")
 	}
 }
@@ -224,23 +228,23 @@ func TestTimelineWallClockAxis(t *testing.T) {
 // lane before the fault, ok-green in the client lane.
 func TestTimelinePNGPixels(t *testing.T) {
 	dir := renderFixture(t, "clean")
-	img := readPNG(t, filepath.Join(dir, TimelinePNGFile))
-	a, err := AnalyzeDir(dir)
+	img := readPNG(t, filepath.Join(dir, render.TimelinePNGFile))
+	a, err := verdict.AnalyzeDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := timelineDrawing(a, SVGOptions{})
-	if img.Bounds().Dx() != int(d.W*PNGScale) || img.Bounds().Dy() != int(d.H*PNGScale) {
-		t.Fatalf("PNG %v, want %v×%v", img.Bounds(), d.W*PNGScale, d.H*PNGScale)
+	d := render.TimelineDrawing(a, render.SVGOptions{})
+	if img.Bounds().Dx() != int(d.W*render.PNGScale) || img.Bounds().Dy() != int(d.H*render.PNGScale) {
+		t.Fatalf("PNG %v, want %v×%v", img.Bounds(), d.W*render.PNGScale, d.H*render.PNGScale)
 	}
 	f := a.Timeline.Faults[0]
 	x := func(s float64) float64 { return 150 + s/math.Max(a.Run.DurationS, 1)*1030 }
 	at := func(x, y float64) string {
-		return canvas.HexOf(color.NRGBAModel.Convert(img.At(int(x*PNGScale), int(y*PNGScale))).(color.NRGBA))
+		return canvas.HexOf(color.NRGBAModel.Convert(img.At(int(x*render.PNGScale), int(y*render.PNGScale))).(color.NRGBA))
 	}
 	// The fault lane's bar is at y 30..46; sample below its label.
-	if got := at(x((f.StartS+f.EndS)/2), 44); got != faultColour[0] {
-		t.Errorf("fault bar at its window's middle: %s, want %s", got, faultColour[0])
+	if got := at(x((f.StartS+f.EndS)/2), 44); got != render.FaultColour[0] {
+		t.Errorf("fault bar at its window's middle: %s, want %s", got, render.FaultColour[0])
 	}
 	if got := at(x(f.StartS/2), 38); got != "#ffffff" {
 		t.Errorf("fault lane before the fault: %s, want white", got)
@@ -249,8 +253,8 @@ func TestTimelinePNGPixels(t *testing.T) {
 		t.Errorf("fault lane after the fault: %s, want white", got)
 	}
 	// The client lane (below the fault lane) is ok-green before the fault.
-	if got := at(x(f.StartS/2)+1, 60+60); got != groupColour["ok"] {
-		t.Errorf("client lane before the fault: %s, want ok green %s", got, groupColour["ok"])
+	if got := at(x(f.StartS/2)+1, 60+60); got != render.GroupColour["ok"] {
+		t.Errorf("client lane before the fault: %s, want ok green %s", got, render.GroupColour["ok"])
 	}
 	// The label inside the bar is drawn: white pixels within the bar.
 	white := 0
@@ -289,7 +293,7 @@ func lab(c color.NRGBA) [3]float64 {
 }
 
 func deltaE(a, b string) float64 {
-	la, lb := lab(hex(a)), lab(hex(b))
+	la, lb := lab(render.Hex(a)), lab(render.Hex(b))
 	return math.Sqrt(math.Pow(la[0]-lb[0], 2) + math.Pow(la[1]-lb[1], 2) + math.Pow(la[2]-lb[2], 2))
 }
 
@@ -298,18 +302,18 @@ func deltaE(a, b string) float64 {
 // nor for another fault colour.
 func TestTimelineColoursDistinct(t *testing.T) {
 	var marks []string
-	for _, it := range legendItems {
-		if it.key != "fault" {
-			marks = append(marks, it.colour)
+	for _, it := range render.LegendItems {
+		if it.Key != "fault" {
+			marks = append(marks, it.Colour)
 		}
 	}
-	for i, f := range faultColour {
+	for i, f := range render.FaultColour {
 		for _, m := range marks {
 			if d := deltaE(f, m); d < 20 {
 				t.Errorf("fault colour %s is close to mark colour %s (ΔE %.1f)", f, m, d)
 			}
 		}
-		for _, g := range faultColour[i+1:] {
+		for _, g := range render.FaultColour[i+1:] {
 			if d := deltaE(f, g); d < 20 {
 				t.Errorf("fault colours %s and %s are close (ΔE %.1f)", f, g, d)
 			}
@@ -320,13 +324,13 @@ func TestTimelineColoursDistinct(t *testing.T) {
 // TestTimelineTextContrast: every text colour meets WCAG AA (4.5:1) on
 // what it is drawn on.
 func TestTimelineTextContrast(t *testing.T) {
-	for _, f := range faultColour {
-		if c := canvas.Contrast(canvas.ReadableOn(hex(f)), hex(f)); c < 4.5 {
+	for _, f := range render.FaultColour {
+		if c := canvas.Contrast(canvas.ReadableOn(render.Hex(f)), render.Hex(f)); c < 4.5 {
 			t.Errorf("label on fault colour %s: contrast %.2f < 4.5", f, c)
 		}
 	}
-	for _, c := range []string{colText, colLabel, colTick} {
-		if r := canvas.Contrast(hex(c), canvas.White); r < 4.5 {
+	for _, c := range []string{render.ColText, render.ColLabel, render.ColTick} {
+		if r := canvas.Contrast(render.Hex(c), canvas.White); r < 4.5 {
 			t.Errorf("text colour %s on white: %.2f < 4.5", c, r)
 		}
 	}

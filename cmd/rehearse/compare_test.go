@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/render"
 )
 
 // compareDrill is a short storm whose closing takes eight probes, so that
@@ -109,7 +109,7 @@ func requireOnSchedule(t *testing.T, root string, dirs ...string) {
 	t.Helper()
 	for _, d := range dirs {
 		d = filepath.Base(d)
-		a, err := reports.ReadRunJSON(filepath.Join(root, d, reports.RunFile))
+		a, err := render.ReadRunJSON(filepath.Join(root, d, render.RunFile))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,10 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/compare"
 	"github.com/halfopen/rehearse/reports/expect"
+	"github.com/halfopen/rehearse/reports/history"
+	"github.com/halfopen/rehearse/reports/render"
 )
 
 func newReportCmd() *cobra.Command {
@@ -58,7 +61,7 @@ in the journal. Exit code 1 when an expectation failed, as for rehearse run.`,
 					partial = " (partial run)"
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d of %d expectations met%s; wrote %s, %s, %s, %s, %s\n", dir,
-					len(results)-bad, len(results), partial, reports.RunFile, reports.HTMLFile, reports.MarkdownFile, reports.TimelineFile, reports.JUnitFile)
+					len(results)-bad, len(results), partial, render.RunFile, render.HTMLFile, render.MarkdownFile, render.TimelineFile, render.JUnitFile)
 				if err := expect.Failed(results); err != nil && failed == nil {
 					failed = fmt.Errorf("%s: %w", dir, err)
 				}
@@ -134,14 +137,14 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 			if level <= 0 || level >= 1 {
 				return fmt.Errorf("%w: --level %v: want a confidence level between 0 and 1, e.g. 0.95", rehearse.ErrInvalid, level)
 			}
-			opt := reports.CompareOptions{Scenario: scenario, Force: force, Stats: stats.Options{Level: level}, Version: buildVersion()}
+			opt := compare.CompareOptions{Scenario: scenario, Force: force, Stats: stats.Options{Level: level}, Version: buildVersion()}
 			copy(opt.Labels[:], labels)
 			th, err := parseThresholds(thresholds)
 			if err != nil {
 				return err
 			}
 			opt.Thresholds = th
-			c, err := reports.CompareSets(a, b, opt)
+			c, err := compare.CompareSets(a, b, opt)
 			if err != nil {
 				return err
 			}
@@ -150,13 +153,13 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 				if err := os.MkdirAll(out, 0o755); err != nil {
 					return fmt.Errorf("%w: --out: %w", rehearse.ErrEnvironment, err)
 				}
-				if err := reports.WriteComparison(out, c); err != nil {
+				if err := compare.WriteComparison(out, c); err != nil {
 					return err
 				}
 			}
 			switch {
 			case format == "json":
-				j, err := reports.CompareJSON(c)
+				j, err := compare.CompareJSON(c)
 				if err != nil {
 					return err
 				}
@@ -164,11 +167,11 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 					return err
 				}
 			case out == "":
-				if _, err := w.Write(reports.CompareMarkdown(c, false)); err != nil {
+				if _, err := w.Write(compare.CompareMarkdown(c, false)); err != nil {
 					return err
 				}
 			default:
-				fmt.Fprintf(w, "%s; wrote %s to %s\n", c.Headline(), strings.Join(reports.CompareFiles, ", "), out)
+				fmt.Fprintf(w, "%s; wrote %s to %s\n", c.Headline(), strings.Join(compare.CompareFiles, ", "), out)
 			}
 			for _, warn := range c.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warn)
@@ -186,7 +189,7 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 	f.StringVar(&scenario, "scenario", "", "keep only runs of this scenario (name or digest prefix) from archive directories")
 	f.BoolVar(&force, "force", false, "compare runs of different drills (scenario digests) instead of refusing")
 	f.BoolVar(&failOnDiff, "fail-on-diff", false, "exit 1 when a figure differs beyond noise and its threshold")
-	f.StringArrayVar(&thresholds, "threshold", nil, "KEY=VALUE practical threshold of one figure: 5ms (timings), 2 (counts, ratios) or 1% of A's median; keys: "+strings.Join(reports.FigureKeys(), ", "))
+	f.StringArrayVar(&thresholds, "threshold", nil, "KEY=VALUE practical threshold of one figure: 5ms (timings), 2 (counts, ratios) or 1% of A's median; keys: "+strings.Join(compare.FigureKeys(), ", "))
 	f.Float64Var(&level, "level", stats.DefaultLevel, "confidence level of the intervals")
 	return cmd
 }
@@ -234,9 +237,9 @@ func parseThresholds(list []string) (map[string]stats.Threshold, error) {
 	out := map[string]stats.Threshold{}
 	for _, s := range list {
 		k, v, ok := strings.Cut(s, "=")
-		unit := reports.FigureUnit(k)
+		unit := compare.FigureUnit(k)
 		if !ok || unit == "" {
-			return nil, fmt.Errorf("%w: --threshold %q: want KEY=VALUE with KEY one of %s", rehearse.ErrInvalid, s, strings.Join(reports.FigureKeys(), ", "))
+			return nil, fmt.Errorf("%w: --threshold %q: want KEY=VALUE with KEY one of %s", rehearse.ErrInvalid, s, strings.Join(compare.FigureKeys(), ", "))
 		}
 		t, ok := out[k]
 		if !ok {
@@ -252,7 +255,7 @@ func parseThresholds(list []string) (map[string]stats.Threshold, error) {
 				return nil, bad("a percentage such as 1%")
 			}
 			t.Rel = f / 100
-		case unit == reports.UnitMs:
+		case unit == compare.UnitMs:
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 {
 				return nil, bad("a duration such as 5ms")
@@ -281,14 +284,14 @@ trends, as index.html and index.md in DIR (or --out).`,
 		Example: "  rehearse report history ~/Library/Application\\ Support/rehearse/runs",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := reports.History(args[0])
+			h, err := history.History(args[0])
 			if err != nil {
 				return err
 			}
 			if out == "" {
 				out = args[0]
 			}
-			if err := reports.WriteHistory(out, h); err != nil {
+			if err := history.WriteHistory(out, h); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d runs indexed; wrote index.html and index.md to %s\n", len(h.Runs), out)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/history"
 )
 
 // LatestName is the name of the symlink, in the archive, to the most recent
@@ -255,9 +255,9 @@ func hasReport(runDir string) bool {
 
 // WriteIndex rebuilds the archive's history index from its runs.
 func (a Archive) WriteIndex() error {
-	h, err := reports.History(a.Dir)
+	h, err := history.History(a.Dir)
 	if err != nil {
 		return err
 	}
-	return reports.WriteHistory(a.Dir, h)
+	return history.WriteHistory(a.Dir, h)
 }

@@ -1,4 +1,4 @@
-package reports
+package verdict
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/reports/expect"
 
@@ -56,11 +58,11 @@ func evalMaxAttempts(ev *evaluation, e expect.Expectations) (expect.ExpectationR
 	}
 	names, none := ev.retryUpstreams(e)
 	lim := int64(*e.MaxAttempts)
-	var obs []observation
+	var obs []Observation
 	for _, n := range names {
 		f := ev.a.Resilience.Upstreams[n]
 		if f.Attempts == 0 {
-			obs = append(obs, unseen(n, "no client request reached it"))
+			obs = append(obs, Unseen(n, "no client request reached it"))
 			continue
 		}
 		var over int64
@@ -71,8 +73,8 @@ func evalMaxAttempts(ev *evaluation, e expect.Expectations) (expect.ExpectationR
 		}
 		obs = append(obs, seenNote(n, float64(f.MaxAttempts), fmt.Sprintf("%d client requests took more than %d attempts, up to %d", over, lim, f.MaxAttempts)))
 	}
-	res := judge("max_attempts", atMost(float64(lim), fmtCount), obs, none, "upstreams")
-	res.Message += " (" + AttemptsDefinition + ")"
+	res := Judge("max_attempts", AtMost(float64(lim), FmtCount), obs, none, "upstreams")
+	res.Message += " (" + analysis.AttemptsDefinition + ")"
 	return res, true
 }
 
@@ -91,7 +93,7 @@ func evalNoWriteRetries(ev *evaluation, e expect.Expectations) (expect.Expectati
 		w := ev.a.Resilience.Upstreams[n].Writes
 		blind += w.PostPatch.WithoutKey + w.PutDelete.WithoutKey + w.PostPatch.InconsistentKey + w.PutDelete.InconsistentKey
 		chances += w.FailedWithoutKey
-		ex = append(ex, prefixAll(n+": ", w.Examples)...)
+		ex = append(ex, analysis.PrefixAll(n+": ", w.Examples)...)
 	}
 	if chances == 0 && blind == 0 {
 		return notObservable("no_write_retries", want, "no write without an idempotency key failed at an upstream: nothing could have been retried blindly"), true
@@ -108,18 +110,18 @@ func evalRetryBackoffMin(ev *evaluation, e expect.Expectations) (expect.Expectat
 		return expect.ExpectationResult{}, false
 	}
 	names, none := ev.retryUpstreams(e)
-	var obs []observation
+	var obs []Observation
 	for _, n := range names {
 		b := ev.a.Resilience.Upstreams[n].Backoff
 		if b.P50Ms == nil {
-			obs = append(obs, unseen(n, "no request was retried: no wait to measure"))
+			obs = append(obs, Unseen(n, "no request was retried: no wait to measure"))
 			continue
 		}
 		obs = append(obs, seenNote(n, *b.P50Ms/1000, fmt.Sprintf("median wait %s (min %s) over %d retries", num.Ms(*b.P50Ms), num.Ms(*b.MinMs), b.Retries)))
 	}
 	bd := durAtLeast(e.RetryBackoffMin.D())
-	bd.want = "median wait before a retry " + bd.wantText()
-	return judge("retry_backoff_min", bd, obs, none, "upstreams"), true
+	bd.want = "median wait before a retry " + bd.WantText()
+	return Judge("retry_backoff_min", bd, obs, none, "upstreams"), true
 }
 
 func evalRetryJitter(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
@@ -136,7 +138,7 @@ func evalRetryJitter(ev *evaluation, e expect.Expectations) (expect.ExpectationR
 	for _, n := range names {
 		j := ev.a.Resilience.Upstreams[n].Backoff.Jitter
 		if j.Full == nil {
-			missing = append(missing, fmt.Sprintf("%s: fewer than %d waits before every retry position (without Retry-After): too few to test", n, JitterMinWaits))
+			missing = append(missing, fmt.Sprintf("%s: fewer than %d waits before every retry position (without Retry-After): too few to test", n, analysis.JitterMinWaits))
 			continue
 		}
 		for _, t := range j.Tests {
@@ -190,7 +192,7 @@ func evalNoLockstep(ev *evaluation, e expect.Expectations) (expect.ExpectationRe
 		}
 	}
 	if len(judged) == 0 {
-		return notObservable("no_lockstep_retries", want, fmt.Sprintf("fewer than %d retries on every selected upstream: too few to judge", LockstepMinRetries)), true
+		return notObservable("no_lockstep_retries", want, fmt.Sprintf("fewer than %d retries on every selected upstream: too few to judge", analysis.LockstepMinRetries)), true
 	}
 	msg := strings.Join(judged, "; ")
 	if len(inStep) > 0 {
@@ -205,7 +207,7 @@ func evalOrphanedCalls(ev *evaluation, e expect.Expectations) (expect.Expectatio
 		return expect.ExpectationResult{}, false
 	}
 	names, none := ev.retryUpstreams(e)
-	var obs []observation
+	var obs []Observation
 	for _, n := range names {
 		d := ev.a.Resilience.Upstreams[n].Deadlines
 		note := ""
@@ -214,7 +216,7 @@ func evalOrphanedCalls(ev *evaluation, e expect.Expectations) (expect.Expectatio
 		}
 		obs = append(obs, seenNote(n, float64(d.OrphanedCalls), note))
 	}
-	return judge("orphaned_calls_max", atMost(float64(*e.OrphanedCallsMax), fmtCount), obs, none, "upstreams"), true
+	return Judge("orphaned_calls_max", AtMost(float64(*e.OrphanedCallsMax), FmtCount), obs, none, "upstreams"), true
 }
 
 func evalDeadlineOrder(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
@@ -240,11 +242,11 @@ func evalCostAmplification(ev *evaluation, e expect.Expectations) (expect.Expect
 		return expect.ExpectationResult{}, false
 	}
 	fmtX := func(v float64) string { return fmt.Sprintf("×%.2f", v) }
-	b := atMost(*e.CostAmplificationMax, fmtX)
-	b.want = "cost per completed request during faults " + b.wantText() + " before"
+	b := AtMost(*e.CostAmplificationMax, fmtX)
+	b.want = "cost per completed request during faults " + b.WantText() + " before"
 	r := ev.a.Resilience
 	if r == nil {
-		return judge("cost_amplification_max", b, nil, "no upstream call was recorded", "figures"), true
+		return Judge("cost_amplification_max", b, nil, "no upstream call was recorded", "figures"), true
 	}
 	// Over all the fault windows together, and over each covered episode's
 	// window on its own: a costly window must not be averaged away by a
@@ -255,22 +257,22 @@ func evalCostAmplification(ev *evaluation, e expect.Expectations) (expect.Expect
 			obs = append(obs, costObservations(&ref, ref.ep.Cost, "during "+ref.ep.Fault)...)
 		}
 	}
-	return judge("cost_amplification_max", b, obs, "no fault window, or no traffic during one: nothing to compare", "figures"), true
+	return Judge("cost_amplification_max", b, obs, "no fault window, or no traffic during one: nothing to compare", "figures"), true
 }
 
 // costObservations reads the cost figures of all the fault windows (ref
 // nil) or of one episode's window.
-func costObservations(ref *episodeRef, c *CostFigures, during string) []observation {
+func costObservations(ref *episodeRef, c *analysis.CostFigures, during string) []Observation {
 	subject := func(what string) string {
 		if ref == nil {
 			return what
 		}
 		return ref.label() + " " + what
 	}
-	var obs []observation
+	var obs []Observation
 	switch {
 	case c.WorkWithoutCompletion:
-		obs = append(obs, breach(subject("calls"), fmt.Sprintf("%s the upstreams received %d calls (%d tokens) and no client request completed", during, c.CallsDuring, c.TokensDuring)))
+		obs = append(obs, Breach(subject("calls"), fmt.Sprintf("%s the upstreams received %d calls (%d tokens) and no client request completed", during, c.CallsDuring, c.TokensDuring)))
 	case c.CallsAmplification != nil:
 		obs = append(obs, seenNote(subject("calls"), *c.CallsAmplification, fmt.Sprintf("%.2f upstream calls per completed request %s against %.2f before (×%.2f)",
 			*c.CallsPerCompletedDuring, during, *c.CallsPerCompletedBefore, *c.CallsAmplification)))
@@ -281,7 +283,7 @@ func costObservations(ref *episodeRef, c *CostFigures, during string) []observat
 	case c.CompletedDuring == 0 && c.CallsDuring == 0 && c.CallsPerCompletedBefore != nil:
 		// No fault window, or no traffic during it.
 	case c.CallsPerCompletedBefore == nil && ref == nil:
-		obs = append(obs, unseen("calls", "no client request completed before the faults: no baseline"))
+		obs = append(obs, Unseen("calls", "no client request completed before the faults: no baseline"))
 	}
 	return obs
 }

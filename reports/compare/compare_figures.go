@@ -1,7 +1,9 @@
-package reports
+package compare
 
 import (
 	"time"
+
+	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/internal/stats"
 )
@@ -38,14 +40,14 @@ type compareFigure struct {
 	Key, Label, Unit string
 	// Episode returns the figure's samples in one episode (every cycle's,
 	// every probe's), in the unit; nil when not observed.
-	Episode func(ep *Episode) []float64
+	Episode func(ep *analysis.Episode) []float64
 	// Run returns the figure's samples in one run.
-	Run func(r *sideRun) []float64
+	Run func(r *SideRun) []float64
 	// Range returns the least and the most the episode's figure can be,
 	// in the unit: its bounds (Figure.Bounds) when the evidence leaves it
 	// a range, else its one value; ok false when not observed. Nil for a
 	// figure without bounds.
-	Range func(ep *Episode) (lo, hi float64, ok bool)
+	Range func(ep *analysis.Episode) (lo, hi float64, ok bool)
 }
 
 // episodeFigures are the breaker figures of the figure table (Figures)
@@ -53,20 +55,20 @@ type compareFigure struct {
 // (Figure.Samples, else its one Value), timings in ms.
 func episodeFigures() []compareFigure {
 	var out []compareFigure
-	for _, f := range Figures {
-		if f.In&InCompare == 0 || f.Unit == Word {
+	for _, f := range analysis.Figures {
+		if f.In&analysis.InCompare == 0 || f.Unit == analysis.Word {
 			continue
 		}
-		cf := compareFigure{Key: f.Key, Label: f.compareLabel(), Unit: UnitCalls}
+		cf := compareFigure{Key: f.Key, Label: f.ComparedAs(), Unit: UnitCalls}
 		scale := 1.0
 		switch f.Unit {
-		case Seconds:
+		case analysis.Seconds:
 			cf.Unit, scale = UnitMs, 1000
-		case Ratio:
+		case analysis.Ratio:
 			cf.Unit = UnitRatio
 		}
 		if f.Bounds != nil {
-			cf.Range = func(ep *Episode) (float64, float64, bool) {
+			cf.Range = func(ep *analysis.Episode) (float64, float64, bool) {
 				if lo, hi, ok := f.Bounds(ep); ok {
 					return lo * scale, hi * scale, true
 				}
@@ -76,7 +78,7 @@ func episodeFigures() []compareFigure {
 				return 0, 0, false
 			}
 		}
-		cf.Episode = func(ep *Episode) []float64 {
+		cf.Episode = func(ep *analysis.Episode) []float64 {
 			var v []float64
 			if f.Samples != nil {
 				v = f.Samples(ep)
@@ -95,18 +97,18 @@ func episodeFigures() []compareFigure {
 }
 
 // wordFigures are the table's Word figures marked InCompare.
-func wordFigures() []Figure {
-	var out []Figure
-	for _, f := range Figures {
-		if f.In&InCompare != 0 && f.Unit == Word {
+func wordFigures() []analysis.Figure {
+	var out []analysis.Figure
+	for _, f := range analysis.Figures {
+		if f.In&analysis.InCompare != 0 && f.Unit == analysis.Word {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-func phaseRatio(ph string) func(r *sideRun) []float64 {
-	return func(r *sideRun) []float64 {
+func phaseRatio(ph string) func(r *SideRun) []float64 {
+	return func(r *SideRun) []float64 {
 		if p := r.A.Phases[ph]; p != nil && p.SuccessRatio != nil {
 			return []float64{*p.SuccessRatio}
 		}
@@ -115,16 +117,16 @@ func phaseRatio(ph string) func(r *sideRun) []float64 {
 }
 
 // runFigures are compared once per run.
-var runFigures = []compareFigure{
+var RunFigures = []compareFigure{
 	{Key: "send_lateness", Label: "send lateness (every request)", Unit: UnitMs,
-		Run: func(r *sideRun) []float64 { return r.Lateness }},
+		Run: func(r *SideRun) []float64 { return r.Lateness }},
 	{Key: "sent", Label: "requests sent", Unit: UnitCalls,
-		Run: func(r *sideRun) []float64 { return []float64{float64(r.A.Replay.Sent)} }},
+		Run: func(r *SideRun) []float64 { return []float64{float64(r.A.Replay.Sent)} }},
 	{Key: "client_success_before", Label: "client success before faults", Unit: UnitRatio, Run: phaseRatio("before")},
 	{Key: "client_success_during", Label: "client success during faults", Unit: UnitRatio, Run: phaseRatio("during")},
 	{Key: "client_success_after", Label: "client success after faults", Unit: UnitRatio, Run: phaseRatio("after")},
 	{Key: "amplification_overall", Label: "amplification overall", Unit: UnitRatio,
-		Run: func(r *sideRun) []float64 {
+		Run: func(r *SideRun) []float64 {
 			if r.A.Amplification.Overall == nil {
 				return nil
 			}
@@ -136,18 +138,18 @@ var runFigures = []compareFigure{
 // same statistics, shown as explanations, never flagged.
 var platformFigures = []compareFigure{
 	{Key: "timer_lateness", Label: "timer lateness during the run (p50 of each burst)", Unit: UnitMs,
-		Run: func(r *sideRun) []float64 { return r.TimerP50 }},
+		Run: func(r *SideRun) []float64 { return r.TimerP50 }},
 	{Key: "timer_lateness_p99", Label: "timer lateness during the run (p99 of each burst)", Unit: UnitMs,
-		Run: func(r *sideRun) []float64 { return r.TimerP99 }},
+		Run: func(r *SideRun) []float64 { return r.TimerP99 }},
 	{Key: "load", Label: "load average during the run", Unit: UnitRatio,
-		Run: func(r *sideRun) []float64 { return r.Load }},
+		Run: func(r *SideRun) []float64 { return r.Load }},
 }
 
 // FigureKeys lists the keys of every compared figure, for threshold
 // flags and documentation.
 func FigureKeys() []string {
 	var out []string
-	for _, l := range [][]compareFigure{episodeFigures(), runFigures} {
+	for _, l := range [][]compareFigure{episodeFigures(), RunFigures} {
 		for _, f := range l {
 			out = append(out, f.Key)
 		}
@@ -157,7 +159,7 @@ func FigureKeys() []string {
 
 // FigureUnit returns the unit of the figure with key k, or "".
 func FigureUnit(k string) string {
-	for _, l := range [][]compareFigure{episodeFigures(), runFigures, platformFigures} {
+	for _, l := range [][]compareFigure{episodeFigures(), RunFigures, platformFigures} {
 		for _, f := range l {
 			if f.Key == k {
 				return f.Unit

@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"strings"
@@ -534,10 +534,10 @@ type FaultWindow struct {
 
 // seconds converts a run time to float seconds rounded to the millisecond,
 // so that figures are stable across float formatting.
-func seconds(d time.Duration) float64 {
+func SecondsOf(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-func ptr[T any](v T) *T { return &v }
+func Ptr[T any](v T) *T { return &v }
 
 var _ = journal.KindRunStart

@@ -1,4 +1,4 @@
-package reports
+package render
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/reports/num"
 
@@ -38,7 +40,7 @@ const PNGScale = 2
 // (TestTimelineColoursDistinct), so a fault bar is never read as an
 // outcome; fault names are drawn in black or white, whichever reads better
 // (WCAG AA, TestTimelineTextContrast).
-var groupColour = map[string]string{
+var GroupColour = map[string]string{
 	"ok": "#4caf50", "fast_fail": "#ff9800", "http_4xx": "#fdd835", "http_5xx": "#e53935",
 	"transport": "#8e24aa", "dropped": "#9e9e9e",
 }
@@ -46,7 +48,7 @@ var groupColour = map[string]string{
 var stateColour = map[string]string{"closed": "#c8e6c9", "half_open": "#ffcc80", "open": "#ef9a9a",
 	"healthy": "#c8e6c9", "unhealthy": "#ef9a9a"}
 
-var faultColour = []string{"#283593", "#00695c", "#6d4c41", "#827717", "#ad1457", "#37474f"}
+var FaultColour = []string{"#283593", "#00695c", "#6d4c41", "#827717", "#ad1457", "#37474f"}
 
 const (
 	colOpenBand   = "#f8d7da"
@@ -55,23 +57,25 @@ const (
 	colHealthOK   = "#607d8b"
 	colHealthFail = "#b71c1c"
 	colPause      = "#f9a825"
-	colLaneBG     = "#fafafa"
+	ColLaneBG     = "#fafafa"
 	colLaneEdge   = "#e0e0e0"
-	colText       = "#222222"
-	colLabel      = "#333333"
-	colTick       = "#444444"
+	ColText       = "#222222"
+	ColLabel      = "#333333"
+	ColTick       = "#444444"
 	colGrid       = "#ebebeb"
 	colAxis       = "#555555"
 )
 
 // TimelineSVG renders the run's timeline as SVG; see timelineDrawing.
-func TimelineSVG(a *Analysis, o SVGOptions) []byte { return timelineDrawing(a, o).SVG("timeline") }
+func TimelineSVG(a *analysis.Analysis, o SVGOptions) []byte {
+	return TimelineDrawing(a, o).SVG("timeline")
+}
 
 // TimelinePNG renders the same drawing as TimelineSVG as a PNG at
 // PNGScale, for documents that do not take SVG (Google Docs, Jira,
 // Confluence uploads).
-func TimelinePNG(a *Analysis, o SVGOptions) ([]byte, error) {
-	return timelineDrawing(a, o).PNG(PNGScale)
+func TimelinePNG(a *analysis.Analysis, o SVGOptions) ([]byte, error) {
+	return TimelineDrawing(a, o).PNG(PNGScale)
 }
 
 // tlw is the timeline's layout state: the drawing, the plot's horizontal
@@ -91,12 +95,12 @@ func (w *tlw) x(t float64) float64 {
 	return w.left + (math.Min(math.Max(t, w.from), w.to)-w.from)/(w.to-w.from)*w.plotW
 }
 
-func hex(s string) color.NRGBA { return canvas.Hex(s) }
+func Hex(s string) color.NRGBA { return canvas.Hex(s) }
 
 // states draws a lane of state intervals h high at the current y, the
 // ones in the window, coloured by state: each titled title+state, its
 // legend entry source_state.
-func (w *tlw) states(spans []StateInterval, h float64, source, title string) {
+func (w *tlw) states(spans []analysis.StateInterval, h float64, source, title string) {
 	for _, m := range spans {
 		if m.EndS < w.from || m.StartS > w.to {
 			continue
@@ -108,17 +112,17 @@ func (w *tlw) states(spans []StateInterval, h float64, source, title string) {
 }
 
 func (w *tlw) rect(x, y, wd, h float64, fill, title string) {
-	w.d.Rect(x, y, wd, h, canvas.Style{Fill: hex(fill), Title: title})
+	w.d.Rect(x, y, wd, h, canvas.Style{Fill: Hex(fill), Title: title})
 }
 
 func (w *tlw) text(x, y float64, s string, size float64, fill string, anchor canvas.Anchor) {
-	w.d.Text(x, y, s, canvas.TextStyle{Size: size, Fill: hex(fill), Anchor: anchor})
+	w.d.Text(x, y, s, canvas.TextStyle{Size: size, Fill: Hex(fill), Anchor: anchor})
 }
 
 // label draws a lane's name right-aligned before the plot, shortened
 // with "…" to fit the label column.
 func (w *tlw) label(text string, h float64) {
-	w.text(w.left-6, w.y+h/2+4, fitText(text, 11, w.left-10), 11, colLabel, canvas.End)
+	w.text(w.left-6, w.y+h/2+4, fitText(text, 11, w.left-10), 11, ColLabel, canvas.End)
 }
 
 // fitText shortens s with "…" until it is at most width pixels wide.
@@ -136,7 +140,7 @@ func fitText(s string, size, width float64) string {
 // faultBar is one fault window laid out: its bar, its label and where the
 // label goes.
 type faultBar struct {
-	f              FaultWindow
+	f              analysis.FaultWindow
 	colour         string
 	x0, x1         float64
 	text           string
@@ -152,7 +156,7 @@ type faultBar struct {
 // it (right, or left near the plot's end); bars whose labels would collide
 // go on separate rows, so that every label is drawn, readable in print and
 // in a screenshot, never only in a hover tooltip.
-func (w *tlw) layoutFaults(faults []FaultWindow, colours map[string]string) ([]faultBar, int) {
+func (w *tlw) layoutFaults(faults []analysis.FaultWindow, colours map[string]string) ([]faultBar, int) {
 	const size, pad = 11.0, 4.0
 	var bars []faultBar
 	for _, f := range faults {
@@ -217,10 +221,10 @@ func (w *tlw) layoutFaults(faults []FaultWindow, colours map[string]string) ([]f
 // reported; the gateway's health; an axis in run time, UTC and the run's
 // local zone; and a legend of every kind of mark drawn. It is a pure
 // function of the analysis (its Timeline).
-func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
+func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 	tl := a.Timeline
 	if tl == nil {
-		tl = &Timeline{Seconds: 1, Client: map[string][]int32{}, Upstreams: map[string]*UpstreamTimeline{}}
+		tl = &analysis.Timeline{Seconds: 1, Client: map[string][]int32{}, Upstreams: map[string]*analysis.UpstreamTimeline{}}
 	}
 	width := float64(o.Width)
 	if width <= 0 {
@@ -232,7 +236,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 	if w.to <= 0 {
 		w.to = math.Max(a.Run.DurationS, 1)
 	}
-	clock := a.Run.clock()
+	clock := a.Run.Clock()
 	ups := slices.Sorted(maps.Keys(tl.Upstreams))
 	var faulted []string
 	for _, u := range ups {
@@ -248,7 +252,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 		title = fmt.Sprintf("%s — %s", a.Run.Scenario, a.Run.RunID)
 	}
 	w.y = 4
-	w.d.Text(w.left, w.y+14, fitText(title, 13, w.plotW), canvas.TextStyle{Size: 13, Bold: true, Fill: hex(colText)})
+	w.d.Text(w.left, w.y+14, fitText(title, 13, w.plotW), canvas.TextStyle{Size: 13, Bold: true, Fill: Hex(ColText)})
 	w.y += 26
 	gridTop, gridAt := w.y, w.d.Len()
 
@@ -256,12 +260,12 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 	fc := map[string]string{}
 	for _, f := range tl.Faults {
 		if _, ok := fc[f.Name]; !ok {
-			fc[f.Name] = faultColour[len(fc)%len(faultColour)]
+			fc[f.Name] = FaultColour[len(fc)%len(FaultColour)]
 		}
 	}
 	const barH, rowH = 16.0, 19.0
 	for _, u := range faulted {
-		var fs []FaultWindow
+		var fs []analysis.FaultWindow
 		for _, f := range tl.Faults {
 			if f.Upstream == u {
 				fs = append(fs, f)
@@ -271,11 +275,11 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 		w.label("fault · "+u, float64(rows)*rowH-3)
 		for _, b := range bars {
 			y := w.y + float64(b.row)*rowH
-			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: hex(b.colour), Class: "fault",
+			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: Hex(b.colour), Class: "fault",
 				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, num.Dur(b.f.StartS-o.Origin), num.Dur(b.f.EndS-o.Origin))})
-			fill := hex(colText)
+			fill := Hex(ColText)
 			if b.inside {
-				fill = canvas.ReadableOn(hex(b.colour))
+				fill = canvas.ReadableOn(Hex(b.colour))
 			}
 			w.d.Text(b.tx, y+12, b.text, canvas.TextStyle{Size: 11, Fill: fill, Anchor: b.anchor, Class: "fault-label"})
 			w.used["fault"] = true
@@ -285,7 +289,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 	w.y += 4
 
 	// Bins: one per second, or several seconds per bin when narrow.
-	bins := int(math.Min(math.Ceil(w.to-w.from), maxTimelineSeconds))
+	bins := int(math.Min(math.Ceil(w.to-w.from), analysis.MaxTimelineSeconds))
 	per := max(1, int(math.Ceil(float64(bins)/(w.plotW/2))))
 	nb := (bins + per - 1) / per
 	binX := func(i int) (float64, float64) {
@@ -302,7 +306,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 		return n
 	}
 	bg := func(h float64) {
-		w.d.Rect(w.left, w.y, w.plotW, h, canvas.Style{Fill: hex(colLaneBG), Stroke: hex(colLaneEdge), StrokeWidth: 1})
+		w.d.Rect(w.left, w.y, w.plotW, h, canvas.Style{Fill: Hex(ColLaneBG), Stroke: Hex(colLaneEdge), StrokeWidth: 1})
 	}
 
 	// Client outcomes per second, stacked.
@@ -310,7 +314,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 	var peak int32 = 1
 	for i := 0; i < nb; i++ {
 		var tot int32
-		for _, g := range ClientGroups {
+		for _, g := range analysis.ClientGroups {
 			tot += sum(tl.Client[g], i)
 		}
 		peak = max(peak, tot)
@@ -320,14 +324,14 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 	for i := 0; i < nb; i++ {
 		x, bw := binX(i)
 		base := w.y + ch
-		for _, g := range ClientGroups {
+		for _, g := range analysis.ClientGroups {
 			n := sum(tl.Client[g], i)
 			if n == 0 {
 				continue
 			}
 			h := float64(n) / float64(peak) * ch
 			base -= h
-			w.rect(x, base, bw, h, groupColour[g], "")
+			w.rect(x, base, bw, h, GroupColour[g], "")
 			w.used[g] = true
 		}
 	}
@@ -344,7 +348,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 				continue
 			}
 			x0, x1 := w.x(op.StartS), w.x(op.EndS)
-			w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: hex(colOpenBand), Class: "open",
+			w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: Hex(colOpenBand), Class: "open",
 				Title: fmt.Sprintf("black-box open %s–%s", num.Dur(op.StartS-o.Origin), num.Dur(op.EndS-o.Origin))})
 			w.used["open"] = true
 		}
@@ -357,7 +361,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 						continue
 					}
 					x0, x1 := w.x(ra.AtS), w.x(ra.AtS+ra.RetryAfterS)
-					w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: hex(colPause + "8c"),
+					w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: Hex(colPause + "8c"),
 						Title: fmt.Sprintf("Retry-After %s from %s", num.Dur(ra.RetryAfterS), num.Dur(ra.AtS-o.Origin))})
 					w.used["pause"] = true
 				}
@@ -375,7 +379,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 			for _, p := range []struct {
 				n    int32
 				c, k string
-			}{{ok, groupColour["ok"], "ok"}, {bad, groupColour["http_5xx"], "http_5xx"}} {
+			}{{ok, GroupColour["ok"], "ok"}, {bad, GroupColour["http_5xx"], "http_5xx"}} {
 				if p.n == 0 {
 					continue
 				}
@@ -402,7 +406,7 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 			if !p.OK {
 				c, k = colProbeFail, "probe_failed"
 			}
-			w.d.Polygon(diamond(x, w.y-1), canvas.Style{Fill: hex(c), Stroke: canvas.White, StrokeWidth: 0.5, Class: "probe",
+			w.d.Polygon(diamond(x, w.y-1), canvas.Style{Fill: Hex(c), Stroke: canvas.White, StrokeWidth: 0.5, Class: "probe",
 				Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Dur(p.AtS-o.Origin), okWord(p.OK))})
 			w.used[k] = true
 		}
@@ -427,10 +431,10 @@ func timelineDrawing(a *Analysis, o SVGOptions) *canvas.Drawing {
 
 // axis draws the time axis: ticks in run time and, when the run's start is
 // known, the same ticks in UTC and in the run's local zone.
-func (w *tlw) axis(clock wallClock, origin, gridTop float64, gridAt int) {
+func (w *tlw) axis(clock analysis.WallClock, origin, gridTop float64, gridAt int) {
 	span := w.to - w.from
 	step := niceStep(span / (w.plotW / 90))
-	w.d.Line(w.left, w.y, w.left+w.plotW, w.y, 1, hex(colAxis))
+	w.d.Line(w.left, w.y, w.left+w.plotW, w.y, 1, Hex(colAxis))
 	type tick struct{ x, v float64 }
 	var ticks []tick
 	first := math.Ceil((w.from-origin)/step) * step
@@ -440,32 +444,32 @@ func (w *tlw) axis(clock wallClock, origin, gridTop float64, gridAt int) {
 	// The grid goes under the lanes, drawn now that their height is known.
 	grid := canvas.New(0, 0)
 	for _, t := range ticks {
-		grid.Line(t.x, gridTop, t.x, w.y+4, 1, hex(colGrid))
+		grid.Line(t.x, gridTop, t.x, w.y+4, 1, Hex(colGrid))
 	}
 	w.d.Insert(gridAt, grid)
 	rows := []struct {
 		name string
 		f    func(v float64) string
 	}{{"run time", axisLabel}}
-	if clock.known() {
+	if clock.Known() {
 		rows = append(rows, struct {
 			name string
 			f    func(v float64) string
-		}{"UTC", func(v float64) string { return clock.utc(v+origin, false) }})
-		if clock.local != nil {
-			zone := clock.local.String()
+		}{"UTC", func(v float64) string { return clock.Utc(v+origin, false) }})
+		if clock.Local != nil {
+			zone := clock.Local.String()
 			if zone == "Local" || zone == "" {
-				zone = clock.zoneAbbrev(w.from)
+				zone = clock.ZoneAbbrev(w.from)
 			}
 			rows = append(rows, struct {
 				name string
 				f    func(v float64) string
-			}{zone, func(v float64) string { return clock.localTime(v+origin, false) }})
+			}{zone, func(v float64) string { return clock.LocalTime(v+origin, false) }})
 		}
 	}
 	for i, r := range rows {
 		y := w.y + 15 + float64(i)*14
-		w.text(w.left-6, y, fitText(r.name, 10, w.left-10), 10, colLabel, canvas.End)
+		w.text(w.left-6, y, fitText(r.name, 10, w.left-10), 10, ColLabel, canvas.End)
 		for _, t := range ticks {
 			// Labels at the plot's edges are kept inside it, clear of
 			// the row names.
@@ -473,11 +477,11 @@ func (w *tlw) axis(clock wallClock, origin, gridTop float64, gridAt int) {
 			half := canvas.TextWidth(txt, 10, false) / 2
 			switch {
 			case t.x-half < w.left:
-				w.text(w.left, y, txt, 10, colTick, canvas.Start)
+				w.text(w.left, y, txt, 10, ColTick, canvas.Start)
 			case t.x+half > w.left+w.plotW+18:
-				w.text(w.left+w.plotW+18, y, txt, 10, colTick, canvas.End)
+				w.text(w.left+w.plotW+18, y, txt, 10, ColTick, canvas.End)
 			default:
-				w.text(t.x, y, txt, 10, colTick, canvas.Middle)
+				w.text(t.x, y, txt, 10, ColTick, canvas.Middle)
 			}
 		}
 	}
@@ -486,17 +490,17 @@ func (w *tlw) axis(clock wallClock, origin, gridTop float64, gridAt int) {
 
 // legendItems are every kind of mark the timeline can draw, in legend
 // order, keyed as timelineDrawing records them in used.
-var legendItems = []struct {
-	key, text, colour string
+var LegendItems = []struct {
+	Key, text, Colour string
 	shape             string // "box", "diamond", "band", "bar"
 }{
-	{"fault", "fault window (named on or beside the bar)", faultColour[0], "box"},
-	{"ok", "ok / ok call", groupColour["ok"], "box"},
-	{"fast_fail", "fast-fail", groupColour["fast_fail"], "box"},
-	{"http_4xx", "4xx", groupColour["http_4xx"], "box"},
-	{"http_5xx", "5xx / failed call", groupColour["http_5xx"], "box"},
-	{"transport", "transport error", groupColour["transport"], "box"},
-	{"dropped", "dropped (not sent)", groupColour["dropped"], "box"},
+	{"fault", "fault window (named on or beside the bar)", FaultColour[0], "box"},
+	{"ok", "ok / ok call", GroupColour["ok"], "box"},
+	{"fast_fail", "fast-fail", GroupColour["fast_fail"], "box"},
+	{"http_4xx", "4xx", GroupColour["http_4xx"], "box"},
+	{"http_5xx", "5xx / failed call", GroupColour["http_5xx"], "box"},
+	{"transport", "transport error", GroupColour["transport"], "box"},
+	{"dropped", "dropped (not sent)", GroupColour["dropped"], "box"},
 	{"open", "breaker open (black box)", colOpenBand, "box"},
 	{"probe_ok", "probe ok", colProbeOK, "diamond"},
 	{"probe_failed", "probe failed", colProbeFail, "diamond"},
@@ -513,15 +517,15 @@ var legendItems = []struct {
 // legend explains every kind of mark the drawing holds, wrapping rows.
 func (w *tlw) legend() {
 	x, right := w.left, w.left+w.plotW
-	for _, it := range legendItems {
-		if !w.used[it.key] {
+	for _, it := range LegendItems {
+		if !w.used[it.Key] {
 			continue
 		}
 		iw := 14 + canvas.TextWidth(it.text, 11, false) + 14
 		if x+iw > right && x > w.left {
 			x, w.y = w.left, w.y+16
 		}
-		c := hex(it.colour)
+		c := Hex(it.Colour)
 		switch it.shape {
 		case "diamond":
 			w.d.Polygon(diamond(x+5, w.y), canvas.Style{Fill: c})
@@ -530,9 +534,9 @@ func (w *tlw) legend() {
 		case "bar":
 			w.d.Rect(x, w.y+6, 10, 4, canvas.Style{Fill: c})
 		default:
-			w.d.Rect(x, w.y, 10, 10, canvas.Style{Fill: c, Stroke: hex(colLaneEdge), StrokeWidth: 0.5})
+			w.d.Rect(x, w.y, 10, 10, canvas.Style{Fill: c, Stroke: Hex(colLaneEdge), StrokeWidth: 0.5})
 		}
-		w.d.Text(x+14, w.y+9.5, it.text, canvas.TextStyle{Size: 11, Fill: hex(colTick), Class: "legend"})
+		w.d.Text(x+14, w.y+9.5, it.text, canvas.TextStyle{Size: 11, Fill: Hex(ColTick), Class: "legend"})
 		x += iw
 	}
 	w.y += 20

@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"encoding/json"
@@ -74,7 +74,7 @@ type Setting struct {
 // annotate fills the postmortem parts of the analysis from the collector's
 // faults and run.start's config.
 func (c *collector) annotate(a *Analysis) {
-	var rec *scenarioRecord
+	var rec *ScenarioRecord
 	if c.start != nil {
 		rec = decodeScenarioRecord(c.start.Config)
 	}
@@ -82,21 +82,21 @@ func (c *collector) annotate(a *Analysis) {
 		a.Run.Description = strings.TrimSpace(rec.Description)
 		a.BuiltinGateway = builtinSettings(rec)
 	}
-	clock := a.Run.clock()
+	clock := a.Run.Clock()
 	a.Injected = []InjectedFault{}
 	for _, f := range c.faults {
-		in := InjectedFault{Name: f.name, Upstream: f.upstream, Type: f.typ, StartS: seconds(time.Duration(f.start)),
-			PlannedForS: seconds(f.planned), Params: f.spec.Params, HealthChecks: f.spec.HealthChecks}
+		in := InjectedFault{Name: f.name, Upstream: f.upstream, Type: f.typ, StartS: SecondsOf(time.Duration(f.start)),
+			PlannedForS: SecondsOf(f.planned), Params: f.spec.Params, HealthChecks: f.spec.HealthChecks}
 		if len(in.Params) == 0 || string(in.Params) == "null" {
 			in.Params = nil
 		}
 		if f.end >= 0 {
-			in.EndS = ptr(seconds(time.Duration(f.end)))
+			in.EndS = Ptr(SecondsOf(time.Duration(f.end)))
 		}
 		if f.applied >= 0 {
-			in.Applied = ptr(f.applied)
+			in.Applied = Ptr(f.applied)
 		}
-		if clock.known() {
+		if clock.Known() {
 			in.StartWall = clock.at(in.StartS).UTC()
 			if in.EndS != nil {
 				in.EndWall = clock.at(*in.EndS).UTC()
@@ -105,7 +105,7 @@ func (c *collector) annotate(a *Analysis) {
 		in.Targeting = targeting(f.spec.Probability, rec, f.name)
 		a.Injected = append(a.Injected, in)
 	}
-	if clock.known() {
+	if clock.Known() {
 		for _, ua := range a.Upstreams {
 			for _, ep := range ua.Episodes {
 				ep.StartWall, ep.EndWall = clock.at(ep.StartS).UTC(), clock.at(ep.EndS).UTC()
@@ -113,11 +113,11 @@ func (c *collector) annotate(a *Analysis) {
 		}
 	}
 	a.Coverage = coverage(a)
-	a.Links = reportLinks(a, rec)
+	a.Links = ReportLinks(a, rec)
 }
 
 // targeting describes which requests a fault applied to.
-func targeting(probability float64, rec *scenarioRecord, name string) string {
+func targeting(probability float64, rec *ScenarioRecord, name string) string {
 	var parts []string
 	if rec != nil {
 		for _, f := range rec.Faults {
@@ -164,7 +164,7 @@ func targeting(probability float64, rec *scenarioRecord, name string) string {
 
 // builtinSettings reads the built-in gateway's configuration from the
 // scenario record, defaults applied as the gateway applies them.
-func builtinSettings(rec *scenarioRecord) *GatewaySettings {
+func builtinSettings(rec *ScenarioRecord) *GatewaySettings {
 	b := rec.Gateway.Builtin
 	if b == nil {
 		return nil
@@ -266,7 +266,7 @@ func coverage(a *Analysis) []EpisodeCoverage {
 		covered := judged && (len(a.Expected.Upstreams) == 0 || slices.Contains(a.Expected.Upstreams, name))
 		for i, ep := range ua.Episodes {
 			out = append(out, EpisodeCoverage{Upstream: name, Episode: i + 1, Fault: ep.Fault, Covered: covered,
-				Summary: episodeSummary(name, ep, a.Injected)})
+				Summary: EpisodeSummary(name, ep, a.Injected)})
 		}
 	}
 	return out
@@ -274,7 +274,7 @@ func coverage(a *Analysis) []EpisodeCoverage {
 
 // episodeSummary: "llm-primary had 89 mid-stream cuts and its breaker did
 // not open".
-func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) string {
+func EpisodeSummary(upstream string, ep *Episode, injected []InjectedFault) string {
 	by := map[string]int64{}
 	known := true
 	for _, f := range injected {

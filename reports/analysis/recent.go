@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 // recent is a small cache in front of a map keyed by names: a journal
 // names a few upstreams, routes and outcomes again on every line, and the

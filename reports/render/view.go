@@ -1,4 +1,4 @@
-package reports
+package render
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/reports/expect"
 
@@ -61,7 +63,7 @@ type reportView struct {
 	Coverage    []coverageView
 	Injected    [][]string // fault, upstream, window, type, parameters, targeting, health checks, applied
 	Gateway     []kv
-	Links       []Link
+	Links       []analysis.Link
 	// Retries are the retry, deadline and cost findings in words, with
 	// the definition of an attempt.
 	AttemptsDef string
@@ -73,7 +75,7 @@ type coverageView struct {
 	IsCovered                         bool
 }
 
-func buildView(a *Analysis) *reportView {
+func buildView(a *analysis.Analysis) *reportView {
 	v := &reportView{Partial: a.Run.Partial, Exp: a.Expectations, Notes: a.Notes}
 	if r := a.Resilience; r != nil {
 		v.AttemptsDef, v.Retries = r.AttemptsDefinition, r.Statements
@@ -109,7 +111,7 @@ func buildView(a *Analysis) *reportView {
 	if a.Run.Partial && v.Harness == "" {
 		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
 	}
-	clock := a.Run.clock()
+	clock := a.Run.Clock()
 	v.Description = a.Run.Description
 	for _, c := range a.Coverage {
 		if !c.Covered {
@@ -120,12 +122,12 @@ func buildView(a *Analysis) *reportView {
 		v.Verdict += " · not covered by any expectation: " + strings.Join(v.NotCovered, "; ")
 	}
 	wall, ended := "—", "—"
-	if clock.known() {
+	if clock.Known() {
 		wall = a.Run.WallStart.UTC().Format("2006-01-02 15:04:05 UTC")
-		if l := clock.localTime(0, false); l != "" {
-			wall += " (" + a.Run.WallStart.In(clock.local).Format("2006-01-02 15:04:05 MST") + ", " + clock.local.String() + ")"
+		if l := clock.LocalTime(0, false); l != "" {
+			wall += " (" + a.Run.WallStart.In(clock.Local).Format("2006-01-02 15:04:05 MST") + ", " + clock.Local.String() + ")"
 		}
-		ended = clock.stamp(a.Run.DurationS)
+		ended = clock.Stamp(a.Run.DurationS)
 	}
 	v.Meta = []kv{{"scenario", scen}, {"run id", a.Run.RunID}, {"started", wall}, {"ended", ended},
 		{"duration", fmt.Sprintf("%s of %s planned", num.Sec(a.Run.DurationS), num.Sec(a.Run.PlannedS))},
@@ -142,18 +144,18 @@ func buildView(a *Analysis) *reportView {
 			num.SecP(ua.HealthDisagreementMaxS)})
 		for i, ep := range ua.Episodes {
 			ev := episodeView{Upstream: name, Statement: ep.Statement + wallSentence(clock, ep),
-				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.span(ep.StartS, ep.EndS))}
-			for _, f := range Figures {
-				if f.In&InReport != 0 {
-					ev.Rows = append(ev.Rows, kv{f.Label, f.cell(ep)})
+				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
+			for _, f := range analysis.Figures {
+				if f.In&analysis.InReport != 0 {
+					ev.Rows = append(ev.Rows, kv{f.Label, f.CellOf(ep)})
 				}
 			}
 			// The moments, on the clock the gateway's logs use.
 			if ep.OpenedAtS != nil {
-				ev.Rows = append(ev.Rows, kv{"opened at", clock.moment(*ep.OpenedAtS)})
+				ev.Rows = append(ev.Rows, kv{"opened at", clock.Moment(*ep.OpenedAtS)})
 			}
 			if ep.ClosedAtS != nil {
-				ev.Rows = append(ev.Rows, kv{"closed at", clock.moment(*ep.ClosedAtS)})
+				ev.Rows = append(ev.Rows, kv{"closed at", clock.Moment(*ep.ClosedAtS)})
 			}
 			for j, r := range ep.RetryAfter {
 				if j == 10 {
@@ -168,16 +170,16 @@ func buildView(a *Analysis) *reportView {
 				if !r.Honoured {
 					verdict = "too early"
 				}
-				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", clock.moment(r.AtS), num.Sec(r.RetryAfterS), next, verdict))
+				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", clock.Moment(r.AtS), num.Sec(r.RetryAfterS), next, verdict))
 			}
 			v.Episodes = append(v.Episodes, ev)
 		}
 		for _, d := range ua.HealthDisagreements {
 			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s, lasting %s", name, d.Health, d.Breaker, d.Source,
-				clock.span(d.StartS, d.EndS), num.Sec(d.EndS-d.StartS)))
+				clock.Span(d.StartS, d.EndS), num.Sec(d.EndS-d.StartS)))
 		}
 		for _, m := range ua.MetricsTransitions {
-			v.MetricsTrs = append(v.MetricsTrs, fmt.Sprintf("%s: %s → %s at %s", name, m.From, m.To, clock.moment(m.AtS)))
+			v.MetricsTrs = append(v.MetricsTrs, fmt.Sprintf("%s: %s → %s at %s", name, m.From, m.To, clock.Moment(m.AtS)))
 		}
 	}
 	for _, name := range []string{"before", "during", "after"} {
@@ -192,7 +194,7 @@ func buildView(a *Analysis) *reportView {
 			}
 		}
 		sort.Strings(other)
-		v.Phases = append(v.Phases, phaseView{Name: name, Span: clock.span(ps.StartS, ps.EndS),
+		v.Phases = append(v.Phases, phaseView{Name: name, Span: clock.Span(ps.StartS, ps.EndS),
 			Requests: fmt.Sprint(ps.Requests), OK: num.PctP(ps.SuccessRatio), FastFail: fmt.Sprint(ps.Outcomes["fast_fail"]),
 			Errors: fmt.Sprint(ps.Outcomes["http_5xx"]), Other: num.OrDash(strings.Join(other, ", ")),
 			P50: num.MsP(ps.LatencyMs.P50), P99: num.MsP(ps.LatencyMs.P99), Max: num.MsP(ps.LatencyMs.Max), Amp: num.NumP(ps.Amplification, "%.2f")})
@@ -206,7 +208,7 @@ func buildView(a *Analysis) *reportView {
 		{"amplification overall / before / during / after", fmt.Sprintf("%s / %s / %s / %s", num.NumP(a.Amplification.Overall, "%.2f"),
 			num.NumP(a.Amplification.Before, "%.2f"), num.NumP(a.Amplification.During, "%.2f"), num.NumP(a.Amplification.After, "%.2f"))},
 		{"gateway health samples (unhealthy)", fmt.Sprintf("%d (%d)", a.Health.Samples, a.Health.Unhealthy)}}
-	v.Platform = platformRows(a.Platform)
+	v.Platform = PlatformRows(a.Platform)
 	postmortemView(v, a, clock)
 	return v
 }
@@ -214,8 +216,8 @@ func buildView(a *Analysis) *reportView {
 // postmortemView fills the parts of the view a postmortem reader needs
 // first: every episode in one line, what was injected, the gateway's
 // breaker settings and the links.
-func postmortemView(v *reportView, a *Analysis, clock wallClock) {
-	eps := map[string][]*Episode{}
+func postmortemView(v *reportView, a *analysis.Analysis, clock analysis.WallClock) {
+	eps := map[string][]*analysis.Episode{}
 	for name, ua := range a.Upstreams {
 		eps[name] = ua.Episodes
 	}
@@ -225,15 +227,15 @@ func postmortemView(v *reportView, a *Analysis, clock wallClock) {
 			cv.Covered = "yes"
 		}
 		if l := eps[c.Upstream]; c.Episode >= 1 && c.Episode <= len(l) {
-			cv.Window = clock.span(l[c.Episode-1].StartS, l[c.Episode-1].EndS)
+			cv.Window = clock.Span(l[c.Episode-1].StartS, l[c.Episode-1].EndS)
 		}
 		v.Coverage = append(v.Coverage, cv)
 	}
 	for _, f := range a.Injected {
 		window := num.Sec(f.StartS) + "– (still on at the run's end)"
 		if f.EndS != nil {
-			window = clock.span(f.StartS, *f.EndS)
-		} else if st := clock.stamp(f.StartS); st != "" {
+			window = clock.Span(f.StartS, *f.EndS)
+		} else if st := clock.Stamp(f.StartS); st != "" {
 			window = num.Sec(f.StartS) + " (" + st + ") – still on at the run's end"
 		}
 		applied := "unknown (no fault.end)"
@@ -286,7 +288,7 @@ func paramsText(raw []byte) string {
 	return strings.Join(parts, ", ")
 }
 
-func platformRows(p *PlatformInfo) []kv {
+func PlatformRows(p *analysis.PlatformInfo) []kv {
 	if p == nil {
 		return []kv{{"platform", "not recorded"}}
 	}
@@ -309,7 +311,7 @@ func platformRows(p *PlatformInfo) []kv {
 	return rows
 }
 
-func longestGap(r ReplayStats) string {
+func longestGap(r analysis.ReplayStats) string {
 	if r.LongestSendGapMs == nil {
 		return "— (fewer than two sends)"
 	}
@@ -319,16 +321,16 @@ func longestGap(r ReplayStats) string {
 // wallSentence puts an episode's moments on the clock the gateway's logs
 // use: " On the clock: fault 11:28:14 UTC, opened 11:28:31 UTC, closed
 // 11:29:47 UTC." Empty when the run's start is unknown.
-func wallSentence(c wallClock, ep *Episode) string {
-	if !c.known() {
+func wallSentence(c analysis.WallClock, ep *analysis.Episode) string {
+	if !c.Known() {
 		return ""
 	}
-	parts := []string{"fault " + c.stamp(ep.StartS) + " to " + c.stamp(ep.EndS)}
+	parts := []string{"fault " + c.Stamp(ep.StartS) + " to " + c.Stamp(ep.EndS)}
 	if ep.OpenedAtS != nil {
-		parts = append(parts, "opened "+c.stamp(*ep.OpenedAtS))
+		parts = append(parts, "opened "+c.Stamp(*ep.OpenedAtS))
 	}
 	if ep.ClosedAtS != nil {
-		parts = append(parts, "closed "+c.stamp(*ep.ClosedAtS))
+		parts = append(parts, "closed "+c.Stamp(*ep.ClosedAtS))
 	}
 	return " On the clock: " + strings.Join(parts, ", ") + "."
 }

@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"cmp"
@@ -43,7 +43,7 @@ const (
 	// maxListed caps the per-item lists in run.json (probes, 429s).
 	maxListed = 200
 	// maxTimelineSeconds bounds the timeline's per-second bins (48 h).
-	maxTimelineSeconds = 48 * 3600
+	MaxTimelineSeconds = 48 * 3600
 )
 
 // request classes.
@@ -164,9 +164,9 @@ func (c *collector) finish() (*Analysis, error) {
 	reqUp := c.routeUpstreams(a)
 
 	secs := runEnd/time.Second + 1
-	if secs > maxTimelineSeconds {
-		secs = maxTimelineSeconds
-		a.Notes = append(a.Notes, fmt.Sprintf("the run is longer than %d hours: the timeline shows its first %d hours", maxTimelineSeconds/3600, maxTimelineSeconds/3600))
+	if secs > MaxTimelineSeconds {
+		secs = MaxTimelineSeconds
+		a.Notes = append(a.Notes, fmt.Sprintf("the run is longer than %d hours: the timeline shows its first %d hours", MaxTimelineSeconds/3600, MaxTimelineSeconds/3600))
 	}
 	tl := &Timeline{Seconds: int(secs), Client: map[string][]int32{}, Upstreams: map[string]*UpstreamTimeline{}}
 	a.Timeline = tl
@@ -179,7 +179,7 @@ func (c *collector) finish() (*Analysis, error) {
 				end = f.start + f.planned
 			}
 		}
-		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: seconds(f.start), EndS: seconds(end)})
+		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: SecondsOf(f.start), EndS: SecondsOf(end)})
 	}
 
 	// Per upstream.
@@ -292,19 +292,19 @@ type frame struct {
 func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 	ri := &a.Run
 	ri.Events, ri.UnknownEvents, ri.TornTail = c.events, c.unknown, c.torn
-	ri.DurationS = seconds(runEnd)
+	ri.DurationS = SecondsOf(runEnd)
 	if s := c.start; s != nil {
 		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
 		ri.ScenarioDigest = s.ScenarioDigest
 		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redact.URL(s.Target), s.Rate
-		ri.PlannedS = seconds(s.Duration)
+		ri.PlannedS = SecondsOf(s.Duration)
 		ri.TimeZone = s.TimeZone
 		if p := s.Platform; p != nil {
 			pi := &PlatformInfo{OS: p.OS, Arch: p.Arch, Kernel: p.Kernel, CPU: p.CPU, NumCPU: p.NumCPU,
 				GOMAXPROCS: p.GOMAXPROCS, GoVersion: p.GoVersion, Hostname: p.Hostname, TCPKeepalive: p.TCPKeepalive}
 			if tg := p.TimerGranularity; tg != nil {
 				pi.TimerSamples = tg.Samples
-				pi.TimerP50Ms, pi.TimerP99Ms, pi.TimerMaxMs = ptr(ms(tg.P50)), ptr(ms(tg.P99)), ptr(ms(tg.Max))
+				pi.TimerP50Ms, pi.TimerP99Ms, pi.TimerMaxMs = Ptr(ms(tg.P50)), Ptr(ms(tg.P99)), Ptr(ms(tg.Max))
 			}
 			pi.TimerDuringRun, pi.LoadDuringRun = duringRun(c.platform)
 			a.Platform = pi
@@ -384,8 +384,8 @@ func percentiles(h *hdrhistogram.Histogram, p90 bool) Percentiles {
 	if h.TotalCount() == 0 {
 		return Percentiles{}
 	}
-	f := func(q float64) *float64 { return ptr(num.Round3(float64(h.ValueAtQuantile(q)) / 1000)) }
-	p := Percentiles{P50: f(50), P99: f(99), Max: ptr(num.Round3(float64(h.Max()) / 1000))}
+	f := func(q float64) *float64 { return Ptr(num.Round3(float64(h.ValueAtQuantile(q)) / 1000)) }
+	p := Percentiles{P50: f(50), P99: f(99), Max: Ptr(num.Round3(float64(h.Max()) / 1000))}
 	if p90 {
 		p.P90 = f(90)
 	}
@@ -396,7 +396,7 @@ func ratio(n, d int64) *float64 {
 	if d == 0 {
 		return nil
 	}
-	return ptr(num.Round3(float64(n) / float64(d)))
+	return Ptr(num.Round3(float64(n) / float64(d)))
 }
 
 func (c *collector) replayStats(a *Analysis) {
@@ -431,8 +431,8 @@ func (c *collector) replayStats(a *Analysis) {
 				gap, at = d, sends[i-1]
 			}
 		}
-		rs.LongestSendGapMs = ptr(ms(gap))
-		rs.LongestSendGapAtS = ptr(seconds(at))
+		rs.LongestSendGapMs = Ptr(ms(gap))
+		rs.LongestSendGapAtS = Ptr(SecondsOf(at))
 	}
 	for i := range c.calls {
 		if c.calls[i].hasSeq {
@@ -511,7 +511,7 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 		spans = fmt.Sprintf("%d times, the longest", stalls)
 	}
 	return fmt.Sprintf("%s: requests were due and none was sent for longer than %s (%d × the %s between requests, at least %s) %s for %s from %s into the run (%d of %d requests dropped); the analysis cannot see through that: an open or a close of a breaker in such a span is unseen, and the breaker figures around it rest on the few requests either side",
-		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), spans, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
+		NoteReplayStalled, num.Sec(SecondsOf(limit)), GapFactor, num.Sec(SecondsOf(iv)), num.Sec(SecondsOf(MinGap)), spans, num.Sec(SecondsOf(hole)), num.Sec(SecondsOf(from)), rs.Dropped, rs.Due)
 }
 
 // phases computes client figures before, during and after the faults.
@@ -527,7 +527,7 @@ func (c *collector) phases(a *Analysis, fr frame) {
 	}
 	var totalCalls, totalReqs int64
 	for _, sp := range spans {
-		ps := &PhaseStats{StartS: seconds(sp.start), EndS: seconds(min(sp.end, runEnd)), Outcomes: map[string]int64{}}
+		ps := &PhaseStats{StartS: SecondsOf(sp.start), EndS: SecondsOf(min(sp.end, runEnd)), Outcomes: map[string]int64{}}
 		h := newHist()
 		var ok, sent int64
 		lo := sort.Search(len(c.reqs), func(i int) bool { return c.reqs[i].sched >= sp.start })
@@ -721,7 +721,7 @@ func healthIntervals(pts []statePoint, runEnd time.Duration) []StateInterval {
 		if i+1 < len(pts) {
 			end = pts[i+1].t
 		}
-		out = append(out, StateInterval{StartS: seconds(p.t), EndS: seconds(end), State: p.state})
+		out = append(out, StateInterval{StartS: SecondsOf(p.t), EndS: SecondsOf(end), State: p.state})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"cmp"
@@ -715,13 +715,13 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 	}
 	reached := f.Requests - f.Distribution["0"]
 	if reached > 0 {
-		f.RetriedShare = ptr(float64(reached-f.Distribution["1"]) / float64(reached))
+		f.RetriedShare = Ptr(float64(reached-f.Distribution["1"]) / float64(reached))
 	}
 	if before[0] > 0 {
-		f.AmplificationBefore = ptr(float64(before[1]) / float64(before[0]))
+		f.AmplificationBefore = Ptr(float64(before[1]) / float64(before[0]))
 	}
 	if during[0] > 0 {
-		f.AmplificationDuring = ptr(float64(during[1]) / float64(during[0]))
+		f.AmplificationDuring = Ptr(float64(during[1]) / float64(during[0]))
 	}
 	f.Backoff = backoffFigures(all, waits)
 	f.Backoff.Jitter = jitterFigures(jwaits)
@@ -829,7 +829,7 @@ func backoffFigures(all []float64, byRetry [][]float64) BackoffFigures {
 		return b
 	}
 	s := sortedCopy(all)
-	b.MinMs, b.P50Ms, b.MaxMs = ptr(num.Round3(s[0])), ptr(num.Round3(median(s))), ptr(num.Round3(s[len(s)-1]))
+	b.MinMs, b.P50Ms, b.MaxMs = Ptr(num.Round3(s[0])), Ptr(num.Round3(median(s))), Ptr(num.Round3(s[len(s)-1]))
 	var meds []float64
 	for _, w := range byRetry {
 		if len(w) < 5 {
@@ -863,7 +863,7 @@ func jitterFigures(byRetry [][]float64) JitterFigures {
 		if len(w) < JitterMinWaits {
 			continue
 		}
-		t := fullJitterTest(w)
+		t := FullJitterTest(w)
 		t.Retry = i + 1
 		j.Tests = append(j.Tests, t)
 	}
@@ -884,7 +884,7 @@ func jitterFigures(byRetry [][]float64) JitterFigures {
 // a loaded machine (a late timer, a descheduled gateway) are not taken
 // for the cap. Those ratios are compared with U(0, 1) by their
 // Kolmogorov–Smirnov distance, against Stephens' α = 0.001 critical value.
-func fullJitterTest(waits []float64) JitterTest {
+func FullJitterTest(waits []float64) JitterTest {
 	s := sortedCopy(waits)
 	k := max(1, (len(s)+9)/10)
 	top := s[len(s)-k]
@@ -947,7 +947,7 @@ func lockstep(starts []int64, seqs []uint64, w time.Duration) LockstepFigures {
 	}
 	obs := float64(coincident) / float64(n)
 	p0 := expected / float64(n)
-	f.CoincidentShare, f.IndependentShare = ptr(num.Round3(obs)), ptr(num.Round3(p0))
+	f.CoincidentShare, f.IndependentShare = Ptr(num.Round3(obs)), Ptr(num.Round3(p0))
 	if n >= LockstepMinRetries {
 		se := math.Sqrt(max(p0*(1-p0), 1e-4) / float64(n))
 		v := obs > p0+3*se && obs > 1.5*p0
@@ -1010,7 +1010,7 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 		if done == 0 {
 			return nil
 		}
-		return ptr(num.Round3(float64(work) / float64(done)))
+		return Ptr(num.Round3(float64(work) / float64(done)))
 	}
 	c.CallsPerCompletedBefore, c.CallsPerCompletedDuring = per(c.CallsBefore, c.CompletedBefore), per(c.CallsDuring, c.CompletedDuring)
 	if c.TokensBefore > 0 || c.TokensDuring > 0 {
@@ -1020,7 +1020,7 @@ func (l *retryLog) cost(during []span, firstFault int64) CostFigures {
 		if a == nil || b == nil || *b == 0 {
 			return nil
 		}
-		return ptr(num.Round3(*a / *b))
+		return Ptr(num.Round3(*a / *b))
 	}
 	c.CallsAmplification = ratio(c.CallsPerCompletedDuring, c.CallsPerCompletedBefore)
 	c.TokensAmplification = ratio(c.TokensPerCompletedDuring, c.TokensPerCompletedBefore)
@@ -1097,7 +1097,7 @@ func (r *Resilience) statements() []string {
 			out = append(out, fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %g ms of another request's retry, where independent jittered retries would give %.0f%%.",
 				name, *l.CoincidentShare*100, l.Retries, l.WindowMs, *l.IndependentShare*100))
 		}
-		out = append(out, prefixAll(name+": ", f.Writes.Examples)...)
+		out = append(out, PrefixAll(name+": ", f.Writes.Examples)...)
 		if n := f.Writes.PutDelete.WithoutKey; n > 0 {
 			out = append(out, fmt.Sprintf("%s: %d PUT/DELETE requests reached it more than once without an idempotency key.", name, n))
 		}
@@ -1126,7 +1126,7 @@ func (r *Resilience) statements() []string {
 	return out
 }
 
-func prefixAll(p string, ss []string) []string {
+func PrefixAll(p string, ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = p + s + "."
@@ -1141,7 +1141,7 @@ func msSummary(v []float64) MinP50Max {
 		return MinP50Max{}
 	}
 	s := sortedCopy(v)
-	return MinP50Max{Min: ptr(num.Round3(s[0])), P50: ptr(num.Round3(median(s))), Max: ptr(num.Round3(s[len(s)-1]))}
+	return MinP50Max{Min: Ptr(num.Round3(s[0])), P50: Ptr(num.Round3(median(s))), Max: Ptr(num.Round3(s[len(s)-1]))}
 }
 
 // median of a sorted slice, the upper one of an even count (as minP50Max).

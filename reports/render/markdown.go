@@ -1,10 +1,12 @@
-package reports
+package render
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/reports/expect"
 
@@ -19,7 +21,7 @@ import (
 // implement CommonMark's escapes (Confluence's, plain viewers) then show
 // "<=", "fast_fail" and "p99" as written, and a hostile name still cannot
 // inject markup (TestMarkdownCommonMark). Newlines become spaces.
-func mdEscape(s string) string {
+func MdEscape(s string) string {
 	r := []rune(s)
 	var b strings.Builder
 	b.Grow(len(s))
@@ -77,10 +79,10 @@ func mdEscape(s string) string {
 // mdLine is mdEscape for text that begins a line of its own (a paragraph,
 // a list item's text), where a leading "#", ">", "-", "+", "=" or "1." would
 // start a block: only such a first character is escaped.
-func mdLine(s string) string {
+func MdLine(s string) string {
 	// Leading spaces would make an indented code block (four or more)
 	// and never show in a paragraph: drop them.
-	t := strings.TrimLeft(mdEscape(s), " ")
+	t := strings.TrimLeft(MdEscape(s), " ")
 	e, lead := t, ""
 	if t == "" {
 		return e
@@ -99,13 +101,13 @@ func mdLine(s string) string {
 // expectation results, the figures of every episode, client outcomes per
 // phase, replay accuracy and platform facts, and the timeline as
 // timeline.svg beside it.
-func Markdown(a *Analysis) ([]byte, error) {
+func Markdown(a *analysis.Analysis) ([]byte, error) {
 	v := buildView(a)
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# %s\n\n", mdEscape(v.Title))
+	p("# %s\n\n", MdEscape(v.Title))
 	for _, para := range paragraphs(v.Description) {
-		p("%s\n\n", mdLine(para))
+		p("%s\n\n", MdLine(para))
 	}
 	// A pass with episodes no expectation judged is not all clear.
 	mark := "✅"
@@ -115,16 +117,16 @@ func Markdown(a *Analysis) ([]byte, error) {
 	case len(v.NotCovered) > 0:
 		mark = "⚠️"
 	}
-	p("%s **%s**\n\n", mark, mdEscape(v.Verdict))
+	p("%s **%s**\n\n", mark, MdEscape(v.Verdict))
 	for _, n := range v.Notes {
-		p("> ⚠ %s\n", mdEscape(n))
+		p("> ⚠ %s\n", MdEscape(n))
 	}
 	if len(v.Notes) > 0 {
 		p("\n")
 	}
 	p("| | |\n|---|---|\n")
 	for _, r := range v.Meta {
-		p("| %s | %s |\n", r.K, mdEscape(num.OrDash(r.V)))
+		p("| %s | %s |\n", r.K, MdEscape(num.OrDash(r.V)))
 	}
 	p("\n![Timeline](%s)\n\n[Timeline as SVG](%s)\n\n", TimelinePNGFile, TimelineFile)
 	if len(v.Coverage) > 0 {
@@ -134,7 +136,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 			if !c.IsCovered {
 				cov = "**no**"
 			}
-			p("| %s | %s | %s | %s |\n", mdEscape(c.Episode), mdEscape(c.Window), mdEscape(c.Summary), cov)
+			p("| %s | %s | %s | %s |\n", MdEscape(c.Episode), MdEscape(c.Window), MdEscape(c.Summary), cov)
 		}
 		p("\n")
 	}
@@ -151,7 +153,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 	if len(v.Gateway) > 0 {
 		p("## Built-in gateway settings\n\nThe gateway under test was rehearse's built-in gateway, with these settings (defaults applied):\n\n| setting | value |\n|---|---|\n")
 		for _, r := range v.Gateway {
-			p("| %s | %s |\n", mdEscape(r.K), mdEscape(r.V))
+			p("| %s | %s |\n", MdEscape(r.K), MdEscape(r.V))
 		}
 		p("\n")
 	}
@@ -167,7 +169,7 @@ func Markdown(a *Analysis) ([]byte, error) {
 			case !r.Passed:
 				m = "**FAIL**"
 			}
-			p("| %s | `%s` | %s | %s | %s |\n", m, r.Name, mdEscape(r.Observed), mdEscape(r.Want), mdEscape(r.Message))
+			p("| %s | `%s` | %s | %s | %s |\n", m, r.Name, MdEscape(r.Observed), MdEscape(r.Want), MdEscape(r.Message))
 		}
 		p("\n")
 	}
@@ -176,13 +178,13 @@ func Markdown(a *Analysis) ([]byte, error) {
 		p("No fault episodes in this run.\n\n")
 	}
 	for _, e := range v.Episodes {
-		p("### %s\n\n%s\n\n| figure | value |\n|---|---|\n", mdEscape(e.Title), mdLine(e.Statement))
+		p("### %s\n\n%s\n\n| figure | value |\n|---|---|\n", MdEscape(e.Title), MdLine(e.Statement))
 		for _, r := range e.Rows {
-			p("| %s | %s |\n", r.K, mdEscape(r.V))
+			p("| %s | %s |\n", r.K, MdEscape(r.V))
 		}
 		p("\n")
 		for _, r := range e.RetryAfter {
-			p("- %s\n", mdLine(r))
+			p("- %s\n", MdLine(r))
 		}
 		if len(e.RetryAfter) > 0 {
 			p("\n")
@@ -194,15 +196,15 @@ func Markdown(a *Analysis) ([]byte, error) {
 			p("No retry, orphaned call or cost change to report.\n\n")
 		}
 		for _, st := range v.Retries {
-			p("- %s\n", mdLine(st))
+			p("- %s\n", MdLine(st))
 		}
-		p("\n_%s._\n\n", mdEscape(v.AttemptsDef))
+		p("\n_%s._\n\n", MdEscape(v.AttemptsDef))
 	}
 	p("## Upstreams\n\n| upstream | attribution | client requests | calls | failed | amplification | health checks | opens outside faults | longest health/breaker disagreement |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range v.Upstreams {
 		cells := make([]string, len(r))
 		for i, c := range r {
-			cells[i] = mdEscape(c)
+			cells[i] = MdEscape(c)
 		}
 		p("| %s |\n", strings.Join(cells, " | "))
 	}
@@ -210,23 +212,23 @@ func Markdown(a *Analysis) ([]byte, error) {
 	if len(v.Disagree) > 0 {
 		p("Health/breaker disagreements:\n\n")
 		for _, d := range v.Disagree {
-			p("- %s\n", mdLine(d))
+			p("- %s\n", MdLine(d))
 		}
 		p("\n")
 	}
 	p("## Clients per phase\n\n| phase | span | requests | ok | fast-fail | 5xx | other | p50 | p99 | max | amplification |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, ph := range v.Phases {
 		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", ph.Name, ph.Span, ph.Requests, ph.OK, ph.FastFail, ph.Errors,
-			mdEscape(ph.Other), ph.P50, ph.P99, ph.Max, ph.Amp)
+			MdEscape(ph.Other), ph.P50, ph.P99, ph.Max, ph.Amp)
 	}
 	p("\nLatency is from the intended send time (immune to coordinated omission).\n\n")
 	p("## Replay accuracy\n\n| | |\n|---|---|\n")
 	for _, r := range v.Replay {
-		p("| %s | %s |\n", r.K, mdEscape(r.V))
+		p("| %s | %s |\n", r.K, MdEscape(r.V))
 	}
 	p("\n## Platform\n\n| | |\n|---|---|\n")
 	for _, r := range v.Platform {
-		p("| %s | %s |\n", mdEscape(r.K), mdEscape(num.OrDash(r.V)))
+		p("| %s | %s |\n", MdEscape(r.K), MdEscape(num.OrDash(r.V)))
 	}
 	if len(v.MetricsTrs) > 0 {
 		p("\n## Transitions reported by the gateway's metrics\n\n")
@@ -235,17 +237,17 @@ func Markdown(a *Analysis) ([]byte, error) {
 				p("- … %d more in run.json\n", len(v.MetricsTrs)-50)
 				break
 			}
-			p("- %s\n", mdLine(m))
+			p("- %s\n", MdLine(m))
 		}
 	}
 	if len(v.Links) > 1 {
 		p("\n## Links\n\n")
 		for _, l := range v.Links[1:] {
-			p("- [%s](<%s>)\n", mdEscape(l.Label), mdURL(l.URL))
+			p("- [%s](<%s>)\n", MdEscape(l.Label), MdURL(l.URL))
 		}
 	}
-	docs := DocsURL(a.Run.Version, "analysis.md")
-	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>). Rebuild with `rehearse report render DIR`.\n", mdURL(docs))
+	docs := analysis.DocsURL(a.Run.Version, "analysis.md")
+	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>). Rebuild with `rehearse report render DIR`.\n", MdURL(docs))
 	return b.Bytes(), nil
 }
 
@@ -253,14 +255,14 @@ func Markdown(a *Analysis) ([]byte, error) {
 func mdCells(r []string) []string {
 	out := make([]string, len(r))
 	for i, c := range r {
-		out[i] = mdEscape(c)
+		out[i] = MdEscape(c)
 	}
 	return out
 }
 
 // mdURL makes a URL safe inside a CommonMark "<...>" link destination,
 // which ends at ">" and may not hold a line break or "<".
-func mdURL(u string) string {
+func MdURL(u string) string {
 	return strings.NewReplacer("<", "%3C", ">", "%3E", " ", "%20", "\n", "", "\r", "").Replace(u)
 }
 

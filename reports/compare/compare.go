@@ -1,4 +1,4 @@
-package reports
+package compare
 
 import (
 	"encoding/json"
@@ -13,6 +13,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/verdict"
 
 	"github.com/halfopen/rehearse/reports/num"
 
@@ -83,7 +86,7 @@ type Comparison struct {
 	// Why ties each flagged figure to the differences that may explain it.
 	Why []CompareWhy `json:"why"`
 
-	sides [2][]*sideRun
+	sides [2][]*SideRun
 }
 
 // CompareRun is one run of a side.
@@ -176,9 +179,9 @@ type CompareWhy struct {
 var ErrNotComparable = errors.New("runs of different drills")
 
 // sideRun is one run with what the comparison needs beyond its analysis.
-type sideRun struct {
+type SideRun struct {
 	Dir      string
-	A        *Analysis
+	A        *analysis.Analysis
 	Digest   string
 	Config   map[string]string
 	Lateness []float64 // ms, every sent request
@@ -192,7 +195,7 @@ type sideRun struct {
 // opt.Scenario). Bad input (no runs, unreadable journals, different drills
 // without Force) is an error wrapping rehearse.ErrInvalid.
 func CompareSets(a, b []string, opt CompareOptions) (*Comparison, error) {
-	var sides [2][]*sideRun
+	var sides [2][]*SideRun
 	for i, dirs := range [][]string{a, b} {
 		runs, err := loadSide(dirs, opt.Scenario)
 		if err != nil {
@@ -227,8 +230,8 @@ func CompareDirs(dirA, dirB string, labels [2]string, opt CompareOptions) (*Comp
 
 // loadSide expands directories into runs: a directory with a journal is a
 // run; otherwise its subdirectories with journals are.
-func loadSide(dirs []string, scenario string) ([]*sideRun, error) {
-	var out []*sideRun
+func loadSide(dirs []string, scenario string) ([]*SideRun, error) {
+	var out []*SideRun
 	for _, d := range dirs {
 		paths, err := runDirs(d)
 		if err != nil {
@@ -236,7 +239,7 @@ func loadSide(dirs []string, scenario string) ([]*sideRun, error) {
 		}
 		archive := len(paths) != 1 || paths[0] != d
 		for _, p := range paths {
-			r, err := loadRun(p)
+			r, err := LoadRun(p)
 			if err != nil {
 				return nil, err
 			}
@@ -256,7 +259,7 @@ func loadSide(dirs []string, scenario string) ([]*sideRun, error) {
 // runDirs returns d itself when it holds a journal, else its
 // subdirectories that do.
 func runDirs(d string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(d, JournalFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(d, analysis.JournalFile)); err == nil {
 		return []string{d}, nil
 	}
 	ents, err := os.ReadDir(d)
@@ -270,13 +273,13 @@ func runDirs(d string) ([]string, error) {
 	for _, e := range ents {
 		p := filepath.Join(d, e.Name())
 		if st, err := os.Stat(p); err == nil && st.IsDir() && e.Name() != "latest" {
-			if _, err := os.Stat(filepath.Join(p, JournalFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(p, analysis.JournalFile)); err == nil {
 				out = append(out, p)
 			}
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s is neither a run directory (no %s) nor an archive of runs", rehearse.ErrInvalid, d, JournalFile)
+		return nil, fmt.Errorf("%w: %s is neither a run directory (no %s) nor an archive of runs", rehearse.ErrInvalid, d, analysis.JournalFile)
 	}
 	return out, nil
 }
@@ -284,16 +287,16 @@ func runDirs(d string) ([]string, error) {
 // loadRun analyses a run directory and reads what the analysis does not
 // keep: the compiled scenario, the drill digest, every request's send
 // lateness and the platform samples.
-func loadRun(dir string) (*sideRun, error) {
-	a, err := AnalyzeDir(dir)
+func LoadRun(dir string) (*SideRun, error) {
+	a, err := verdict.AnalyzeDir(dir)
 	if err != nil {
 		if !errors.Is(err, rehearse.ErrInvalid) {
 			err = fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
 		}
 		return nil, err
 	}
-	r := &sideRun{Dir: dir, A: a, Config: map[string]string{}}
-	f, err := os.Open(filepath.Join(dir, JournalFile))
+	r := &SideRun{Dir: dir, A: a, Config: map[string]string{}}
+	f, err := os.Open(filepath.Join(dir, analysis.JournalFile))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 	}
@@ -369,7 +372,7 @@ func flatten(prefix string, v any, out map[string]string) {
 }
 
 // compareSides builds the comparison of two loaded sides.
-func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) {
+func compareSides(sides [2][]*SideRun, opt CompareOptions) (*Comparison, error) {
 	c := &Comparison{Labels: opt.Labels, sides: sides, Version: opt.Version, Warnings: []string{}, Why: []CompareWhy{}}
 	sopt := opt.Stats
 	if sopt.Level <= 0 || sopt.Level >= 1 {
@@ -398,7 +401,7 @@ func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) 
 	if len(digests) > 1 {
 		var parts []string
 		for _, d := range slices.Sorted(maps.Keys(digests)) {
-			parts = append(parts, fmt.Sprintf("%s (%s)", shortDigest(d), strings.Join(digests[d], ", ")))
+			parts = append(parts, fmt.Sprintf("%s (%s)", ShortDigest(d), strings.Join(digests[d], ", ")))
 		}
 		msg := fmt.Sprintf("the runs rehearsed %d different drills: %s", len(digests), strings.Join(parts, "; "))
 		if !opt.Force {
@@ -435,7 +438,7 @@ func compareSides(sides [2][]*sideRun, opt CompareOptions) (*Comparison, error) 
 	return c, nil
 }
 
-func shortDigest(d string) string {
+func ShortDigest(d string) string {
 	d = strings.TrimPrefix(d, "sha256:")
 	if len(d) > 12 {
 		d = d[:12]
@@ -525,10 +528,10 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 		row := CompareRow{Key: f.Key, Group: group, Label: f.Label, Unit: f.Unit,
 			A: side(res.A), B: side(res.B), Threshold: res.Threshold, Note: res.Note}
 		if res.Comparable() {
-			row.Delta = ptr(res.Delta)
+			row.Delta = analysis.Ptr(res.Delta)
 		}
 		if res.HasCI {
-			row.Lo, row.Hi, row.Clear = ptr(res.Lo), ptr(res.Hi), res.Clear
+			row.Lo, row.Hi, row.Clear = analysis.Ptr(res.Lo), analysis.Ptr(res.Hi), res.Clear
 		}
 		row.Flag, row.Judged = res.Beyond, res.Judged
 		if row.Flag && ranges != nil && ranges[0].overlaps(ranges[1]) {
@@ -563,7 +566,7 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 				group += " (" + f + ")"
 			}
 			for _, f := range wordFigures() {
-				row := CompareRow{Key: f.Key, Group: group, Label: f.compareLabel(), Unit: UnitWord, Judged: true}
+				row := CompareRow{Key: f.Key, Group: group, Label: f.ComparedAs(), Unit: UnitWord, Judged: true}
 				for k, runs := range c.sides {
 					var vals []string
 					for _, r := range runs {
@@ -625,7 +628,7 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 			add(list, count, group, f, s[0], s[1], nil)
 		}
 	}
-	perRun(&c.Rows, true, "replay and clients", runFigures)
+	perRun(&c.Rows, true, "replay and clients", RunFigures)
 	perRun(&c.Platform, false, "platform", platformFigures)
 }
 
@@ -666,7 +669,7 @@ func (s sideRange) text(unit string) string {
 		if math.IsInf(v, 0) {
 			return "unknown"
 		}
-		return fmtValue(v, unit)
+		return FmtValue(v, unit)
 	}
 	if lo == hi {
 		return end(lo)
@@ -690,13 +693,13 @@ func (c *Comparison) faultOf(n string, i int) string {
 func side(s stats.Summary) CompareSide {
 	out := CompareSide{N: s.N, Runs: s.Runs}
 	if s.N > 0 {
-		out.Median, out.P10, out.P90 = ptr(s.Median), ptr(s.P10), ptr(s.P90)
+		out.Median, out.P10, out.P90 = analysis.Ptr(s.Median), analysis.Ptr(s.P10), analysis.Ptr(s.P90)
 	}
 	return out
 }
 
 // values collects a side's distinct values of a fact, in run order.
-func values(runs []*sideRun, get func(r *sideRun) string) []string {
+func values(runs []*SideRun, get func(r *SideRun) string) []string {
 	var out []string
 	for _, r := range runs {
 		if v := get(r); !slices.Contains(out, v) {
@@ -708,12 +711,12 @@ func values(runs []*sideRun, get func(r *sideRun) string) []string {
 
 // gomaxprocsFact is the key of the platform fact of the harness's Go
 // processors.
-const gomaxprocsFact = "go processors (GOMAXPROCS)"
+const GomaxprocsFact = "go processors (GOMAXPROCS)"
 
 // facts lists the platform facts of each side.
 func (c *Comparison) facts() {
-	pf := func(f func(p *PlatformInfo) string) func(r *sideRun) string {
-		return func(r *sideRun) string {
+	pf := func(f func(p *analysis.PlatformInfo) string) func(r *SideRun) string {
+		return func(r *SideRun) string {
 			if r.A.Platform == nil {
 				return "—"
 			}
@@ -728,13 +731,13 @@ func (c *Comparison) facts() {
 	}
 	defs := []struct {
 		key string
-		get func(r *sideRun) string
+		get func(r *SideRun) string
 	}{
-		{"os", pf(func(p *PlatformInfo) string { return p.OS })},
-		{"arch", pf(func(p *PlatformInfo) string { return p.Arch })},
-		{"kernel", pf(func(p *PlatformInfo) string { return p.Kernel })},
-		{"cpu", pf(func(p *PlatformInfo) string { return p.CPU })},
-		{"cpus", pf(func(p *PlatformInfo) string {
+		{"os", pf(func(p *analysis.PlatformInfo) string { return p.OS })},
+		{"arch", pf(func(p *analysis.PlatformInfo) string { return p.Arch })},
+		{"kernel", pf(func(p *analysis.PlatformInfo) string { return p.Kernel })},
+		{"cpu", pf(func(p *analysis.PlatformInfo) string { return p.CPU })},
+		{"cpus", pf(func(p *analysis.PlatformInfo) string {
 			if p.NumCPU == 0 {
 				return ""
 			}
@@ -742,15 +745,15 @@ func (c *Comparison) facts() {
 		})},
 		// The harness's own processors: its send lateness and timer
 		// figures depend on them as much as on the machine's CPUs.
-		{gomaxprocsFact, pf(func(p *PlatformInfo) string {
+		{GomaxprocsFact, pf(func(p *analysis.PlatformInfo) string {
 			if p.GOMAXPROCS == 0 {
 				return ""
 			}
 			return fmt.Sprint(p.GOMAXPROCS)
 		})},
-		{"go version", pf(func(p *PlatformInfo) string { return p.GoVersion })},
-		{"hostname", pf(func(p *PlatformInfo) string { return p.Hostname })},
-		{"timer lateness before the run (p50 / p99)", pf(func(p *PlatformInfo) string {
+		{"go version", pf(func(p *analysis.PlatformInfo) string { return p.GoVersion })},
+		{"hostname", pf(func(p *analysis.PlatformInfo) string { return p.Hostname })},
+		{"timer lateness before the run (p50 / p99)", pf(func(p *analysis.PlatformInfo) string {
 			if p.TimerP50Ms == nil {
 				return ""
 			}
@@ -761,7 +764,7 @@ func (c *Comparison) facts() {
 		f := CompareFact{Key: d.key, A: values(c.sides[0], d.get), B: values(c.sides[1], d.get)}
 		// Listed only when some run recorded it: runs from before the
 		// harness recorded its processors say nothing of them.
-		if d.key == gomaxprocsFact && slices.Equal(f.A, []string{"—"}) && slices.Equal(f.B, []string{"—"}) {
+		if d.key == GomaxprocsFact && slices.Equal(f.A, []string{"—"}) && slices.Equal(f.B, []string{"—"}) {
 			continue
 		}
 		c.Facts = append(c.Facts, f)
@@ -777,7 +780,7 @@ func (c *Comparison) facts() {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		get := pf(func(p *PlatformInfo) string { return p.TCPKeepalive[k] })
+		get := pf(func(p *analysis.PlatformInfo) string { return p.TCPKeepalive[k] })
 		c.Facts = append(c.Facts, CompareFact{Key: k, A: values(c.sides[0], get), B: values(c.sides[1], get)})
 	}
 }
@@ -795,7 +798,7 @@ func (c *Comparison) config() {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		get := func(r *sideRun) string {
+		get := func(r *SideRun) string {
 			if v, ok := r.Config[k]; ok {
 				return v
 			}
@@ -902,7 +905,7 @@ func (c *Comparison) explain() {
 		}
 		what := "differs"
 		if r.Delta != nil {
-			what = fmtDelta(*r.Delta, r.Unit)
+			what = FmtDelta(*r.Delta, r.Unit)
 		}
 		w := CompareWhy{Figure: fmt.Sprintf("%s: %s %s", r.Group, r.Label, what)}
 		for _, cf := range c.Config {
@@ -935,7 +938,7 @@ func (c *Comparison) explain() {
 }
 
 // fmtValue formats a value in its unit.
-func fmtValue(v float64, unit string) string {
+func FmtValue(v float64, unit string) string {
 	switch unit {
 	case UnitMs:
 		return num.Ms(v)
@@ -946,8 +949,8 @@ func fmtValue(v float64, unit string) string {
 }
 
 // fmtDelta formats a signed difference in its unit.
-func fmtDelta(v float64, unit string) string {
-	s := fmtValue(v, unit)
+func FmtDelta(v float64, unit string) string {
+	s := FmtValue(v, unit)
 	if v >= 0 {
 		s = "+" + s
 	}
@@ -957,14 +960,14 @@ func fmtDelta(v float64, unit string) string {
 // CompareAnalyses compares two sets of analyses held in memory. Without
 // their journals there are no per-request send lateness samples, platform
 // samples, configuration or digests: those rows and checks are absent.
-func CompareAnalyses(a, b []*Analysis, opt CompareOptions) (*Comparison, error) {
-	var sides [2][]*sideRun
-	for i, list := range [][]*Analysis{a, b} {
+func CompareAnalyses(a, b []*analysis.Analysis, opt CompareOptions) (*Comparison, error) {
+	var sides [2][]*SideRun
+	for i, list := range [][]*analysis.Analysis{a, b} {
 		if len(list) == 0 {
 			return nil, fmt.Errorf("%w: side %c has no runs", rehearse.ErrInvalid, 'A'+i)
 		}
 		for _, x := range list {
-			sides[i] = append(sides[i], &sideRun{Dir: x.Run.RunID, A: x, Config: map[string]string{}})
+			sides[i] = append(sides[i], &SideRun{Dir: x.Run.RunID, A: x, Config: map[string]string{}})
 		}
 	}
 	for i := range opt.Labels {

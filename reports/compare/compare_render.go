@@ -1,4 +1,4 @@
-package reports
+package compare
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/render"
 
 	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/canvas"
@@ -93,9 +96,9 @@ func sideCells(s CompareSide, unit string) (n, median, spread string) {
 	if s.Median == nil {
 		return n, "—", ""
 	}
-	median = fmtValue(*s.Median, unit)
+	median = FmtValue(*s.Median, unit)
 	if s.N > 1 {
-		spread = fmtValue(*s.P10, unit) + " – " + fmtValue(*s.P90, unit)
+		spread = FmtValue(*s.P10, unit) + " – " + FmtValue(*s.P90, unit)
 	}
 	return n, median, spread
 }
@@ -111,15 +114,15 @@ func (r CompareRow) diffCell(level float64) string {
 	if r.Delta == nil {
 		return "— (" + r.Note + ")"
 	}
-	d := fmtDelta(*r.Delta, r.Unit)
+	d := FmtDelta(*r.Delta, r.Unit)
 	if r.Lo == nil {
 		return d + " (no interval)"
 	}
-	return fmt.Sprintf("%s [%s, %s]", d, fmtDelta(*r.Lo, r.Unit), fmtDelta(*r.Hi, r.Unit))
+	return fmt.Sprintf("%s [%s, %s]", d, FmtDelta(*r.Lo, r.Unit), FmtDelta(*r.Hi, r.Unit))
 }
 
 // verdictCell says what the row means.
-func (r CompareRow) verdictCell() string {
+func (r CompareRow) VerdictCell() string {
 	switch {
 	case r.Unit == UnitWord && r.Flag:
 		return "⚑ differs in every run"
@@ -136,7 +139,7 @@ func (r CompareRow) verdictCell() string {
 	case !r.Judged:
 		return "cannot tell: " + r.Note
 	case r.Clear:
-		return "clear, below " + fmtValue(r.Threshold, r.Unit)
+		return "clear, below " + FmtValue(r.Threshold, r.Unit)
 	default:
 		return "within noise"
 	}
@@ -150,17 +153,17 @@ func joinVals(v []string) string { return strings.Join(v, ", ") }
 func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	la, lb := mdEscape(c.Labels[0]), mdEscape(c.Labels[1])
+	la, lb := render.MdEscape(c.Labels[0]), render.MdEscape(c.Labels[1])
 	p("# Comparison — %s (%d %s) vs %s (%d %s)\n\n", la, len(c.Runs[0]), num.Pick(len(c.Runs[0]), "run", "runs"), lb, len(c.Runs[1]), num.Pick(len(c.Runs[1]), "run", "runs"))
 	p("**%s.**\n\n", c.Headline())
 	p("Each figure is compared on all its samples (every cycle, probe and run). The difference is %s − %s of the medians, with a %.0f %% confidence interval from a two-level bootstrap (runs, then samples within runs; fixed seed). ⚑ marks a difference whose interval excludes zero **and** that is at least the figure's threshold (defaults: 2 ms or 0.5 %% for timings, 1 call for counts, 0.02 for ratios).\n\n", lb, la, c.Level*100)
 	if c.Digest != "" {
-		p("Drill: digest `%s`, the same on every run.\n\n", shortDigest(c.Digest))
+		p("Drill: digest `%s`, the same on every run.\n\n", ShortDigest(c.Digest))
 	}
 	if len(c.Warnings) > 0 {
 		p("## Warnings\n\n")
 		for _, w := range c.Warnings {
-			p("- %s\n", mdEscape(w))
+			p("- %s\n", render.MdEscape(w))
 		}
 		p("\n")
 	}
@@ -170,7 +173,7 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 	} else {
 		p("| setting | %s | %s |\n|---|---|---|\n", la, lb)
 		for _, f := range c.Config {
-			p("| `%s` | %s | %s |\n", f.Key, mdEscape(joinVals(f.A)), mdEscape(joinVals(f.B)))
+			p("| `%s` | %s | %s |\n", f.Key, render.MdEscape(joinVals(f.A)), render.MdEscape(joinVals(f.B)))
 		}
 		p("\n")
 	}
@@ -179,10 +182,10 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 	for _, r := range c.Rows {
 		if r.Group != group {
 			group = r.Group
-			p("| **%s** | | | | | | |\n", mdEscape(group))
+			p("| **%s** | | | | | | |\n", render.MdEscape(group))
 		}
 		na, ma, nb, mb := r.cells()
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Label), na, mdEscape(ma), nb, mdEscape(mb), r.diffCell(c.Level), r.verdictCell())
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", render.MdEscape(r.Label), na, render.MdEscape(ma), nb, render.MdEscape(mb), r.diffCell(c.Level), r.VerdictCell())
 	}
 	if len(c.Expectations) > 0 {
 		p("\n## Expectations\n\n| expectation | %s met | %s met | |\n|---|---|---|---|\n", la, lb)
@@ -191,15 +194,15 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 			if e.Flag {
 				f = "⚑"
 			}
-			p("| %s (want %s) | %d of %d | %d of %d | %s |\n", mdEscape(e.Name), mdEscape(e.Want), e.A[0], e.A[1], e.B[0], e.B[1], f)
+			p("| %s (want %s) | %d of %d | %d of %d | %s |\n", render.MdEscape(e.Name), render.MdEscape(e.Want), e.A[0], e.A[1], e.B[0], e.B[1], f)
 		}
 	}
 	if len(c.Why) > 0 {
 		p("\n## Why might these differ\n\n")
 		for _, w := range c.Why {
-			p("- **%s**\n", mdEscape(w.Figure))
+			p("- **%s**\n", render.MdEscape(w.Figure))
 			for _, r := range w.Reasons {
-				p("  - %s\n", mdEscape(r))
+				p("  - %s\n", render.MdEscape(r))
 			}
 		}
 	}
@@ -213,16 +216,16 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 		if sb != "" {
 			mb += " (" + sb + ")"
 		}
-		p("| %s | %s | %s |\n", mdEscape(r.Label), ma, mb)
+		p("| %s | %s | %s |\n", render.MdEscape(r.Label), ma, mb)
 	}
 	for _, f := range c.Facts {
-		p("| %s | %s | %s |\n", mdEscape(f.Key), mdEscape(joinVals(f.A)), mdEscape(joinVals(f.B)))
+		p("| %s | %s | %s |\n", render.MdEscape(f.Key), render.MdEscape(joinVals(f.A)), render.MdEscape(joinVals(f.B)))
 	}
 	p("\n## Runs\n\n")
 	for i, runs := range c.Runs {
-		p("- %s:", mdEscape(c.Labels[i]))
+		p("- %s:", render.MdEscape(c.Labels[i]))
 		for _, r := range runs {
-			p(" `%s` (%s)", mdEscape(filepath.Base(r.Dir)), mdEscape(r.Scenario))
+			p(" `%s` (%s)", render.MdEscape(filepath.Base(r.Dir)), render.MdEscape(r.Scenario))
 		}
 		p("\n")
 	}
@@ -234,7 +237,7 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 		p("\nTimelines aligned at the first fault start: run with `--out DIR` to write %s and %s beside compare.md.\n", CompareTimelinesPNGFile, CompareTimelinesFile)
 	}
 	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>), [how runs are compared](<%s>).\n",
-		mdURL(DocsURL(c.Version, "analysis.md")), mdURL(DocsURL(c.Version, "cross-platform.md")))
+		render.MdURL(analysis.DocsURL(c.Version, "analysis.md")), render.MdURL(analysis.DocsURL(c.Version, "cross-platform.md")))
 	return b.Bytes()
 }
 
@@ -242,16 +245,16 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 // in one picture, both aligned at their first fault start (t = 0) over
 // the same window: one drawing, so that the SVG and the PNG are the same
 // picture.
-func compareTimelines(c *Comparison) *canvas.Drawing {
+func CompareTimelines(c *Comparison) *canvas.Drawing {
 	const width, gap = 1200, 10
 	a, b := c.sides[0][0].A, c.sides[1][0].A
-	oa, ob := firstFault(a), firstFault(b)
+	oa, ob := FirstFault(a), FirstFault(b)
 	pre := max(oa, ob)
 	post := max(a.Run.DurationS-oa, b.Run.DurationS-ob)
 	d := canvas.New(width, 0)
-	for i, x := range []*Analysis{a, b} {
+	for i, x := range []*analysis.Analysis{a, b} {
 		o := []float64{oa, ob}[i]
-		part := timelineDrawing(x, SVGOptions{Width: width, From: o - pre, To: o + post, Origin: o,
+		part := render.TimelineDrawing(x, render.SVGOptions{Width: width, From: o - pre, To: o + post, Origin: o,
 			Title: fmt.Sprintf("%s — %s (t = 0 at the first fault)", c.Labels[i], x.Run.RunID)})
 		if i > 0 {
 			d.H += gap
@@ -263,13 +266,15 @@ func compareTimelines(c *Comparison) *canvas.Drawing {
 }
 
 // CompareTimelinesSVG is the comparison's timelines as SVG.
-func CompareTimelinesSVG(c *Comparison) []byte { return compareTimelines(c).SVG("timeline") }
+func CompareTimelinesSVG(c *Comparison) []byte { return CompareTimelines(c).SVG("timeline") }
 
 // CompareTimelinesPNG is the same picture as CompareTimelinesSVG as a PNG
 // at PNGScale, for documents that do not take SVG.
-func CompareTimelinesPNG(c *Comparison) ([]byte, error) { return compareTimelines(c).PNG(PNGScale) }
+func CompareTimelinesPNG(c *Comparison) ([]byte, error) {
+	return CompareTimelines(c).PNG(render.PNGScale)
+}
 
-func firstFault(a *Analysis) float64 {
+func FirstFault(a *analysis.Analysis) float64 {
 	first := -1.0
 	if a.Timeline != nil {
 		for _, f := range a.Timeline.Faults {
@@ -323,7 +328,7 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 	var rows []row
 	group := ""
 	for _, r := range c.Rows {
-		x := row{Label: r.Label, Diff: r.diffCell(c.Level), Verdict: r.verdictCell(), Flag: r.Flag}
+		x := row{Label: r.Label, Diff: r.diffCell(c.Level), Verdict: r.VerdictCell(), Flag: r.Flag}
 		if r.Group != group {
 			group, x.Group = r.Group, r.Group
 		}
@@ -350,7 +355,7 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 		Digest   string
 		Docs     string
 		Stats    string
-	}{c, template.CSS(reportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), shortDigest(c.Digest),
-		DocsURL(c.Version, "analysis.md"), DocsURL(c.Version, "cross-platform.md")})
+	}{c, template.CSS(render.ReportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), ShortDigest(c.Digest),
+		analysis.DocsURL(c.Version, "analysis.md"), analysis.DocsURL(c.Version, "cross-platform.md")})
 	return b.Bytes(), err
 }

@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"encoding/json"
@@ -46,16 +46,16 @@ func DocsURL(version, file string) string {
 
 // window is the span a dashboard link covers: the run, with a minute of
 // context either side so that the baseline and the recovery show.
-func (c wallClock) window(durationS float64) (from, to time.Time) {
+func (c WallClock) window(durationS float64) (from, to time.Time) {
 	return c.at(0).Add(-time.Minute), c.at(durationS).Add(time.Minute)
 }
 
 // reportLinks builds the run's links: the docs, and the scenario's
 // dashboards for the run's window.
-func reportLinks(a *Analysis, rec *scenarioRecord) []Link {
+func ReportLinks(a *Analysis, rec *ScenarioRecord) []Link {
 	links := []Link{{Label: "How to read these figures", URL: DocsURL(a.Run.Version, "analysis.md")}}
-	clock := a.Run.clock()
-	if rec == nil || rec.Report == nil || rec.Report.Links == nil || !clock.known() {
+	clock := a.Run.Clock()
+	if rec == nil || rec.Report == nil || rec.Report.Links == nil || !clock.Known() {
 		return links
 	}
 	from, to := clock.window(a.Run.DurationS)
@@ -98,7 +98,7 @@ func promGraphURL(base, expr string, from, to time.Time) string {
 // the report shows: the description, what was injected and how, the
 // built-in gateway's settings and the report section. It is decoded
 // loosely: a journal from another version still renders.
-type scenarioRecord struct {
+type ScenarioRecord struct {
 	Description string `json:"description"`
 	Gateway     struct {
 		URL     string `json:"url"`
@@ -129,11 +129,11 @@ type scenarioRecord struct {
 	Report *expect.ReportSpec `json:"report"`
 }
 
-func decodeScenarioRecord(cfg json.RawMessage) *scenarioRecord {
+func decodeScenarioRecord(cfg json.RawMessage) *ScenarioRecord {
 	if len(cfg) == 0 {
 		return nil
 	}
-	var r scenarioRecord
+	var r ScenarioRecord
 	if json.Unmarshal(cfg, &r) != nil {
 		return nil
 	}
@@ -143,7 +143,7 @@ func decodeScenarioRecord(cfg json.RawMessage) *scenarioRecord {
 // breakerSeries is the metric the gateway's metrics preset reads: the
 // reference gateway's by default (built-in), none for a URL gateway
 // without metrics.
-func (r *scenarioRecord) breakerSeries() []string {
+func (r *ScenarioRecord) breakerSeries() []string {
 	m := r.Gateway.Metrics
 	switch {
 	case m == nil && r.Gateway.Builtin != nil:

@@ -1,13 +1,15 @@
-package reports
+package render
 
 import (
 	"bytes"
 	_ "embed"
 	"html/template"
+
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 //go:embed assets/report.css
-var reportCSS string
+var ReportCSS string
 
 var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -67,7 +69,7 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 // timeline inline as SVG, no network), readable on a laptop and printable.
 // html/template escapes everything that came from the journal; the SVG is
 // built by TimelineSVG, which escapes its own text.
-func HTML(a *Analysis) ([]byte, error) {
+func HTML(a *analysis.Analysis) ([]byte, error) {
 	v := buildView(a)
 	if len(v.MetricsTrs) > 100 {
 		v.MetricsTrs = v.MetricsTrs[:100]
@@ -79,6 +81,6 @@ func HTML(a *Analysis) ([]byte, error) {
 		SVG  template.HTML
 		Desc []string
 		Docs string
-	}{v, template.CSS(reportCSS), template.HTML(TimelineSVG(a, SVGOptions{})), paragraphs(v.Description), DocsURL(a.Run.Version, "analysis.md")})
+	}{v, template.CSS(ReportCSS), template.HTML(TimelineSVG(a, SVGOptions{})), paragraphs(v.Description), analysis.DocsURL(a.Run.Version, "analysis.md")})
 	return b.Bytes(), err
 }

@@ -1,4 +1,4 @@
-package reports
+package render
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/reports/expect"
 
@@ -27,15 +29,15 @@ const (
 
 // WriteReports writes every report of an analysis into dir (which must
 // exist), atomically, file by file.
-func WriteReports(dir string, a *Analysis) error {
+func WriteReports(dir string, a *analysis.Analysis) error {
 	files := []struct {
 		name   string
-		render func(*Analysis) ([]byte, error)
+		render func(*analysis.Analysis) ([]byte, error)
 	}{
 		{RunFile, RunJSON},
 		{JUnitFile, JUnit},
-		{TimelineFile, func(a *Analysis) ([]byte, error) { return TimelineSVG(a, SVGOptions{}), nil }},
-		{TimelinePNGFile, func(a *Analysis) ([]byte, error) { return TimelinePNG(a, SVGOptions{}) }},
+		{TimelineFile, func(a *analysis.Analysis) ([]byte, error) { return TimelineSVG(a, SVGOptions{}), nil }},
+		{TimelinePNGFile, func(a *analysis.Analysis) ([]byte, error) { return TimelinePNG(a, SVGOptions{}) }},
 		{MarkdownFile, Markdown},
 		{HTMLFile, HTML},
 	}
@@ -52,7 +54,7 @@ func WriteReports(dir string, a *Analysis) error {
 }
 
 // RunJSON renders run.json.
-func RunJSON(a *Analysis) ([]byte, error) {
+func RunJSON(a *analysis.Analysis) ([]byte, error) {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return nil, err
@@ -61,22 +63,22 @@ func RunJSON(a *Analysis) ([]byte, error) {
 }
 
 // ReadRunJSON reads a run.json written by RunJSON.
-func ReadRunJSON(path string) (*Analysis, error) {
+func ReadRunJSON(path string) (*analysis.Analysis, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
 	}
-	var a Analysis
+	var a analysis.Analysis
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", rehearse.ErrInvalid, path, err)
 	}
-	if a.Schema != SchemaVersion {
-		return nil, fmt.Errorf("%w: %s: schema %q, want %q", rehearse.ErrInvalid, path, a.Schema, SchemaVersion)
+	if a.Schema != analysis.SchemaVersion {
+		return nil, fmt.Errorf("%w: %s: schema %q, want %q", rehearse.ErrInvalid, path, a.Schema, analysis.SchemaVersion)
 	}
 	return &a, nil
 }
 
-type junitSuites struct {
+type JunitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
@@ -127,7 +129,7 @@ type junitFailure struct {
 // (Analysis.HarnessFailure) is one <error> carrying the cause, with every
 // expectation skipped: a CI reader sees one broken harness, not a list of
 // gateway failures that never happened.
-func JUnit(a *Analysis) ([]byte, error) {
+func JUnit(a *analysis.Analysis) ([]byte, error) {
 	scen := a.Run.Scenario
 	if scen == "" {
 		scen = "unnamed"
@@ -169,7 +171,7 @@ func JUnit(a *Analysis) ([]byte, error) {
 	}
 	s.Tests = len(s.Cases)
 	s.SystemOut = strings.Join(a.Notes, "\n")
-	doc := junitSuites{Name: "rehearse", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Suites: []junitSuite{s}}
+	doc := JunitSuites{Name: "rehearse", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Suites: []junitSuite{s}}
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	enc := xml.NewEncoder(&b)

@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"cmp"
@@ -314,7 +314,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 // repeating a client request (true: the client's own re-send).
 func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool, rep map[int32]bool) *Cycle {
 	c, ci := u.c, u.calls
-	out := &Cycle{OpenedAtS: seconds(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
+	out := &Cycle{OpenedAtS: SecondsOf(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
 		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, openHi: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
 	// bounded: several failures fit the trip (OpenBoundsS), so every
 	// figure measured from the open has bounds too.
@@ -324,7 +324,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	end := u.frame.end + 1
 	if cy.closeAt >= 0 {
-		out.ClosedAtS = ptr(seconds(cy.closeAt))
+		out.ClosedAtS = Ptr(SecondsOf(cy.closeAt))
 		end = cy.closeAt
 	}
 	from := segStart
@@ -412,9 +412,9 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	all := make([]Probe, 0, len(probes))
 	for _, i := range probes {
 		k := &c.calls[i]
-		p := Probe{AtS: seconds(k.t), OK: !k.failed, Kind: out.ProbeSource}
+		p := Probe{AtS: SecondsOf(k.t), OK: !k.failed, Kind: out.ProbeSource}
 		if k.end > k.t {
-			p.DoneS = seconds(k.end)
+			p.DoneS = SecondsOf(k.end)
 		}
 		if k.tagged {
 			p.Tag = k.tag.Value()
@@ -428,7 +428,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	if len(probes) > 0 {
 		out.firstProbe = c.calls[probes[0]].t
-		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
+		out.CooldownsS = append(out.CooldownsS, SecondsOf(c.calls[probes[0]].t-cy.openAt))
 		// One entry per cooldown, null where exact; kept when any is not.
 		cb, anyBounds := []*Bounds{nil}, false
 		// A cooldown ends when the gateway lets the probe through: at its
@@ -438,7 +438,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			// As short as the first probe after the latest open; a probe
 			// before it (a health check, which runs whatever the breaker
 			// does) leaves it as short as nothing.
-			cb[0], anyBounds = &Bounds{Min: ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: ptr(out.CooldownsS[0])}, true
+			cb[0], anyBounds = &Bounds{Min: Ptr(SecondsOf(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(out.CooldownsS[0])}, true
 		}
 		waits := len(cy.blockedAt) > 0 // requests are attributed: a wait shows
 		for i := 0; i+1 < len(probes); i++ {
@@ -454,7 +454,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				// through with it): no cooldown began there.
 				continue
 			}
-			out.CooldownsS = append(out.CooldownsS, seconds(next-k.end))
+			out.CooldownsS = append(out.CooldownsS, SecondsOf(next-k.end))
 			// The breaker reopened on a failure that ended after it let
 			// this probe through (a reopen before would have turned it
 			// away) and by this probe's end: this one's, or another's —
@@ -465,7 +465,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			var bnd *Bounds
 			let := u.letFrom(probes[i+1])
 			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next {
-				bnd, anyBounds = &Bounds{Min: ptr(seconds(max(let-k.end, 0))), Max: ptr(seconds(next - e))}, true
+				bnd, anyBounds = &Bounds{Min: Ptr(SecondsOf(max(let-k.end, 0))), Max: Ptr(SecondsOf(next - e))}, true
 			}
 			cb = append(cb, bnd)
 		}
@@ -474,7 +474,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 		}
 	}
 	if bounded {
-		out.OpenBoundsS = &Bounds{Min: ptr(seconds(cy.openAt)), Max: ptr(seconds(cy.openHi))}
+		out.OpenBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.openAt)), Max: Ptr(SecondsOf(cy.openHi))}
 	}
 	if maybeFailures > 0 {
 		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, maybeFailures)
@@ -486,7 +486,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			// A ramp closes at the end of its recovery period, on a timer:
 			// after the last request it turned away, unseen from outside
 			// how long after; no success count.
-			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo))}
+			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
 			// The share it let through went on past the first resumed
 			// call, unseen: the admissions counted are the least there
 			// were.
@@ -495,7 +495,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				// The success that ended in the window was a ramp's
 				// admission, not a closing probe: the estimate is the
 				// first resumed call.
-				out.ClosedAtS = ptr(seconds(c.calls[cy.fr].t))
+				out.ClosedAtS = Ptr(SecondsOf(c.calls[cy.fr].t))
 				out.closeAt = c.calls[cy.fr].t
 			}
 		case cy.closeBy >= 0 && cy.pending:
@@ -504,9 +504,9 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			// that success or on a later answer (pendingAt). The first
 			// resumed call may have been one more probe.
 			out.MaybeProbe = true
-			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeAt))}
+			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeAt))}
 			if cy.pendingEnd >= 0 {
-				out.CloseBoundsS.Max = ptr(seconds(max(cy.pendingEnd, cy.closeAt)))
+				out.CloseBoundsS.Max = Ptr(SecondsOf(max(cy.pendingEnd, cy.closeAt)))
 			}
 		case cy.closeBy >= 0 && cy.closeFirst >= 0:
 			// Two or more successes ended in the close window: the
@@ -515,7 +515,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			// needing all on the last). The close is bounded by the
 			// earliest and the latest; the successes it took are
 			// unknown.
-			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeFirst)), Max: ptr(seconds(cy.closeAt))}
+			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeFirst)), Max: Ptr(SecondsOf(cy.closeAt))}
 			if u.resumedOnASlot(cy, out) {
 				out.MaybeProbe = true
 			}
@@ -534,24 +534,24 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				}
 				n++
 			}
-			out.SuccessesToClose = ptr(max(n, 1))
+			out.SuccessesToClose = Ptr(max(n, 1))
 			if n >= 2 && u.resumedOnASlot(cy, out) {
 				// ProbeCount is the least there were.
 				out.MaybeProbe = true
 			}
 			switch {
 			case cy.closeInFlight:
-				out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo)), Max: out.ClosedAtS}
+				out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo)), Max: out.ClosedAtS}
 			case cy.checkChance >= 0:
 				// Checks that passed throughout: the close is also known
 				// to the window between the requests either side.
-				out.CloseBoundsS = &Bounds{Min: ptr(seconds(min(cy.lb, cy.closeAt))), Max: ptr(seconds(max(c.calls[cy.fr].t, cy.closeAt)))}
+				out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(min(cy.lb, cy.closeAt))), Max: Ptr(SecondsOf(max(c.calls[cy.fr].t, cy.closeAt)))}
 			}
 		default:
 			// Closed on a timer, or the evidence cannot tell: known to a
 			// window, and no success count to give.
 			out.MaybeProbe = cy.maybeProbe
-			out.CloseBoundsS = &Bounds{Min: ptr(seconds(cy.closeLo))}
+			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
 			if out.Shape == ShapeExpiry {
 				// Failures expired: closed before the first resumed call.
 				out.CloseBoundsS.Max = out.ClosedAtS
@@ -565,7 +565,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				continue
 			}
 			if out.RampStartS == nil {
-				out.RampStartS = ptr(seconds(c.calls[i].t))
+				out.RampStartS = Ptr(SecondsOf(c.calls[i].t))
 			}
 		}
 		out.RampEndS = out.ClosedAtS
@@ -625,7 +625,7 @@ func (u *upstreamRun) firstFailedEnd(lo int, from, by time.Duration) time.Durati
 func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	c, live, sent, mpts := u.c, u.live, u.sent, u.mpts
 	ep.Fault, ep.FaultTypes = joinNames(w.names), w.types
-	ep.StartS, ep.EndS, ep.EndedByRun = seconds(w.start), seconds(w.end), w.endedByRun
+	ep.StartS, ep.EndS, ep.EndedByRun = SecondsOf(w.start), SecondsOf(w.end), w.endedByRun
 	ep.CooldownsS, ep.RetryAfter = []float64{}, []RetryAfter{}
 	if ep.Cycles == nil {
 		ep.Cycles = []*Cycle{}
@@ -634,13 +634,13 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	if n := len(ep.Cycles); n > 0 {
 		first, last := ep.Cycles[0], ep.Cycles[n-1]
 		ep.Opened = true
-		ep.OpenedAtS = ptr(first.OpenedAtS)
-		ep.OpenedAfterS = ptr(seconds(first.openAt - w.start))
+		ep.OpenedAtS = Ptr(first.OpenedAtS)
+		ep.OpenedAfterS = Ptr(SecondsOf(first.openAt - w.start))
 		if first.OpenBoundsS != nil {
-			ep.OpenedAfterBoundsS = &Bounds{Min: ep.OpenedAfterS, Max: ptr(seconds(first.openHi - w.start))}
+			ep.OpenedAfterBoundsS = &Bounds{Min: ep.OpenedAfterS, Max: Ptr(SecondsOf(first.openHi - w.start))}
 		}
-		ep.FailuresBeforeOpen = ptr(first.FailuresBeforeOpen)
-		ep.FailedRequestsBeforeOpen = ptr(first.FailedRequestsBeforeOpen)
+		ep.FailuresBeforeOpen = Ptr(first.FailuresBeforeOpen)
+		ep.FailedRequestsBeforeOpen = Ptr(first.FailedRequestsBeforeOpen)
 		ep.FailuresBeforeOpenBounds = first.FailuresBeforeOpenBounds
 		ep.FailedRequestsBeforeOpenBounds = first.FailedRequestsBeforeOpenBounds
 		bounded := false
@@ -684,9 +684,9 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		ep.ProbeSource = strings.Join(srcs, "+")
 		ep.ProbeIntervalS = minP50Max(ivs)
 		if ep.Probes > 0 {
-			ep.MaxProbesInFlight = ptr(mif)
+			ep.MaxProbesInFlight = Ptr(mif)
 			if first.firstProbe >= 0 {
-				ep.FirstProbeAfterOpen = ptr(seconds(first.firstProbe - first.openAt))
+				ep.FirstProbeAfterOpen = Ptr(SecondsOf(first.firstProbe - first.openAt))
 				if len(first.CooldownsBoundsS) > 0 {
 					ep.FirstProbeAfterOpenBoundsS = first.CooldownsBoundsS[0]
 				}
@@ -695,7 +695,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		if last.ClosedAtS != nil {
 			ep.Closed = true
 			ep.ClosedAtS = last.ClosedAtS
-			ep.ClosedAfterRecoveryS = ptr(seconds(last.closeAt - w.end))
+			ep.ClosedAfterRecoveryS = Ptr(SecondsOf(last.closeAt - w.end))
 			ep.SuccessesToClose = last.SuccessesToClose
 			ep.CloseBoundsS = last.CloseBoundsS
 			ampEnd = max(ampEnd, last.closeAt)
@@ -734,11 +734,11 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 			if len(ep.RetryAfter) >= maxListed {
 				break
 			}
-			ra := RetryAfter{AtS: seconds(p.from), RetryAfterS: seconds(p.until - p.from), Honoured: true}
+			ra := RetryAfter{AtS: SecondsOf(p.from), RetryAfterS: SecondsOf(p.until - p.from), Honoured: true}
 			j := sort.Search(len(live), func(j int) bool { return c.calls[live[j]].t > p.from })
 			if j < len(live) {
 				nt := c.calls[live[j]].t
-				ra.NextCallS = ptr(seconds(nt - p.from))
+				ra.NextCallS = Ptr(SecondsOf(nt - p.from))
 				ra.Honoured = nt >= p.until-RetryAfterSlack
 			}
 			ep.RetryAfter = append(ep.RetryAfter, ra)
@@ -759,7 +759,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 				ep.RetryAfterViolations++
 			}
 		}
-		ep.RetryAfterHonoured = ptr(ep.RetryAfterViolations == 0)
+		ep.RetryAfterHonoured = Ptr(ep.RetryAfterViolations == 0)
 	}
 
 	// Metrics lag behind the black-box open and close.
@@ -772,9 +772,9 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 				if mpts[i].state == journal.StateClosed {
 					continue
 				}
-				ep.MetricsOpenLagS = ptr(seconds(mpts[i].t - openAt))
+				ep.MetricsOpenLagS = Ptr(SecondsOf(mpts[i].t - openAt))
 				if openHi > openAt {
-					ep.MetricsOpenLagBoundsS = &Bounds{Min: ptr(seconds(mpts[i].t - openHi)), Max: ep.MetricsOpenLagS}
+					ep.MetricsOpenLagBoundsS = &Bounds{Min: Ptr(SecondsOf(mpts[i].t - openHi)), Max: ep.MetricsOpenLagS}
 				}
 				if ep.Closed {
 					// The close the metrics show is the first closed
@@ -792,7 +792,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 					for j := lastOpen + 1; j < len(mpts); j++ {
 						if mpts[j].state == journal.StateClosed {
 							if mpts[j].t >= closeAt-30*time.Second {
-								ep.MetricsCloseLagS = ptr(seconds(mpts[j].t - closeAt))
+								ep.MetricsCloseLagS = Ptr(SecondsOf(mpts[j].t - closeAt))
 							}
 							break
 						}
@@ -811,7 +811,7 @@ func countBounds(n, more int64) *Bounds {
 	if more == 0 {
 		return nil
 	}
-	return &Bounds{Min: ptr(float64(n)), Max: ptr(float64(n + more))}
+	return &Bounds{Min: Ptr(float64(n)), Max: Ptr(float64(n + more))}
 }
 
 // minP50Max summarises durations in seconds (the JSON boundary).
@@ -821,7 +821,7 @@ func minP50Max(v []time.Duration) MinP50Max {
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	return MinP50Max{Min: ptr(seconds(s[0])), P50: ptr(seconds(s[len(s)/2])), Max: ptr(seconds(s[len(s)-1]))}
+	return MinP50Max{Min: Ptr(SecondsOf(s[0])), P50: Ptr(SecondsOf(s[len(s)/2])), Max: Ptr(SecondsOf(s[len(s)-1]))}
 }
 
 // statement says what happened in one plain sentence.
@@ -961,7 +961,7 @@ func (u *upstreamRun) healthDisagreement(ua *UpstreamAnalysis, opens [][2]time.D
 	var maxD, curStart time.Duration
 	flush := func(t time.Duration) {
 		if cur != nil {
-			cur.EndS = seconds(t)
+			cur.EndS = SecondsOf(t)
 			maxD = max(maxD, t-curStart)
 			if len(ua.HealthDisagreements) < maxListed {
 				ua.HealthDisagreements = append(ua.HealthDisagreements, *cur)
@@ -981,11 +981,11 @@ func (u *upstreamRun) healthDisagreement(ua *UpstreamAnalysis, opens [][2]time.D
 		case dis && cur != nil && cur.Health == canary && cur.Breaker == brk:
 		case dis:
 			flush(e.t)
-			cur, curStart = &Disagreement{StartS: seconds(e.t), Health: canary, Breaker: brk, Source: src}, e.t
+			cur, curStart = &Disagreement{StartS: SecondsOf(e.t), Health: canary, Breaker: brk, Source: src}, e.t
 		default:
 			flush(e.t)
 		}
 	}
 	flush(runEnd)
-	ua.HealthDisagreementMaxS = ptr(seconds(maxD))
+	ua.HealthDisagreementMaxS = Ptr(SecondsOf(maxD))
 }

@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"encoding/json"
@@ -118,10 +118,10 @@ var Figures = []Figure{
 			return bounded(i64f(e.FailedRequestsBeforeOpen), e.FailedRequestsBeforeOpenBounds, Count)
 		}, In: InReport | InCompare},
 	{Key: "resent", Label: "calls re-sent by the gateway's transport", Unit: Count,
-		Value: func(e *Episode) *float64 { return ptr(float64(e.Resent)) }, In: InReport},
+		Value: func(e *Episode) *float64 { return Ptr(float64(e.Resent)) }, In: InReport},
 	{Key: "fast_fails", Label: "client fast-fails while open", Unit: Count,
-		Value: func(e *Episode) *float64 { return ptr(float64(e.FastFails)) }, In: InReport},
-	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return ptr(float64(e.Probes)) },
+		Value: func(e *Episode) *float64 { return Ptr(float64(e.FastFails)) }, In: InReport},
+	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return Ptr(float64(e.Probes)) },
 		Cell: func(e *Episode) string {
 			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
 		}, In: InReport | InCompare},
@@ -139,9 +139,9 @@ var Figures = []Figure{
 		}),
 		CompareLabel: "first probe after open (cooldown, every cycle)"},
 	{Key: "cooldowns_s", Label: "cooldown progression", Unit: Word, Word: func(e *Episode) string {
-		return progression(e.CooldownsS)
+		return Progression(e.CooldownsS)
 	}, Cell: func(e *Episode) string {
-		s := progression(e.CooldownsS)
+		s := Progression(e.CooldownsS)
 		if len(e.CooldownsBoundsS) > 0 && e.CooldownsBoundsS[0] != nil {
 			// Only the first is measured from the open.
 			s += fmt.Sprintf(" (the first %s)", boundsText(e.CooldownsBoundsS[0], Seconds))
@@ -170,7 +170,7 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return intf(e.MaxProbesInFlight) }, In: InReport | InCompare,
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.MaxProbesInFlight), c.ProbeCount > 0 })},
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
-		Value: func(e *Episode) *float64 { return ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
+		Value: func(e *Episode) *float64 { return Ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
 	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS },
 		Bounds: func(e *Episode) (float64, float64, bool) {
@@ -180,7 +180,7 @@ var Figures = []Figure{
 			if e.ClosedAfterRecoveryS == nil || b == nil {
 				return 0, 0, false
 			}
-			lo, hi := boundsSpan(*e.ClosedAfterRecoveryS, b)
+			lo, hi := BoundsSpan(*e.ClosedAfterRecoveryS, b)
 			return lo - e.EndS, hi - e.EndS, lo < hi
 		}, In: Everywhere},
 	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
@@ -218,11 +218,11 @@ var Figures = []Figure{
 	{Key: "metrics_close_lag_s", Label: "metrics lag (close)", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.MetricsCloseLagS }, In: InCompare},
 	{Key: "cycles", Label: "open/close cycles", Unit: Count,
-		Value: func(e *Episode) *float64 { return ptr(float64(len(e.Cycles))) }, In: InReport},
+		Value: func(e *Episode) *float64 { return Ptr(float64(len(e.Cycles))) }, In: InReport},
 	// Retries, deadlines and cost of the requests sent during the episode
 	// (retries.go; docs/analysis.md).
 	{Key: "retries.max_attempts", Label: "max attempts per request", Unit: Count,
-		Value: retryFig(func(r *RetryFigures) *float64 { return ptr(float64(r.MaxAttempts)) }),
+		Value: retryFig(func(r *RetryFigures) *float64 { return Ptr(float64(r.MaxAttempts)) }),
 		Samples: func(e *Episode) []float64 {
 			return retrySamples(e, func(r *RetryFigures) []float64 { return r.attemptSamples })
 		},
@@ -268,14 +268,14 @@ var Figures = []Figure{
 			return fmt.Sprintf("%s (%.0f%% within %g ms; %.0f%% if independent)", verdict, *l.CoincidentShare*100, l.WindowMs, *l.IndependentShare*100)
 		}), In: InReport | InCompare, CompareLabel: "retries within 10 ms of another's"},
 	{Key: "retries.write_retries.post_patch.without_key", Label: "writes sent again without a key", Unit: Count,
-		Value: retryFig(func(r *RetryFigures) *float64 { return ptr(float64(r.Writes.PostPatch.WithoutKey)) }),
+		Value: retryFig(func(r *RetryFigures) *float64 { return Ptr(float64(r.Writes.PostPatch.WithoutKey)) }),
 		Cell: retryCell(func(r *RetryFigures) string {
 			w := r.Writes
 			return fmt.Sprintf("%d POST/PATCH, %d PUT/DELETE (%d with the same key, %d with differing keys)", w.PostPatch.WithoutKey, w.PutDelete.WithoutKey,
 				w.PostPatch.SameKey+w.PutDelete.SameKey, w.PostPatch.InconsistentKey+w.PutDelete.InconsistentKey)
 		}), In: Everywhere, CompareLabel: "POST/PATCH sent again without a key", HistoryLabel: "writes resent without key"},
 	{Key: "retries.deadlines.orphaned_calls", Label: "orphaned calls", Unit: Count,
-		Value: retryFig(func(r *RetryFigures) *float64 { return ptr(float64(r.Deadlines.OrphanedCalls)) }),
+		Value: retryFig(func(r *RetryFigures) *float64 { return Ptr(float64(r.Deadlines.OrphanedCalls)) }),
 		Cell: retryCell(func(r *RetryFigures) string {
 			d := r.Deadlines
 			return fmt.Sprintf("%d (up to %s past the end; gave up first: upstream %d, gateway %d, client %d)", d.OrphanedCalls,
@@ -345,26 +345,26 @@ func scale(v *float64, k float64) *float64 {
 	if v == nil {
 		return nil
 	}
-	return ptr(*v * k)
+	return Ptr(*v * k)
 }
 
 // compareLabel and historyLabel are the figure's names in those outputs.
-func (f Figure) compareLabel() string {
+func (f Figure) ComparedAs() string {
 	if f.CompareLabel != "" {
 		return f.CompareLabel
 	}
 	return f.Label
 }
 
-func (f Figure) historyLabel() string {
+func (f Figure) HistoryAs() string {
 	if f.HistoryLabel != "" {
 		return f.HistoryLabel
 	}
 	return f.Label
 }
 
-// cell is the figure's text in the report's episode table.
-func (f Figure) cell(e *Episode) string {
+// CellOf is the figure's text in the report's episode table.
+func (f Figure) CellOf(e *Episode) string {
 	switch {
 	case f.Cell != nil:
 		return f.Cell(e)
@@ -424,14 +424,14 @@ func i64f(p *int64) *float64 {
 	if p == nil {
 		return nil
 	}
-	return ptr(float64(*p))
+	return Ptr(float64(*p))
 }
 
 func intf(p *int) *float64 {
 	if p == nil {
 		return nil
 	}
-	return ptr(float64(*p))
+	return Ptr(float64(*p))
 }
 
 // episodeKeys are Episode's json keys: figures under them are written by
@@ -485,15 +485,15 @@ func (e *Episode) MarshalJSON() ([]byte, error) {
 
 // progressionShown is how many values of a progression the report lists
 // before summarising the rest; run.json has them all.
-const progressionShown = 6
+const ProgressionShown = 6
 
 // progression writes a series of waits for people: all of them when few,
 // else the first few, then "… N more (min X, max Y; all in run.json)".
-func progression(vs []float64) string {
+func Progression(vs []float64) string {
 	if len(vs) == 0 {
 		return "—"
 	}
-	n := min(len(vs), progressionShown)
+	n := min(len(vs), ProgressionShown)
 	parts := make([]string, n)
 	for j, c := range vs[:n] {
 		parts[j] = num.Sec(c)
@@ -515,13 +515,13 @@ func rangeOf(v *float64, b *Bounds) (lo, hi float64, ok bool) {
 	if v == nil || b == nil {
 		return 0, 0, false
 	}
-	lo, hi = boundsSpan(*v, b)
+	lo, hi = BoundsSpan(*v, b)
 	return lo, hi, lo < hi
 }
 
 // boundsSpan is the least and the most a figure v with bounds b can be: v alone
 // when b is nil (exact), an infinity where b leaves an end unknown.
-func boundsSpan(v float64, b *Bounds) (lo, hi float64) {
+func BoundsSpan(v float64, b *Bounds) (lo, hi float64) {
 	if b == nil {
 		return v, v
 	}

@@ -1,4 +1,4 @@
-package reports
+package history
 
 import (
 	"bytes"
@@ -15,6 +15,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/compare"
+	"github.com/halfopen/rehearse/reports/render"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/stats"
@@ -24,7 +28,7 @@ import (
 // HistoryRun is one run in a history index.
 type HistoryRun struct {
 	Dir      string
-	Analysis *Analysis
+	Analysis *analysis.Analysis
 	Passed   int
 	Total    int
 	// Figures are the run's value of each trend figure (the median of its
@@ -91,16 +95,16 @@ func History(dir string) (*HistoryIndex, error) {
 		}
 		sub := filepath.Join(dir, e.Name())
 		hr := &HistoryRun{Dir: e.Name(), Figures: map[string]*float64{}}
-		var a *Analysis
+		var a *analysis.Analysis
 		digest := ""
-		if _, err := os.Stat(filepath.Join(sub, JournalFile)); err == nil {
-			if r, err := loadRun(sub); err != nil {
+		if _, err := os.Stat(filepath.Join(sub, analysis.JournalFile)); err == nil {
+			if r, err := compare.LoadRun(sub); err != nil {
 				hr.Err = err.Error()
 			} else {
 				a, digest = r.A, r.Digest
 			}
-		} else if _, err := os.Stat(filepath.Join(sub, RunFile)); err == nil {
-			if a, err = ReadRunJSON(filepath.Join(sub, RunFile)); err != nil {
+		} else if _, err := os.Stat(filepath.Join(sub, render.RunFile)); err == nil {
+			if a, err = render.ReadRunJSON(filepath.Join(sub, render.RunFile)); err != nil {
 				hr.Err = err.Error()
 				a = nil
 			}
@@ -119,7 +123,7 @@ func History(dir string) (*HistoryIndex, error) {
 				hr.Passed++
 			}
 		}
-		h.add(hr, digest)
+		h.Add(hr, digest)
 	}
 	if len(h.Runs) == 0 {
 		return nil, fmt.Errorf("%w: %s holds no run directories (subdirectories with run.json or journal.jsonl)", rehearse.ErrInvalid, dir)
@@ -132,7 +136,7 @@ func History(dir string) (*HistoryIndex, error) {
 			}
 			return g.Runs[i].Dir < g.Runs[j].Dir
 		})
-		g.trends()
+		g.ComputeTrends()
 	}
 	sort.SliceStable(h.Groups, func(i, j int) bool {
 		if h.Groups[i].Scenario != h.Groups[j].Scenario {
@@ -146,7 +150,7 @@ func History(dir string) (*HistoryIndex, error) {
 
 // add puts a run into its group (same digest, or same name when the run
 // has no digest, and same platform) and computes its figures.
-func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
+func (h *HistoryIndex) Add(hr *HistoryRun, digest string) {
 	a := hr.Analysis
 	plat := "unknown platform"
 	if p := a.Platform; p != nil {
@@ -165,12 +169,12 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 		h.Groups = append(h.Groups, g)
 	}
 	g.Runs = append(g.Runs, hr)
-	r := &sideRun{A: a}
+	r := &compare.SideRun{A: a}
 	for _, n := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		for i, ep := range a.Upstreams[n].Episodes {
 			for _, f := range historyFigures() {
 				if v := f.Value(ep); v != nil {
-					hr.Figures[trendKey(n, i, f.Key)] = v
+					hr.Figures[TrendKey(n, i, f.Key)] = v
 				}
 				if f.Bounds == nil {
 					continue
@@ -179,17 +183,17 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 					if hr.Ranges == nil {
 						hr.Ranges = map[string][2]float64{}
 					}
-					hr.Ranges[trendKey(n, i, f.Key)] = [2]float64{lo, hi}
+					hr.Ranges[TrendKey(n, i, f.Key)] = [2]float64{lo, hi}
 				}
 			}
 		}
 	}
-	for _, f := range runFigures {
+	for _, f := range compare.RunFigures {
 		if f.Key == "send_lateness" {
 			continue // the journal's every request: the p99 below is run.json's
 		}
 		if v := f.Run(r); len(v) > 0 {
-			hr.Figures[f.Key] = ptr(stats.Summarize([][]float64{v}).Median)
+			hr.Figures[f.Key] = analysis.Ptr(stats.Summarize([][]float64{v}).Median)
 		}
 	}
 	if a.Replay.LatenessMs.P99 != nil {
@@ -200,35 +204,35 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 // historyFigures are the figure table's figures a trend follows
 // (InHistory), read by Value from run.json's fields: a run.json read back
 // gives the same trend as its journal.
-func historyFigures() []Figure {
-	var out []Figure
-	for _, f := range Figures {
-		if f.In&InHistory != 0 && f.Unit != Word {
+func historyFigures() []analysis.Figure {
+	var out []analysis.Figure
+	for _, f := range analysis.Figures {
+		if f.In&analysis.InHistory != 0 && f.Unit != analysis.Word {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-func trendKey(upstream string, ep int, key string) string {
+func TrendKey(upstream string, ep int, key string) string {
 	return fmt.Sprintf("%s#%d.%s", upstream, ep+1, key)
 }
 
 // trendUnit is the compare unit of a table figure: timings are shown in
 // ms (the table's seconds are scaled where the value is formatted).
-func trendUnit(u Unit) string {
+func trendUnit(u analysis.Unit) string {
 	switch u {
-	case Seconds:
-		return UnitSeconds
-	case Ratio:
-		return UnitRatio
+	case analysis.Seconds:
+		return compare.UnitSeconds
+	case analysis.Ratio:
+		return compare.UnitRatio
 	}
-	return UnitCalls
+	return compare.UnitCalls
 }
 
 // trends builds the group's trends, figures in a stable order: episode
 // figures per upstream and episode, then the run's.
-func (g *HistoryGroup) trends() {
+func (g *HistoryGroup) ComputeTrends() {
 	type def struct{ key, label, unit string }
 	var defs []def
 	seen := map[string]bool{}
@@ -241,18 +245,18 @@ func (g *HistoryGroup) trends() {
 	for _, n := range slices.Sorted(maps.Keys(eps)) {
 		for i := range eps[n] {
 			for _, f := range historyFigures() {
-				k := trendKey(n, i, f.Key)
-				label := fmt.Sprintf("%s episode %d: %s", n, i+1, f.historyLabel())
+				k := TrendKey(n, i, f.Key)
+				label := fmt.Sprintf("%s episode %d: %s", n, i+1, f.HistoryAs())
 				if eps[n] == 1 {
-					label = fmt.Sprintf("%s: %s", n, f.historyLabel())
+					label = fmt.Sprintf("%s: %s", n, f.HistoryAs())
 				}
 				defs = append(defs, def{k, label, trendUnit(f.Unit)})
 			}
 		}
 	}
-	for _, f := range runFigures {
+	for _, f := range compare.RunFigures {
 		if f.Key == "send_lateness" {
-			defs = append(defs, def{"send_lateness_p99", "send lateness p99", UnitMs})
+			defs = append(defs, def{"send_lateness_p99", "send lateness p99", compare.UnitMs})
 			continue
 		}
 		defs = append(defs, def{f.Key, f.Label, f.Unit})
@@ -292,11 +296,11 @@ func (g *HistoryGroup) Title() string {
 // change is "first → last" within the group, or "—" with one value.
 // A difference that lies within the figure's bounds (the first's and the
 // last's ranges meet) is no change: "+50 ms (within the bounds)".
-func (t HistoryTrend) change() string {
+func (t HistoryTrend) Change() string {
 	if t.N < 2 {
 		return "—"
 	}
-	d := fmtDelta(*t.Last-*t.First, t.Unit)
+	d := compare.FmtDelta(*t.Last-*t.First, t.Unit)
 	if t.FirstRange == nil && t.LastRange == nil || *t.Last == *t.First {
 		return d
 	}
@@ -318,7 +322,7 @@ func (t HistoryTrend) cell(v *float64) string {
 	if v == nil {
 		return "—"
 	}
-	return fmtValue(*v, t.Unit)
+	return compare.FmtValue(*v, t.Unit)
 }
 
 // sparkText draws a series with block characters; gaps are spaces.
@@ -408,26 +412,26 @@ func HistoryMarkdown(h *HistoryIndex) []byte {
 	p("# Rehearsal history — %d runs, %d %s\n\n", len(h.Runs), h.scenarios(), num.Pick(h.scenarios(), "scenario", "scenarios"))
 	p("Trends are drawn per scenario and platform, oldest → newest; \"change\" is last − first within the group.\n")
 	for _, g := range h.Groups {
-		p("\n## %s — %d %s\n\n", mdEscape(g.Title()), len(g.Runs), num.Pick(len(g.Runs), "run", "runs"))
+		p("\n## %s — %d %s\n\n", render.MdEscape(g.Title()), len(g.Runs), num.Pick(len(g.Runs), "run", "runs"))
 		if g.Digest != "" {
-			p("Drill digest `%s`.\n\n", shortDigest(g.Digest))
+			p("Drill digest `%s`.\n\n", compare.ShortDigest(g.Digest))
 		}
 		p("| run | started | expectations |\n|---|---|---|\n")
 		for _, r := range g.Runs {
 			when, verdict := r.cells()
-			p("| [%s](%s/%s) | %s | %s |\n", mdEscape(r.Dir), url.PathEscape(r.Dir), MarkdownFile, when, mdEscape(verdict))
+			p("| [%s](%s/%s) | %s | %s |\n", render.MdEscape(r.Dir), url.PathEscape(r.Dir), render.MarkdownFile, when, render.MdEscape(verdict))
 		}
 		if len(g.Trends) > 0 {
 			p("\n| figure | runs | trend | first | last | change |\n|---|---|---|---|---|---|\n")
 			for _, t := range g.Trends {
-				p("| %s | %d | `%s` | %s | %s | %s |\n", mdEscape(t.Label), t.N, sparkText(t.Values), t.cell(t.First), t.cell(t.Last), t.change())
+				p("| %s | %d | `%s` | %s | %s | %s |\n", render.MdEscape(t.Label), t.N, sparkText(t.Values), t.cell(t.First), t.cell(t.Last), t.Change())
 			}
 		}
 	}
 	if len(h.Unreadable) > 0 {
 		p("\n## Unreadable runs\n\n| run | error |\n|---|---|\n")
 		for _, r := range h.Unreadable {
-			p("| %s | %s |\n", mdEscape(r.Dir), mdEscape(r.Err))
+			p("| %s | %s |\n", render.MdEscape(r.Dir), render.MdEscape(r.Err))
 		}
 	}
 	return b.Bytes()
@@ -467,16 +471,16 @@ func HistoryHTML(h *HistoryIndex) ([]byte, error) {
 	}
 	var groups []group
 	for _, g := range h.Groups {
-		x := group{Title: g.Title(), Digest: shortDigest(g.Digest)}
+		x := group{Title: g.Title(), Digest: compare.ShortDigest(g.Digest)}
 		if g.Digest == "" {
 			x.Digest = ""
 		}
 		for _, r := range g.Runs {
 			when, verdict := r.cells()
-			x.Runs = append(x.Runs, run{r.Dir, r.Dir + "/" + HTMLFile, when, verdict})
+			x.Runs = append(x.Runs, run{r.Dir, r.Dir + "/" + render.HTMLFile, when, verdict})
 		}
 		for _, t := range g.Trends {
-			x.Trends = append(x.Trends, trend{t.Label, t.cell(t.First), t.cell(t.Last), t.change(), t.N, template.HTML(sparkline(t.Values))})
+			x.Trends = append(x.Trends, trend{t.Label, t.cell(t.First), t.cell(t.Last), t.Change(), t.N, template.HTML(sparkline(t.Values))})
 		}
 		groups = append(groups, x)
 	}
@@ -487,7 +491,7 @@ func HistoryHTML(h *HistoryIndex) ([]byte, error) {
 		Scenarios  int
 		Groups     []group
 		Unreadable []*HistoryRun
-	}{h, template.CSS(reportCSS), h.scenarios(), groups, h.Unreadable})
+	}{h, template.CSS(render.ReportCSS), h.scenarios(), groups, h.Unreadable})
 	return b.Bytes(), err
 }
 

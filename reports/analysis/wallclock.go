@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"math"
@@ -17,17 +17,17 @@ import (
 // the harness machine's local zone where the journal recorded it. The
 // report prints both beside every run time, so that a reader lines its
 // figures up with gateway logs and dashboards without arithmetic.
-type wallClock struct {
+type WallClock struct {
 	start time.Time
-	local *time.Location // nil when unknown or the same as UTC
+	Local *time.Location // nil when unknown or the same as UTC
 }
 
-func (r *RunInfo) clock() wallClock {
-	c := wallClock{start: r.WallStart}
+func (r *RunInfo) Clock() WallClock {
+	c := WallClock{start: r.WallStart}
 	if loc := journal.LoadZone(r.TimeZone); loc != nil && !c.start.IsZero() {
 		// A machine on UTC has no second zone to show.
 		if _, off := c.start.In(loc).Zone(); off != 0 || !isUTCName(loc.String()) {
-			c.local = loc
+			c.Local = loc
 		}
 	}
 	return c
@@ -37,32 +37,32 @@ func isUTCName(n string) bool {
 	return n == "UTC" || n == "Etc/UTC" || n == "UTC+00:00" || n == "Etc/GMT"
 }
 
-func (c wallClock) known() bool { return !c.start.IsZero() }
+func (c WallClock) Known() bool { return !c.start.IsZero() }
 
 // at is the instant of run second s.
-func (c wallClock) at(s float64) time.Time {
+func (c WallClock) at(s float64) time.Time {
 	return c.start.Add(time.Duration(math.Round(s*1e3)) * time.Millisecond)
 }
 
 // utc formats run second s as UTC "15:04:05"; precise adds milliseconds.
-func (c wallClock) utc(s float64, precise bool) string {
+func (c WallClock) Utc(s float64, precise bool) string {
 	return c.at(s).UTC().Format(clockLayout(precise))
 }
 
 // localTime formats run second s in the local zone, or "" when unknown.
-func (c wallClock) localTime(s float64, precise bool) string {
-	if c.local == nil {
+func (c WallClock) LocalTime(s float64, precise bool) string {
+	if c.Local == nil {
 		return ""
 	}
-	return c.at(s).In(c.local).Format(clockLayout(precise))
+	return c.at(s).In(c.Local).Format(clockLayout(precise))
 }
 
 // zoneAbbrev is the local zone's abbreviation at run second s ("CET").
-func (c wallClock) zoneAbbrev(s float64) string {
-	if c.local == nil {
+func (c WallClock) ZoneAbbrev(s float64) string {
+	if c.Local == nil {
 		return ""
 	}
-	return c.at(s).In(c.local).Format("MST")
+	return c.at(s).In(c.Local).Format("MST")
 }
 
 func clockLayout(precise bool) string {
@@ -74,34 +74,34 @@ func clockLayout(precise bool) string {
 
 // stamp is run second s as wall-clock text, "10:31:30 UTC / 11:31:30 CET",
 // or "" when the run's start is unknown.
-func (c wallClock) stamp(s float64) string {
-	if !c.known() {
+func (c WallClock) Stamp(s float64) string {
+	if !c.Known() {
 		return ""
 	}
-	out := c.utc(s, false) + " UTC"
-	if l := c.localTime(s, false); l != "" {
-		out += " / " + l + " " + c.zoneAbbrev(s)
+	out := c.Utc(s, false) + " UTC"
+	if l := c.LocalTime(s, false); l != "" {
+		out += " / " + l + " " + c.ZoneAbbrev(s)
 	}
 	return out
 }
 
 // span is a run-time span with its wall-clock times:
 // "1m0s–2m0s (10:31:30–10:32:30 UTC / 11:31:30–11:32:30 CET)".
-func (c wallClock) span(from, to float64) string {
+func (c WallClock) Span(from, to float64) string {
 	out := num.Sec(from) + "–" + num.Sec(to)
-	if !c.known() {
+	if !c.Known() {
 		return out
 	}
-	out += " (" + c.utc(from, false) + "–" + c.utc(to, false) + " UTC"
-	if l := c.localTime(from, false); l != "" {
-		out += " / " + l + "–" + c.localTime(to, false) + " " + c.zoneAbbrev(from)
+	out += " (" + c.Utc(from, false) + "–" + c.Utc(to, false) + " UTC"
+	if l := c.LocalTime(from, false); l != "" {
+		out += " / " + l + "–" + c.LocalTime(to, false) + " " + c.ZoneAbbrev(from)
 	}
 	return out + ")"
 }
 
 // moment is a run time with its wall-clock time: "1m0s (10:31:30 UTC / …)".
-func (c wallClock) moment(s float64) string {
-	if st := c.stamp(s); st != "" {
+func (c WallClock) Moment(s float64) string {
+	if st := c.Stamp(s); st != "" {
 		return num.Sec(s) + " (" + st + ")"
 	}
 	return num.Sec(s)
