@@ -2,81 +2,13 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/halfopen/rehearse/reports/analysis"
-
 	"github.com/halfopen/rehearse/reports/expect"
-
-	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/internal/atomicfile"
 )
-
-// The files of a run directory (docs/contracts.md).
-const (
-	RunFile         = "run.json"
-	HTMLFile        = "report.html"
-	MarkdownFile    = "report.md"
-	TimelineFile    = "timeline.svg"
-	TimelinePNGFile = "timeline.png"
-	JUnitFile       = "junit.xml"
-)
-
-// WriteReports writes every report of an analysis into dir (which must
-// exist), atomically, file by file.
-func WriteReports(dir string, a *analysis.Analysis) error {
-	files := []struct {
-		name   string
-		render func(*analysis.Analysis) ([]byte, error)
-	}{
-		{RunFile, RunJSON},
-		{JUnitFile, JUnit},
-		{TimelineFile, func(a *analysis.Analysis) ([]byte, error) { return TimelineSVG(a, SVGOptions{}), nil }},
-		{TimelinePNGFile, func(a *analysis.Analysis) ([]byte, error) { return TimelinePNG(a, SVGOptions{}) }},
-		{MarkdownFile, Markdown},
-		{HTMLFile, HTML},
-	}
-	for _, f := range files {
-		b, err := f.render(a)
-		if err != nil {
-			return fmt.Errorf("render %s: %w", f.name, err)
-		}
-		if err := atomicfile.Write(filepath.Join(dir, f.name), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// RunJSON renders run.json.
-func RunJSON(a *analysis.Analysis) ([]byte, error) {
-	b, err := json.MarshalIndent(a, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
-// ReadRunJSON reads a run.json written by RunJSON.
-func ReadRunJSON(path string) (*analysis.Analysis, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
-	}
-	var a analysis.Analysis
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", rehearse.ErrInvalid, path, err)
-	}
-	if a.Schema != analysis.SchemaVersion {
-		return nil, fmt.Errorf("%w: %s: schema %q, want %q", rehearse.ErrInvalid, path, a.Schema, analysis.SchemaVersion)
-	}
-	return &a, nil
-}
 
 type JunitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
