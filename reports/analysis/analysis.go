@@ -351,6 +351,12 @@ type Episode struct {
 	ClosedAtS            *float64 `json:"closed_at_s"`
 	ClosedAfterRecoveryS *float64 `json:"closed_after_recovery_s"`
 	SuccessesToClose     *int     `json:"successes_to_close"`
+	// OpenTimeS is how long the breaker turned live traffic away over
+	// the episode, every cycle summed; null when a cycle never closed.
+	// OpenTimeBoundsS bounds it when a cycle's open or close is bounded
+	// (a null max: no latest close seen from outside). See openTime.
+	OpenTimeS       *float64 `json:"open_time_s"`
+	OpenTimeBoundsS *Bounds  `json:"open_time_bounds_s,omitempty"`
 
 	RetryAfterHonoured   *bool        `json:"retry_after_honoured"`
 	RetryAfter           []RetryAfter `json:"retry_after"`

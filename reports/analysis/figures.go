@@ -183,6 +183,10 @@ var Figures = []Figure{
 			lo, hi := BoundsSpan(*e.ClosedAfterRecoveryS, b)
 			return lo - e.EndS, hi - e.EndS, lo < hi
 		}, In: Everywhere},
+	{Key: "open_time_s", Label: "time open (all cycles)", Unit: Seconds,
+		Value:  func(e *Episode) *float64 { return e.OpenTimeS },
+		Bounds: func(e *Episode) (float64, float64, bool) { return rangeOf(e.OpenTimeS, e.OpenTimeBoundsS) },
+		Cell:   func(e *Episode) string { return bounded(e.OpenTimeS, e.OpenTimeBoundsS, Seconds) }, In: Everywhere},
 	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
 		if b := e.CloseBoundsS; b != nil && b.Min != nil {
 			return boundsText(b, Seconds)
@@ -519,7 +523,7 @@ func rangeOf(v *float64, b *Bounds) (lo, hi float64, ok bool) {
 	return lo, hi, lo < hi
 }
 
-// boundsSpan is the least and the most a figure v with bounds b can be: v alone
+// BoundsSpan is the least and the most a figure v with bounds b can be: v alone
 // when b is nil (exact), an infinity where b leaves an end unknown.
 func BoundsSpan(v float64, b *Bounds) (lo, hi float64) {
 	if b == nil {

@@ -802,6 +802,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 			}
 		}
 	}
+	openTime(ep)
 	ep.Statement = statement(ep)
 }
 

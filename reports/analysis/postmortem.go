@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/halfopen/rehearse/reports/expect"
-
 	"github.com/halfopen/rehearse/reports/num"
 
 	"github.com/halfopen/rehearse/gateway"
@@ -197,13 +195,6 @@ func builtinSettings(rec *ScenarioRecord) *GatewaySettings {
 	return gs
 }
 
-// breakerExpectations reports whether any expectation judges episodes.
-func breakerExpectations(e *expect.Expectations) bool {
-	return e != nil && (e.OpensWithin != nil || e.FailuresBeforeOpenMax != nil || e.CooldownMin != nil ||
-		e.ProbeSpacingMin != nil || e.MaxProbesInFlight != nil || e.HonoursRetryAfter != nil ||
-		e.ClosesWithin != nil || e.SuccessesToCloseMin != nil || e.MetricsLagMax != nil || e.LeakedMax != nil)
-}
-
 // faultNoun names what a fault type did to the requests it applied to.
 var faultNoun = map[string][2]string{
 	"status":        {"error response", "error responses"},
@@ -260,7 +251,7 @@ func faultKind(f InjectedFault) string {
 // expectations or not, with a one-line account of it.
 func coverage(a *Analysis) []EpisodeCoverage {
 	out := []EpisodeCoverage{}
-	judged := breakerExpectations(a.Expected)
+	judged := a.Expected.JudgesEpisodes()
 	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		ua := a.Upstreams[name]
 		covered := judged && (len(a.Expected.Upstreams) == 0 || slices.Contains(a.Expected.Upstreams, name))

@@ -3,6 +3,7 @@ package expect
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -26,20 +27,20 @@ type Expectations struct {
 
 	// OpensWithin: the breaker opens within this time of the fault's start
 	// in every episode (an episode that never opens fails).
-	OpensWithin *rehearse.Duration `yaml:"opens_within,omitempty" json:"opens_within,omitempty"`
+	OpensWithin *rehearse.Duration `yaml:"opens_within,omitempty" json:"opens_within,omitempty" judges:"episodes"`
 	// FailuresBeforeOpenMax caps the failed upstream calls before opening.
-	FailuresBeforeOpenMax *int `yaml:"failures_before_open_max,omitempty" json:"failures_before_open_max,omitempty"`
+	FailuresBeforeOpenMax *int `yaml:"failures_before_open_max,omitempty" json:"failures_before_open_max,omitempty" judges:"episodes"`
 	// CooldownMin is the least time from opening to the first probe.
-	CooldownMin *rehearse.Duration `yaml:"cooldown_min,omitempty" json:"cooldown_min,omitempty"`
+	CooldownMin *rehearse.Duration `yaml:"cooldown_min,omitempty" json:"cooldown_min,omitempty" judges:"episodes"`
 	// ProbeSpacingMin is the least time between two probes while open.
-	ProbeSpacingMin *rehearse.Duration `yaml:"probe_spacing_min,omitempty" json:"probe_spacing_min,omitempty"`
+	ProbeSpacingMin *rehearse.Duration `yaml:"probe_spacing_min,omitempty" json:"probe_spacing_min,omitempty" judges:"episodes"`
 	// MaxProbesInFlight caps concurrent probes while open.
-	MaxProbesInFlight *int `yaml:"max_probes_in_flight,omitempty" json:"max_probes_in_flight,omitempty"`
+	MaxProbesInFlight *int `yaml:"max_probes_in_flight,omitempty" json:"max_probes_in_flight,omitempty" judges:"episodes"`
 	// HonoursRetryAfter: true asserts no non-health call reached an upstream
 	// before a served 429's Retry-After elapsed; false asserts the opposite
 	// (for documenting a known non-compliant gateway). Episodes without a
 	// 429 are not counted.
-	HonoursRetryAfter *bool `yaml:"honours_retry_after,omitempty" json:"honours_retry_after,omitempty"`
+	HonoursRetryAfter *bool `yaml:"honours_retry_after,omitempty" json:"honours_retry_after,omitempty" judges:"episodes"`
 	// HealthyUnaffected: upstreams without faults (true: all of them, or a
 	// list) see no breaker opening and keep their client success ratio
 	// while other upstreams are faulted.
@@ -49,22 +50,29 @@ type Expectations struct {
 	// the evidence only bounds it (a close with no latest moment seen from
 	// outside, a ramp's or an ambiguous half-open's, is then never met on
 	// its earliest estimate).
-	ClosesWithin *rehearse.Duration `yaml:"closes_within,omitempty" json:"closes_within,omitempty"`
+	ClosesWithin *rehearse.Duration `yaml:"closes_within,omitempty" json:"closes_within,omitempty" judges:"episodes"`
+	// OpenTimeMax caps how long the breaker keeps an upstream out per
+	// fault episode, every open/close cycle summed (open_time_s): a
+	// breaker that keeps reopening and lengthening its cooldown fails it
+	// even when each cycle looks reasonable. Judged on open_time_bounds_s
+	// when the evidence only bounds the time; an episode still open at
+	// the run's end fails once it has been open longer than the cap.
+	OpenTimeMax *rehearse.Duration `yaml:"open_time_max,omitempty" json:"open_time_max,omitempty" judges:"episodes"`
 	// SuccessesToCloseMin is the least number of consecutive successful
 	// probes seen before the breaker closed.
-	SuccessesToCloseMin *int `yaml:"successes_to_close_min,omitempty" json:"successes_to_close_min,omitempty"`
+	SuccessesToCloseMin *int `yaml:"successes_to_close_min,omitempty" json:"successes_to_close_min,omitempty" judges:"episodes"`
 	// AmplificationMax caps upstream calls per client request, per
 	// upstream over the whole run.
 	AmplificationMax *float64 `yaml:"amplification_max,omitempty" json:"amplification_max,omitempty"`
 	// MetricsLagMax caps how late the gateway's metrics show a black-box
 	// open or close.
-	MetricsLagMax *rehearse.Duration `yaml:"metrics_lag_max,omitempty" json:"metrics_lag_max,omitempty"`
+	MetricsLagMax *rehearse.Duration `yaml:"metrics_lag_max,omitempty" json:"metrics_lag_max,omitempty" judges:"episodes"`
 	// HealthDisagreementMax caps the longest interval in which an
 	// upstream's health checks and its breaker state disagree.
 	HealthDisagreementMax *rehearse.Duration `yaml:"health_disagreement_max,omitempty" json:"health_disagreement_max,omitempty"`
 	// LeakedMax caps the live calls that reached an upstream while its
 	// breaker was open, beyond the probes.
-	LeakedMax *int `yaml:"leaked_max,omitempty" json:"leaked_max,omitempty"`
+	LeakedMax *int `yaml:"leaked_max,omitempty" json:"leaked_max,omitempty" judges:"episodes"`
 	// ClientSuccessMin is the least fraction (0..1) of client requests over
 	// the whole run that ended ok.
 	ClientSuccessMin *float64 `yaml:"client_success_min,omitempty" json:"client_success_min,omitempty"`
@@ -108,15 +116,33 @@ type Expectations struct {
 	CostAmplificationMax *float64 `yaml:"cost_amplification_max,omitempty" json:"cost_amplification_max,omitempty"`
 }
 
-// IsZero reports whether no expectation is set.
+// IsZero reports whether no expectation is set (Upstreams alone asserts
+// nothing).
 func (e Expectations) IsZero() bool {
-	return e.OpensWithin == nil && e.FailuresBeforeOpenMax == nil && e.CooldownMin == nil &&
-		e.ProbeSpacingMin == nil && e.MaxProbesInFlight == nil && e.HonoursRetryAfter == nil &&
-		e.HealthyUnaffected == nil && e.ClosesWithin == nil && e.SuccessesToCloseMin == nil &&
-		e.AmplificationMax == nil && e.MetricsLagMax == nil && e.HealthDisagreementMax == nil &&
-		e.LeakedMax == nil && e.ClientSuccessMin == nil && e.ReplayLatenessMax == nil &&
-		e.MaxAttempts == nil && e.NoWriteRetries == nil && e.RetryBackoffMin == nil && e.RetryJitter == nil && e.NoLockstepRetries == nil &&
-		e.OrphanedCallsMax == nil && e.GatewayAnswersBeforeClientDeadline == nil && e.CostAmplificationMax == nil
+	v := reflect.ValueOf(e)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			return false
+		}
+	}
+	return true
+}
+
+// JudgesEpisodes reports whether any expectation set judges fault
+// episodes (a field tagged judges:"episodes"): then the report says which
+// episodes the verdict covered. The tag is the one list; a new breaker
+// expectation carries it.
+func (e *Expectations) JudgesEpisodes() bool {
+	if e == nil {
+		return false
+	}
+	v, t := reflect.ValueOf(e).Elem(), reflect.TypeFor[Expectations]()
+	for i := range v.NumField() {
+		if t.Field(i).Tag.Get("judges") == "episodes" && !v.Field(i).IsNil() {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate reports values that can never be met (negative counts, ratios

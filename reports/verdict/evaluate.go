@@ -362,6 +362,7 @@ var checks = []check{
 			return Unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", num.Dur(max(ev.a.Run.DurationS-ep.EndS, 0))))
 		}), noEpisode, "episodes"), true
 	}},
+	{"open_time_max", evalOpenTime},
 	{"successes_to_close_min", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.SuccessesToCloseMin == nil {
 			return expect.ExpectationResult{}, false
@@ -759,4 +760,52 @@ func JudgeRun(a *analysis.Analysis) {
 	if a.Expected != nil {
 		a.Expectations = append(a.Expectations, Evaluate(a, *a.Expected)...)
 	}
+}
+
+// evalOpenTime judges open_time_max: each episode's time open, every
+// cycle summed, on its bounds when the evidence only bounds it. An
+// episode still open at the run's end has been open at least from its
+// last cycle's latest open: past the cap that is a breach, whenever it
+// would have closed.
+func evalOpenTime(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
+	if e.OpenTimeMax == nil {
+		return expect.ExpectationResult{}, false
+	}
+	lim := e.OpenTimeMax.D().Seconds()
+	return Judge("open_time_max", DurAtMost(e.OpenTimeMax.D()), ev.perEpisode(func(r episodeRef) Observation {
+		ep := r.ep
+		switch {
+		case !ep.Opened:
+			return Unseen(r.label(), neverOpened+": no time open to measure")
+		case ep.OpenTimeS != nil:
+			return SeenBounded(r.label(), *ep.OpenTimeS, ep.OpenTimeBoundsS, "a cycle's open or close is only bounded")
+		}
+		least := openAtLeast(ep, ev.a.Run.DurationS)
+		if least > lim {
+			return Breach(r.label(), fmt.Sprintf("open at least %s and still open when the run ended", num.Dur(least)))
+		}
+		return Unseen(r.label(), neverClosed+fmt.Sprintf(" (open at least %s when the run ended)", num.Dur(least)))
+	}), noEpisode, "episodes"), true
+}
+
+// openAtLeast is the least time an episode with a cycle that never closed
+// was open: the closed cycles from their latest open to their earliest
+// close, the open one from its latest open to the run's end.
+func openAtLeast(ep *analysis.Episode, runEnd float64) float64 {
+	var least float64
+	for _, c := range ep.Cycles {
+		openHi := c.OpenedAtS
+		if b := c.OpenBoundsS; b != nil && b.Max != nil {
+			openHi = *b.Max
+		}
+		closeLo := runEnd
+		if c.ClosedAtS != nil {
+			closeLo = *c.ClosedAtS
+			if b := c.CloseBoundsS; b != nil && b.Min != nil {
+				closeLo = *b.Min
+			}
+		}
+		least += max(closeLo-openHi, 0)
+	}
+	return least
 }
