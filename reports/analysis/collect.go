@@ -296,14 +296,23 @@ var ErrNoJournal = errors.New("journal holds no events")
 // upstream call, 64 per client request), never with the journal's text. A torn last line (a run
 // killed mid-write) is tolerated and noted; a corrupt line is an error
 // wrapping rehearse.ErrInvalid with its line number.
-func Analyze(r io.Reader) (*Analysis, error) {
+func Analyze(r io.Reader) (*Analysis, error) { return AnalyzeWith(r, nil) }
+
+// AnalyzeWith is Analyze that also hands each event to also (when not
+// nil) as it streams past. The event is transient: also copies what it
+// keeps.
+func AnalyzeWith(r io.Reader, also func(journal.Event)) (*Analysis, error) {
 	c := newCollector()
 	if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
 		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
 			c.reserve(fi.Size())
 		}
 	}
-	torn, err := journal.DecodeTransient(r, c.add)
+	add := c.add
+	if also != nil {
+		add = func(ev journal.Event) { c.add(ev); also(ev) }
+	}
+	torn, err := journal.DecodeTransient(r, add)
 	if err != nil {
 		var ce *journal.CorruptError
 		if errors.As(err, &ce) {

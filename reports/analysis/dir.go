@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/journal"
 )
 
 // JournalFile is the file of a run directory the analysis reads
@@ -16,7 +17,12 @@ const JournalFile = "journal.jsonl"
 
 // ReadDir analyses DIR/journal.jsonl, writing and judging nothing. A
 // missing or corrupt journal wraps rehearse.ErrInvalid.
-func ReadDir(dir string) (*Analysis, error) {
+func ReadDir(dir string) (*Analysis, error) { return ReadDirWith(dir, nil) }
+
+// ReadDirWith is ReadDir that also hands every event to also as the one
+// pass over the journal reads it (see AnalyzeWith), so that a caller
+// needing more than the analysis keeps does not read the journal twice.
+func ReadDirWith(dir string, also func(journal.Event)) (*Analysis, error) {
 	path := filepath.Join(dir, JournalFile)
 	f, err := os.Open(path)
 	if err != nil {
@@ -26,7 +32,7 @@ func ReadDir(dir string) (*Analysis, error) {
 		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
 	}
 	defer f.Close()
-	a, err := Analyze(f)
+	a, err := AnalyzeWith(f, also)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"math"
@@ -284,59 +283,52 @@ func runDirs(d string) ([]string, error) {
 	return out, nil
 }
 
-// loadRun analyses a run directory and reads what the analysis does not
-// keep: the compiled scenario, the drill digest, every request's send
-// lateness and the platform samples.
+// LoadRun analyses a run directory and judges it, and in the same pass
+// over its journal reads what the analysis does not keep: the compiled
+// scenario, the drill digest, every request's send lateness and the
+// platform samples.
 func LoadRun(dir string) (*SideRun, error) {
-	a, err := verdict.AnalyzeDir(dir)
+	r := &SideRun{Dir: dir, Config: map[string]string{}}
+	a, err := analysis.ReadDirWith(dir, r.observe)
 	if err != nil {
 		if !errors.Is(err, rehearse.ErrInvalid) {
 			err = fmt.Errorf("%w: %w", rehearse.ErrInvalid, err)
 		}
 		return nil, err
 	}
-	r := &SideRun{Dir: dir, A: a, Config: map[string]string{}}
-	f, err := os.Open(filepath.Join(dir, analysis.JournalFile))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", rehearse.ErrEnvironment, err)
-	}
-	defer f.Close()
-	rd := journal.NewReader(f)
-	for {
-		e, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", rehearse.ErrInvalid, dir, err)
-		}
-		switch p := e.Payload.(type) {
-		case *journal.RunStart:
-			r.Digest = p.ScenarioDigest
-			if len(p.Config) > 0 {
-				var v any
-				if json.Unmarshal(p.Config, &v) == nil {
-					flatten("", v, r.Config)
-				}
-			}
-		case *journal.ClientRequest:
-			if p.Sent > 0 {
-				r.Lateness = append(r.Lateness, durMs(max(p.Sent-p.Scheduled, 0)))
-			}
-		case *journal.PlatformSample:
-			if t := p.Timer; t != nil {
-				r.TimerP50 = append(r.TimerP50, durMs(t.P50))
-				r.TimerP99 = append(r.TimerP99, durMs(t.P99))
-			}
-			if p.Load1 != nil {
-				r.Load = append(r.Load, *p.Load1)
-			}
-		}
-	}
+	verdict.JudgeRun(a)
+	r.A = a
 	if a.Run.Version != "" {
 		r.Config["harness version"] = a.Run.Version
 	}
 	return r, nil
+}
+
+// observe reads one journal event for the figures the analysis does not
+// keep (the event is transient: only copies are kept).
+func (r *SideRun) observe(e journal.Event) {
+	switch p := e.Payload.(type) {
+	case *journal.RunStart:
+		r.Digest = p.ScenarioDigest
+		if len(p.Config) > 0 {
+			var v any
+			if json.Unmarshal(p.Config, &v) == nil {
+				flatten("", v, r.Config)
+			}
+		}
+	case *journal.ClientRequest:
+		if p.Sent > 0 {
+			r.Lateness = append(r.Lateness, durMs(max(p.Sent-p.Scheduled, 0)))
+		}
+	case *journal.PlatformSample:
+		if t := p.Timer; t != nil {
+			r.TimerP50 = append(r.TimerP50, durMs(t.P50))
+			r.TimerP99 = append(r.TimerP99, durMs(t.P99))
+		}
+		if p.Load1 != nil {
+			r.Load = append(r.Load, *p.Load1)
+		}
+	}
 }
 
 // flatten writes v's leaves as dotted keys, redacting secrets.
