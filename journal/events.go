@@ -104,6 +104,41 @@ type RunStart struct {
 	// runs with equal digests did the same thing to their gateways, so a
 	// comparison of them compares like with like. Empty when unknown.
 	ScenarioDigest string `json:"scenario_digest,omitempty"`
+	// Resolved is what this build decided for the scenario that the
+	// reports show and a later build might decide otherwise: the built-in
+	// gateway's breaker settings with its defaults applied, and the
+	// metric series the metrics preset reads. Recorded so that the
+	// journal renders the same with any later build; nil in journals
+	// written before it was recorded (the reports then say what they
+	// assumed).
+	Resolved *Resolved `json:"resolved,omitempty"`
+}
+
+// Resolved is run.start's record of what the build resolved (see
+// RunStart.Resolved).
+type Resolved struct {
+	// Gateway is the built-in gateway's settings; nil for a gateway at a
+	// URL.
+	Gateway *ResolvedGateway `json:"gateway,omitempty"`
+	// BreakerSeries are the metric series of the gateway's breaker state
+	// that the metrics preset (or the custom metric) reads; empty when
+	// none is read.
+	BreakerSeries []string `json:"breaker_series,omitempty"`
+}
+
+// ResolvedGateway is the built-in gateway's configuration as it ran.
+type ResolvedGateway struct {
+	Instances int `json:"instances"`
+	// Breaker is every breaker parameter by its scenario key, in the
+	// configuration's order, defaults applied ("default": the breaker
+	// library's own).
+	Breaker []Setting `json:"breaker"`
+}
+
+// Setting is one configuration value as the scenario writes it.
+type Setting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Kind implements Payload.

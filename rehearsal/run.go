@@ -159,6 +159,7 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	start.Resolved = reports.Resolve(start.Config)
 	dir, created, err := c.makeDir()
 	if err != nil {
 		return nil, err

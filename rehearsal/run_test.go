@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,18 @@ expectations:
 	}
 	if len(res.Expectations) != 1 || res.Expectations[0].Outcome != expect.Met {
 		t.Errorf("expectations: %+v, want max_probes_in_flight met", res.Expectations)
+	}
+	// run.start records what this build resolved for the reports: the
+	// built-in gateway's settings (the scenario's cooldown, the rest
+	// defaulted) and the preset's breaker series, so that a later build
+	// re-renders the journal the same.
+	rs := events[0].Payload.(*journal.RunStart)
+	if r := rs.Resolved; r == nil || r.Gateway == nil || len(r.BreakerSeries) == 0 ||
+		!slices.Contains(r.Gateway.Breaker, journal.Setting{Key: "cooldown", Value: "1s"}) ||
+		!slices.Contains(r.Gateway.Breaker, journal.Setting{Key: "failure_ratio", Value: "0.6"}) {
+		t.Errorf("run.start resolved %+v, want the gateway's settings and the breaker series", rs.Resolved)
+	} else if res.Analysis.BuiltinGateway != r.Gateway && !slices.Equal(res.Analysis.BuiltinGateway.Breaker, r.Gateway.Breaker) {
+		t.Errorf("run.json builtin_gateway %+v, want run.start's %+v", res.Analysis.BuiltinGateway, r.Gateway)
 	}
 	// run.json says how many Go processors the harness ran on: the
 	// process's own, which the run leaves as it found them.

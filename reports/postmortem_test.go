@@ -215,7 +215,7 @@ func TestReportSpecValidate(t *testing.T) {
 func TestGrafanaPlaceholders(t *testing.T) {
 	a := &analysis.Analysis{Run: analysis.RunInfo{WallStart: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), DurationS: 60}}
 	rec := &analysis.ScenarioRecord{Report: &expect.ReportSpec{Links: &expect.ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}&orgId=1"}}}
-	links := analysis.ReportLinks(a, rec)
+	links := analysis.ReportLinks(a, rec, nil)
 	want := "https://g.example/d/x?from=" + strconv.FormatInt(a.Run.WallStart.Add(-time.Minute).UnixMilli(), 10) +
 		"&to=" + strconv.FormatInt(a.Run.WallStart.Add(2*time.Minute).UnixMilli(), 10) + "&orgId=1"
 	if len(links) != 2 || links[1].URL != want {

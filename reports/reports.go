@@ -1,6 +1,9 @@
 package reports
 
 import (
+	"encoding/json"
+
+	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/reports/expect"
 	"github.com/halfopen/rehearse/reports/render"
@@ -28,3 +31,9 @@ func RenderDir(dir string) (*analysis.Analysis, []expect.ExpectationResult, erro
 // AnalyzeDir analyses DIR/journal.jsonl and judges the expectations its
 // run.start config holds (into Analysis.Expectations), writing nothing.
 func AnalyzeDir(dir string) (*analysis.Analysis, error) { return verdict.AnalyzeDir(dir) }
+
+// Resolve is what a run records in run.start (journal.Resolved) from its
+// compiled scenario, so that its journal renders the same with any later
+// build: the built-in gateway's settings with this build's defaults, and
+// the breaker series of its metrics preset.
+func Resolve(config json.RawMessage) *journal.Resolved { return analysis.Resolve(config) }

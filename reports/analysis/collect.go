@@ -94,7 +94,9 @@ var (
 )
 
 type collector struct {
-	start      *journal.RunStart
+	start *journal.RunStart
+	// cfg is start's config, decoded once (nil: none, or unreadable).
+	cfg        *startConfig
 	end        *journal.RunEnd
 	lastT      time.Duration
 	events     int64
@@ -180,6 +182,7 @@ func (c *collector) add(ev journal.Event) {
 	case *journal.RunStart:
 		if c.start == nil {
 			c.start = p
+			c.cfg = decodeStart(p.Config)
 			for _, u := range p.Upstreams {
 				c.upNames[u] = true
 				c.upstreamName(u)
@@ -331,6 +334,28 @@ func AnalyzeEvents(events []journal.Event) (*Analysis, error) {
 		c.add(ev)
 	}
 	return c.finish()
+}
+
+// expectations reads the expectations section of run.start's config.
+// When the config as a whole did not decode, the section alone is tried
+// (configExpectations), so that a journal from another version is still
+// judged.
+func (c *collector) expectations() (*expect.Expectations, error) {
+	if c.cfg == nil {
+		return configExpectations(c.start.Config)
+	}
+	raw := c.cfg.Expectations
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var e expect.Expectations
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, fmt.Errorf("%w: run.start config: expectations: %w", rehearse.ErrInvalid, err)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("run.start config: expectations: %w", err)
+	}
+	return &e, nil
 }
 
 // configExpectations reads "expectations" from run.start's config.

@@ -230,7 +230,7 @@ func (c *collector) finish() (*Analysis, error) {
 	a.Health.Samples, a.Health.Unhealthy = c.healthN, c.healthBad
 
 	if c.start != nil {
-		exp, err := configExpectations(c.start.Config)
+		exp, err := c.expectations()
 		if err != nil {
 			a.Notes = append(a.Notes, "the expectations in run.start's config cannot be read: "+err.Error())
 			a.Expectations = append(a.Expectations, expect.ExpectationResult{Name: "expectations", Passed: false,
@@ -254,21 +254,23 @@ func (c *collector) finish() (*Analysis, error) {
 // fault.start in the journal: per upstream, the planned faults beyond the
 // number that started, latest first to go.
 func (c *collector) unstarted() []expect.PlannedFault {
-	if len(c.start.Config) == 0 {
+	if c.cfg == nil {
 		return nil
 	}
-	var cfg struct {
-		Faults []expect.PlannedFault `json:"faults"`
-	}
-	if json.Unmarshal(c.start.Config, &cfg) != nil {
-		return nil
+	var planned []expect.PlannedFault
+	for _, f := range c.cfg.Faults {
+		pf := expect.PlannedFault{Name: f.Name, Type: f.Type, Upstream: f.Upstream}
+		if len(f.At) > 0 && json.Unmarshal(f.At, &pf.At) != nil {
+			return nil
+		}
+		planned = append(planned, pf)
 	}
 	started := map[string]int{}
 	for _, f := range c.faults {
 		started[f.upstream]++
 	}
 	by := map[string][]expect.PlannedFault{}
-	for _, f := range cfg.Faults {
+	for _, f := range planned {
 		by[f.Upstream] = append(by[f.Upstream], f)
 	}
 	var out []expect.PlannedFault

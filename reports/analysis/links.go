@@ -52,7 +52,7 @@ func (c WallClock) window(durationS float64) (from, to time.Time) {
 
 // reportLinks builds the run's links: the docs, and the scenario's
 // dashboards for the run's window.
-func ReportLinks(a *Analysis, rec *ScenarioRecord) []Link {
+func ReportLinks(a *Analysis, rec *ScenarioRecord, series []string) []Link {
 	links := []Link{{Label: "How to read these figures", URL: DocsURL(a.Run.Version, "analysis.md")}}
 	clock := a.Run.Clock()
 	if rec == nil || rec.Report == nil || rec.Report.Links == nil || !clock.Known() {
@@ -76,7 +76,7 @@ func ReportLinks(a *Analysis, rec *ScenarioRecord) []Link {
 		}
 	}
 	if p := rec.Report.Links.Prometheus; p != "" {
-		for _, m := range rec.breakerSeries() {
+		for _, m := range series {
 			links = append(links, Link{Label: "Prometheus: " + m + " over the run", URL: promGraphURL(p, m, from, to)})
 		}
 	}
@@ -129,15 +129,28 @@ type ScenarioRecord struct {
 	Report *expect.ReportSpec `json:"report"`
 }
 
-func decodeScenarioRecord(cfg json.RawMessage) *ScenarioRecord {
+// startConfig is run.start's config, the compiled scenario, as the
+// analysis reads it: decoded once, when run.start is collected, and
+// loosely (a journal from another version still renders).
+type startConfig struct {
+	ScenarioRecord
+	// Expectations are decoded strictly, apart (configExpectations): an
+	// unreadable section is a failed expectation, not a lost report.
+	Expectations json.RawMessage `json:"expectations"`
+}
+
+// decodeStart decodes run.start's config; nil when there is none or it
+// does not decode (then only the expectations are tried, in
+// configExpectations).
+func decodeStart(cfg json.RawMessage) *startConfig {
 	if len(cfg) == 0 {
 		return nil
 	}
-	var r ScenarioRecord
-	if json.Unmarshal(cfg, &r) != nil {
+	var sc startConfig
+	if json.Unmarshal(cfg, &sc) != nil {
 		return nil
 	}
-	return &r
+	return &sc
 }
 
 // breakerSeries is the metric the gateway's metrics preset reads: the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/num"
 
 	"github.com/halfopen/rehearse/gateway"
@@ -55,30 +56,31 @@ type EpisodeCoverage struct {
 }
 
 // GatewaySettings are the built-in gateway's settings with defaults
-// applied, when it was the gateway under test.
-type GatewaySettings struct {
-	Instances int `json:"instances"`
-	// Breaker is every breaker parameter by its scenario key, in the
-	// configuration's order.
-	Breaker []Setting `json:"breaker"`
-}
+// applied, when it was the gateway under test: as run.start recorded them
+// (journal.Resolved), or as this build resolves them for a journal
+// written before they were recorded.
+type GatewaySettings = journal.ResolvedGateway
 
 // Setting is one configuration value as the scenario writes it.
-type Setting struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
+type Setting = journal.Setting
 
 // annotate fills the postmortem parts of the analysis from the collector's
 // faults and run.start's config.
 func (c *collector) annotate(a *Analysis) {
 	var rec *ScenarioRecord
-	if c.start != nil {
-		rec = decodeScenarioRecord(c.start.Config)
-	}
-	if rec != nil {
+	if c.cfg != nil {
+		rec = &c.cfg.ScenarioRecord
 		a.Run.Description = strings.TrimSpace(rec.Description)
-		a.BuiltinGateway = builtinSettings(rec)
+	}
+	var series []string
+	if c.start != nil && c.start.Resolved != nil {
+		a.BuiltinGateway, series = c.start.Resolved.Gateway, c.start.Resolved.BreakerSeries
+	} else if rec != nil {
+		res := resolve(rec)
+		a.BuiltinGateway, series = res.Gateway, res.BreakerSeries
+		if res.Gateway != nil || len(series) > 0 && rec.Report != nil && rec.Report.Links != nil && rec.Report.Links.Prometheus != "" {
+			a.Notes = append(a.Notes, NoteResolvedAssumed)
+		}
 	}
 	clock := a.Run.Clock()
 	a.Injected = []InjectedFault{}
@@ -111,7 +113,7 @@ func (c *collector) annotate(a *Analysis) {
 		}
 	}
 	a.Coverage = coverage(a)
-	a.Links = ReportLinks(a, rec)
+	a.Links = ReportLinks(a, rec, series)
 }
 
 // targeting describes which requests a fault applied to.
@@ -185,12 +187,12 @@ func builtinSettings(rec *ScenarioRecord) *GatewaySettings {
 		fv := v.Field(i)
 		if fv.Kind() == reflect.Pointer {
 			if fv.IsNil() {
-				gs.Breaker = append(gs.Breaker, Setting{key, "default"})
+				gs.Breaker = append(gs.Breaker, Setting{Key: key, Value: "default"})
 				continue
 			}
 			fv = fv.Elem()
 		}
-		gs.Breaker = append(gs.Breaker, Setting{key, fmt.Sprint(fv.Interface())})
+		gs.Breaker = append(gs.Breaker, Setting{Key: key, Value: fmt.Sprint(fv.Interface())})
 	}
 	return gs
 }
@@ -314,4 +316,25 @@ func openedAfterWords(ep *Episode) string {
 		return fmt.Sprintf("between %s and %s", num.Sec(*b.Min), num.Sec(*b.Max))
 	}
 	return num.Sec(*ep.OpenedAfterS)
+}
+
+// NoteResolvedAssumed is the note of a report rendered from a journal
+// whose run.start does not record what the build resolved: the settings
+// and series shown are this build's, which may not be what the run used.
+const NoteResolvedAssumed = "run.start does not record the resolved gateway settings or metric series (a journal written before they were recorded): the built-in gateway's settings shown apply this build's defaults, and the Prometheus links read this build's preset series"
+
+// Resolve is what a run records in run.start (journal.Resolved) from its
+// compiled scenario (run.start's config): the built-in gateway's breaker
+// settings with this build's defaults applied, and the breaker-state
+// series its metrics preset reads. nil when the config cannot be read.
+func Resolve(config json.RawMessage) *journal.Resolved {
+	sc := decodeStart(config)
+	if sc == nil {
+		return nil
+	}
+	return resolve(&sc.ScenarioRecord)
+}
+
+func resolve(rec *ScenarioRecord) *journal.Resolved {
+	return &journal.Resolved{Gateway: builtinSettings(rec), BreakerSeries: rec.breakerSeries()}
 }
