@@ -225,28 +225,3 @@ func TestInterruptedRunNeverPassesUnobserved(t *testing.T) {
 		t.Error("report.md has no note on the fault that never started")
 	}
 }
-
-// The verdict rule itself: no observation is not observable; a breach
-// outweighs a missing figure; all kept is met.
-func TestJudge(t *testing.T) {
-	b := verdict.DurAtMost(time.Second)
-	for _, c := range []struct {
-		obs  []verdict.Observation
-		want expect.Outcome
-	}{
-		{nil, expect.NotObservable},
-		{[]verdict.Observation{verdict.Seen("a", 0.5)}, expect.Met},
-		{[]verdict.Observation{verdict.Seen("a", 0.5), verdict.Unseen("b", "gone")}, expect.NotObservable},
-		{[]verdict.Observation{verdict.Seen("a", 2), verdict.Unseen("b", "gone")}, expect.NotMet},
-		{[]verdict.Observation{verdict.Breach("a", "did not open")}, expect.NotMet},
-		{[]verdict.Observation{verdict.Seen("a", 1)}, expect.Met},
-	} {
-		r := verdict.Judge("x", b, c.obs, "nothing", "things")
-		if r.Outcome != c.want || r.Passed != (c.want == expect.Met) {
-			t.Errorf("%+v: %+v, want %s", c.obs, r, c.want)
-		}
-	}
-	if r := verdict.Judge("x", b, []verdict.Observation{verdict.Seen("a", 2), verdict.Unseen("b", "gone")}, "", ""); !strings.Contains(r.Message, "a: 2s") || !strings.Contains(r.Message, "b: gone") {
-		t.Errorf("message %q names neither the breach nor the missing figure", r.Message)
-	}
-}

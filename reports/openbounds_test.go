@@ -239,28 +239,3 @@ func TestBoundedOpenExpectations(t *testing.T) {
 		}
 	}
 }
-
-// TestJudgeRange: the one verdict rule on a figure with bounds, an end of
-// which may be unknown.
-func TestJudgeRange(t *testing.T) {
-	b := func(lo, hi *float64) *analysis.Bounds { return &analysis.Bounds{Min: lo, Max: hi} }
-	for _, c := range []struct {
-		bound verdict.Bound
-		obs   verdict.Observation
-		want  expect.Outcome
-		text  string
-	}{
-		{verdict.AtMost(5, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), analysis.Ptr(5.0)), "why"), expect.Met, "between 3 and 5"},
-		{verdict.AtMost(4, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), analysis.Ptr(5.0)), "why"), expect.NotObservable, "e: between 3 and 5, so it may or may not keep <= 4 (why)"},
-		{verdict.AtMost(2, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), analysis.Ptr(5.0)), "why"), expect.NotMet, "e: between 3 and 5"},
-		{verdict.AtMost(9, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), nil), "why"), expect.NotObservable, "between 3 and unknown"},
-		{verdict.AtMost(2, verdict.FmtCount), verdict.SeenBounded("e", 3, b(analysis.Ptr(3.0), nil), "why"), expect.NotMet, "between 3 and unknown"},
-		{verdict.AtLeast(1, verdict.FmtCount), verdict.SeenBounded("e", 3, b(nil, analysis.Ptr(3.0)), "why"), expect.NotObservable, "between unknown and 3"},
-		{verdict.AtLeast(3, verdict.FmtCount), verdict.SeenBounded("e", 3, nil, "why"), expect.Met, "worst 3,"},
-	} {
-		r := verdict.Judge("x", c.bound, []verdict.Observation{c.obs}, "none", "episodes")
-		if r.Outcome != c.want || !strings.Contains(r.Message+" "+r.Observed, c.text) {
-			t.Errorf("%s on %+v: %s %q (observed %q), want %s with %q", c.bound.WantText(), c.obs.Within, r.Outcome, r.Message, r.Observed, c.want, c.text)
-		}
-	}
-}

@@ -122,7 +122,7 @@ func (r CompareRow) diffCell(level float64) string {
 }
 
 // verdictCell says what the row means.
-func (r CompareRow) VerdictCell() string {
+func (r CompareRow) verdictCell() string {
 	switch {
 	case r.Unit == UnitWord && r.Flag:
 		return "⚑ differs in every run"
@@ -185,7 +185,7 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 			p("| **%s** | | | | | | |\n", render.MdEscape(group))
 		}
 		na, ma, nb, mb := r.cells()
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", render.MdEscape(r.Label), na, render.MdEscape(ma), nb, render.MdEscape(mb), r.diffCell(c.Level), r.VerdictCell())
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", render.MdEscape(r.Label), na, render.MdEscape(ma), nb, render.MdEscape(mb), r.diffCell(c.Level), r.verdictCell())
 	}
 	if len(c.Expectations) > 0 {
 		p("\n## Expectations\n\n| expectation | %s met | %s met | |\n|---|---|---|---|\n", la, lb)
@@ -328,7 +328,7 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 	var rows []row
 	group := ""
 	for _, r := range c.Rows {
-		x := row{Label: r.Label, Diff: r.diffCell(c.Level), Verdict: r.VerdictCell(), Flag: r.Flag}
+		x := row{Label: r.Label, Diff: r.diffCell(c.Level), Verdict: r.verdictCell(), Flag: r.Flag}
 		if r.Group != group {
 			group, x.Group = r.Group, r.Group
 		}

@@ -123,7 +123,7 @@ func History(dir string) (*HistoryIndex, error) {
 				hr.Passed++
 			}
 		}
-		h.Add(hr, digest)
+		h.add(hr, digest)
 	}
 	if len(h.Runs) == 0 {
 		return nil, fmt.Errorf("%w: %s holds no run directories (subdirectories with run.json or journal.jsonl)", rehearse.ErrInvalid, dir)
@@ -136,7 +136,7 @@ func History(dir string) (*HistoryIndex, error) {
 			}
 			return g.Runs[i].Dir < g.Runs[j].Dir
 		})
-		g.ComputeTrends()
+		g.trends()
 	}
 	sort.SliceStable(h.Groups, func(i, j int) bool {
 		if h.Groups[i].Scenario != h.Groups[j].Scenario {
@@ -150,7 +150,7 @@ func History(dir string) (*HistoryIndex, error) {
 
 // add puts a run into its group (same digest, or same name when the run
 // has no digest, and same platform) and computes its figures.
-func (h *HistoryIndex) Add(hr *HistoryRun, digest string) {
+func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 	a := hr.Analysis
 	plat := "unknown platform"
 	if p := a.Platform; p != nil {
@@ -174,7 +174,7 @@ func (h *HistoryIndex) Add(hr *HistoryRun, digest string) {
 		for i, ep := range a.Upstreams[n].Episodes {
 			for _, f := range historyFigures() {
 				if v := f.Value(ep); v != nil {
-					hr.Figures[TrendKey(n, i, f.Key)] = v
+					hr.Figures[trendKey(n, i, f.Key)] = v
 				}
 				if f.Bounds == nil {
 					continue
@@ -183,7 +183,7 @@ func (h *HistoryIndex) Add(hr *HistoryRun, digest string) {
 					if hr.Ranges == nil {
 						hr.Ranges = map[string][2]float64{}
 					}
-					hr.Ranges[TrendKey(n, i, f.Key)] = [2]float64{lo, hi}
+					hr.Ranges[trendKey(n, i, f.Key)] = [2]float64{lo, hi}
 				}
 			}
 		}
@@ -214,7 +214,7 @@ func historyFigures() []analysis.Figure {
 	return out
 }
 
-func TrendKey(upstream string, ep int, key string) string {
+func trendKey(upstream string, ep int, key string) string {
 	return fmt.Sprintf("%s#%d.%s", upstream, ep+1, key)
 }
 
@@ -232,7 +232,7 @@ func trendUnit(u analysis.Unit) string {
 
 // trends builds the group's trends, figures in a stable order: episode
 // figures per upstream and episode, then the run's.
-func (g *HistoryGroup) ComputeTrends() {
+func (g *HistoryGroup) trends() {
 	type def struct{ key, label, unit string }
 	var defs []def
 	seen := map[string]bool{}
@@ -245,7 +245,7 @@ func (g *HistoryGroup) ComputeTrends() {
 	for _, n := range slices.Sorted(maps.Keys(eps)) {
 		for i := range eps[n] {
 			for _, f := range historyFigures() {
-				k := TrendKey(n, i, f.Key)
+				k := trendKey(n, i, f.Key)
 				label := fmt.Sprintf("%s episode %d: %s", n, i+1, f.HistoryAs())
 				if eps[n] == 1 {
 					label = fmt.Sprintf("%s: %s", n, f.HistoryAs())
@@ -296,7 +296,7 @@ func (g *HistoryGroup) Title() string {
 // change is "first → last" within the group, or "—" with one value.
 // A difference that lies within the figure's bounds (the first's and the
 // last's ranges meet) is no change: "+50 ms (within the bounds)".
-func (t HistoryTrend) Change() string {
+func (t HistoryTrend) change() string {
 	if t.N < 2 {
 		return "—"
 	}
@@ -424,7 +424,7 @@ func HistoryMarkdown(h *HistoryIndex) []byte {
 		if len(g.Trends) > 0 {
 			p("\n| figure | runs | trend | first | last | change |\n|---|---|---|---|---|---|\n")
 			for _, t := range g.Trends {
-				p("| %s | %d | `%s` | %s | %s | %s |\n", render.MdEscape(t.Label), t.N, sparkText(t.Values), t.cell(t.First), t.cell(t.Last), t.Change())
+				p("| %s | %d | `%s` | %s | %s | %s |\n", render.MdEscape(t.Label), t.N, sparkText(t.Values), t.cell(t.First), t.cell(t.Last), t.change())
 			}
 		}
 	}
@@ -480,7 +480,7 @@ func HistoryHTML(h *HistoryIndex) ([]byte, error) {
 			x.Runs = append(x.Runs, run{r.Dir, r.Dir + "/" + render.HTMLFile, when, verdict})
 		}
 		for _, t := range g.Trends {
-			x.Trends = append(x.Trends, trend{t.Label, t.cell(t.First), t.cell(t.Last), t.Change(), t.N, template.HTML(sparkline(t.Values))})
+			x.Trends = append(x.Trends, trend{t.Label, t.cell(t.First), t.cell(t.Last), t.change(), t.N, template.HTML(sparkline(t.Values))})
 		}
 		groups = append(groups, x)
 	}

@@ -40,7 +40,7 @@ const PNGScale = 2
 // (TestTimelineColoursDistinct), so a fault bar is never read as an
 // outcome; fault names are drawn in black or white, whichever reads better
 // (WCAG AA, TestTimelineTextContrast).
-var GroupColour = map[string]string{
+var groupColour = map[string]string{
 	"ok": "#4caf50", "fast_fail": "#ff9800", "http_4xx": "#fdd835", "http_5xx": "#e53935",
 	"transport": "#8e24aa", "dropped": "#9e9e9e",
 }
@@ -57,11 +57,11 @@ const (
 	colHealthOK   = "#607d8b"
 	colHealthFail = "#b71c1c"
 	colPause      = "#f9a825"
-	ColLaneBG     = "#fafafa"
+	colLaneBG     = "#fafafa"
 	colLaneEdge   = "#e0e0e0"
-	ColText       = "#222222"
-	ColLabel      = "#333333"
-	ColTick       = "#444444"
+	colText       = "#222222"
+	colLabel      = "#333333"
+	colTick       = "#444444"
 	colGrid       = "#ebebeb"
 	colAxis       = "#555555"
 )
@@ -122,7 +122,7 @@ func (w *tlw) text(x, y float64, s string, size float64, fill string, anchor can
 // label draws a lane's name right-aligned before the plot, shortened
 // with "…" to fit the label column.
 func (w *tlw) label(text string, h float64) {
-	w.text(w.left-6, w.y+h/2+4, fitText(text, 11, w.left-10), 11, ColLabel, canvas.End)
+	w.text(w.left-6, w.y+h/2+4, fitText(text, 11, w.left-10), 11, colLabel, canvas.End)
 }
 
 // fitText shortens s with "…" until it is at most width pixels wide.
@@ -252,7 +252,7 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 		title = fmt.Sprintf("%s — %s", a.Run.Scenario, a.Run.RunID)
 	}
 	w.y = 4
-	w.d.Text(w.left, w.y+14, fitText(title, 13, w.plotW), canvas.TextStyle{Size: 13, Bold: true, Fill: Hex(ColText)})
+	w.d.Text(w.left, w.y+14, fitText(title, 13, w.plotW), canvas.TextStyle{Size: 13, Bold: true, Fill: Hex(colText)})
 	w.y += 26
 	gridTop, gridAt := w.y, w.d.Len()
 
@@ -277,7 +277,7 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 			y := w.y + float64(b.row)*rowH
 			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: Hex(b.colour), Class: "fault",
 				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, num.Dur(b.f.StartS-o.Origin), num.Dur(b.f.EndS-o.Origin))})
-			fill := Hex(ColText)
+			fill := Hex(colText)
 			if b.inside {
 				fill = canvas.ReadableOn(Hex(b.colour))
 			}
@@ -306,7 +306,7 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 		return n
 	}
 	bg := func(h float64) {
-		w.d.Rect(w.left, w.y, w.plotW, h, canvas.Style{Fill: Hex(ColLaneBG), Stroke: Hex(colLaneEdge), StrokeWidth: 1})
+		w.d.Rect(w.left, w.y, w.plotW, h, canvas.Style{Fill: Hex(colLaneBG), Stroke: Hex(colLaneEdge), StrokeWidth: 1})
 	}
 
 	// Client outcomes per second, stacked.
@@ -331,7 +331,7 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 			}
 			h := float64(n) / float64(peak) * ch
 			base -= h
-			w.rect(x, base, bw, h, GroupColour[g], "")
+			w.rect(x, base, bw, h, groupColour[g], "")
 			w.used[g] = true
 		}
 	}
@@ -379,7 +379,7 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 			for _, p := range []struct {
 				n    int32
 				c, k string
-			}{{ok, GroupColour["ok"], "ok"}, {bad, GroupColour["http_5xx"], "http_5xx"}} {
+			}{{ok, groupColour["ok"], "ok"}, {bad, groupColour["http_5xx"], "http_5xx"}} {
 				if p.n == 0 {
 					continue
 				}
@@ -469,7 +469,7 @@ func (w *tlw) axis(clock analysis.WallClock, origin, gridTop float64, gridAt int
 	}
 	for i, r := range rows {
 		y := w.y + 15 + float64(i)*14
-		w.text(w.left-6, y, fitText(r.name, 10, w.left-10), 10, ColLabel, canvas.End)
+		w.text(w.left-6, y, fitText(r.name, 10, w.left-10), 10, colLabel, canvas.End)
 		for _, t := range ticks {
 			// Labels at the plot's edges are kept inside it, clear of
 			// the row names.
@@ -477,11 +477,11 @@ func (w *tlw) axis(clock analysis.WallClock, origin, gridTop float64, gridAt int
 			half := canvas.TextWidth(txt, 10, false) / 2
 			switch {
 			case t.x-half < w.left:
-				w.text(w.left, y, txt, 10, ColTick, canvas.Start)
+				w.text(w.left, y, txt, 10, colTick, canvas.Start)
 			case t.x+half > w.left+w.plotW+18:
-				w.text(w.left+w.plotW+18, y, txt, 10, ColTick, canvas.End)
+				w.text(w.left+w.plotW+18, y, txt, 10, colTick, canvas.End)
 			default:
-				w.text(t.x, y, txt, 10, ColTick, canvas.Middle)
+				w.text(t.x, y, txt, 10, colTick, canvas.Middle)
 			}
 		}
 	}
@@ -490,17 +490,17 @@ func (w *tlw) axis(clock analysis.WallClock, origin, gridTop float64, gridAt int
 
 // legendItems are every kind of mark the timeline can draw, in legend
 // order, keyed as timelineDrawing records them in used.
-var LegendItems = []struct {
-	Key, text, Colour string
+var legendItems = []struct {
+	key, text, colour string
 	shape             string // "box", "diamond", "band", "bar"
 }{
 	{"fault", "fault window (named on or beside the bar)", FaultColour[0], "box"},
-	{"ok", "ok / ok call", GroupColour["ok"], "box"},
-	{"fast_fail", "fast-fail", GroupColour["fast_fail"], "box"},
-	{"http_4xx", "4xx", GroupColour["http_4xx"], "box"},
-	{"http_5xx", "5xx / failed call", GroupColour["http_5xx"], "box"},
-	{"transport", "transport error", GroupColour["transport"], "box"},
-	{"dropped", "dropped (not sent)", GroupColour["dropped"], "box"},
+	{"ok", "ok / ok call", groupColour["ok"], "box"},
+	{"fast_fail", "fast-fail", groupColour["fast_fail"], "box"},
+	{"http_4xx", "4xx", groupColour["http_4xx"], "box"},
+	{"http_5xx", "5xx / failed call", groupColour["http_5xx"], "box"},
+	{"transport", "transport error", groupColour["transport"], "box"},
+	{"dropped", "dropped (not sent)", groupColour["dropped"], "box"},
 	{"open", "breaker open (black box)", colOpenBand, "box"},
 	{"probe_ok", "probe ok", colProbeOK, "diamond"},
 	{"probe_failed", "probe failed", colProbeFail, "diamond"},
@@ -517,15 +517,15 @@ var LegendItems = []struct {
 // legend explains every kind of mark the drawing holds, wrapping rows.
 func (w *tlw) legend() {
 	x, right := w.left, w.left+w.plotW
-	for _, it := range LegendItems {
-		if !w.used[it.Key] {
+	for _, it := range legendItems {
+		if !w.used[it.key] {
 			continue
 		}
 		iw := 14 + canvas.TextWidth(it.text, 11, false) + 14
 		if x+iw > right && x > w.left {
 			x, w.y = w.left, w.y+16
 		}
-		c := Hex(it.Colour)
+		c := Hex(it.colour)
 		switch it.shape {
 		case "diamond":
 			w.d.Polygon(diamond(x+5, w.y), canvas.Style{Fill: c})
@@ -536,7 +536,7 @@ func (w *tlw) legend() {
 		default:
 			w.d.Rect(x, w.y, 10, 10, canvas.Style{Fill: c, Stroke: Hex(colLaneEdge), StrokeWidth: 0.5})
 		}
-		w.d.Text(x+14, w.y+9.5, it.text, canvas.TextStyle{Size: 11, Fill: Hex(ColTick), Class: "legend"})
+		w.d.Text(x+14, w.y+9.5, it.text, canvas.TextStyle{Size: 11, Fill: Hex(colTick), Class: "legend"})
 		x += iw
 	}
 	w.y += 20

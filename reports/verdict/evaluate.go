@@ -31,7 +31,7 @@ import (
 // observation is what one subject (an episode, an upstream, the run) shows
 // for a check: a figure, a breach without a figure ("did not open"), or the
 // reason the figure could not be observed.
-type Observation struct {
+type observation struct {
 	subject string
 	value   float64
 	breach  string // non-empty: the requirement is broken, no figure
@@ -43,34 +43,34 @@ type Observation struct {
 	// (value is the estimate, one of them): the evidence leaves it a
 	// range. It keeps the bound only if the whole range does, breaks it
 	// only if the whole range does, and is not observable otherwise.
-	Within *[2]float64
+	within *[2]float64
 	// unplaced says why the figure is a range (for the not-observable
 	// message).
 	unplaced string
 }
 
-func Seen(subject string, v float64) Observation { return Observation{subject: subject, value: v} }
-func seenNote(subject string, v float64, note string) Observation {
-	return Observation{subject: subject, value: v, note: note}
+func seen(subject string, v float64) observation { return observation{subject: subject, value: v} }
+func seenNote(subject string, v float64, note string) observation {
+	return observation{subject: subject, value: v, note: note}
 }
 
 // seenBounded is seen for a figure with bounds (a *_bounds_s of run.json;
 // nil: exact), unplaced in them for the reason given; a bound with an
 // unknown end is unknown beyond it.
-func SeenBounded(subject string, v float64, b *analysis.Bounds, unplaced string) Observation {
-	o := Seen(subject, v)
+func seenBounded(subject string, v float64, b *analysis.Bounds, unplaced string) observation {
+	o := seen(subject, v)
 	o.unplaced = unplaced
 	if lo, hi := analysis.BoundsSpan(v, b); lo < hi {
-		o.Within = &[2]float64{lo, hi}
+		o.within = &[2]float64{lo, hi}
 	}
 	return o
 }
 
-func Breach(subject, why string) Observation { return Observation{subject: subject, breach: why} }
-func Unseen(subject, why string) Observation { return Observation{subject: subject, missing: why} }
+func breach(subject, why string) observation { return observation{subject: subject, breach: why} }
+func unseen(subject, why string) observation { return observation{subject: subject, missing: why} }
 
 // bound is a requirement on a figure: at most (upper) or at least limit.
-type Bound struct {
+type bound struct {
 	limit  float64
 	upper  bool
 	format func(float64) string
@@ -78,14 +78,14 @@ type Bound struct {
 	want string
 }
 
-func AtMost(limit float64, format func(float64) string) Bound {
-	return Bound{limit: limit, upper: true, format: format}
+func atMost(limit float64, format func(float64) string) bound {
+	return bound{limit: limit, upper: true, format: format}
 }
-func AtLeast(limit float64, format func(float64) string) Bound {
-	return Bound{limit: limit, format: format}
+func atLeast(limit float64, format func(float64) string) bound {
+	return bound{limit: limit, format: format}
 }
 
-func (b Bound) WantText() string {
+func (b bound) wantText() string {
 	if b.want != "" {
 		return b.want
 	}
@@ -95,7 +95,7 @@ func (b Bound) WantText() string {
 	return ">= " + b.format(b.limit)
 }
 
-func (b Bound) keeps(v float64) bool {
+func (b bound) keeps(v float64) bool {
 	if b.upper {
 		return v <= b.limit
 	}
@@ -104,7 +104,7 @@ func (b Bound) keeps(v float64) bool {
 
 // rangeText says a bounded figure's range in the bound's unit; an end
 // the evidence leaves open is "unknown".
-func (b Bound) rangeText(lo, hi float64) string {
+func (b bound) rangeText(lo, hi float64) string {
 	end := func(v float64) string {
 		if math.IsInf(v, 0) {
 			return "unknown"
@@ -115,7 +115,7 @@ func (b Bound) rangeText(lo, hi float64) string {
 }
 
 // worse reports whether v is further from passing than w.
-func (b Bound) worse(v, w float64) bool {
+func (b bound) worse(v, w float64) bool {
 	if b.upper {
 		return v > w
 	}
@@ -126,8 +126,8 @@ func (b Bound) worse(v, w float64) bool {
 // the expectation covers; none says why there is no subject at all (then
 // the expectation is not observable); noun names the subjects in the
 // message ("episodes", "upstreams").
-func Judge(name string, b Bound, obs []Observation, none, noun string) expect.ExpectationResult {
-	res := expect.ExpectationResult{Name: name, Want: b.WantText()}
+func judge(name string, b bound, obs []observation, none, noun string) expect.ExpectationResult {
+	res := expect.ExpectationResult{Name: name, Want: b.wantText()}
 	if len(obs) == 0 {
 		res.Outcome, res.Observed, res.Message = expect.NotObservable, "not observed", "not observable: "+none
 		return res.Settle()
@@ -141,8 +141,8 @@ func Judge(name string, b Bound, obs []Observation, none, noun string) expect.Ex
 			missing = append(missing, o.subject+": "+o.missing)
 		case o.breach != "":
 			breaches = append(breaches, o.subject+": "+o.breach)
-		case o.Within != nil:
-			lo, hi := o.Within[0], o.Within[1]
+		case o.within != nil:
+			lo, hi := o.within[0], o.within[1]
 			text := b.rangeText(lo, hi)
 			// The worst the figure can be decides which side it is on.
 			w := hi
@@ -156,7 +156,7 @@ func Judge(name string, b Bound, obs []Observation, none, noun string) expect.Ex
 			case !keepsLo && !keepsHi:
 				breaches = append(breaches, o.subject+": "+text)
 			case !keepsLo || !keepsHi:
-				missing = append(missing, fmt.Sprintf("%s: %s, so it may or may not keep %s (%s)", o.subject, text, b.WantText(), o.unplaced))
+				missing = append(missing, fmt.Sprintf("%s: %s, so it may or may not keep %s (%s)", o.subject, text, b.wantText(), o.unplaced))
 			}
 		default:
 			if worst == nil || b.worse(o.value, *worst) {
@@ -219,8 +219,8 @@ func (r episodeRef) label() string {
 
 // perEpisode reads one observation per covered episode (plus one missing
 // observation per planned fault that never started).
-func (ev *evaluation) perEpisode(read func(r episodeRef) Observation) []Observation {
-	var out []Observation
+func (ev *evaluation) perEpisode(read func(r episodeRef) observation) []observation {
+	var out []observation
 	for _, r := range ev.eps {
 		out = append(out, read(r))
 	}
@@ -229,10 +229,10 @@ func (ev *evaluation) perEpisode(read func(r episodeRef) Observation) []Observat
 
 // unstartedObs are the missing observations of the planned faults that
 // never started.
-func (ev *evaluation) unstartedObs() []Observation {
-	var out []Observation
+func (ev *evaluation) unstartedObs() []observation {
+	var out []observation
 	for _, f := range ev.unstarted {
-		out = append(out, Unseen(f.Upstream+" fault "+f.Label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, num.Dur(ev.a.Run.DurationS))))
+		out = append(out, unseen(f.Upstream+" fault "+f.Label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, num.Dur(ev.a.Run.DurationS))))
 	}
 	return out
 }
@@ -264,9 +264,9 @@ type check struct {
 
 // durBound and intBound build bounds in the expectations' units (figures
 // in seconds and counts).
-func DurAtMost(d time.Duration) Bound  { return AtMost(d.Seconds(), num.Dur) }
-func durAtLeast(d time.Duration) Bound { return AtLeast(d.Seconds(), num.Dur) }
-func FmtCount(v float64) string        { return fmt.Sprint(int64(v)) }
+func durAtMost(d time.Duration) bound  { return atMost(d.Seconds(), num.Dur) }
+func durAtLeast(d time.Duration) bound { return atLeast(d.Seconds(), num.Dur) }
+func fmtCount(v float64) string        { return fmt.Sprint(int64(v)) }
 
 // checks are every expectation, in the order of the Expectations fields.
 var checks = []check{
@@ -274,38 +274,38 @@ var checks = []check{
 		if e.OpensWithin == nil {
 			return expect.ExpectationResult{}, false
 		}
-		return Judge("opens_within", DurAtMost(e.OpensWithin.D()), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("opens_within", durAtMost(e.OpensWithin.D()), ev.perEpisode(func(r episodeRef) observation {
 			if !r.ep.Opened {
-				return Breach(r.label(), "did not open")
+				return breach(r.label(), "did not open")
 			}
-			return SeenBounded(r.label(), *r.ep.OpenedAfterS, r.ep.OpenedAfterBoundsS, TripUnplaced)
+			return seenBounded(r.label(), *r.ep.OpenedAfterS, r.ep.OpenedAfterBoundsS, TripUnplaced)
 		}), noEpisode, "episodes"), true
 	}},
 	{"failures_before_open_max", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.FailuresBeforeOpenMax == nil {
 			return expect.ExpectationResult{}, false
 		}
-		return Judge("failures_before_open_max", AtMost(float64(*e.FailuresBeforeOpenMax), FmtCount), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("failures_before_open_max", atMost(float64(*e.FailuresBeforeOpenMax), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			if !r.ep.Opened {
-				return Breach(r.label(), "did not open")
+				return breach(r.label(), "did not open")
 			}
 			why := TripUnplaced
 			if r.ep.OpenedAfterBoundsS == nil {
 				why = LateForward
 			}
-			return SeenBounded(r.label(), float64(*r.ep.FailuresBeforeOpen), r.ep.FailuresBeforeOpenBounds, why)
+			return seenBounded(r.label(), float64(*r.ep.FailuresBeforeOpen), r.ep.FailuresBeforeOpenBounds, why)
 		}), noEpisode, "episodes"), true
 	}},
 	{"cooldown_min", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.CooldownMin == nil {
 			return expect.ExpectationResult{}, false
 		}
-		return Judge("cooldown_min", durAtLeast(e.CooldownMin.D()), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("cooldown_min", durAtLeast(e.CooldownMin.D()), ev.perEpisode(func(r episodeRef) observation {
 			switch {
 			case !r.ep.Opened:
-				return Unseen(r.label(), neverOpened)
+				return unseen(r.label(), neverOpened)
 			case len(r.ep.CooldownsS) == 0:
-				return Unseen(r.label(), neverProbed)
+				return unseen(r.label(), neverProbed)
 			}
 			return shortestCooldown(r.label(), r.ep)
 		}), noEpisode, "episodes"), true
@@ -314,30 +314,30 @@ var checks = []check{
 		if e.ProbeSpacingMin == nil {
 			return expect.ExpectationResult{}, false
 		}
-		return Judge("probe_spacing_min", durAtLeast(e.ProbeSpacingMin.D()), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("probe_spacing_min", durAtLeast(e.ProbeSpacingMin.D()), ev.perEpisode(func(r episodeRef) observation {
 			switch {
 			case !r.ep.Opened:
-				return Unseen(r.label(), neverOpened)
+				return unseen(r.label(), neverOpened)
 			case r.ep.Probes == 0:
-				return Unseen(r.label(), neverProbed)
+				return unseen(r.label(), neverProbed)
 			case r.ep.ProbeIntervalS.Min == nil:
-				return Unseen(r.label(), "the breaker probed once: no spacing between probes to measure")
+				return unseen(r.label(), "the breaker probed once: no spacing between probes to measure")
 			}
-			return Seen(r.label(), *r.ep.ProbeIntervalS.Min)
+			return seen(r.label(), *r.ep.ProbeIntervalS.Min)
 		}), noEpisode, "episodes"), true
 	}},
 	{"max_probes_in_flight", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
 		if e.MaxProbesInFlight == nil {
 			return expect.ExpectationResult{}, false
 		}
-		return Judge("max_probes_in_flight", AtMost(float64(*e.MaxProbesInFlight), FmtCount), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("max_probes_in_flight", atMost(float64(*e.MaxProbesInFlight), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			switch {
 			case !r.ep.Opened:
-				return Unseen(r.label(), neverOpened)
+				return unseen(r.label(), neverOpened)
 			case r.ep.MaxProbesInFlight == nil:
-				return Unseen(r.label(), neverProbed)
+				return unseen(r.label(), neverProbed)
 			}
-			return Seen(r.label(), float64(*r.ep.MaxProbesInFlight))
+			return seen(r.label(), float64(*r.ep.MaxProbesInFlight))
 		}), noEpisode, "episodes"), true
 	}},
 	{"honours_retry_after", evalRetryAfter},
@@ -347,19 +347,19 @@ var checks = []check{
 			return expect.ExpectationResult{}, false
 		}
 		lim := e.ClosesWithin.D().Seconds()
-		return Judge("closes_within", DurAtMost(e.ClosesWithin.D()), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("closes_within", durAtMost(e.ClosesWithin.D()), ev.perEpisode(func(r episodeRef) observation {
 			ep := r.ep
 			switch {
 			case !ep.Opened:
-				return Unseen(r.label(), neverOpened+": no close to time")
+				return unseen(r.label(), neverOpened+": no close to time")
 			case ep.Closed:
 				return closeAfterFault(r.label(), ep)
 			case !ep.EndedByRun && ev.a.Run.DurationS-ep.EndS > lim:
 				// Still open longer than the bound after the fault ended:
 				// a breach, whenever it would have closed.
-				return Breach(r.label(), fmt.Sprintf("still open %s after the fault ended (the run ended then)", num.Dur(ev.a.Run.DurationS-ep.EndS)))
+				return breach(r.label(), fmt.Sprintf("still open %s after the fault ended (the run ended then)", num.Dur(ev.a.Run.DurationS-ep.EndS)))
 			}
-			return Unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", num.Dur(max(ev.a.Run.DurationS-ep.EndS, 0))))
+			return unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", num.Dur(max(ev.a.Run.DurationS-ep.EndS, 0))))
 		}), noEpisode, "episodes"), true
 	}},
 	{"open_time_max", evalOpenTime},
@@ -367,16 +367,16 @@ var checks = []check{
 		if e.SuccessesToCloseMin == nil {
 			return expect.ExpectationResult{}, false
 		}
-		return Judge("successes_to_close_min", AtLeast(float64(*e.SuccessesToCloseMin), FmtCount), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("successes_to_close_min", atLeast(float64(*e.SuccessesToCloseMin), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			switch {
 			case !r.ep.Opened:
-				return Unseen(r.label(), neverOpened)
+				return unseen(r.label(), neverOpened)
 			case !r.ep.Closed:
-				return Unseen(r.label(), neverClosed)
+				return unseen(r.label(), neverClosed)
 			case r.ep.SuccessesToClose == nil:
-				return Unseen(r.label(), "it closed, but no count of successes is known: "+r.ep.ShapeEvidence)
+				return unseen(r.label(), "it closed, but no count of successes is known: "+r.ep.ShapeEvidence)
 			}
-			return Seen(r.label(), float64(*r.ep.SuccessesToClose))
+			return seen(r.label(), float64(*r.ep.SuccessesToClose))
 		}), noEpisode, "episodes"), true
 	}},
 	{"amplification_max", evalAmplification},
@@ -385,13 +385,13 @@ var checks = []check{
 		if e.HealthDisagreementMax == nil {
 			return expect.ExpectationResult{}, false
 		}
-		var obs []Observation
+		var obs []observation
 		for _, name := range slices.Sorted(maps.Keys(ev.a.Upstreams)) {
 			if m := ev.a.Upstreams[name].HealthDisagreementMaxS; m != nil {
 				obs = append(obs, seenNote(name, *m, "health and breaker disagreed for "+num.Dur(*m)))
 			}
 		}
-		res := Judge("health_disagreement_max", DurAtMost(e.HealthDisagreementMax.D()), obs, "no upstream saw health checks", "upstreams")
+		res := judge("health_disagreement_max", durAtMost(e.HealthDisagreementMax.D()), obs, "no upstream saw health checks", "upstreams")
 		if res.Outcome == expect.Met {
 			res.Message = "longest disagreement " + res.Observed
 		} else if res.Outcome == expect.NotMet {
@@ -403,11 +403,11 @@ var checks = []check{
 		if e.LeakedMax == nil {
 			return expect.ExpectationResult{}, false
 		}
-		return Judge("leaked_max", AtMost(float64(*e.LeakedMax), FmtCount), ev.perEpisode(func(r episodeRef) Observation {
+		return judge("leaked_max", atMost(float64(*e.LeakedMax), fmtCount), ev.perEpisode(func(r episodeRef) observation {
 			if !r.ep.Opened {
-				return Unseen(r.label(), neverOpened+": nothing could leak through an open breaker")
+				return unseen(r.label(), neverOpened+": nothing could leak through an open breaker")
 			}
-			return Seen(r.label(), float64(r.ep.Leaked))
+			return seen(r.label(), float64(r.ep.Leaked))
 		}), noEpisode, "episodes"), true
 	}},
 	{"client_success_min", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
@@ -419,12 +419,12 @@ var checks = []check{
 			n += ps.Requests
 			ok += ps.Outcomes["ok"]
 		}
-		var obs []Observation
+		var obs []observation
 		if n > 0 {
-			obs = append(obs, Seen("run", float64(ok)/float64(n)))
+			obs = append(obs, seen("run", float64(ok)/float64(n)))
 		}
-		b := AtLeast(*e.ClientSuccessMin, func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) })
-		res := Judge("client_success_min", b, obs, "no client request was recorded", "runs")
+		b := atLeast(*e.ClientSuccessMin, func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) })
+		res := judge("client_success_min", b, obs, "no client request was recorded", "runs")
 		if n > 0 {
 			res.Message = fmt.Sprintf("%d of %d client requests ok", ok, n)
 		}
@@ -434,13 +434,13 @@ var checks = []check{
 		if e.ReplayLatenessMax == nil {
 			return expect.ExpectationResult{}, false
 		}
-		var obs []Observation
+		var obs []observation
 		if p := ev.a.Replay.LatenessMs.P99; p != nil {
-			obs = append(obs, Seen("replay", *p/1000))
+			obs = append(obs, seen("replay", *p/1000))
 		}
-		b := DurAtMost(e.ReplayLatenessMax.D())
-		b.want = "p99 " + b.WantText()
-		res := Judge("replay_lateness_max", b, obs, "no request was sent", "runs")
+		b := durAtMost(e.ReplayLatenessMax.D())
+		b.want = "p99 " + b.wantText()
+		res := judge("replay_lateness_max", b, obs, "no request was sent", "runs")
 		if len(obs) > 0 {
 			res.Message = fmt.Sprintf("send lateness p99 %s over %d sends", res.Observed, ev.a.Replay.Sent)
 		}
@@ -465,11 +465,11 @@ var checks = []check{
 // its whole range, like every other bounded figure: the estimate alone
 // (closed_at_s, for a ramp the earliest the close can have been) would
 // pass a breaker that may have stayed half-open past the bound.
-func closeAfterFault(subject string, ep *analysis.Episode) Observation {
+func closeAfterFault(subject string, ep *analysis.Episode) observation {
 	v := max(*ep.ClosedAfterRecoveryS, 0)
 	b := ep.CloseBoundsS
 	if b == nil {
-		return Seen(subject, v)
+		return seen(subject, v)
 	}
 	// The bounds are moments into the run; the figure counts from the
 	// fault's end, and a close before it counts as 0.
@@ -484,7 +484,7 @@ func closeAfterFault(subject string, ep *analysis.Episode) Observation {
 	if b.Max == nil {
 		why = CloseUnbounded
 	}
-	return SeenBounded(subject, v, rel, why)
+	return seenBounded(subject, v, rel, why)
 }
 
 // Why a close is a range (closes_within's not-observable message).
@@ -496,12 +496,12 @@ const (
 // shortestCooldown observes an episode's shortest cooldown. With bounded
 // cooldowns (an open several failures fit) it is bounded too: at least the
 // shortest of their least, at most the shortest of their most.
-func shortestCooldown(subject string, ep *analysis.Episode) Observation {
+func shortestCooldown(subject string, ep *analysis.Episode) observation {
 	v := slices.Min(ep.CooldownsS)
 	if len(ep.CooldownsBoundsS) != len(ep.CooldownsS) {
-		return Seen(subject, v)
+		return seen(subject, v)
 	}
-	o := Seen(subject, v)
+	o := seen(subject, v)
 	o.unplaced = TripUnplaced
 	if ep.OpenedAfterBoundsS == nil {
 		o.unplaced = cooldownUnplaced
@@ -512,7 +512,7 @@ func shortestCooldown(subject string, ep *analysis.Episode) Observation {
 		lo, hi = min(lo, cl), min(hi, ch)
 	}
 	if lo < hi {
-		o.Within = &[2]float64{lo, hi}
+		o.within = &[2]float64{lo, hi}
 	}
 	return o
 }
@@ -580,7 +580,7 @@ func evalHealthy(ev *evaluation, e expect.Expectations) (expect.ExpectationResul
 		return expect.ExpectationResult{}, false
 	}
 	a := ev.a
-	var obs []Observation
+	var obs []observation
 	var checked []string
 	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		ua := a.Upstreams[name]
@@ -594,17 +594,17 @@ func evalHealthy(ev *evaluation, e expect.Expectations) (expect.ExpectationResul
 		}
 		switch {
 		case opens > 0:
-			obs = append(obs, Breach(name, fmt.Sprintf("breaker opened %d times", opens)))
+			obs = append(obs, breach(name, fmt.Sprintf("breaker opened %d times", opens)))
 		case ua.ClientRequests == 0:
-			obs = append(obs, Unseen(name, "no client request was sent"))
+			obs = append(obs, unseen(name, "no client request was sent"))
 		case a.Phases["during"] == nil:
-			obs = append(obs, Unseen(name, "no fault window in the run: nothing to be unaffected by"))
+			obs = append(obs, unseen(name, "no fault window in the run: nothing to be unaffected by"))
 		case ua.SuccessBefore == nil:
-			obs = append(obs, Unseen(name, "no client request before the faults"))
+			obs = append(obs, unseen(name, "no client request before the faults"))
 		case ua.SuccessDuring == nil:
-			obs = append(obs, Unseen(name, "no client request during the faults"))
+			obs = append(obs, unseen(name, "no client request during the faults"))
 		case *ua.SuccessBefore == 0:
-			obs = append(obs, Unseen(name, "no client request succeeded before the faults: no success to keep"))
+			obs = append(obs, unseen(name, "no client request succeeded before the faults: no success to keep"))
 		default:
 			obs = append(obs, seenNote(name, *ua.SuccessDuring / *ua.SuccessBefore,
 				fmt.Sprintf("client success %.1f%% during faults vs %.1f%% before", 100**ua.SuccessDuring, 100**ua.SuccessBefore)))
@@ -612,16 +612,16 @@ func evalHealthy(ev *evaluation, e expect.Expectations) (expect.ExpectationResul
 	}
 	for _, n := range hu.Names {
 		if _, ok := a.Upstreams[n]; !ok {
-			obs = append(obs, Unseen(n, "no such upstream in the run"))
+			obs = append(obs, unseen(n, "no such upstream in the run"))
 		}
 	}
-	b := AtLeast(0.99, func(v float64) string { return fmt.Sprintf("success kept %.1f%%", 100*v) })
+	b := atLeast(0.99, func(v float64) string { return fmt.Sprintf("success kept %.1f%%", 100*v) })
 	b.want = "no open, client success kept (>= 99% of before)"
 	none := "no upstream without faults"
 	if !hu.All {
 		none = "none of the listed upstreams is in the run"
 	}
-	res := Judge("healthy_unaffected", b, obs, none, "upstreams")
+	res := judge("healthy_unaffected", b, obs, none, "upstreams")
 	switch res.Outcome {
 	case expect.Met:
 		res.Message = "unaffected: " + strings.Join(checked, ", ")
@@ -639,20 +639,20 @@ func evalAmplification(ev *evaluation, e expect.Expectations) (expect.Expectatio
 		return expect.ExpectationResult{}, false
 	}
 	a := ev.a
-	var obs []Observation
+	var obs []observation
 	if a.Amplification.Overall != nil {
 		for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 			ua := a.Upstreams[name]
 			switch {
 			case ua.Amplification != nil:
-				obs = append(obs, Seen(name, *ua.Amplification))
+				obs = append(obs, seen(name, *ua.Amplification))
 			case ua.Calls > 0:
-				obs = append(obs, Unseen(name, fmt.Sprintf("%d calls but no client request attributed to it", ua.Calls)))
+				obs = append(obs, unseen(name, fmt.Sprintf("%d calls but no client request attributed to it", ua.Calls)))
 			}
 		}
 	}
-	b := AtMost(*e.AmplificationMax, func(v float64) string { return fmt.Sprintf("%.2f", v) })
-	res := Judge("amplification_max", b, obs, "no client request was sent", "upstreams")
+	b := atMost(*e.AmplificationMax, func(v float64) string { return fmt.Sprintf("%.2f", v) })
+	res := judge("amplification_max", b, obs, "no client request was sent", "upstreams")
 	switch res.Outcome {
 	case expect.Met:
 		res.Message = fmt.Sprintf("worst upstream %s, overall %.2f", res.Observed, *a.Amplification.Overall)
@@ -668,33 +668,33 @@ func evalMetricsLag(ev *evaluation, e expect.Expectations) (expect.ExpectationRe
 	if e.MetricsLagMax == nil {
 		return expect.ExpectationResult{}, false
 	}
-	var obs []Observation
+	var obs []observation
 	for _, r := range ev.eps {
 		ep, l := r.ep, r.label()
 		sampled := ev.metricsSampled(r.upstream)
 		switch {
 		case !ep.Opened:
-			obs = append(obs, Unseen(l, neverOpened+": no open for the metrics to show"))
+			obs = append(obs, unseen(l, neverOpened+": no open for the metrics to show"))
 			continue
 		case !sampled:
-			obs = append(obs, Unseen(l, "no metrics sample named this upstream"))
+			obs = append(obs, unseen(l, "no metrics sample named this upstream"))
 			continue
 		case ep.MetricsOpenLagS == nil:
-			obs = append(obs, Breach(l, "metrics never showed the breaker open"))
+			obs = append(obs, breach(l, "metrics never showed the breaker open"))
 		default:
-			obs = append(obs, SeenBounded(l+" open", *ep.MetricsOpenLagS, ep.MetricsOpenLagBoundsS, TripUnplaced))
+			obs = append(obs, seenBounded(l+" open", *ep.MetricsOpenLagS, ep.MetricsOpenLagBoundsS, TripUnplaced))
 		}
 		switch {
 		case !ep.Closed:
-			obs = append(obs, Unseen(l+" close", neverClosed))
+			obs = append(obs, unseen(l+" close", neverClosed))
 		case ep.MetricsCloseLagS == nil:
-			obs = append(obs, Breach(l, "metrics never showed the breaker closed"))
+			obs = append(obs, breach(l, "metrics never showed the breaker closed"))
 		default:
-			obs = append(obs, Seen(l+" close", *ep.MetricsCloseLagS))
+			obs = append(obs, seen(l+" close", *ep.MetricsCloseLagS))
 		}
 	}
 	obs = append(obs, ev.unstartedObs()...)
-	res := Judge("metrics_lag_max", DurAtMost(e.MetricsLagMax.D()), obs, noEpisode, "episodes")
+	res := judge("metrics_lag_max", durAtMost(e.MetricsLagMax.D()), obs, noEpisode, "episodes")
 	switch res.Outcome {
 	case expect.Met:
 		res.Message = "worst lag " + res.Observed
@@ -772,19 +772,19 @@ func evalOpenTime(ev *evaluation, e expect.Expectations) (expect.ExpectationResu
 		return expect.ExpectationResult{}, false
 	}
 	lim := e.OpenTimeMax.D().Seconds()
-	return Judge("open_time_max", DurAtMost(e.OpenTimeMax.D()), ev.perEpisode(func(r episodeRef) Observation {
+	return judge("open_time_max", durAtMost(e.OpenTimeMax.D()), ev.perEpisode(func(r episodeRef) observation {
 		ep := r.ep
 		switch {
 		case !ep.Opened:
-			return Unseen(r.label(), neverOpened+": no time open to measure")
+			return unseen(r.label(), neverOpened+": no time open to measure")
 		case ep.OpenTimeS != nil:
-			return SeenBounded(r.label(), *ep.OpenTimeS, ep.OpenTimeBoundsS, "a cycle's open or close is only bounded")
+			return seenBounded(r.label(), *ep.OpenTimeS, ep.OpenTimeBoundsS, "a cycle's open or close is only bounded")
 		}
 		least := openAtLeast(ep, ev.a.Run.DurationS)
 		if least > lim {
-			return Breach(r.label(), fmt.Sprintf("open at least %s and still open when the run ended", num.Dur(least)))
+			return breach(r.label(), fmt.Sprintf("open at least %s and still open when the run ended", num.Dur(least)))
 		}
-		return Unseen(r.label(), neverClosed+fmt.Sprintf(" (open at least %s when the run ended)", num.Dur(least)))
+		return unseen(r.label(), neverClosed+fmt.Sprintf(" (open at least %s when the run ended)", num.Dur(least)))
 	}), noEpisode, "episodes"), true
 }
 

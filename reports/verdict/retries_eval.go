@@ -58,11 +58,11 @@ func evalMaxAttempts(ev *evaluation, e expect.Expectations) (expect.ExpectationR
 	}
 	names, none := ev.retryUpstreams(e)
 	lim := int64(*e.MaxAttempts)
-	var obs []Observation
+	var obs []observation
 	for _, n := range names {
 		f := ev.a.Resilience.Upstreams[n]
 		if f.Attempts == 0 {
-			obs = append(obs, Unseen(n, "no client request reached it"))
+			obs = append(obs, unseen(n, "no client request reached it"))
 			continue
 		}
 		var over int64
@@ -73,7 +73,7 @@ func evalMaxAttempts(ev *evaluation, e expect.Expectations) (expect.ExpectationR
 		}
 		obs = append(obs, seenNote(n, float64(f.MaxAttempts), fmt.Sprintf("%d client requests took more than %d attempts, up to %d", over, lim, f.MaxAttempts)))
 	}
-	res := Judge("max_attempts", AtMost(float64(lim), FmtCount), obs, none, "upstreams")
+	res := judge("max_attempts", atMost(float64(lim), fmtCount), obs, none, "upstreams")
 	res.Message += " (" + analysis.AttemptsDefinition + ")"
 	return res, true
 }
@@ -110,18 +110,18 @@ func evalRetryBackoffMin(ev *evaluation, e expect.Expectations) (expect.Expectat
 		return expect.ExpectationResult{}, false
 	}
 	names, none := ev.retryUpstreams(e)
-	var obs []Observation
+	var obs []observation
 	for _, n := range names {
 		b := ev.a.Resilience.Upstreams[n].Backoff
 		if b.P50Ms == nil {
-			obs = append(obs, Unseen(n, "no request was retried: no wait to measure"))
+			obs = append(obs, unseen(n, "no request was retried: no wait to measure"))
 			continue
 		}
 		obs = append(obs, seenNote(n, *b.P50Ms/1000, fmt.Sprintf("median wait %s (min %s) over %d retries", num.Ms(*b.P50Ms), num.Ms(*b.MinMs), b.Retries)))
 	}
 	bd := durAtLeast(e.RetryBackoffMin.D())
-	bd.want = "median wait before a retry " + bd.WantText()
-	return Judge("retry_backoff_min", bd, obs, none, "upstreams"), true
+	bd.want = "median wait before a retry " + bd.wantText()
+	return judge("retry_backoff_min", bd, obs, none, "upstreams"), true
 }
 
 func evalRetryJitter(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
@@ -207,7 +207,7 @@ func evalOrphanedCalls(ev *evaluation, e expect.Expectations) (expect.Expectatio
 		return expect.ExpectationResult{}, false
 	}
 	names, none := ev.retryUpstreams(e)
-	var obs []Observation
+	var obs []observation
 	for _, n := range names {
 		d := ev.a.Resilience.Upstreams[n].Deadlines
 		note := ""
@@ -216,7 +216,7 @@ func evalOrphanedCalls(ev *evaluation, e expect.Expectations) (expect.Expectatio
 		}
 		obs = append(obs, seenNote(n, float64(d.OrphanedCalls), note))
 	}
-	return Judge("orphaned_calls_max", AtMost(float64(*e.OrphanedCallsMax), FmtCount), obs, none, "upstreams"), true
+	return judge("orphaned_calls_max", atMost(float64(*e.OrphanedCallsMax), fmtCount), obs, none, "upstreams"), true
 }
 
 func evalDeadlineOrder(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
@@ -242,11 +242,11 @@ func evalCostAmplification(ev *evaluation, e expect.Expectations) (expect.Expect
 		return expect.ExpectationResult{}, false
 	}
 	fmtX := func(v float64) string { return fmt.Sprintf("×%.2f", v) }
-	b := AtMost(*e.CostAmplificationMax, fmtX)
-	b.want = "cost per completed request during faults " + b.WantText() + " before"
+	b := atMost(*e.CostAmplificationMax, fmtX)
+	b.want = "cost per completed request during faults " + b.wantText() + " before"
 	r := ev.a.Resilience
 	if r == nil {
-		return Judge("cost_amplification_max", b, nil, "no upstream call was recorded", "figures"), true
+		return judge("cost_amplification_max", b, nil, "no upstream call was recorded", "figures"), true
 	}
 	// Over all the fault windows together, and over each covered episode's
 	// window on its own: a costly window must not be averaged away by a
@@ -257,22 +257,22 @@ func evalCostAmplification(ev *evaluation, e expect.Expectations) (expect.Expect
 			obs = append(obs, costObservations(&ref, ref.ep.Cost, "during "+ref.ep.Fault)...)
 		}
 	}
-	return Judge("cost_amplification_max", b, obs, "no fault window, or no traffic during one: nothing to compare", "figures"), true
+	return judge("cost_amplification_max", b, obs, "no fault window, or no traffic during one: nothing to compare", "figures"), true
 }
 
 // costObservations reads the cost figures of all the fault windows (ref
 // nil) or of one episode's window.
-func costObservations(ref *episodeRef, c *analysis.CostFigures, during string) []Observation {
+func costObservations(ref *episodeRef, c *analysis.CostFigures, during string) []observation {
 	subject := func(what string) string {
 		if ref == nil {
 			return what
 		}
 		return ref.label() + " " + what
 	}
-	var obs []Observation
+	var obs []observation
 	switch {
 	case c.WorkWithoutCompletion:
-		obs = append(obs, Breach(subject("calls"), fmt.Sprintf("%s the upstreams received %d calls (%d tokens) and no client request completed", during, c.CallsDuring, c.TokensDuring)))
+		obs = append(obs, breach(subject("calls"), fmt.Sprintf("%s the upstreams received %d calls (%d tokens) and no client request completed", during, c.CallsDuring, c.TokensDuring)))
 	case c.CallsAmplification != nil:
 		obs = append(obs, seenNote(subject("calls"), *c.CallsAmplification, fmt.Sprintf("%.2f upstream calls per completed request %s against %.2f before (×%.2f)",
 			*c.CallsPerCompletedDuring, during, *c.CallsPerCompletedBefore, *c.CallsAmplification)))
@@ -283,7 +283,7 @@ func costObservations(ref *episodeRef, c *analysis.CostFigures, during string) [
 	case c.CompletedDuring == 0 && c.CallsDuring == 0 && c.CallsPerCompletedBefore != nil:
 		// No fault window, or no traffic during it.
 	case c.CallsPerCompletedBefore == nil && ref == nil:
-		obs = append(obs, Unseen("calls", "no client request completed before the faults: no baseline"))
+		obs = append(obs, unseen("calls", "no client request completed before the faults: no baseline"))
 	}
 	return obs
 }

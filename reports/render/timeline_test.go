@@ -1,18 +1,19 @@
-package reports
+package render
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"image/color"
+	"image/png"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/halfopen/rehearse/reports/analysis"
-	"github.com/halfopen/rehearse/reports/render"
-	"github.com/halfopen/rehearse/reports/verdict"
 
 	"github.com/halfopen/rehearse/internal/canvas"
 	"github.com/halfopen/rehearse/internal/testutil"
@@ -110,7 +111,7 @@ func parseSVG(t *testing.T, b []byte) []svgShape {
 // TestTimelineFaultLabels: every fault bar has its name drawn, inside the
 // bar when it fits and beside it otherwise; no two labels overlap.
 func TestTimelineFaultLabels(t *testing.T) {
-	shapes := parseSVG(t, render.TimelineSVG(synthTimeline(), render.SVGOptions{}))
+	shapes := parseSVG(t, TimelineSVG(synthTimeline(), SVGOptions{}))
 	var bars, labels []svgShape
 	for _, s := range shapes {
 		switch s.class {
@@ -164,7 +165,7 @@ func TestTimelineFaultLabels(t *testing.T) {
 			if inside {
 				t.Errorf("%s: label inside a 1 s bar", name)
 			}
-			if l.fill != canvas.HexOf(render.Hex(render.ColText)) {
+			if l.fill != canvas.HexOf(Hex(colText)) {
 				t.Errorf("%s: outside label colour %s, want dark text", name, l.fill)
 			}
 		}
@@ -181,8 +182,8 @@ func TestTimelineFaultLabels(t *testing.T) {
 // TestTimelineLegendExplainsEveryMark: every colour a mark is drawn in
 // (fault bars aside, which carry their names) has a legend swatch.
 func TestTimelineLegendExplainsEveryMark(t *testing.T) {
-	shapes := parseSVG(t, render.TimelineSVG(synthTimeline(), render.SVGOptions{}))
-	plain := map[string]bool{"#ffffff": true, render.ColLaneBG: true}
+	shapes := parseSVG(t, TimelineSVG(synthTimeline(), SVGOptions{}))
+	plain := map[string]bool{"#ffffff": true, colLaneBG: true}
 	legend := map[string]bool{}
 	for i, s := range shapes {
 		if s.tag == "text" && s.class == "legend" && i > 0 {
@@ -206,7 +207,7 @@ func TestTimelineLegendExplainsEveryMark(t *testing.T) {
 // local zone, across a daylight-saving change (Berlin went from UTC+1 to
 // UTC+2 at 01:00 UTC on 2026-03-29).
 func TestTimelineWallClockAxis(t *testing.T) {
-	svg := string(render.TimelineSVG(synthTimeline(), render.SVGOptions{}))
+	svg := string(TimelineSVG(synthTimeline(), SVGOptions{}))
 	for _, want := range []string{">run time<", ">UTC<", ">Europe/Berlin<", ">00:59:00<", ">01:59:00<", ">01:00:00<", ">03:00:00<", ">1m<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("timeline lacks %s", want)
@@ -214,11 +215,11 @@ func TestTimelineWallClockAxis(t *testing.T) {
 	}
 	a := synthTimeline()
 	a.Run.TimeZone = "UTC"
-	if svg := string(render.TimelineSVG(a, render.SVGOptions{})); strings.Count(svg, ">00:59:00<") != 1 || strings.Contains(svg, ">Etc/UTC<") {
+	if svg := string(TimelineSVG(a, SVGOptions{})); strings.Count(svg, ">00:59:00<") != 1 || strings.Contains(svg, ">Etc/UTC<") {
 		t.Error("a run on a UTC machine shows a second zone row")
 	}
 	a.Run.WallStart = time.Time{}
-	if svg := string(render.TimelineSVG(a, render.SVGOptions{})); strings.Contains(svg, ">UTC<") {
+	if svg := string(TimelineSVG(a, SVGOptions{})); strings.Contains(svg, ">UTC<") {
 		t.Error("a run without a start time shows wall-clock rows")
 	}
 }
@@ -227,24 +228,27 @@ func TestTimelineWallClockAxis(t *testing.T) {
 // known pixels: the fault bar's colour where the fault is, white in its
 // lane before the fault, ok-green in the client lane.
 func TestTimelinePNGPixels(t *testing.T) {
-	dir := renderFixture(t, "clean")
-	img := readPNG(t, filepath.Join(dir, render.TimelinePNGFile))
-	a, err := verdict.AnalyzeDir(dir)
+	a := fixture(t, "clean")
+	b, err := TimelinePNG(a, SVGOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := render.TimelineDrawing(a, render.SVGOptions{})
-	if img.Bounds().Dx() != int(d.W*render.PNGScale) || img.Bounds().Dy() != int(d.H*render.PNGScale) {
-		t.Fatalf("PNG %v, want %v×%v", img.Bounds(), d.W*render.PNGScale, d.H*render.PNGScale)
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := TimelineDrawing(a, SVGOptions{})
+	if img.Bounds().Dx() != int(d.W*PNGScale) || img.Bounds().Dy() != int(d.H*PNGScale) {
+		t.Fatalf("PNG %v, want %v×%v", img.Bounds(), d.W*PNGScale, d.H*PNGScale)
 	}
 	f := a.Timeline.Faults[0]
 	x := func(s float64) float64 { return 150 + s/math.Max(a.Run.DurationS, 1)*1030 }
 	at := func(x, y float64) string {
-		return canvas.HexOf(color.NRGBAModel.Convert(img.At(int(x*render.PNGScale), int(y*render.PNGScale))).(color.NRGBA))
+		return canvas.HexOf(color.NRGBAModel.Convert(img.At(int(x*PNGScale), int(y*PNGScale))).(color.NRGBA))
 	}
 	// The fault lane's bar is at y 30..46; sample below its label.
-	if got := at(x((f.StartS+f.EndS)/2), 44); got != render.FaultColour[0] {
-		t.Errorf("fault bar at its window's middle: %s, want %s", got, render.FaultColour[0])
+	if got := at(x((f.StartS+f.EndS)/2), 44); got != FaultColour[0] {
+		t.Errorf("fault bar at its window's middle: %s, want %s", got, FaultColour[0])
 	}
 	if got := at(x(f.StartS/2), 38); got != "#ffffff" {
 		t.Errorf("fault lane before the fault: %s, want white", got)
@@ -253,8 +257,8 @@ func TestTimelinePNGPixels(t *testing.T) {
 		t.Errorf("fault lane after the fault: %s, want white", got)
 	}
 	// The client lane (below the fault lane) is ok-green before the fault.
-	if got := at(x(f.StartS/2)+1, 60+60); got != render.GroupColour["ok"] {
-		t.Errorf("client lane before the fault: %s, want ok green %s", got, render.GroupColour["ok"])
+	if got := at(x(f.StartS/2)+1, 60+60); got != groupColour["ok"] {
+		t.Errorf("client lane before the fault: %s, want ok green %s", got, groupColour["ok"])
 	}
 	// The label inside the bar is drawn: white pixels within the bar.
 	white := 0
@@ -293,7 +297,7 @@ func lab(c color.NRGBA) [3]float64 {
 }
 
 func deltaE(a, b string) float64 {
-	la, lb := lab(render.Hex(a)), lab(render.Hex(b))
+	la, lb := lab(Hex(a)), lab(Hex(b))
 	return math.Sqrt(math.Pow(la[0]-lb[0], 2) + math.Pow(la[1]-lb[1], 2) + math.Pow(la[2]-lb[2], 2))
 }
 
@@ -302,18 +306,18 @@ func deltaE(a, b string) float64 {
 // nor for another fault colour.
 func TestTimelineColoursDistinct(t *testing.T) {
 	var marks []string
-	for _, it := range render.LegendItems {
-		if it.Key != "fault" {
-			marks = append(marks, it.Colour)
+	for _, it := range legendItems {
+		if it.key != "fault" {
+			marks = append(marks, it.colour)
 		}
 	}
-	for i, f := range render.FaultColour {
+	for i, f := range FaultColour {
 		for _, m := range marks {
 			if d := deltaE(f, m); d < 20 {
 				t.Errorf("fault colour %s is close to mark colour %s (ΔE %.1f)", f, m, d)
 			}
 		}
-		for _, g := range render.FaultColour[i+1:] {
+		for _, g := range FaultColour[i+1:] {
 			if d := deltaE(f, g); d < 20 {
 				t.Errorf("fault colours %s and %s are close (ΔE %.1f)", f, g, d)
 			}
@@ -324,16 +328,31 @@ func TestTimelineColoursDistinct(t *testing.T) {
 // TestTimelineTextContrast: every text colour meets WCAG AA (4.5:1) on
 // what it is drawn on.
 func TestTimelineTextContrast(t *testing.T) {
-	for _, f := range render.FaultColour {
-		if c := canvas.Contrast(canvas.ReadableOn(render.Hex(f)), render.Hex(f)); c < 4.5 {
+	for _, f := range FaultColour {
+		if c := canvas.Contrast(canvas.ReadableOn(Hex(f)), Hex(f)); c < 4.5 {
 			t.Errorf("label on fault colour %s: contrast %.2f < 4.5", f, c)
 		}
 	}
-	for _, c := range []string{render.ColText, render.ColLabel, render.ColTick} {
-		if r := canvas.Contrast(render.Hex(c), canvas.White); r < 4.5 {
+	for _, c := range []string{colText, colLabel, colTick} {
+		if r := canvas.Contrast(Hex(c), canvas.White); r < 4.5 {
 			t.Errorf("text colour %s on white: %.2f < 4.5", c, r)
 		}
 	}
 }
 
 func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscan(s, v) }
+
+// fixture is the analysis of the facade's testdata/NAME.jsonl.
+func fixture(t *testing.T, name string) *analysis.Analysis {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "testdata", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := analysis.Analyze(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
