@@ -478,8 +478,7 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 		if len(sp) == 0 {
 			return ""
 		}
-		slices.Sort(sp)
-		iv = sp[len(sp)/2]
+		iv = num.Median(sp)
 	}
 	limit := max(GapFactor*iv, MinGap)
 	// The longest a due request waited for the next send at or after its

@@ -265,8 +265,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 	if len(before) >= 5 {
 		base = before
 	}
-	slices.Sort(base)
-	exp := base[len(base)/2]
+	exp := num.Median(base)
 	gap := max(GapFactor*exp, MinGap)
 	var out []*cyc
 	var cur *cyc
@@ -822,7 +821,7 @@ func minP50Max(v []time.Duration) MinP50Max {
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	return MinP50Max{Min: Ptr(SecondsOf(s[0])), P50: Ptr(SecondsOf(s[len(s)/2])), Max: Ptr(SecondsOf(s[len(s)-1]))}
+	return MinP50Max{Min: Ptr(SecondsOf(s[0])), P50: Ptr(SecondsOf(num.Median(s))), Max: Ptr(SecondsOf(s[len(s)-1]))}
 }
 
 // statement says what happened in one plain sentence.

@@ -829,19 +829,19 @@ func backoffFigures(all []float64, byRetry [][]float64) BackoffFigures {
 		return b
 	}
 	s := sortedCopy(all)
-	b.MinMs, b.P50Ms, b.MaxMs = Ptr(num.Round3(s[0])), Ptr(num.Round3(median(s))), Ptr(num.Round3(s[len(s)-1]))
+	b.MinMs, b.P50Ms, b.MaxMs = Ptr(num.Round3(s[0])), Ptr(num.Round3(num.Median(s))), Ptr(num.Round3(s[len(s)-1]))
 	var meds []float64
 	for _, w := range byRetry {
 		if len(w) < 5 {
 			break
 		}
-		meds = append(meds, median(sortedCopy(w)))
+		meds = append(meds, num.Median(w))
 	}
 	for _, w := range byRetry {
 		if len(w) == 0 {
 			break
 		}
-		b.P50ByRetryMs = append(b.P50ByRetryMs, num.Round3(median(sortedCopy(w))))
+		b.P50ByRetryMs = append(b.P50ByRetryMs, num.Round3(num.Median(w)))
 	}
 	if len(meds) >= 2 {
 		grows := true
@@ -1141,11 +1141,10 @@ func msSummary(v []float64) MinP50Max {
 		return MinP50Max{}
 	}
 	s := sortedCopy(v)
-	return MinP50Max{Min: Ptr(num.Round3(s[0])), P50: Ptr(num.Round3(median(s))), Max: Ptr(num.Round3(s[len(s)-1]))}
+	return MinP50Max{Min: Ptr(num.Round3(s[0])), P50: Ptr(num.Round3(num.Median(s))), Max: Ptr(num.Round3(s[len(s)-1]))}
 }
 
 // median of a sorted slice, the upper one of an even count (as minP50Max).
-func median(s []float64) float64 { return s[len(s)/2] }
 
 func sortedCopy(v []float64) []float64 {
 	s := append([]float64(nil), v...)

@@ -842,7 +842,7 @@ func (u *upstreamRun) checkSpacing(cycles []*cyc) time.Duration {
 	if len(s) < 3 {
 		s = all
 	}
-	return medianDur(s)
+	return num.Median(s)
 }
 
 // checksTrackState reports whether the gateway checks at another pace
@@ -854,7 +854,7 @@ func (u *upstreamRun) checksTrackState(cycles []*cyc) bool {
 	if len(in) < 2 || len(out) < 2 {
 		return false
 	}
-	a, b := medianDur(in), medianDur(out)
+	a, b := num.Median(in), num.Median(out)
 	return 4*max(a, b) > 5*min(a, b)
 }
 
@@ -888,15 +888,6 @@ func (u *upstreamRun) checkSpacings(cycles []*cyc) (in, out, all []time.Duration
 		prev, prevOpen = k.t, open
 	}
 	return in, out, all
-}
-
-// medianDur is the median of durations (0 for none); it sorts s.
-func medianDur(s []time.Duration) time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // checksWhileOpen reports whether any health check arrived while cy was

@@ -38,9 +38,15 @@ func Dur(s float64) string {
 	return d.Round(time.Millisecond).String()
 }
 
-// Median is the median of vs (the mean of the middle two), infinities
-// kept.
-func Median(vs []float64) float64 {
+// Median is the one median of the reports: the middle value, or for an
+// even count the mean of the two middle values (internal/stats.Quantile
+// at 0.5, the comparison's bootstrap median, agrees), an infinity kept
+// as it is. It sorts a copy; 0 for no values. run.json's p50s, the
+// inference's typical spacings and the comparison's medians all use it.
+func Median[T ~float64 | ~int64](vs []T) T {
+	if len(vs) == 0 {
+		return 0
+	}
 	s := slices.Clone(vs)
 	slices.Sort(s)
 	n := len(s)
@@ -48,7 +54,7 @@ func Median(vs []float64) float64 {
 		return s[n/2]
 	}
 	a, b := s[n/2-1], s[n/2]
-	if a == b || math.IsInf(a, 0) || math.IsInf(b, 0) {
+	if a == b || math.IsInf(float64(a), 0) || math.IsInf(float64(b), 0) {
 		return max(a, b)
 	}
 	return (a + b) / 2
