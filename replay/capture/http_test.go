@@ -265,6 +265,11 @@ func TestFilterRewriteRedact(t *testing.T) {
 	if r.Get("Authorization") != "Bearer test-token" || r.Get("X-Api-Key") != "test-key" || r.Get("Cookie") != Redacted || r.Get("X-Auth-Token") != Redacted {
 		t.Errorf("rewrite over redaction: %v", r.Header)
 	}
+	// A target in absolute form (to a proxy) loses its password.
+	absCapt := streamCapture(t, []byte("GET http://agent:pw-5ecret@gw:8080/x?token=t HTTP/1.1\r\nHost: gw:8080\r\n\r\n"))
+	if reqs, _ = extractBytes(t, absCapt, Options{}); len(reqs) != 1 || reqs[0].Target != "http://agent:REDACTED@gw:8080/x?token=REDACTED" {
+		t.Errorf("absolute-form target: %v", reqs)
+	}
 	// Apply and Redact copy: the original is untouched.
 	reqs, _ = extractBytes(t, capt, Options{KeepSecrets: true})
 	orig := reqs[1]
