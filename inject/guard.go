@@ -67,12 +67,16 @@ func NewControlGuard(addr net.Addr, asked, token string) ControlGuard {
 
 // Errors of refused requests, for errors.Is in tests and callers.
 var (
-	ErrForeignHost   = errors.New("foreign host")
-	ErrCrossOrigin   = errors.New("cross-origin request")
-	ErrNotJSON       = errors.New("not a JSON request")
-	ErrUnauthorized  = errors.New("missing or wrong token")
-	jsonContentTypes = []string{"application/json", "application/yaml", "application/x-yaml"}
+	ErrForeignHost  = errors.New("foreign host")
+	ErrCrossOrigin  = errors.New("cross-origin request")
+	ErrNotJSON      = errors.New("not a JSON request")
+	ErrUnauthorized = errors.New("missing or wrong token")
 )
+
+// jsonContentTypes are the types a changing request may have: the API
+// decodes JSON or YAML, and none of them is one a page may send without
+// a CORS preflight.
+var jsonContentTypes = []string{"application/json", "application/yaml", "application/x-yaml"}
 
 // Wrap returns h behind the guard.
 func (g ControlGuard) Wrap(h http.Handler) http.Handler {
