@@ -323,7 +323,11 @@ func (s *Scenario) Validate() error {
 			faultNames[f.Name] = true
 		}
 		if d := r.Duration.D(); d > 0 && f.At.D() >= d {
-			add(p+".at", fmt.Errorf("the fault starts at %s but the replay ends at %s", f.At, r.Duration))
+			end := r.Duration.String()
+			if flag, ok := s.flags["replay.duration"]; ok {
+				end += " (" + flag + ")"
+			}
+			add(p+".at", fmt.Errorf("the fault starts at %s but the replay ends at %s", f.At, end))
 		}
 	}
 	if len(errs) == 0 {

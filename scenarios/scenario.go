@@ -48,6 +48,9 @@ type Scenario struct {
 	// positions maps field paths to their place in the file, for
 	// validation messages.
 	positions map[string]yamlstrict.Pos
+	// flags maps the keys the command line set (Overrides.Apply) to the
+	// flag as given ("--duration 30s"), for messages about those keys.
+	flags map[string]string
 }
 
 // GatewaySpec is the gateway under test: a URL, or the built-in reference

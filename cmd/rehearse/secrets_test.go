@@ -192,7 +192,7 @@ func TestHarnessFailureWritesNoSecret(t *testing.T) {
 	hooks := httptest.NewServer(hook)
 	defer hooks.Close()
 	scenario := filepath.Join(dir, "down.yaml")
-	src := "name: down\ngateway: {url: \"http://ops:down-pass-5ecret@127.0.0.1:1/?token=down-token-5ecret\", ready: {timeout: 1s}}\nupstreams: [{name: search}]\nreplay: {duration: 2s}\nexpectations: {client_success_min: 0.9}\n"
+	src := "name: down\ngateway: {url: \"http://ops:down-pass-5ecret@127.0.0.1:1/?token=down-token-5ecret\", ready: {timeout: 1s}}\nupstreams: [{name: search, listen: \"" + testutil.FreeAddr(t) + "\"}]\nreplay: {duration: 2s}\nexpectations: {client_success_min: 0.9}\n"
 	if err := os.WriteFile(scenario, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
