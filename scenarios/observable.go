@@ -35,6 +35,10 @@ import (
 //     upstream that ends at or after the replay's end (or has no for:)
 //     leaves every such episode "never closed before the run ended".
 //
+//   - healthy_unaffected and cost_amplification_max compare client
+//     requests before the first fault with those during the faults: a
+//     fault at 0s (at: left out) leaves nothing before it.
+//
 // And one plan no gateway can run: a gateway given by URL is configured
 // outside rehearse, so it cannot be pointed at an upstream whose port is
 // picked when the run starts (listen: 127.0.0.1:0, the default).
@@ -73,6 +77,7 @@ func (s *Scenario) CheckObservable(requests int, span time.Duration) error {
 			}
 		}
 	}
+	errs = append(errs, s.nothingBefore()...)
 	errs = append(errs, s.randomPorts()...)
 	if len(errs) == 0 {
 		return nil
@@ -212,4 +217,35 @@ func (s *Scenario) longerRun() string {
 		return "give a longer " + name
 	}
 	return "lengthen replay.duration"
+}
+
+// nothingBefore refuses the expectations that compare the client
+// requests before the first fault with those during the faults when a
+// fault starts with the replay: the first request is due after it.
+func (s *Scenario) nothingBefore() rehearse.ConfigErrors {
+	e := s.Expectations
+	if e == nil {
+		return nil
+	}
+	first := -1
+	for i, f := range s.Faults {
+		if f.At.D() <= 0 {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	var errs rehearse.ConfigErrors
+	p := fmt.Sprintf("faults[%d]", first)
+	for _, key := range []string{"healthy_unaffected", "cost_amplification_max"} {
+		if (key == "healthy_unaffected" && (e.HealthyUnaffected == nil || !e.HealthyUnaffected.Enabled())) ||
+			(key == "cost_amplification_max" && e.CostAmplificationMax == nil) {
+			continue
+		}
+		errs = append(errs, s.at("expectations."+key, fmt.Errorf("cannot be observed: it compares the client requests before the first fault with those during the faults, and %s (%s) starts with the replay (at: 0s): no request comes before it; start it later (at:), or remove %s",
+			p, s.lineText(p), key)))
+	}
+	return errs
 }

@@ -177,3 +177,36 @@ func TestRandomPortsAfterGatewayFlag(t *testing.T) {
 		t.Errorf("message:\n%s", msg)
 	}
 }
+
+// TestObservableNothingBeforeTheFaults: the expectations that compare the
+// requests before the first fault with those during the faults need a
+// first fault after the replay's start.
+func TestObservableNothingBeforeTheFaults(t *testing.T) {
+	for _, tc := range []struct {
+		faults, expect string
+		refused        []string
+	}{
+		{"[{type: status, upstream: search, for: 10s}]", "{healthy_unaffected: true, cost_amplification_max: 2}", []string{"healthy_unaffected", "cost_amplification_max"}},
+		{"[{type: status, upstream: weather, at: 5s}, {type: status, upstream: search, at: 0s, for: 10s}]", "{healthy_unaffected: [vectors]}", []string{"healthy_unaffected"}},
+		{"[{type: status, upstream: search, at: 1s, for: 10s}]", "{healthy_unaffected: true, cost_amplification_max: 2}", nil},
+		{"[{type: status, upstream: search, for: 10s}]", "{healthy_unaffected: false, opens_within: 5s}", nil},
+	} {
+		err := parseT(t, "replay: {duration: 1m}\nfaults: "+tc.faults+"\nexpectations: "+tc.expect+"\n").CheckObservable(0, 0)
+		if len(tc.refused) == 0 {
+			if err != nil {
+				t.Errorf("%s %s: %v", tc.faults, tc.expect, err)
+			}
+			continue
+		}
+		var es rehearse.ConfigErrors
+		if !errors.As(err, &es) || len(es) != len(tc.refused) {
+			t.Errorf("%s %s: %v, want %d errors", tc.faults, tc.expect, err, len(tc.refused))
+			continue
+		}
+		for i, key := range tc.refused {
+			if es[i].Path != "expectations."+key || !strings.Contains(es[i].Error(), "starts with the replay (at: 0s)") {
+				t.Errorf("%s %s: error %d = %v, want at %s", tc.faults, tc.expect, i, es[i], key)
+			}
+		}
+	}
+}
