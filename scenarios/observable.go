@@ -34,7 +34,6 @@ import (
 //     lag) need the breaker to close after the fault: a fault on a covered
 //     upstream that ends at or after the replay's end (or has no for:)
 //     leaves every such episode "never closed before the run ended".
-//
 //   - healthy_unaffected and cost_amplification_max compare client
 //     requests before the first fault with those during the faults: a
 //     fault at 0s (at: left out) leaves nothing before it.
