@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/halfopen/rehearse"
 )
@@ -94,14 +93,6 @@ func FuzzParse(f *testing.F) {
 		}
 		if s.Replay.Rate <= 0 && s.Replay.Timing == "rate" {
 			t.Fatalf("accepted rate %g", s.Replay.Rate)
-		}
-		// The plan check reads what Parse accepted: it refuses only as
-		// invalid input, at a place in the file, whatever the capture's
-		// size.
-		for _, n := range []int{0, 1, 200} {
-			if err := s.CheckObservable(n, time.Duration(n)*time.Second); err != nil && !errors.Is(err, rehearse.ErrInvalid) {
-				t.Fatalf("CheckObservable(%d): error not ErrInvalid: %v", n, err)
-			}
 		}
 	})
 }

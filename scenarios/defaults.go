@@ -324,8 +324,8 @@ func (s *Scenario) Validate() error {
 		}
 		if d := r.Duration.D(); d > 0 && f.At.D() >= d {
 			end := r.Duration.String()
-			if flag, ok := s.flags["replay.duration"]; ok {
-				end += " (" + flag + ")"
+			if _, ok := s.flags["replay.duration"]; ok {
+				end += " (" + s.keyText("replay.duration") + ")"
 			}
 			add(p+".at", fmt.Errorf("the fault starts at %s but the replay ends at %s", f.At, end))
 		}

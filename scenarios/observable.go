@@ -154,8 +154,8 @@ func (s *Scenario) randomPorts() rehearse.ConfigErrors {
 		return nil
 	}
 	gw := "the gateway under test (gateway.url)"
-	if f, ok := s.flags["gateway.url"]; ok {
-		gw = "the gateway given by " + f
+	if _, ok := s.flags["gateway.url"]; ok {
+		gw = "the gateway given by " + s.keyText("gateway.url")
 	}
 	var errs rehearse.ConfigErrors
 	for i, u := range s.Upstreams {
@@ -188,8 +188,11 @@ func (s *Scenario) randomPorts() rehearse.ConfigErrors {
 // keyText names where a scenario value comes from, for messages: the
 // flag that set it, its line in the file, or its default.
 func (s *Scenario) keyText(path string) string {
-	if f, ok := s.flags[path]; ok {
-		return f
+	if name, ok := s.flags[path]; ok {
+		if path == "replay.duration" {
+			return fmt.Sprintf("--%s %s", name, s.Replay.Duration)
+		}
+		return "--" + name
 	}
 	if p, ok := s.positions[path]; ok {
 		return fmt.Sprintf("%s, line %d", path, p.Line)
@@ -211,9 +214,8 @@ func (s *Scenario) lineText(path string) string {
 // longerRun says how to make the replay longer: the flag when the length
 // came from it.
 func (s *Scenario) longerRun() string {
-	if f, ok := s.flags["replay.duration"]; ok {
-		name, _, _ := strings.Cut(f, " ")
-		return "give a longer " + name
+	if name, ok := s.flags["replay.duration"]; ok {
+		return "give a longer --" + name
 	}
 	return "lengthen replay.duration"
 }

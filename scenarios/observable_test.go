@@ -2,8 +2,11 @@ package scenarios
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/halfopen/rehearse"
 )
@@ -34,7 +37,7 @@ func TestObservableNamesTheDurationFlag(t *testing.T) {
 		t.Fatalf("--duration 80s (the fault ends at 80s): %v, want invalid input", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"test.yaml:6:18: expectations.closes_within: ", "the replay ends at 1m20s (--duration 80s)",
+	for _, want := range []string{"test.yaml:6:18: expectations.closes_within: ", "the replay ends at 1m20s (--duration 1m20s)",
 		"faults[0] (search-503, line 4) ends at 1m20s", "give a longer --duration"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
@@ -209,4 +212,28 @@ func TestObservableNothingBeforeTheFaults(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzCheckObservable runs the plan check on whatever Parse accepts: it
+// refuses only as invalid input, whatever the capture's size.
+func FuzzCheckObservable(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.yaml"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, uint16(200))
+		}
+	}
+	for _, d := range Drills() {
+		b, _ := DrillSource(d.Name)
+		f.Add(b, uint16(0))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, n uint16) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		if err := s.CheckObservable(int(n), time.Duration(n)*time.Second); err != nil && !errors.Is(err, rehearse.ErrInvalid) {
+			t.Fatalf("CheckObservable(%d): error not ErrInvalid: %v", n, err)
+		}
+	})
 }

@@ -48,8 +48,9 @@ type Scenario struct {
 	// positions maps field paths to their place in the file, for
 	// validation messages.
 	positions map[string]yamlstrict.Pos
-	// flags maps the keys the command line set (Overrides.Apply) to the
-	// flag as given ("--duration 30s"), for messages about those keys.
+	// flags maps the paths a command-line flag set (Overrides.Apply) to
+	// the flag, so that an error in such a value names the flag, not the
+	// place in the file the flag replaced.
 	flags map[string]string
 }
 
