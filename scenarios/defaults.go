@@ -323,11 +323,7 @@ func (s *Scenario) Validate() error {
 			faultNames[f.Name] = true
 		}
 		if d := r.Duration.D(); d > 0 && f.At.D() >= d {
-			end := r.Duration.String()
-			if _, ok := s.flags["replay.duration"]; ok {
-				end += " (" + s.keyText("replay.duration") + ")"
-			}
-			add(p+".at", fmt.Errorf("the fault starts at %s but the replay ends at %s", f.At, end))
+			add(p+".at", fmt.Errorf("the fault starts at %s but the replay ends at %s", f.At, r.Duration))
 		}
 	}
 	if len(errs) == 0 {

@@ -56,15 +56,6 @@ func TestObservableNamesTheDurationFlag(t *testing.T) {
 	}
 }
 
-// TestFaultAfterEndNamesTheDurationFlag: Validate's "the fault starts
-// after the replay ends" says so when --duration set the end.
-func TestFaultAfterEndNamesTheDurationFlag(t *testing.T) {
-	err := override(t, "duration", "10s").Apply(parseT(t, storm))
-	if err == nil || !strings.Contains(err.Error(), "faults[0].at: the fault starts at 20s but the replay ends at 10s (--duration 10s)") {
-		t.Fatalf("err = %v", err)
-	}
-}
-
 // TestObservableOnce: a replay.once run lasts as long as its requests
 // take, known once the capture is read.
 func TestObservableOnce(t *testing.T) {
