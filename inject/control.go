@@ -24,7 +24,9 @@ import (
 //	GET    /fault-types          the catalogue: type and summary
 //
 // Errors are JSON {"error": "..."} with status 400 (bad input) or 404.
-// Serve it on loopback only: it has no authentication.
+// The handler itself checks nothing about who calls: serve it behind a
+// ControlGuard (ServeControl and Serve do), on loopback unless it has a
+// token.
 func (s *Server) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /upstreams", func(w http.ResponseWriter, r *http.Request) {
@@ -95,9 +97,11 @@ func (s *Server) ControlHandler() http.Handler {
 	return mux
 }
 
-// ServeControl serves the control API on ln until ctx is done.
+// ServeControl serves the control API on ln until ctx is done, behind a
+// ControlGuard for ln's address (no token).
 func (s *Server) ServeControl(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	h := NewControlGuard(ln.Addr(), ln.Addr().String(), "").Wrap(s.ControlHandler())
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
 	err := srv.Serve(ln)

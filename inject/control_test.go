@@ -29,6 +29,12 @@ func TestControlAPI(t *testing.T) {
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		switch {
+		case strings.HasPrefix(body, "{"):
+			req.Header.Set("Content-Type", "application/json")
+		case body != "":
+			req.Header.Set("Content-Type", "application/yaml")
+		}
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -32,10 +32,15 @@ type ServeOptions struct {
 	// Seed, when not nil, overrides the config's seed.
 	Seed *int64
 	// AllowRemote lets the control API and the upstreams listen on
-	// addresses other machines can reach. The control API has no
-	// authentication: whoever reaches it can inject faults, so without
-	// AllowRemote a non-loopback address is refused.
+	// addresses other machines can reach. Whoever reaches the control
+	// API can inject faults, so without AllowRemote a non-loopback
+	// address is refused, and with it the API requires a token.
 	AllowRemote bool
+	// Token, when set, must be sent as "Authorization: Bearer TOKEN" on
+	// every control API request. "" requires none on loopback; on an
+	// address other machines can reach (AllowRemote) one is generated
+	// and printed with the control API's address.
+	Token string
 	// Out receives the addresses, one upstream a line; nil means discard.
 	Out io.Writer
 	// Logger is the logger; nil means slog.Default().
@@ -145,8 +150,26 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.Handle("/", s.ControlHandler())
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		token, generated, err := controlToken(o.Token, ln.Addr())
+		if err != nil {
+			ln.Close()
+			tw.Flush()
+			return finish(journal.EndFailed, fmt.Errorf("%w: control API: %w", rehearse.ErrEnvironment, err))
+		}
+		guard := NewControlGuard(ln.Addr(), o.Control, token)
+		if !isLoopback(ln.Addr()) {
+			guard.Names = append(guard.Names, machineNames()...)
+		}
+		srv := &http.Server{Handler: guard.Wrap(mux), ReadHeaderTimeout: 10 * time.Second}
 		fmt.Fprintf(tw, "control\t\t\thttp://%s (GET /faults, POST /faults, DELETE /faults, GET /metrics)\n", ln.Addr())
+		switch {
+		case generated:
+			// Printed once, here, for the person who started it: the
+			// API is reachable from other machines and needs it.
+			fmt.Fprintf(tw, "token\t\t\t%s (send \"Authorization: Bearer TOKEN\" with every control API request)\n", token)
+		case token != "":
+			fmt.Fprintf(tw, "token\t\t\trequired (the one given; send \"Authorization: Bearer TOKEN\")\n")
+		}
 		go func() {
 			err := srv.Serve(ln)
 			if errors.Is(err, http.ErrServerClosed) {
@@ -188,7 +211,7 @@ func loopbackOnly(control string, upstreams []UpstreamConfig) error {
 		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 			return nil
 		}
-		return fmt.Errorf("%w: %s %s is not a loopback address: the control API has no authentication and the upstreams answer anyone, so other machines must not reach them; give --allow-remote to listen there anyway", rehearse.ErrInvalid, what, addr)
+		return fmt.Errorf("%w: %s %s is not a loopback address: the upstreams answer anyone and the control API injects faults for whoever reaches it, so other machines must not reach them; give --allow-remote to listen there anyway (the control API then requires a token)", rehearse.ErrInvalid, what, addr)
 	}
 	if control != "" {
 		if err := check("--control", control); err != nil {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/runs"
 )
 
@@ -256,7 +255,11 @@ func filePerm(j Job) os.FileMode {
 // atomically and loads it with `launchctl enable` and `launchctl bootstrap`.
 // Installing the same job again is a no-op; a different job under the same
 // label is refused (ErrExists) unless opts.Force, which unloads it first —
-// stopping a rehearsal in progress, if one is running.
+// stopping a rehearsal in progress, if one is running. It is all or
+// nothing: the launchd domain must answer before anything is written
+// (ErrUnreachable otherwise), and when launchctl refuses the agent the
+// previous plist is put back (and loaded again if it was) or the new one
+// removed, with the directories the install created.
 func (m *Manager) Install(ctx context.Context, job Job, opts InstallOptions) (InstallResult, error) {
 	if m.unsupported != nil {
 		return InstallResult{}, m.unsupported
@@ -275,6 +278,9 @@ func (m *Manager) Install(ctx context.Context, job Job, opts InstallOptions) (In
 	existed := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return res, fmt.Errorf("%w: read %s: %w", rehearse.ErrEnvironment, path, err)
+	}
+	if err := m.reachable(ctx); err != nil {
+		return res, fmt.Errorf("%w (nothing was installed)", err)
 	}
 	isLoaded, _, err := m.loaded(ctx, j.Label)
 	if err != nil {
@@ -303,40 +309,68 @@ func (m *Manager) Install(ctx context.Context, job Job, opts InstallOptions) (In
 			}
 		}
 	}
-	// launchd opens StandardOutPath and StandardErrorPath itself and does
-	// not create their directory.
-	if err := os.MkdirAll(filepath.Join(j.Archive, LogsDir), 0o755); err != nil {
-		return res, fmt.Errorf("%w: create archive: %w", rehearse.ErrEnvironment, err)
-	}
-	if err := atomicfile.Write(path, data, filePerm(j)); err != nil {
+	var t txn
+	if err := m.load(ctx, &t, j, path, data); err != nil {
+		err = t.failed(err)
+		if existed && isLoaded {
+			// The agent that was there runs again, as before the install.
+			if _, rerr := m.launchctl(ctx, "bootstrap", m.domainTarget(), path); rerr != nil {
+				err = fmt.Errorf("%w; the agent it replaced could not be loaded again: %w", err, rerr)
+			}
+		}
 		return res, err
 	}
 	res.Files = []string{path}
 	res.Changed = true
-	// A label disabled earlier (launchctl disable) cannot be bootstrapped;
-	// enabling is harmless otherwise.
-	if _, err := m.launchctl(ctx, "enable", m.serviceTarget(j.Label)); err != nil {
-		return res, err
-	}
-	if _, err := m.launchctl(ctx, "bootstrap", m.domainTarget(), path); err != nil {
-		if !existed {
-			// Leave no agent that would load at the next login while the
-			// user believes the install failed.
-			_ = os.Remove(path)
-			res.Files = nil
-		}
-		if m.s.domain == "gui" {
-			return res, fmt.Errorf("%w (over SSH without a GUI login, try --domain user)", err)
-		}
-		return res, err
-	}
 	m.s.log.Info("agent installed", "label", j.Label, "path", path, "next_run", NextRun(j.Schedule, m.s.now()).Format(time.RFC3339))
 	return res, nil
 }
 
+// reachable checks that launchd has the domain the agent goes in: the
+// gui domain exists only while the user is logged in at the screen.
+func (m *Manager) reachable(ctx context.Context) error {
+	_, err := m.launchctl(ctx, "print", m.domainTarget())
+	if err == nil {
+		return nil
+	}
+	if m.s.domain == "gui" {
+		return fmt.Errorf("%w: launchd has no domain %s (%w): the gui domain exists while this user is logged in at the Mac's screen; log in there, or install into the background domain with --domain user (works over SSH)",
+			ErrUnreachable, m.domainTarget(), err)
+	}
+	return fmt.Errorf("%w: launchd has no domain %s (%w): run this as the user the agent is for, logged in (an SSH login will do)",
+		ErrUnreachable, m.domainTarget(), err)
+}
+
+// load writes the plist (with the archive's log directory, which launchd
+// does not create) and loads it; what it writes is recorded in t.
+func (m *Manager) load(ctx context.Context, t *txn, j Job, path string, data []byte) error {
+	// launchd opens StandardOutPath and StandardErrorPath itself and does
+	// not create their directory.
+	if err := t.mkdirAll(filepath.Join(j.Archive, LogsDir)); err != nil {
+		return err
+	}
+	if err := t.write(path, data, filePerm(j)); err != nil {
+		return err
+	}
+	// A label disabled earlier (launchctl disable) cannot be bootstrapped;
+	// enabling is harmless otherwise.
+	if _, err := m.launchctl(ctx, "enable", m.serviceTarget(j.Label)); err != nil {
+		return err
+	}
+	if _, err := m.launchctl(ctx, "bootstrap", m.domainTarget(), path); err != nil {
+		if m.s.domain == "gui" {
+			return fmt.Errorf("%w (over SSH without a GUI login, try --domain user)", err)
+		}
+		return err
+	}
+	return nil
+}
+
 // Uninstall unloads the agent (`launchctl bootout`) if launchd has it and
 // removes its plist. It reports whether there was anything to remove; an
-// agent that is not installed is not an error.
+// agent that is not installed is not an error. The plist goes even when
+// launchd cannot be asked or refuses the bootout: then the error wraps
+// ErrNotStopped and says what could not be done.
 func (m *Manager) Uninstall(ctx context.Context, label string) (bool, error) {
 	if m.unsupported != nil {
 		return false, m.unsupported
@@ -344,25 +378,27 @@ func (m *Manager) Uninstall(ctx context.Context, label string) (bool, error) {
 	if err := ValidateLabel(label); err != nil {
 		return false, err
 	}
-	isLoaded, _, err := m.loaded(ctx, label)
-	if err != nil {
-		return false, err
-	}
-	if isLoaded {
-		if _, err := m.launchctl(ctx, "bootout", m.serviceTarget(label)); err != nil {
-			return false, err
-		}
+	isLoaded, _, stopErr := m.loaded(ctx, label)
+	if stopErr == nil && isLoaded {
+		_, stopErr = m.launchctl(ctx, "bootout", m.serviceTarget(label))
 	}
 	path := m.PlistPath(label)
-	err = os.Remove(path)
+	err := os.Remove(path)
 	switch {
 	case err == nil:
-		return true, nil
 	case errors.Is(err, fs.ErrNotExist):
+		if stopErr != nil {
+			return false, stopErr
+		}
 		return isLoaded, nil
 	default:
 		return isLoaded, fmt.Errorf("%w: remove %s: %w", rehearse.ErrEnvironment, path, err)
 	}
+	if stopErr != nil {
+		return true, fmt.Errorf("%w: the agent could not be unloaded: %w; it will not load at the next login, and launchctl bootout %s unloads it now",
+			ErrNotStopped, stopErr, m.serviceTarget(label))
+	}
+	return true, nil
 }
 
 // Status describes an installed agent: its file, launchd's view of it, its

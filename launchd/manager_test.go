@@ -26,6 +26,11 @@ type fakeLaunchd struct {
 	loaded  map[string]bool // service target → loaded
 	running bool
 	fail    map[string]error // subcommand → error to return
+	// failOnce makes each fail entry fail one call only.
+	failOnce bool
+	// noDomain is a launchd without the domain (a gui domain with no one
+	// logged in at the screen): every print fails.
+	noDomain bool
 	// linger is how many prints still see a service after bootout, like a
 	// launchd that is slow to tear the old instance down.
 	linger    int
@@ -45,10 +50,20 @@ func (f *fakeLaunchd) run(ctx context.Context, name string, args ...string) ([]b
 		f.t.Errorf("ran %q, want %s", name, launchctlPath)
 	}
 	if err := f.fail[args[0]]; err != nil {
+		if f.failOnce {
+			delete(f.fail, args[0])
+		}
 		return nil, &CommandError{Argv: argv, ExitCode: 5, Err: err, Output: []byte("Bootstrap failed: 5: Input/output error")}
 	}
 	switch args[0] {
 	case "print":
+		if f.noDomain {
+			out := []byte("Bad request.\nCould not find domain for " + args[1] + "\n")
+			return out, &CommandError{Argv: argv, Output: out, ExitCode: 113, Err: errors.New("exit status 113")}
+		}
+		if strings.Count(args[1], "/") == 1 {
+			return []byte(args[1] + " = {\n\ttype = gui\n}\n"), nil // the domain
+		}
 		if f.lingering[args[1]] > 0 {
 			f.lingering[args[1]]--
 			return os.ReadFile("testdata/launchctl-print-idle.txt")
@@ -157,6 +172,7 @@ func TestInstallFresh(t *testing.T) {
 	}
 	path := filepath.Join(e.home, "Library", "LaunchAgents", "dev.rehearse.weekly.plist")
 	want := [][]string{
+		argv("print", "gui/501"),
 		argv("print", "gui/501/dev.rehearse.weekly"),
 		argv("enable", "gui/501/dev.rehearse.weekly"),
 		argv("bootstrap", "gui/501", path),
@@ -194,7 +210,7 @@ func TestInstallFresh(t *testing.T) {
 	if err != nil || res.Changed {
 		t.Fatalf("reinstall: %+v, %v", res, err)
 	}
-	if got := e.fake.takeCalls(); !reflect.DeepEqual(got, want[:1]) {
+	if got := e.fake.takeCalls(); !reflect.DeepEqual(got, want[:2]) {
 		t.Errorf("reinstall argv %q", got)
 	}
 }
@@ -217,7 +233,7 @@ func TestInstallRefusesDifferentAgent(t *testing.T) {
 	if string(after) != string(before) {
 		t.Error("refused install still changed the plist")
 	}
-	if got := e.fake.takeCalls(); len(got) != 1 || got[0][1] != "print" {
+	if got := e.fake.takeCalls(); len(got) != 2 || got[0][1] != "print" || got[1][1] != "print" {
 		t.Errorf("refused install ran %q", got)
 	}
 
@@ -226,6 +242,7 @@ func TestInstallRefusesDifferentAgent(t *testing.T) {
 		t.Fatalf("force: %+v, %v", res, err)
 	}
 	want := [][]string{
+		argv("print", "gui/501"),
 		argv("print", "gui/501/dev.rehearse.weekly"),
 		argv("bootout", "gui/501/dev.rehearse.weekly"),
 		argv("print", "gui/501/dev.rehearse.weekly"), // gone yet?
@@ -284,7 +301,7 @@ func TestUserDomain(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.fake.takeCalls()
-	if got[2][1] != "bootstrap" || got[2][2] != "user/501" {
+	if got[0][2] != "user/501" || got[3][1] != "bootstrap" || got[3][2] != "user/501" {
 		t.Errorf("argv %q", got)
 	}
 	if _, err := New(WithDomain("system"), WithRunner(e.fake.run)); !errors.Is(err, rehearse.ErrInvalid) {
@@ -472,8 +489,9 @@ func TestInstallForceWaitsForBootout(t *testing.T) {
 			prints++
 		}
 	}
-	// One before, then two that still see it, one that does not.
-	if prints != 4 || calls[len(calls)-1][1] != "bootstrap" {
+	// The domain, one before, then two that still see it, one that does
+	// not.
+	if prints != 5 || calls[len(calls)-1][1] != "bootstrap" {
 		t.Errorf("argv %q", calls)
 	}
 

@@ -10,13 +10,13 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/halfopen/rehearse"
-	"github.com/halfopen/rehearse/internal/atomicfile"
 )
 
 // systemctlName is run from PATH: systemd installs it in /usr/bin or /bin
@@ -208,15 +208,51 @@ func (d *Systemd) UnitPaths(label string) (service, timer string) {
 func (d *Systemd) systemctl(ctx context.Context, args ...string) ([]byte, error) {
 	out, err := d.s.run(ctx, systemctlName, append([]string{"--user"}, args...)...)
 	var ce *CommandError
-	if errors.As(err, &ce) && ce.ExitCode == -1 && (errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)) {
-		return out, fmt.Errorf("%w (systemd user timers need a Linux host with systemd; on macOS use \"rehearse launchd\")", err)
+	switch {
+	case !errors.As(err, &ce):
+	case ce.ExitCode == -1 && (errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)):
+		return out, fmt.Errorf("%w: %w (systemd user timers need a Linux host with systemd; on macOS use \"rehearse launchd\")", ErrUnreachable, err)
+	case noUserBus(ce.Output):
+		return out, fmt.Errorf("%w: no systemd user manager for this user on the bus (%w): run this in a login session of the user (an SSH login, not su or sudo); for a user who is not logged in, \"loginctl enable-linger %s\" starts the user manager at boot, then set XDG_RUNTIME_DIR=/run/user/%d",
+			ErrUnreachable, err, userName(), os.Getuid())
 	}
 	return out, err
 }
 
+// noUserBus reports whether systemctl failed for want of a user bus, in
+// the words systemd's releases use.
+func noUserBus(out []byte) bool {
+	for _, s := range []string{"Failed to connect to bus", "Failed to connect to user scope bus", "$DBUS_SESSION_BUS_ADDRESS and $XDG_RUNTIME_DIR not defined"} {
+		if bytes.Contains(out, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// userName is the current user's login name for messages, "$USER" when
+// unknown.
+func userName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "$USER"
+}
+
+// reachable checks that systemctl --user can talk to the user manager,
+// before an install writes anything.
+func (d *Systemd) reachable(ctx context.Context) error {
+	_, err := d.systemctl(ctx, "show", "--property=Version")
+	return err
+}
+
 // Install writes the service and timer atomically, reloads systemd and
 // enables the timer (`systemctl --user enable --now`). A different job under
-// the same label is refused (ErrExists) unless opts.Force.
+// the same label is refused (ErrExists) unless opts.Force. It is all or
+// nothing: the user manager must answer before anything is written
+// (ErrUnreachable otherwise), and a failure after the units are written
+// puts the previous files back (or removes the new ones) and removes the
+// directories it created.
 func (d *Systemd) Install(ctx context.Context, job Job, opts InstallOptions) (InstallResult, error) {
 	j, err := d.s.installable(job)
 	res := InstallResult{Job: j}
@@ -250,36 +286,54 @@ func (d *Systemd) Install(ctx context.Context, job Job, opts InstallOptions) (In
 		}
 		res.Replaced = true
 	}
+	if err := d.reachable(ctx); err != nil {
+		return res, fmt.Errorf("%w (nothing was installed)", err)
+	}
+	var t txn
 	if !same {
-		perm := filePerm(j)
-		if err := atomicfile.Write(svcPath, svc, perm); err != nil {
-			return res, err
+		if err := t.write(svcPath, svc, filePerm(j)); err != nil {
+			return res, t.failed(err)
 		}
-		if err := atomicfile.Write(tmrPath, tmr, 0o644); err != nil {
-			return res, err
+		if err := t.write(tmrPath, tmr, 0o644); err != nil {
+			return res, t.failed(err)
 		}
+	}
+	if err := d.activate(ctx, &t, j); err != nil {
+		err = t.failed(err)
+		// The manager forgets the units that are gone (or rereads the
+		// ones put back); it may be the one that failed.
+		_, _ = d.systemctl(ctx, "daemon-reload")
+		return res, err
+	}
+	if !same {
 		res.Files = []string{svcPath, tmrPath}
 		res.Changed = true
-	}
-	// Reload even when nothing changed: a unit systemd once looked up and
-	// did not find stays "not-found" in its cache until a reload.
-	if _, err := d.systemctl(ctx, "daemon-reload"); err != nil {
-		return res, err
-	}
-	if err := os.MkdirAll(j.Archive, 0o755); err != nil {
-		return res, fmt.Errorf("%w: create archive: %w", rehearse.ErrEnvironment, err)
-	}
-	// enable --now is idempotent: it also repairs a timer that was stopped
-	// or disabled by hand since the last install.
-	if _, err := d.systemctl(ctx, "enable", "--now", j.Label+".timer"); err != nil {
-		return res, err
 	}
 	return res, nil
 }
 
+// activate makes systemd read the units and start the timer, and creates
+// the archive; what it creates is recorded in t.
+func (d *Systemd) activate(ctx context.Context, t *txn, j Job) error {
+	// Reload even when nothing changed: a unit systemd once looked up and
+	// did not find stays "not-found" in its cache until a reload.
+	if _, err := d.systemctl(ctx, "daemon-reload"); err != nil {
+		return err
+	}
+	if err := t.mkdirAll(j.Archive); err != nil {
+		return err
+	}
+	// enable --now is idempotent: it also repairs a timer that was stopped
+	// or disabled by hand since the last install.
+	_, err := d.systemctl(ctx, "enable", "--now", j.Label+".timer")
+	return err
+}
+
 // Uninstall disables and stops the timer, removes both unit files and
 // reloads systemd. A rehearsal in progress finishes. It reports whether
-// there was anything to remove.
+// there was anything to remove. The files go even when systemctl fails
+// (no user bus, say): then the error wraps ErrNotStopped and says what
+// could not be done.
 func (d *Systemd) Uninstall(ctx context.Context, label string) (bool, error) {
 	if err := ValidateLabel(label); err != nil {
 		return false, err
@@ -290,9 +344,10 @@ func (d *Systemd) Uninstall(ctx context.Context, label string) (bool, error) {
 	if e1 != nil && e2 != nil {
 		return false, nil
 	}
+	var stopErr error
 	if e2 == nil {
 		if _, err := d.systemctl(ctx, "disable", "--now", label+".timer"); err != nil {
-			return false, err
+			stopErr = err
 		}
 	}
 	for _, p := range []string{tmrPath, svcPath} {
@@ -300,8 +355,14 @@ func (d *Systemd) Uninstall(ctx context.Context, label string) (bool, error) {
 			return true, fmt.Errorf("%w: remove %s: %w", rehearse.ErrEnvironment, p, err)
 		}
 	}
-	if _, err := d.systemctl(ctx, "daemon-reload"); err != nil {
-		return true, err
+	if stopErr == nil {
+		if _, err := d.systemctl(ctx, "daemon-reload"); err != nil {
+			stopErr = err
+		}
+	}
+	if stopErr != nil {
+		return true, fmt.Errorf("%w: the timer could not be stopped and disabled: %w; if this user's systemd runs in another session, run there: systemctl --user daemon-reload; systemctl --user stop %s.timer",
+			ErrNotStopped, stopErr, label)
 	}
 	return true, nil
 }

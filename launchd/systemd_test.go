@@ -93,12 +93,28 @@ type fakeSystemctl struct {
 	callLog
 	loaded bool
 	active string // service ActiveState
+	// noBus answers every call as systemctl does with no user bus.
+	noBus bool
+	// fail makes a subcommand fail.
+	fail map[string]bool
 }
 
 func (f *fakeSystemctl) run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, append([]string{name}, args...))
+	argv := append([]string{name}, args...)
+	f.calls = append(f.calls, argv)
+	if f.noBus {
+		out := []byte("Failed to connect to bus: No medium found\n")
+		return out, &CommandError{Argv: argv, Output: out, ExitCode: 1, Err: errors.New("exit status 1")}
+	}
+	if len(args) > 1 && f.fail[args[1]] {
+		out := []byte("Failed to enable unit: Unit file " + args[len(args)-1] + " is masked.\n")
+		return out, &CommandError{Argv: argv, Output: out, ExitCode: 1, Err: errors.New("exit status 1")}
+	}
+	if len(args) > 2 && args[1] == "show" && strings.HasPrefix(args[2], "--property=") {
+		return []byte("Version=252.30\n"), nil // the manager itself
+	}
 	if len(args) > 1 && args[1] == "show" {
 		load := "not-found"
 		if f.loaded {
@@ -139,7 +155,7 @@ func TestSystemdInstallUninstall(t *testing.T) {
 	if !reflect.DeepEqual(res.Files, []string{svcPath, tmrPath}) || !res.Changed {
 		t.Errorf("result %+v", res)
 	}
-	want := [][]string{sc("daemon-reload"), sc("enable", "--now", "dev.rehearse.weekly.timer")}
+	want := [][]string{sc("show", "--property=Version"), sc("daemon-reload"), sc("enable", "--now", "dev.rehearse.weekly.timer")}
 	if got := fake.takeCalls(); !reflect.DeepEqual(got, want) {
 		t.Errorf("argv:\n got %q\nwant %q", got, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 // harnessJUnit is the part of junit.xml a CI reads.
@@ -125,7 +126,7 @@ name: unreachable
 gateway:
   url: http://127.0.0.1:1
   ready: {timeout: 1s}
-upstreams: [{name: search}]
+upstreams: [{name: search, listen: "`+testutil.FreeAddr(t)+`"}]
 replay: {duration: 2s}
 `+harnessExpectations)
 	dir := filepath.Join(t.TempDir(), "run")

@@ -50,9 +50,14 @@ type Plan struct {
 // reason in words, a capture Run could not replay: unreadable (not a pcap
 // or pcapng file, truncated, corrupt), or holding no request the replayer
 // would send (TLS, HTTP/2 or other protocols only, everything filtered out
-// or incomplete, writes refused). Every refusal is invalid input (exit
-// code 2), placed at the scenario key it comes from. Check sends nothing
-// and creates nothing.
+// or incomplete, writes refused), and a plan that can only fail
+// (scenarios.CheckObservable: an expectation the run cannot observe,
+// upstreams an external gateway cannot be pointed at). Every refusal is
+// invalid input (exit code 2), placed at the scenario key it comes from.
+// Check sends nothing and creates nothing. It is the one check of every
+// command that runs a scenario or schedules one: validate, run (before
+// anything starts), run --dry-run, and launchd and systemd print and
+// install.
 func Check(ctx context.Context, sc *scenarios.Scenario) (*Plan, error) {
 	opt, err := sc.CaptureOptions()
 	if err != nil {
@@ -111,6 +116,12 @@ func Check(ctx context.Context, sc *scenarios.Scenario) (*Plan, error) {
 		}
 	}
 	p.Span = last.Sub(first)
+	// Last, with the capture's size known (a replay.once run lasts as
+	// long as its requests take): expectations the run could not observe,
+	// upstreams the gateway could not be pointed at.
+	if err := sc.CheckObservable(p.Replayable, p.Span); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -160,3 +160,28 @@ func TestPlanOfEveryDrill(t *testing.T) {
 		}
 	}
 }
+
+// TestRunUnobservablePlanCreatesNothing: a plan that can only fail (here
+// closes_within with a fault to the end of the run) is refused by Check,
+// and Run refuses it before the run directory exists.
+func TestRunUnobservablePlanCreatesNothing(t *testing.T) {
+	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), "s.yaml"), []byte(`name: late
+replay: {duration: 2s}
+faults: [{type: status, upstream: search, at: 1s}]
+expectations: {closes_within: 5s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(context.Background(), sc); rehearse.ExitCode(err) != 2 || !strings.Contains(err.Error(), "s.yaml:4:31: expectations.closes_within: cannot be observed") {
+		t.Fatalf("Check: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), sc, Options{OutDir: out})
+	if res != nil || rehearse.ExitCode(err) != 2 {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run directory made for a plan that can only fail: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/child"
 )
 
 // redisServer is a redis-server child process the conductor starts for a
@@ -31,7 +32,7 @@ var errNoRedis = errors.New("redis-server not found in PATH (Debian/Ubuntu: apt-
 
 // startRedis starts redis-server on a free loopback port and waits until it
 // answers PING. The process is killed when ctx is cancelled or Stop is
-// called.
+// called, and when the harness dies without calling Stop (internal/child).
 func startRedis(ctx context.Context) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -64,12 +65,17 @@ func spawnRedis(ctx context.Context, bin string, port int) (*redisServer, error)
 	cmd.Stdout = &logBuf
 	cmd.Stderr = &logBuf
 	setProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	// Killed with the harness however it dies (kill -9 included): in its
+	// own process group no terminal signal reaches it, and an orphaned
+	// redis-server keeps its port and memory until the next run.
+	release, err := child.Start(cmd)
+	if err != nil {
 		return nil, err
 	}
 	rs := &redisServer{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
+		release() // exited: nothing left to guard, nor a PID to reuse
 		rs.mu.Lock()
 		rs.err = err
 		rs.mu.Unlock()

@@ -169,7 +169,7 @@ name: unreachable
 gateway:
   url: http://`+addr+`
   ready: {timeout: 1s}
-upstreams: [{name: search}]
+upstreams: [{name: search, listen: "`+testutil.FreeAddr(t)+`"}]
 replay: {duration: 1m}
 `)
 	dir := filepath.Join(t.TempDir(), "run")

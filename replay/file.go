@@ -32,10 +32,17 @@ const (
 type FileRun struct {
 	// Capture is the pcap or pcapng file ("-" reads standard input).
 	Capture string
-	// CaptureOptions filter and rewrite the requests read. Secrets are
-	// kept for sending (KeepSecrets is forced on): the gateway needs the
-	// captured credentials, and the journal never records headers.
+	// CaptureOptions filter and rewrite the requests read. KeepSecrets is
+	// ignored: SendCredentials decides.
 	CaptureOptions capture.Options
+	// SendCredentials sends the credentials the capture holds
+	// (Authorization, Proxy-Authorization, Cookie, API-key headers, URL
+	// user info, credential query parameters) as captured. False (the
+	// default) replaces each with redact.Marker, as `rehearse run` does:
+	// a production capture's credentials never reach a test gateway by
+	// accident. Headers set with CaptureOptions.Rewrite are sent as
+	// written either way; the journal never records headers.
+	SendCredentials bool
 	// Options configure the replay. An empty RunID gets a generated one.
 	Options Options
 	// OutDir, when set, receives journal.jsonl and summary.json; it is
@@ -64,7 +71,7 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 		return nil, err
 	}
 	copt := fr.CaptureOptions
-	copt.KeepSecrets = true
+	copt.KeepSecrets = fr.SendCredentials
 	corpus, st, err := capture.ReadFile(ctx, fr.Capture, copt)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -11,9 +11,10 @@ import (
 	"github.com/halfopen/rehearse"
 )
 
-// TestCorpus loads every testdata/valid-*.yaml (must load) and
-// invalid-*.yaml, whose first lines "# error: …" are the exact messages,
-// one line per error, in order.
+// TestCorpus loads every testdata/valid-*.yaml (must load and pass the
+// plan check) and invalid-*.yaml, whose first lines "# error: …" are the
+// exact messages of loading it or, when it loads, of CheckObservable (what
+// rehearse validate runs after loading), one line per error, in order.
 func TestCorpus(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	if len(files) < 10 {
@@ -22,7 +23,11 @@ func TestCorpus(t *testing.T) {
 	for _, f := range files {
 		name := filepath.Base(f)
 		t.Run(name, func(t *testing.T) {
-			_, err := Load(f)
+			s, err := Load(f)
+			if err == nil {
+				// No capture facts: no corpus file replays once.
+				err = s.CheckObservable(0, 0)
+			}
 			switch {
 			case strings.HasPrefix(name, "valid-"):
 				if err != nil {

@@ -32,6 +32,9 @@ type Overrides struct {
 type Override struct {
 	// Name is the flag's name, without dashes; Usage its help.
 	Name, Usage string
+	// path is the scenario key the flag sets: validation errors about
+	// it name the flag.
+	path string
 	// typ is pflag's type name, shown in the help ("float64" reads as
 	// "float").
 	typ string
@@ -48,11 +51,11 @@ type Override struct {
 // a scenario whose gateway --gateway replaced is an error, not ignored.
 func NewOverrides() *Overrides {
 	return &Overrides{flags: []*Override{
-		{Name: "gateway", typ: "string", Usage: "base URL of the gateway under test (replaces the scenario's gateway)", parse: parseGatewayOverride},
-		{Name: "rate", typ: "float64", Usage: "requests per second (default: the scenario's)", parse: parseRateOverride},
-		{Name: "duration", typ: "duration", Usage: "replay duration, e.g. 30s, 5m (default: the scenario's)", parse: parseDurationOverride},
-		{Name: "seed", typ: "int64", Usage: fmt.Sprintf("seed of every random decision (default: the scenario's, else %d)", DefaultSeed), parse: parseSeedOverride},
-		{Name: "gateway-mode", typ: "string", Usage: "built-in gateway mode: reference or naive (fixed 200ms retries ×3, no deadline, no breaker), to compare the two", parse: parseModeOverride},
+		{Name: "gateway", path: "gateway.url", typ: "string", Usage: "base URL of the gateway under test (replaces the scenario's gateway)", parse: parseGatewayOverride},
+		{Name: "rate", path: "replay.rate", typ: "float64", Usage: "requests per second (default: the scenario's)", parse: parseRateOverride},
+		{Name: "duration", path: "replay.duration", typ: "duration", Usage: "replay duration, e.g. 30s, 5m (default: the scenario's)", parse: parseDurationOverride},
+		{Name: "seed", path: "seed", typ: "int64", Usage: fmt.Sprintf("seed of every random decision (default: the scenario's, else %d)", DefaultSeed), parse: parseSeedOverride},
+		{Name: "gateway-mode", path: "gateway.builtin.config.mode", typ: "string", Usage: "built-in gateway mode: reference or naive (fixed 200ms retries ×3, no deadline, no breaker), to compare the two", parse: parseModeOverride},
 	}}
 }
 
@@ -87,6 +90,10 @@ func (o *Overrides) Apply(s *Scenario) error {
 		if err := f.apply(s); err != nil {
 			return fmt.Errorf("%w: --%s: %w", rehearse.ErrInvalid, f.Name, err)
 		}
+		if s.flags == nil {
+			s.flags = map[string]string{}
+		}
+		s.flags[f.path] = f.Name
 	}
 	return s.Validate()
 }

@@ -48,6 +48,10 @@ type Scenario struct {
 	// positions maps field paths to their place in the file, for
 	// validation messages.
 	positions map[string]yamlstrict.Pos
+	// flags maps the paths a command-line flag set (Overrides.Apply) to
+	// the flag, so that an error in such a value names the flag, not the
+	// place in the file the flag replaced.
+	flags map[string]string
 }
 
 // GatewaySpec is the gateway under test: a URL, or the built-in reference

@@ -120,3 +120,75 @@ func TestInjectServe(t *testing.T) {
 		}
 	}
 }
+
+// startInjectServe runs `inject serve` with args until the test ends and
+// returns what it printed once the control line is there.
+func startInjectServe(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb testutil.SyncBuffer
+	root := newRootCmd(&out, &errb)
+	root.SetArgs(append([]string{"inject", "serve", "--log-level", "warn"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(10 * time.Second)
+	for !regexp.MustCompile(`control\s+http://\S+`).MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no control address printed:\n%s\n%s", out.String(), errb.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return out.String()
+}
+
+// getFaults asks url's /faults with an optional bearer token.
+func getFaults(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/faults", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestInjectServeToken: a control API other machines can reach
+// (--allow-remote) gets a generated token, printed once, and refuses
+// requests without it; on loopback REHEARSE_CONTROL_TOKEN sets one, which
+// is required and never printed.
+func TestInjectServeToken(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "up.yaml")
+	os.WriteFile(cfg, []byte("upstreams:\n  - name: search\n"), 0o644)
+
+	out := startInjectServe(t, "--config", cfg, "--control", "0.0.0.0:0", "--allow-remote")
+	m := regexp.MustCompile(`control\s+http://\S+:(\d+) `).FindStringSubmatch(out)
+	tok := regexp.MustCompile(`token\s+([0-9a-f]{32})\s`).FindStringSubmatch(out)
+	if m == nil || tok == nil {
+		t.Fatalf("no port or generated token printed:\n%s", out)
+	}
+	url := "http://127.0.0.1:" + m[1]
+	if code := getFaults(t, url, ""); code != 401 {
+		t.Errorf("remote API without the token: %d, want 401", code)
+	}
+	if code := getFaults(t, url, tok[1]); code != 200 {
+		t.Errorf("remote API with the printed token: %d, want 200", code)
+	}
+
+	t.Setenv("REHEARSE_CONTROL_TOKEN", "env-token-5ecret")
+	out = startInjectServe(t, "--config", cfg)
+	url = regexp.MustCompile(`control\s+(http://\S+)`).FindStringSubmatch(out)[1]
+	if strings.Contains(out, "env-token-5ecret") || !strings.Contains(out, "required") {
+		t.Errorf("the token given is printed, or its requirement is not:\n%s", out)
+	}
+	if code := getFaults(t, url, ""); code != 401 {
+		t.Errorf("without the environment's token: %d, want 401", code)
+	}
+	if code := getFaults(t, url, "env-token-5ecret"); code != 200 {
+		t.Errorf("with the environment's token: %d, want 200", code)
+	}
+}

@@ -172,7 +172,14 @@ kickstart call launchctl and need macOS (on Linux see "rehearse systemd").`,
 		long: map[string]string{
 			"install": `Write ~/Library/LaunchAgents/<label>.plist atomically and load it with
 launchctl bootstrap. Installing the same job again changes nothing; a different
-job under the same label is refused unless --force.`,
+job under the same label is refused unless --force.
+
+First the scheduled command line (rehearse run SCENARIO with the archive flags
+and every --run-arg) is checked as a dry run: a scenario validate refuses, or a
+flag run refuses, fails now with exit 2 and nothing written. A launchd domain
+that cannot be reached (gui with nobody logged in at the screen) fails with exit
+3 before anything is written, and a launchctl failure after the plist is written
+removes it again: all or nothing.`,
 		},
 		launchdJob: true,
 		render: func(w io.Writer, _ scheduler, job launchd.Job) error {

@@ -53,6 +53,9 @@ func (r *recorder) run(ctx context.Context, name string, args ...string) ([]byte
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, strings.Join(append([]string{filepath.Base(name)}, args...), " "))
+	if args[0] == "print" && strings.Count(args[1], "/") == 1 {
+		return nil, nil // the domain exists
+	}
 	if args[0] == "print" && !r.loaded {
 		return nil, &launchd.CommandError{Argv: args, ExitCode: 113, Err: os.ErrNotExist}
 	}
@@ -135,7 +138,7 @@ func TestLaunchdInstallWithFakeRunner(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	plist := filepath.Join(home, "Library", "LaunchAgents", "dev.rehearse.weekly.plist")
-	want := []string{"launchctl print gui/501/dev.rehearse.weekly", "launchctl enable gui/501/dev.rehearse.weekly", "launchctl bootstrap gui/501 " + plist}
+	want := []string{"launchctl print gui/501", "launchctl print gui/501/dev.rehearse.weekly", "launchctl enable gui/501/dev.rehearse.weekly", "launchctl bootstrap gui/501 " + plist}
 	if !reflect.DeepEqual(rec.calls, want) {
 		t.Errorf("argv %q\nwant %q", rec.calls, want)
 	}

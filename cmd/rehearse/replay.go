@@ -41,6 +41,15 @@ with X-Rehearse-Seq and X-Rehearse-Run and classified (ok, http_4xx, http_5xx,
 fast_fail, connect_refused, connect_timeout, reset_before_headers,
 headers_timeout, cut_mid_body, deadline_mid_body, truncated, malformed, dropped).
 
+Credentials the capture holds (Authorization, Proxy-Authorization, Cookie and
+API-key headers, URL user info, credential query parameters such as api_key or
+access_token: the names docs/contracts.md lists under "Secrets") are not sent:
+each value is replaced by REDACTED, as 'rehearse run' does, so that production
+credentials never reach a test gateway by accident. Give the gateway a test
+credential with --set-header (sent exactly as written), or pass --send-credentials
+to send the captured ones. Nothing is written with a credential in it: the
+journal and the summary record no headers.
+
 POST, PUT, PATCH and DELETE requests are refused unless --allow-writes is given.
 With --out DIR the journal (journal.jsonl) and summary (summary.json) are written
 there. A progress line is shown when stderr is a terminal, unless --quiet.
@@ -48,7 +57,8 @@ Ctrl-C stops sending, waits briefly for requests in flight and still writes the
 partial summary (exit code 130).`,
 		Example: `  rehearse replay capture.pcapng --target http://127.0.0.1:8080
   rehearse replay capture.pcap --target http://gw.local:8080 --rate 50 --duration 1m --out runs/replay
-  rehearse replay capture.pcap --target http://127.0.0.1:8080 --once --timing original --speed 2`,
+  rehearse replay capture.pcap --target http://127.0.0.1:8080 --once --timing original --speed 2
+  rehearse replay capture.pcap --target http://127.0.0.1:8080 --set-header "Authorization: Bearer $TEST_TOKEN"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if target == "" {
@@ -125,7 +135,8 @@ partial summary (exit code 130).`,
 	f.StringSliceVar(&fr.CaptureOptions.Filter.Methods, "method", nil, "replay only these methods (repeatable or comma-separated)")
 	f.StringVar(&path, "path", "", "replay only requests whose path matches this regular expression")
 	f.StringVar(&fr.CaptureOptions.Filter.Host, "host", "", "replay only requests to this host (Host header)")
-	f.StringArrayVar(&setHeaders, "set-header", nil, "set a header on every request, \"Name: value\" (repeatable)")
+	f.StringArrayVar(&setHeaders, "set-header", nil, "set a header on every request, \"Name: value\" (repeatable); sent as written, credentials included")
+	f.BoolVar(&fr.SendCredentials, "send-credentials", false, "send the credentials the capture holds (Authorization, Cookie, API-key headers, URL user info, credential query parameters) instead of REDACTED")
 	f.StringSliceVar(&fr.CaptureOptions.Rewrite.Drop, "drop-header", nil, "remove a header from every request (repeatable)")
 	return cmd
 }

@@ -118,7 +118,7 @@ func TestScenariosCommands(t *testing.T) {
 func TestRunHarnessFailureOutput(t *testing.T) {
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "unreachable.yaml")
-	src := "name: unreachable\ngateway: {url: \"http://127.0.0.1:1\", ready: {timeout: 1s}}\nupstreams: [{name: search}]\nreplay: {duration: 2s}\nexpectations: {upstreams: [search], max_probes_in_flight: 1}\n"
+	src := "name: unreachable\ngateway: {url: \"http://127.0.0.1:1\", ready: {timeout: 1s}}\nupstreams: [{name: search, listen: \"" + testutil.FreeAddr(t) + "\"}]\nreplay: {duration: 2s}\nexpectations: {upstreams: [search], max_probes_in_flight: 1}\n"
 	if err := os.WriteFile(scenario, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,8 @@ func TestRunDryRun(t *testing.T) {
 		return testutil.ServeTCP(t, func(net.Conn) { accepted.Add(1) })
 	}
 	gw, real := listen(), listen()
+	// An external gateway calls upstreams on fixed ports.
+	ups := []string{testutil.FreeAddr(t), testutil.FreeAddr(t)}
 	work := t.TempDir()
 	t.Chdir(work)
 	src := `version: 1
@@ -252,8 +254,8 @@ gateway:
   metrics: {url: http://` + gw + `/metrics, preset: reference}
 replay: {rate: 20, duration: 90s, filter: {methods: [GET]}}
 upstreams:
-  - {name: search, mode: proxy, target: "http://` + real + `"}
-  - {name: weather}
+  - {name: search, mode: proxy, target: "http://` + real + `", listen: "` + ups[0] + `"}
+  - {name: weather, listen: "` + ups[1] + `"}
 faults:
   - {type: status, upstream: search, at: 10s, for: 30s, params: {code: 503}}
   - {type: retry_after, upstream: weather, at: 50s, params: {after: 5s}, probability: 0.5}
@@ -274,7 +276,7 @@ expectations: {upstreams: [search], opens_within: 20s}
 		"replay: 20 req/s for 1m30s",
 		"gateway: http://ci:REDACTED@" + gw + " (under test)",
 		"metrics: http://" + gw + "/metrics (preset reference)",
-		"search   proxy  127.0.0.1:0 (a free port, picked at start)  → http://" + real,
+		"search   proxy  " + ups[0] + "  → http://" + real,
 		"10s    40s         search    status       -     {\"code\":503}",
 		"50s    end of run  weather   retry_after  -     {\"after\":\"5s\"} probability 0.5",
 		"opens_within: 20s",

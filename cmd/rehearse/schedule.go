@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/launchd"
 )
 
@@ -84,7 +86,7 @@ func (s schedulerCmds) jobCommands() []*cobra.Command {
 		return c
 	}
 	printCmd := withJob("print", func(cmd *cobra.Command, sch scheduler, jf *jobFlags) error {
-		job, err := jf.printable(sch.Home())
+		job, err := checkedJob(cmd.Context(), jf, sch.Home())
 		if err != nil {
 			return err
 		}
@@ -92,7 +94,7 @@ func (s schedulerCmds) jobCommands() []*cobra.Command {
 	})
 	var force bool
 	install := withJob("install", func(cmd *cobra.Command, sch scheduler, jf *jobFlags) error {
-		job, err := jf.job()
+		job, err := checkedJob(cmd.Context(), jf, sch.Home())
 		if err != nil {
 			return err
 		}
@@ -136,6 +138,13 @@ func (s schedulerCmds) labelCommands() []*cobra.Command {
 
 	uninstall := withLabel("uninstall", func(cmd *cobra.Command, sch scheduler, label string) error {
 		done, err := sch.Uninstall(cmd.Context(), label)
+		if errors.Is(err, launchd.ErrNotStopped) {
+			// The files are gone, which is what keeps the job from
+			// coming back; what the scheduler could not be told is said,
+			// with what to do.
+			fmt.Fprintf(cmd.OutOrStdout(), "uninstalled %s (archived runs are kept)\n  note: %v\n", label, err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -180,4 +189,50 @@ func (s schedulerCmds) labelCommands() []*cobra.Command {
 		},
 	}
 	return []*cobra.Command{uninstall, status, kickstart, list}
+}
+
+// checkedJob is the job the flags describe, resolved for home and checked
+// as the scheduler will run it: print and install both get their job
+// here, so neither prints or installs a job whose run would be refused.
+func checkedJob(ctx context.Context, jf *jobFlags, home string) (launchd.Job, error) {
+	job, err := jf.printable(home)
+	if err != nil {
+		return job, err
+	}
+	return job, checkScheduled(ctx, job)
+}
+
+// checkScheduled runs the job's own command line — "rehearse run", the
+// scenario, the archive flags and the --run-arg extras, parsed by run's
+// own flags — as a dry run: the scenario is checked as validate checks it
+// (rehearsal.Check), with the overrides the scheduled run will have (a
+// --run-arg=--duration shortens the replay for the plan check too), and a
+// flag run would refuse is refused now, not at 03:00 on Monday. Nothing
+// is sent or written.
+func checkScheduled(ctx context.Context, job launchd.Job) error {
+	args := job.Args()[1:] // the binary is the scheduler's to start
+	root := newRootCmd(io.Discard, io.Discard)
+	run, rest, err := root.Find(args)
+	if err != nil || run.Name() != "run" {
+		return fmt.Errorf("%w: the scheduled command %q is not rehearse run", rehearse.ErrInvalid, args)
+	}
+	if err := run.ParseFlags(rest); err != nil {
+		return fmt.Errorf("%w: the scheduled command would refuse its arguments (--run-arg): %w", rehearse.ErrInvalid, err)
+	}
+	for _, name := range []string{"dry-run", "help"} {
+		if f := run.Flags().Lookup(name); f != nil && f.Changed {
+			return fmt.Errorf("%w: --run-arg=--%s: a scheduled rehearsal would run nothing", rehearse.ErrInvalid, name)
+		}
+	}
+	if _, err := newLogger(io.Discard, run.Flag("log-level").Value.String(), run.Flag("log-format").Value.String()); err != nil {
+		return fmt.Errorf("--run-arg: %w", err)
+	}
+	if err := run.ValidateArgs(run.Flags().Args()); err != nil {
+		return fmt.Errorf("the scheduled command (--run-arg): %w", err)
+	}
+	if err := run.Flags().Set("dry-run", "true"); err != nil {
+		return err
+	}
+	run.SetContext(ctx)
+	return run.RunE(run, run.Flags().Args())
 }

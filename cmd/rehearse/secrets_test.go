@@ -20,8 +20,11 @@ import (
 
 // capturedSecrets are the credentials on the wire of testdata/secrets.pcap
 // (scripts/capturegen -mode secrets): an Authorization header, a Cookie,
-// an X-Api-Key, and api_key and access_token query parameters.
-var capturedSecrets = []string{"sk-captured-bearer-5ecret", "captured-cookie-5ecret", "captured-xkey-5ecret", "captured-query-5ecret", "captured-access-5ecret"}
+// an X-Api-Key, and api_key and access_token query parameters; then the
+// password in an absolute-form target's user info, a Proxy-Authorization
+// header, and user info in a target Go's URL parser refuses.
+var capturedSecrets = []string{"sk-captured-bearer-5ecret", "captured-cookie-5ecret", "captured-xkey-5ecret", "captured-query-5ecret", "captured-access-5ecret",
+	"captured-userinfo-5ecret", "captured-proxy-5ecret", "captured-rawurl-5ecret"}
 
 // hookRecorder is a webhook receiver keeping every payload.
 type hookRecorder struct {
@@ -189,7 +192,7 @@ func TestHarnessFailureWritesNoSecret(t *testing.T) {
 	hooks := httptest.NewServer(hook)
 	defer hooks.Close()
 	scenario := filepath.Join(dir, "down.yaml")
-	src := "name: down\ngateway: {url: \"http://ops:down-pass-5ecret@127.0.0.1:1/?token=down-token-5ecret\", ready: {timeout: 1s}}\nupstreams: [{name: search}]\nreplay: {duration: 2s}\nexpectations: {client_success_min: 0.9}\n"
+	src := "name: down\ngateway: {url: \"http://ops:down-pass-5ecret@127.0.0.1:1/?token=down-token-5ecret\", ready: {timeout: 1s}}\nupstreams: [{name: search, listen: \"" + testutil.FreeAddr(t) + "\"}]\nreplay: {duration: 2s}\nexpectations: {client_success_min: 0.9}\n"
 	if err := os.WriteFile(scenario, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,4 +172,105 @@ func childPIDs(t *testing.T, pid int) []int {
 		}
 	}
 	return out
+}
+
+// TestKilledRunLeavesNoRedis runs the real binary on a fleet scenario
+// with `redis: auto`, kills it with SIGKILL mid-replay (nothing of the
+// harness runs after that: no deferred Stop, no signal handler) and
+// checks that its redis-server is gone, by PID and by its port, which
+// no longer accepts connections (issue 32: it was left listening).
+func TestKilledRunLeavesNoRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed (apt-get install redis-server): the fleet scenario needs a real Redis")
+	}
+	tmp := t.TempDir()
+	bin := rehearseBinary(t)
+	scenario := filepath.Join(tmp, "fleet.yaml")
+	if err := os.WriteFile(scenario, []byte(`
+name: fleet-killed
+gateway:
+  builtin: {instances: 2, redis: auto}
+replay: {rate: 20, duration: 1m}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "run")
+	cmd := exec.Command(bin, "run", scenario, "--out", dir, "--quiet")
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		data, _ := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+		if bytes.Contains(data, []byte(`"kind":"client.request"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay did not start; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	redisPID, port := 0, ""
+	for _, pid := range childPIDs(t, cmd.Process.Pid) {
+		// redis-server rewrites its command line to its process title,
+		// "/usr/bin/redis-server 127.0.0.1:PORT".
+		args, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		f := strings.Fields(strings.ReplaceAll(string(args), "\x00", " "))
+		for i := range f {
+			if !strings.Contains(f[0], "redis-server") {
+				break
+			}
+			if f[i] == "--port" && i+1 < len(f) {
+				redisPID, port = pid, f[i+1]
+			} else if _, p, err := net.SplitHostPort(f[i]); err == nil {
+				redisPID, port = pid, p
+			}
+		}
+	}
+	if redisPID == 0 {
+		t.Fatal("no redis-server child with a --port found")
+	}
+	defer syscall.Kill(redisPID, syscall.SIGKILL)
+	addr := net.JoinHostPort("127.0.0.1", port)
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err != nil {
+		t.Fatalf("redis-server does not listen on %s before the kill: %v", addr, err)
+	} else {
+		c.Close()
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for processRuns(redisPID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server %d still runs 10 s after the harness was killed", redisPID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("%s still accepts connections after the harness was killed", addr)
+	}
+}
+
+// processRuns reports whether pid runs: a zombie (killed, not yet reaped
+// by the process that adopted it) does not.
+func processRuns(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
 }

@@ -17,7 +17,13 @@ func newSystemdCmd(opts ...launchd.Option) *cobra.Command {
 (OnCalendar from the same --weekly/--daily syntax, Persistent=true) under
 ~/.config/systemd/user, the Linux equivalent of "rehearse launchd". Runs are
 archived the same way. Logs go to the journal: journalctl --user -u <label>.
-For the timer to fire while you are logged out: loginctl enable-linger $USER.`,
+For the timer to fire while you are logged out: loginctl enable-linger $USER.
+
+print and install check the scheduled command line as a dry run first (exit 2
+on a scenario validate refuses). install asks the user manager before writing
+(exit 3 and nothing written when systemctl --user cannot reach it) and removes
+what it wrote if systemctl then fails: all or nothing. uninstall removes the
+units even when the user manager cannot be reached, and says so.`,
 		Example: `  rehearse systemd print --scenario weekly.yaml --weekly "Mon 03:00"
   rehearse systemd install --scenario weekly.yaml --weekly "Mon 03:00"
   rehearse systemd status --scenario weekly.yaml`,

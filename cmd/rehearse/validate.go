@@ -21,6 +21,12 @@ parameters. Every problem is reported as file:line:col. The capture is read as
 run reads it, with the scenario's filter and rewrite: a file that is not a
 pcap or pcapng file, a truncated one, or one with no request to replay (TLS
 only, another protocol, everything filtered out) is refused with the reason.
+So is a plan that can only fail: an expectation the run cannot observe
+(metrics_lag_max with no metrics source; closes_within, successes_to_close_min
+or metrics_lag_max with a fault that lasts to the replay's end;
+healthy_unaffected or cost_amplification_max with a fault from the replay's
+start) and, for a gateway given by url, upstreams on ports picked at start. run, run --dry-run
+and the launchd and systemd print and install commands make the same check.
 Exit code 2 when any file is invalid.`,
 		Example: "  rehearse validate scenarios/*.yaml",
 		Args:    cobra.MinimumNArgs(1),

@@ -257,6 +257,19 @@ func TestFilterRewriteRedact(t *testing.T) {
 		r.Get("X-Rehearse") != "1" || r.Get("Authorization") != "Bearer s" || r.Header[2].Name != "X-Api-Key" {
 		t.Errorf("rewrite: host %q header %v", r.Host, r.Header)
 	}
+	// Redaction hides what the capture carried; the rewrite is what the
+	// user asked to send (a test token), applied after it and kept as
+	// written (issue 28: it was sent as REDACTED).
+	reqs, _ = extractBytes(t, capt, Options{Rewrite: Rewrite{Set: []HeaderField{{"Authorization", "Bearer test-token"}, {"X-Api-Key", "test-key"}}}})
+	r = reqs[0]
+	if r.Get("Authorization") != "Bearer test-token" || r.Get("X-Api-Key") != "test-key" || r.Get("Cookie") != Redacted || r.Get("X-Auth-Token") != Redacted {
+		t.Errorf("rewrite over redaction: %v", r.Header)
+	}
+	// A target in absolute form (to a proxy) loses its password.
+	absCapt := streamCapture(t, []byte("GET http://agent:pw-5ecret@gw:8080/x?token=t HTTP/1.1\r\nHost: gw:8080\r\n\r\n"))
+	if reqs, _ = extractBytes(t, absCapt, Options{}); len(reqs) != 1 || reqs[0].Target != "http://agent:REDACTED@gw:8080/x?token=REDACTED" {
+		t.Errorf("absolute-form target: %v", reqs)
+	}
 	// Apply and Redact copy: the original is untouched.
 	reqs, _ = extractBytes(t, capt, Options{KeepSecrets: true})
 	orig := reqs[1]

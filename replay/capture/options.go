@@ -238,5 +238,9 @@ func redactRequest(c *Request, extra []string) {
 			c.Trailer[i].Value = Redacted
 		}
 	}
-	c.Target = redact.Query(c.Target)
+	// An absolute-form target (a request to a proxy) may carry user info;
+	// Go's URL error and the problem quote the target as written.
+	c.Target = redact.URL(c.Target)
+	c.TargetError = redact.Text(c.TargetError)
+	c.Problem = redact.Text(c.Problem)
 }

@@ -321,12 +321,16 @@ func (x *extractor) deliverRequest(r *Request) {
 		st.Filtered++
 		return
 	}
-	// r is the extractor's own: change it in place.
-	if !x.opt.Rewrite.IsZero() {
-		x.opt.Rewrite.apply(r)
-	}
+	// r is the extractor's own: change it in place. Redaction hides what
+	// the capture carried and comes first: the rewrite is what the user
+	// asked to send (a test token in rewrite.set), so it is applied to the
+	// redacted request and sent as written. Whatever writes a request
+	// down redacts it there (the journal never records headers).
 	if !x.opt.KeepSecrets {
 		redactRequest(r, x.opt.RedactHeaders)
+	}
+	if !x.opt.Rewrite.IsZero() {
+		x.opt.Rewrite.apply(r)
 	}
 	r.Index = x.index
 	x.index++

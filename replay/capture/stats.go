@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/redact"
 )
 
 // Sentinel errors, for branching with errors.Is. Every error the reader
@@ -181,6 +182,11 @@ func newStats() *Stats {
 
 func (s *Stats) warn(max int, w Warning) {
 	if len(s.Warnings) < max {
+		// A warning may quote a request's target, with URL user info or
+		// a credential parameter; warnings are printed and logged even
+		// when the requests keep their secrets (a replay), so they are
+		// always redacted (only the kept ones: the rest are counted).
+		w.Msg = redact.Text(w.Msg)
 		s.Warnings = append(s.Warnings, w)
 		return
 	}

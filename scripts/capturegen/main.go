@@ -328,8 +328,13 @@ func gatewayTraffic(base string, n, conns int, seed uint64) error {
 
 // SecretsCaptured are the credentials -mode secrets puts on the wire, in
 // an Authorization header, a Cookie, an X-Api-Key and api_key/access_token
-// query parameters: the redaction test greps a run directory for each.
-var SecretsCaptured = []string{"sk-captured-bearer-5ecret", "captured-cookie-5ecret", "captured-xkey-5ecret", "captured-query-5ecret", "captured-access-5ecret"}
+// query parameters, then (on a second connection, as a client of a proxy
+// writes them) the password of an absolute-form target's user info, a
+// Proxy-Authorization header, and the user info of a target Go's URL
+// parser refuses (so that its error quotes it): the redaction tests grep
+// a run directory, inspect's output and what a replay sends for each.
+var SecretsCaptured = []string{"sk-captured-bearer-5ecret", "captured-cookie-5ecret", "captured-xkey-5ecret", "captured-query-5ecret", "captured-access-5ecret",
+	"captured-userinfo-5ecret", "captured-proxy-5ecret", "captured-rawurl-5ecret"}
 
 // secretsTraffic sends a few tool calls that carry SecretsCaptured on one
 // keep-alive connection.
@@ -361,6 +366,36 @@ func secretsTraffic(base string) error {
 		resp.Body.Close()
 		time.Sleep(5 * time.Millisecond)
 	}
+	return proxyFormSecrets(strings.TrimPrefix(base, "http://"))
+}
+
+// proxyFormSecrets writes, on one connection, two requests in absolute
+// form with user info (as a client configured with a proxy URL sends
+// them), the first with a Proxy-Authorization header, the second with a
+// target Go's URL parser refuses (the server answers 400 and closes).
+func proxyFormSecrets(addr string) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	req := "GET http://agent:" + SecretsCaptured[5] + "@" + addr + "/tools/weather?city=Bergen HTTP/1.1\r\n" +
+		"Host: " + addr + "\r\nProxy-Authorization: Bearer " + SecretsCaptured[6] + "\r\nUser-Agent: openclaw-agent/0.9\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		return err
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	req = "GET http://agent:" + SecretsCaptured[7] + "@" + addr + "/tools/%zz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, br) // 400, then the server closes
 	return nil
 }
 
