@@ -86,6 +86,8 @@ type tlw struct {
 	from, to    float64
 	y           float64
 	used        map[string]bool
+	// origin is the run time shown as t = 0 (SVGOptions.Origin).
+	origin float64
 }
 
 func (w *tlw) x(t float64) float64 {
@@ -230,7 +232,7 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 	if width <= 0 {
 		width = 1200
 	}
-	w := &tlw{d: canvas.New(width, 0), left: 150, used: map[string]bool{}}
+	w := &tlw{d: canvas.New(width, 0), left: 150, used: map[string]bool{}, origin: o.Origin}
 	w.plotW = width - w.left - 20
 	w.from, w.to = o.From, o.To
 	if w.to <= 0 {
@@ -238,15 +240,6 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 	}
 	clock := a.Run.Clock()
 	ups := slices.Sorted(maps.Keys(tl.Upstreams))
-	var faulted []string
-	for _, u := range ups {
-		for _, f := range tl.Faults {
-			if f.Upstream == u {
-				faulted = append(faulted, u)
-				break
-			}
-		}
-	}
 	title := o.Title
 	if title == "" {
 		title = fmt.Sprintf("%s — %s", a.Run.Scenario, a.Run.RunID)
@@ -256,167 +249,12 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 	w.y += 26
 	gridTop, gridAt := w.y, w.d.Len()
 
-	// Fault windows, one lane per faulted upstream, labelled bars.
-	fc := map[string]string{}
-	for _, f := range tl.Faults {
-		if _, ok := fc[f.Name]; !ok {
-			fc[f.Name] = FaultColour[len(fc)%len(FaultColour)]
-		}
-	}
-	const barH, rowH = 16.0, 19.0
-	for _, u := range faulted {
-		var fs []analysis.FaultWindow
-		for _, f := range tl.Faults {
-			if f.Upstream == u {
-				fs = append(fs, f)
-			}
-		}
-		bars, rows := w.layoutFaults(fs, fc)
-		w.label("fault · "+u, float64(rows)*rowH-3)
-		for _, b := range bars {
-			y := w.y + float64(b.row)*rowH
-			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: Hex(b.colour), Class: "fault",
-				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, num.Dur(b.f.StartS-o.Origin), num.Dur(b.f.EndS-o.Origin))})
-			fill := Hex(colText)
-			if b.inside {
-				fill = canvas.ReadableOn(Hex(b.colour))
-			}
-			w.d.Text(b.tx, y+12, b.text, canvas.TextStyle{Size: 11, Fill: fill, Anchor: b.anchor, Class: "fault-label"})
-			w.used["fault"] = true
-		}
-		w.y += float64(rows)*rowH + 2
-	}
+	w.faultLanes(tl, ups)
 	w.y += 4
-
-	// Bins: one per second, or several seconds per bin when narrow.
-	bins := int(math.Min(math.Ceil(w.to-w.from), analysis.MaxTimelineSeconds))
-	per := max(1, int(math.Ceil(float64(bins)/(w.plotW/2))))
-	nb := (bins + per - 1) / per
-	binX := func(i int) (float64, float64) {
-		t0 := w.from + float64(i*per)
-		x0, x1 := w.x(t0), w.x(t0+float64(per))
-		return x0, math.Max(x1-x0-0.3, 0.6)
-	}
-	sum := func(s []int32, i int) int32 {
-		var n int32
-		s0 := int(w.from) + i*per
-		for k := max(s0, 0); k < min(s0+per, len(s)); k++ {
-			n += s[k]
-		}
-		return n
-	}
-	bg := func(h float64) {
-		w.d.Rect(w.left, w.y, w.plotW, h, canvas.Style{Fill: Hex(colLaneBG), Stroke: Hex(colLaneEdge), StrokeWidth: 1})
-	}
-
-	// Client outcomes per second, stacked.
-	const ch = 70.0
-	var peak int32 = 1
-	for i := 0; i < nb; i++ {
-		var tot int32
-		for _, g := range analysis.ClientGroups {
-			tot += sum(tl.Client[g], i)
-		}
-		peak = max(peak, tot)
-	}
-	w.label(fmt.Sprintf("clients/%ds (max %d)", per, peak), ch)
-	bg(ch)
-	for i := 0; i < nb; i++ {
-		x, bw := binX(i)
-		base := w.y + ch
-		for _, g := range analysis.ClientGroups {
-			n := sum(tl.Client[g], i)
-			if n == 0 {
-				continue
-			}
-			h := float64(n) / float64(peak) * ch
-			base -= h
-			w.rect(x, base, bw, h, groupColour[g], "")
-			w.used[g] = true
-		}
-	}
-	w.y += ch + 8
-
-	// Upstreams.
-	const uh = 46.0
+	b := w.binning()
+	w.clientLane(tl, b)
 	for _, u := range ups {
-		ut := tl.Upstreams[u]
-		w.label(u, uh)
-		bg(uh)
-		for _, op := range ut.Open {
-			if op.EndS < w.from || op.StartS > w.to {
-				continue
-			}
-			x0, x1 := w.x(op.StartS), w.x(op.EndS)
-			w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: Hex(colOpenBand), Class: "open",
-				Title: fmt.Sprintf("black-box open %s–%s", num.Dur(op.StartS-o.Origin), num.Dur(op.EndS-o.Origin))})
-			w.used["open"] = true
-		}
-		// Retry-After pauses the upstream asked for, as a band under the
-		// lane's top edge: calls inside one are violations.
-		if ua := a.Upstreams[u]; ua != nil {
-			for _, ep := range ua.Episodes {
-				for _, ra := range ep.RetryAfter {
-					if ra.AtS+ra.RetryAfterS < w.from || ra.AtS > w.to {
-						continue
-					}
-					x0, x1 := w.x(ra.AtS), w.x(ra.AtS+ra.RetryAfterS)
-					w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: Hex(colPause + "8c"),
-						Title: fmt.Sprintf("Retry-After %s from %s", num.Dur(ra.RetryAfterS), num.Dur(ra.AtS-o.Origin))})
-					w.used["pause"] = true
-				}
-			}
-		}
-		var up int32 = 1
-		for i := 0; i < nb; i++ {
-			up = max(up, sum(ut.OK, i)+sum(ut.Failed, i))
-		}
-		callH := uh - 16
-		for i := 0; i < nb; i++ {
-			x, bw := binX(i)
-			ok, bad := sum(ut.OK, i), sum(ut.Failed, i)
-			base := w.y + 8 + callH
-			for _, p := range []struct {
-				n    int32
-				c, k string
-			}{{ok, groupColour["ok"], "ok"}, {bad, groupColour["http_5xx"], "http_5xx"}} {
-				if p.n == 0 {
-					continue
-				}
-				h := float64(p.n) / float64(up) * callH
-				base -= h
-				w.rect(x, base, bw, h, p.c, "")
-				w.used[p.k] = true
-			}
-			if hok, hbad := sum(ut.HealthOK, i), sum(ut.HealthFailed, i); hok+hbad > 0 {
-				c, k := colHealthOK, "health_ok"
-				if hbad > 0 {
-					c, k = colHealthFail, "health_failed"
-				}
-				w.rect(x, w.y+uh-5, math.Max(bw, 1.5), 4, c, "")
-				w.used[k] = true
-			}
-		}
-		for _, p := range ut.Probes {
-			if p.AtS < w.from || p.AtS > w.to {
-				continue
-			}
-			x := w.x(p.AtS)
-			c, k := colProbeOK, "probe_ok"
-			if !p.OK {
-				c, k = colProbeFail, "probe_failed"
-			}
-			w.d.Polygon(diamond(x, w.y-1), canvas.Style{Fill: Hex(c), Stroke: canvas.White, StrokeWidth: 0.5, Class: "probe",
-				Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Dur(p.AtS-o.Origin), okWord(p.OK))})
-			w.used[k] = true
-		}
-		w.y += uh + 2
-		if len(ut.Metrics) > 0 {
-			w.label("metrics · "+u, 8)
-			w.states(ut.Metrics, 8, "metrics", "metrics: ")
-			w.y += 12
-		}
-		w.y += 6
+		w.upstreamLane(a, u, tl.Upstreams[u], b)
 	}
 	if len(tl.Health) > 0 {
 		w.label("gateway health", 10)
@@ -427,6 +265,202 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 	w.legend()
 	w.d.H = math.Ceil(w.y)
 	return w.d
+}
+
+// faultLanes draws the fault windows: one lane per faulted upstream (in
+// ups' order), labelled bars, a colour per fault.
+func (w *tlw) faultLanes(tl *analysis.Timeline, ups []string) {
+	fc := map[string]string{}
+	for _, f := range tl.Faults {
+		if _, ok := fc[f.Name]; !ok {
+			fc[f.Name] = FaultColour[len(fc)%len(FaultColour)]
+		}
+	}
+	const barH, rowH = 16.0, 19.0
+	for _, u := range ups {
+		var fs []analysis.FaultWindow
+		for _, f := range tl.Faults {
+			if f.Upstream == u {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			continue
+		}
+		bars, rows := w.layoutFaults(fs, fc)
+		w.label("fault · "+u, float64(rows)*rowH-3)
+		for _, b := range bars {
+			y := w.y + float64(b.row)*rowH
+			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: Hex(b.colour), Class: "fault",
+				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, num.Dur(b.f.StartS-w.origin), num.Dur(b.f.EndS-w.origin))})
+			fill := Hex(colText)
+			if b.inside {
+				fill = canvas.ReadableOn(Hex(b.colour))
+			}
+			w.d.Text(b.tx, y+12, b.text, canvas.TextStyle{Size: 11, Fill: fill, Anchor: b.anchor, Class: "fault-label"})
+			w.used["fault"] = true
+		}
+		w.y += float64(rows)*rowH + 2
+	}
+}
+
+// bins are the timeline's time bins: one per second, or per seconds per
+// bin when the plot is narrow; n of them from w.from.
+type bins struct {
+	w      *tlw
+	per, n int
+}
+
+func (w *tlw) binning() bins {
+	secs := int(math.Min(math.Ceil(w.to-w.from), analysis.MaxTimelineSeconds))
+	per := max(1, int(math.Ceil(float64(secs)/(w.plotW/2))))
+	return bins{w: w, per: per, n: (secs + per - 1) / per}
+}
+
+// x is bin i's left edge and width.
+func (b bins) x(i int) (float64, float64) {
+	t0 := b.w.from + float64(i*b.per)
+	x0, x1 := b.w.x(t0), b.w.x(t0+float64(b.per))
+	return x0, math.Max(x1-x0-0.3, 0.6)
+}
+
+// sum is the per-second series s summed over bin i.
+func (b bins) sum(s []int32, i int) int32 {
+	var n int32
+	s0 := int(b.w.from) + i*b.per
+	for k := max(s0, 0); k < min(s0+b.per, len(s)); k++ {
+		n += s[k]
+	}
+	return n
+}
+
+// lane draws a lane's background, h high.
+func (w *tlw) lane(h float64) {
+	w.d.Rect(w.left, w.y, w.plotW, h, canvas.Style{Fill: Hex(colLaneBG), Stroke: Hex(colLaneEdge), StrokeWidth: 1})
+}
+
+// clientLane draws the client outcomes per bin, stacked.
+func (w *tlw) clientLane(tl *analysis.Timeline, b bins) {
+	const ch = 70.0
+	var peak int32 = 1
+	for i := 0; i < b.n; i++ {
+		var tot int32
+		for _, g := range analysis.ClientGroups {
+			tot += b.sum(tl.Client[g], i)
+		}
+		peak = max(peak, tot)
+	}
+	w.label(fmt.Sprintf("clients/%ds (max %d)", b.per, peak), ch)
+	w.lane(ch)
+	for i := 0; i < b.n; i++ {
+		x, bw := b.x(i)
+		base := w.y + ch
+		for _, g := range analysis.ClientGroups {
+			n := b.sum(tl.Client[g], i)
+			if n == 0 {
+				continue
+			}
+			h := float64(n) / float64(peak) * ch
+			base -= h
+			w.rect(x, base, bw, h, groupColour[g], "")
+			w.used[g] = true
+		}
+	}
+	w.y += ch + 8
+}
+
+// upstreamLane draws one upstream: its black-box open bands, the
+// Retry-After pauses it asked for, its calls and health checks per bin,
+// its probes, and the state its metrics reported.
+func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.UpstreamTimeline, b bins) {
+	const uh = 46.0
+	w.label(u, uh)
+	w.lane(uh)
+	for _, op := range ut.Open {
+		if op.EndS < w.from || op.StartS > w.to {
+			continue
+		}
+		x0, x1 := w.x(op.StartS), w.x(op.EndS)
+		w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: Hex(colOpenBand), Class: "open",
+			Title: fmt.Sprintf("black-box open %s–%s", num.Dur(op.StartS-w.origin), num.Dur(op.EndS-w.origin))})
+		w.used["open"] = true
+	}
+	w.pauses(a.Upstreams[u])
+	w.calls(ut, b, uh)
+	for _, p := range ut.Probes {
+		if p.AtS < w.from || p.AtS > w.to {
+			continue
+		}
+		x := w.x(p.AtS)
+		c, k := colProbeOK, "probe_ok"
+		if !p.OK {
+			c, k = colProbeFail, "probe_failed"
+		}
+		w.d.Polygon(diamond(x, w.y-1), canvas.Style{Fill: Hex(c), Stroke: canvas.White, StrokeWidth: 0.5, Class: "probe",
+			Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Dur(p.AtS-w.origin), okWord(p.OK))})
+		w.used[k] = true
+	}
+	w.y += uh + 2
+	if len(ut.Metrics) > 0 {
+		w.label("metrics · "+u, 8)
+		w.states(ut.Metrics, 8, "metrics", "metrics: ")
+		w.y += 12
+	}
+	w.y += 6
+}
+
+// pauses draws the Retry-After pauses an upstream asked for, as a band
+// under its lane's top edge: calls inside one are violations.
+func (w *tlw) pauses(ua *analysis.UpstreamAnalysis) {
+	if ua == nil {
+		return
+	}
+	for _, ep := range ua.Episodes {
+		for _, ra := range ep.RetryAfter {
+			if ra.AtS+ra.RetryAfterS < w.from || ra.AtS > w.to {
+				continue
+			}
+			x0, x1 := w.x(ra.AtS), w.x(ra.AtS+ra.RetryAfterS)
+			w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: Hex(colPause + "8c"),
+				Title: fmt.Sprintf("Retry-After %s from %s", num.Dur(ra.RetryAfterS), num.Dur(ra.AtS-w.origin))})
+			w.used["pause"] = true
+		}
+	}
+}
+
+// calls draws an upstream's calls per bin (ok and failed, stacked) and
+// its health checks under them, in a lane uh high.
+func (w *tlw) calls(ut *analysis.UpstreamTimeline, b bins, uh float64) {
+	var up int32 = 1
+	for i := 0; i < b.n; i++ {
+		up = max(up, b.sum(ut.OK, i)+b.sum(ut.Failed, i))
+	}
+	callH := uh - 16
+	for i := 0; i < b.n; i++ {
+		x, bw := b.x(i)
+		ok, bad := b.sum(ut.OK, i), b.sum(ut.Failed, i)
+		base := w.y + 8 + callH
+		for _, p := range []struct {
+			n    int32
+			c, k string
+		}{{ok, groupColour["ok"], "ok"}, {bad, groupColour["http_5xx"], "http_5xx"}} {
+			if p.n == 0 {
+				continue
+			}
+			h := float64(p.n) / float64(up) * callH
+			base -= h
+			w.rect(x, base, bw, h, p.c, "")
+			w.used[p.k] = true
+		}
+		if hok, hbad := b.sum(ut.HealthOK, i), b.sum(ut.HealthFailed, i); hok+hbad > 0 {
+			c, k := colHealthOK, "health_ok"
+			if hbad > 0 {
+				c, k = colHealthFail, "health_failed"
+			}
+			w.rect(x, w.y+uh-5, math.Max(bw, 1.5), 4, c, "")
+			w.used[k] = true
+		}
+	}
 }
 
 // axis draws the time axis: ticks in run time and, when the run's start is
