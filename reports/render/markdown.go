@@ -102,12 +102,32 @@ func MdLine(s string) string {
 // phase, replay accuracy and platform facts, and the timeline as
 // timeline.svg beside it.
 func Markdown(a *analysis.Analysis) ([]byte, error) {
-	v := buildView(a)
-	var b bytes.Buffer
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# %s\n\n", MdEscape(v.Title))
+	d := &mdDoc{v: buildView(a)}
+	d.head()
+	d.setup()
+	d.judged()
+	d.upstreams()
+	d.replay()
+	docs := analysis.DocsURL(a.Run.Version, "analysis.md")
+	d.p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>). Rebuild with `rehearse report render DIR`.\n", MdURL(docs))
+	return d.b.Bytes(), nil
+}
+
+// mdDoc is report.md being written, section by section, from the view.
+type mdDoc struct {
+	b bytes.Buffer
+	v *reportView
+}
+
+func (d *mdDoc) p(format string, args ...any) { fmt.Fprintf(&d.b, format, args...) }
+
+// head writes the title, the description, the verdict with its notes,
+// the run's facts and the timeline.
+func (d *mdDoc) head() {
+	v := d.v
+	d.p("# %s\n\n", MdEscape(v.Title))
 	for _, para := range paragraphs(v.Description) {
-		p("%s\n\n", MdLine(para))
+		d.p("%s\n\n", MdLine(para))
 	}
 	// A pass with episodes no expectation judged is not all clear.
 	mark := "✅"
@@ -117,48 +137,59 @@ func Markdown(a *analysis.Analysis) ([]byte, error) {
 	case len(v.NotCovered) > 0:
 		mark = "⚠️"
 	}
-	p("%s **%s**\n\n", mark, MdEscape(v.Verdict))
+	d.p("%s **%s**\n\n", mark, MdEscape(v.Verdict))
 	for _, n := range v.Notes {
-		p("> ⚠ %s\n", MdEscape(n))
+		d.p("> ⚠ %s\n", MdEscape(n))
 	}
 	if len(v.Notes) > 0 {
-		p("\n")
+		d.p("\n")
 	}
-	p("| | |\n|---|---|\n")
+	d.p("| | |\n|---|---|\n")
 	for _, r := range v.Meta {
-		p("| %s | %s |\n", r.K, MdEscape(num.OrDash(r.V)))
+		d.p("| %s | %s |\n", r.K, MdEscape(num.OrDash(r.V)))
 	}
-	p("\n![Timeline](%s)\n\n[Timeline as SVG](%s)\n\n", TimelinePNGFile, TimelineFile)
+	d.p("\n![Timeline](%s)\n\n[Timeline as SVG](%s)\n\n", TimelinePNGFile, TimelineFile)
+}
+
+// setup writes the episodes and what judged them, what was injected and
+// the built-in gateway's settings.
+func (d *mdDoc) setup() {
+	v := d.v
 	if len(v.Coverage) > 0 {
-		p("## Episodes\n\n| episode | window | what happened | judged by an expectation |\n|---|---|---|---|\n")
+		d.p("## Episodes\n\n| episode | window | what happened | judged by an expectation |\n|---|---|---|---|\n")
 		for _, c := range v.Coverage {
 			cov := c.Covered
 			if !c.IsCovered {
 				cov = "**no**"
 			}
-			p("| %s | %s | %s | %s |\n", MdEscape(c.Episode), MdEscape(c.Window), MdEscape(c.Summary), cov)
+			d.p("| %s | %s | %s | %s |\n", MdEscape(c.Episode), MdEscape(c.Window), MdEscape(c.Summary), cov)
 		}
-		p("\n")
+		d.p("\n")
 	}
-	p("## What was injected\n\n")
+	d.p("## What was injected\n\n")
 	if len(v.Injected) == 0 {
-		p("No fault was injected.\n\n")
+		d.p("No fault was injected.\n\n")
 	} else {
-		p("| fault | upstream | window | type | parameters | targeting | health checks faulted | requests faulted |\n|---|---|---|---|---|---|---|---|\n")
+		d.p("| fault | upstream | window | type | parameters | targeting | health checks faulted | requests faulted |\n|---|---|---|---|---|---|---|---|\n")
 		for _, r := range v.Injected {
-			p("| %s |\n", strings.Join(mdCells(r), " | "))
+			d.p("| %s |\n", strings.Join(mdCells(r), " | "))
 		}
-		p("\n")
+		d.p("\n")
 	}
 	if len(v.Gateway) > 0 {
-		p("## Built-in gateway settings\n\nThe gateway under test was rehearse's built-in gateway, with these settings (defaults applied):\n\n| setting | value |\n|---|---|\n")
+		d.p("## Built-in gateway settings\n\nThe gateway under test was rehearse's built-in gateway, with these settings (defaults applied):\n\n| setting | value |\n|---|---|\n")
 		for _, r := range v.Gateway {
-			p("| %s | %s |\n", MdEscape(r.K), MdEscape(r.V))
+			d.p("| %s | %s |\n", MdEscape(r.K), MdEscape(r.V))
 		}
-		p("\n")
+		d.p("\n")
 	}
+}
+
+// judged writes the expectations and the breakers' episodes with their figures.
+func (d *mdDoc) judged() {
+	v := d.v
 	if len(v.Exp) > 0 {
-		p("## Expectations\n\n| | expectation | observed | want | detail |\n|---|---|---|---|---|\n")
+		d.p("## Expectations\n\n| | expectation | observed | want | detail |\n|---|---|---|---|---|\n")
 		for _, r := range v.Exp {
 			m := "pass"
 			switch {
@@ -169,86 +200,94 @@ func Markdown(a *analysis.Analysis) ([]byte, error) {
 			case !r.Passed:
 				m = "**FAIL**"
 			}
-			p("| %s | `%s` | %s | %s | %s |\n", m, r.Name, MdEscape(r.Observed), MdEscape(r.Want), MdEscape(r.Message))
+			d.p("| %s | `%s` | %s | %s | %s |\n", m, r.Name, MdEscape(r.Observed), MdEscape(r.Want), MdEscape(r.Message))
 		}
-		p("\n")
+		d.p("\n")
 	}
-	p("## Breakers\n\n")
+	d.p("## Breakers\n\n")
 	if len(v.Episodes) == 0 {
-		p("No fault episodes in this run.\n\n")
+		d.p("No fault episodes in this run.\n\n")
 	}
 	for _, e := range v.Episodes {
-		p("### %s\n\n%s\n\n| figure | value |\n|---|---|\n", MdEscape(e.Title), MdLine(e.Statement))
+		d.p("### %s\n\n%s\n\n| figure | value |\n|---|---|\n", MdEscape(e.Title), MdLine(e.Statement))
 		for _, r := range e.Rows {
-			p("| %s | %s |\n", r.K, MdEscape(r.V))
+			d.p("| %s | %s |\n", r.K, MdEscape(r.V))
 		}
-		p("\n")
+		d.p("\n")
 		for _, r := range e.RetryAfter {
-			p("- %s\n", MdLine(r))
+			d.p("- %s\n", MdLine(r))
 		}
 		if len(e.RetryAfter) > 0 {
-			p("\n")
+			d.p("\n")
 		}
 	}
 	if v.AttemptsDef != "" {
-		p("## Retries, deadlines and cost\n\n")
+		d.p("## Retries, deadlines and cost\n\n")
 		if len(v.Retries) == 0 {
-			p("No retry, orphaned call or cost change to report.\n\n")
+			d.p("No retry, orphaned call or cost change to report.\n\n")
 		}
 		for _, st := range v.Retries {
-			p("- %s\n", MdLine(st))
+			d.p("- %s\n", MdLine(st))
 		}
-		p("\n_%s._\n\n", MdEscape(v.AttemptsDef))
+		d.p("\n_%s._\n\n", MdEscape(v.AttemptsDef))
 	}
-	p("## Upstreams\n\n| upstream | attribution | client requests | calls | failed | amplification | health checks | opens outside faults | longest health/breaker disagreement |\n|---|---|---|---|---|---|---|---|---|\n")
+}
+
+// upstreams writes the upstreams and their health/breaker disagreements.
+func (d *mdDoc) upstreams() {
+	v := d.v
+	d.p("## Upstreams\n\n| upstream | attribution | client requests | calls | failed | amplification | health checks | opens outside faults | longest health/breaker disagreement |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range v.Upstreams {
 		cells := make([]string, len(r))
 		for i, c := range r {
 			cells[i] = MdEscape(c)
 		}
-		p("| %s |\n", strings.Join(cells, " | "))
+		d.p("| %s |\n", strings.Join(cells, " | "))
 	}
-	p("\n")
+	d.p("\n")
 	if len(v.Disagree) > 0 {
-		p("Health/breaker disagreements:\n\n")
-		for _, d := range v.Disagree {
-			p("- %s\n", MdLine(d))
+		d.p("Health/breaker disagreements:\n\n")
+		for _, dis := range v.Disagree {
+			d.p("- %s\n", MdLine(dis))
 		}
-		p("\n")
+		d.p("\n")
 	}
-	p("## Clients per phase\n\n| phase | span | requests | ok | fast-fail | 5xx | other | p50 | p99 | max | amplification |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+}
+
+// replay writes the clients per phase, the replay's accuracy, the
+// platform, the metrics' transitions and the links.
+func (d *mdDoc) replay() {
+	v := d.v
+	d.p("## Clients per phase\n\n| phase | span | requests | ok | fast-fail | 5xx | other | p50 | p99 | max | amplification |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, ph := range v.Phases {
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", ph.Name, ph.Span, ph.Requests, ph.OK, ph.FastFail, ph.Errors,
+		d.p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", ph.Name, ph.Span, ph.Requests, ph.OK, ph.FastFail, ph.Errors,
 			MdEscape(ph.Other), ph.P50, ph.P99, ph.Max, ph.Amp)
 	}
-	p("\nLatency is from the intended send time (immune to coordinated omission).\n\n")
-	p("## Replay accuracy\n\n| | |\n|---|---|\n")
+	d.p("\nLatency is from the intended send time (immune to coordinated omission).\n\n")
+	d.p("## Replay accuracy\n\n| | |\n|---|---|\n")
 	for _, r := range v.Replay {
-		p("| %s | %s |\n", r.K, MdEscape(r.V))
+		d.p("| %s | %s |\n", r.K, MdEscape(r.V))
 	}
-	p("\n## Platform\n\n| | |\n|---|---|\n")
+	d.p("\n## Platform\n\n| | |\n|---|---|\n")
 	for _, r := range v.Platform {
-		p("| %s | %s |\n", MdEscape(r.K), MdEscape(num.OrDash(r.V)))
+		d.p("| %s | %s |\n", MdEscape(r.K), MdEscape(num.OrDash(r.V)))
 	}
 	if len(v.MetricsTrs) > 0 {
-		p("\n## Transitions reported by the gateway's metrics\n\n")
+		d.p("\n## Transitions reported by the gateway's metrics\n\n")
 		for i, m := range v.MetricsTrs {
 			if i == 50 {
-				p("- … %d more in run.json\n", len(v.MetricsTrs)-50)
+				d.p("- … %d more in run.json\n", len(v.MetricsTrs)-50)
 				break
 			}
-			p("- %s\n", MdLine(m))
+			d.p("- %s\n", MdLine(m))
 		}
 	}
 	if len(v.Links) > 1 {
-		p("\n## Links\n\n")
+		d.p("\n## Links\n\n")
 		for _, l := range v.Links[1:] {
-			p("- [%s](<%s>)\n", MdEscape(l.Label), MdURL(l.URL))
+			d.p("- [%s](<%s>)\n", MdEscape(l.Label), MdURL(l.URL))
 		}
 	}
-	docs := analysis.DocsURL(a.Run.Version, "analysis.md")
-	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>). Rebuild with `rehearse report render DIR`.\n", MdURL(docs))
-	return b.Bytes(), nil
 }
 
 // mdCells escapes a table row's cells.
