@@ -80,6 +80,20 @@ func buildView(a *analysis.Analysis) *reportView {
 	if r := a.Resilience; r != nil {
 		v.AttemptsDef, v.Retries = r.AttemptsDefinition, r.Statements
 	}
+	clock := a.Run.Clock()
+	scen := v.verdict(a)
+	v.meta(a, scen, clock)
+	v.upstreams(a, clock)
+	v.phases(a, clock)
+	v.replay(a)
+	v.Platform = PlatformRows(a.Platform)
+	postmortemView(v, a, clock)
+	return v
+}
+
+// verdict sets the title, the verdict line and the episodes no
+// expectation judged; it returns the scenario's name as shown.
+func (v *reportView) verdict(a *analysis.Analysis) string {
 	scen := a.Run.Scenario
 	if scen == "" {
 		scen = "unnamed run"
@@ -111,7 +125,6 @@ func buildView(a *analysis.Analysis) *reportView {
 	if a.Run.Partial && v.Harness == "" {
 		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
 	}
-	clock := a.Run.Clock()
 	v.Description = a.Run.Description
 	for _, c := range a.Coverage {
 		if !c.Covered {
@@ -121,6 +134,11 @@ func buildView(a *analysis.Analysis) *reportView {
 	if len(v.NotCovered) > 0 && v.Harness == "" {
 		v.Verdict += " · not covered by any expectation: " + strings.Join(v.NotCovered, "; ")
 	}
+	return scen
+}
+
+// meta sets the run's facts: what, when, against what, how.
+func (v *reportView) meta(a *analysis.Analysis, scen string, clock analysis.WallClock) {
 	wall, ended := "—", "—"
 	if clock.Known() {
 		wall = a.Run.WallStart.UTC().Format("2006-01-02 15:04:05 UTC")
@@ -137,42 +155,18 @@ func buildView(a *analysis.Analysis) *reportView {
 		v.Meta = append(v.Meta, kv{"error", a.Run.EndError})
 	}
 
+}
+
+// upstreams sets each upstream's row, its episodes, its health/breaker
+// disagreements and the transitions its metrics reported.
+func (v *reportView) upstreams(a *analysis.Analysis, clock analysis.WallClock) {
 	for _, name := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		ua := a.Upstreams[name]
 		v.Upstreams = append(v.Upstreams, []string{name, ua.Routing, fmt.Sprint(ua.ClientRequests), fmt.Sprint(ua.Calls),
 			fmt.Sprint(ua.Failed), num.NumP(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
 			num.SecP(ua.HealthDisagreementMaxS)})
 		for i, ep := range ua.Episodes {
-			ev := episodeView{Upstream: name, Statement: ep.Statement + wallSentence(clock, ep),
-				Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
-			for _, f := range analysis.Figures {
-				if f.In&analysis.InReport != 0 {
-					ev.Rows = append(ev.Rows, kv{f.Label, f.CellOf(ep)})
-				}
-			}
-			// The moments, on the clock the gateway's logs use.
-			if ep.OpenedAtS != nil {
-				ev.Rows = append(ev.Rows, kv{"opened at", clock.Moment(*ep.OpenedAtS)})
-			}
-			if ep.ClosedAtS != nil {
-				ev.Rows = append(ev.Rows, kv{"closed at", clock.Moment(*ep.ClosedAtS)})
-			}
-			for j, r := range ep.RetryAfter {
-				if j == 10 {
-					ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("… %d more in run.json", len(ep.RetryAfter)-10))
-					break
-				}
-				next := "no later call"
-				if r.NextCallS != nil {
-					next = "next call " + num.Sec(*r.NextCallS) + " later"
-				}
-				verdict := "honoured"
-				if !r.Honoured {
-					verdict = "too early"
-				}
-				ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", clock.Moment(r.AtS), num.Sec(r.RetryAfterS), next, verdict))
-			}
-			v.Episodes = append(v.Episodes, ev)
+			v.Episodes = append(v.Episodes, newEpisodeView(name, i, ep, clock))
 		}
 		for _, d := range ua.HealthDisagreements {
 			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s, lasting %s", name, d.Health, d.Breaker, d.Source,
@@ -182,6 +176,46 @@ func buildView(a *analysis.Analysis) *reportView {
 			v.MetricsTrs = append(v.MetricsTrs, fmt.Sprintf("%s: %s → %s at %s", name, m.From, m.To, clock.Moment(m.AtS)))
 		}
 	}
+}
+
+// newEpisodeView is episode i of upstream name: its statement, its
+// figures (the figure table's report rows), its moments on the wall clock
+// and its Retry-After pauses.
+func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.WallClock) episodeView {
+	ev := episodeView{Upstream: name, Statement: ep.Statement + wallSentence(clock, ep),
+		Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
+	for _, f := range analysis.Figures {
+		if f.In&analysis.InReport != 0 {
+			ev.Rows = append(ev.Rows, kv{f.Label, f.CellOf(ep)})
+		}
+	}
+	// The moments, on the clock the gateway's logs use.
+	if ep.OpenedAtS != nil {
+		ev.Rows = append(ev.Rows, kv{"opened at", clock.Moment(*ep.OpenedAtS)})
+	}
+	if ep.ClosedAtS != nil {
+		ev.Rows = append(ev.Rows, kv{"closed at", clock.Moment(*ep.ClosedAtS)})
+	}
+	for j, r := range ep.RetryAfter {
+		if j == 10 {
+			ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("… %d more in run.json", len(ep.RetryAfter)-10))
+			break
+		}
+		next := "no later call"
+		if r.NextCallS != nil {
+			next = "next call " + num.Sec(*r.NextCallS) + " later"
+		}
+		verdict := "honoured"
+		if !r.Honoured {
+			verdict = "too early"
+		}
+		ev.RetryAfter = append(ev.RetryAfter, fmt.Sprintf("429 at %s, Retry-After %s, %s: %s", clock.Moment(r.AtS), num.Sec(r.RetryAfterS), next, verdict))
+	}
+	return ev
+}
+
+// phases sets the client figures per phase.
+func (v *reportView) phases(a *analysis.Analysis, clock analysis.WallClock) {
 	for _, name := range []string{"before", "during", "after"} {
 		ps := a.Phases[name]
 		if ps == nil {
@@ -199,6 +233,10 @@ func buildView(a *analysis.Analysis) *reportView {
 			Errors: fmt.Sprint(ps.Outcomes["http_5xx"]), Other: num.OrDash(strings.Join(other, ", ")),
 			P50: num.MsP(ps.LatencyMs.P50), P99: num.MsP(ps.LatencyMs.P99), Max: num.MsP(ps.LatencyMs.Max), Amp: num.NumP(ps.Amplification, "%.2f")})
 	}
+}
+
+// replay sets the replay's accuracy.
+func (v *reportView) replay(a *analysis.Analysis) {
 	r := a.Replay
 	v.Replay = []kv{{"due / sent / dropped / late", fmt.Sprintf("%d / %d / %d / %d", r.Due, r.Sent, r.Dropped, r.Late)},
 		{"send lateness p50 / p99 / max", fmt.Sprintf("%s / %s / %s", num.MsP(r.LatenessMs.P50), num.MsP(r.LatenessMs.P99), num.MsP(r.LatenessMs.Max))},
@@ -208,9 +246,6 @@ func buildView(a *analysis.Analysis) *reportView {
 		{"amplification overall / before / during / after", fmt.Sprintf("%s / %s / %s / %s", num.NumP(a.Amplification.Overall, "%.2f"),
 			num.NumP(a.Amplification.Before, "%.2f"), num.NumP(a.Amplification.During, "%.2f"), num.NumP(a.Amplification.After, "%.2f"))},
 		{"gateway health samples (unhealthy)", fmt.Sprintf("%d (%d)", a.Health.Samples, a.Health.Unhealthy)}}
-	v.Platform = PlatformRows(a.Platform)
-	postmortemView(v, a, clock)
-	return v
 }
 
 // postmortemView fills the parts of the view a postmortem reader needs
