@@ -312,7 +312,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 // after the call's arrival was stamped) counts too. rep holds the calls
 // repeating a client request (true: the client's own re-send).
 func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool, rep map[int32]bool) *Cycle {
-	c, ci := u.c, u.calls
+	c := u.c
 	out := &Cycle{OpenedAtS: SecondsOf(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
 		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, openHi: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
 	// bounded: several failures fit the trip (OpenBoundsS), so every
@@ -330,15 +330,83 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	if atFault {
 		from = segStart - time.Second
 	}
-	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= from })
-	var tagged, health, liveP []int32
-	var leaks int64
+	cc := u.sortCalls(cy, out, segStart, from, end, rep)
+	tagged, health, liveP, leaks := cc.tagged, cc.health, cc.live, cc.leaks
+	out.Shape, out.ShapeEvidence = u.shapeOf(cy, tagged, health, liveP)
+	var probes []int32
+	switch {
+	case len(tagged) > 0:
+		out.ProbeSource, probes = "tagged", tagged
+		leaks += int64(len(liveP)) // a gateway that tags its probes has no untagged ones
+	case len(liveP) > 0:
+		out.ProbeSource, probes = "live", liveP
+	case len(health) > 0 && (out.Shape == ShapeHealthCheck || cy.closeAt < 0):
+		out.ProbeSource, probes = "health_check", health
+	}
+	out.Leaked = leaks
+	all := make([]Probe, 0, len(probes))
+	for _, i := range probes {
+		k := &c.calls[i]
+		p := Probe{AtS: SecondsOf(k.t), OK: !k.failed, Kind: out.ProbeSource}
+		if k.end > k.t {
+			p.DoneS = SecondsOf(k.end)
+		}
+		if k.tagged {
+			p.Tag = k.tag.Value()
+		}
+		all = append(all, p)
+	}
+	u.probeFigures(cy, out, probes, len(all), cc.lo, bounded)
+	if bounded {
+		out.OpenBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.openAt)), Max: Ptr(SecondsOf(cy.openHi))}
+	}
+	if cc.maybeFailures > 0 {
+		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, cc.maybeFailures)
+		out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, cc.maybeRequests)
+	}
+	if cy.closeAt >= 0 {
+		u.closeFigures(cy, out, probes)
+	}
+	if out.Shape == ShapeRamp {
+		for _, i := range liveP {
+			if c.calls[i].failed {
+				out.RampStartS = nil
+				continue
+			}
+			if out.RampStartS == nil {
+				out.RampStartS = Ptr(SecondsOf(c.calls[i].t))
+			}
+		}
+		out.RampEndS = out.ClosedAtS
+	}
+	if len(all) > maxListed {
+		all = all[:maxListed]
+	}
+	out.Probes = all
+	return out
+}
+
+// cycleCalls are the calls of a cycle's segment sorted for its figures:
+// from lo (the first that can count before the open), the health checks,
+// tagged calls and admitted live calls while open, the leaks, and the
+// failures that count before the open only if the trip was as late as
+// its max (the counts' upper bounds).
+type cycleCalls struct {
+	lo                                  int
+	tagged, health, live                []int32
+	leaks, maybeFailures, maybeRequests int64
+}
+
+// sortCalls counts a cycle's failures before the open and re-sent calls
+// into out and sorts the calls while open (see cycleFigures).
+func (u *upstreamRun) sortCalls(cy *cyc, out *Cycle, segStart, from, end time.Duration, rep map[int32]bool) cycleCalls {
+	c := u.c
+	cc := cycleCalls{lo: sort.Search(len(u.calls), func(i int) bool { return c.calls[u.calls[i]].t >= from })}
 	failedSeqs := map[uint64]bool{}
 	// The failures that arrived between the open's min and max count
 	// before it if the trip was as late as max: the counts' upper bounds.
-	var maybeFailures, maybeRequests int64
 	maybeSeqs := map[uint64]bool{}
-	for _, i := range ci[lo:] {
+	for _, i := range u.calls[cc.lo:] {
 		k := &c.calls[i]
 		if k.t >= end {
 			break
@@ -370,57 +438,41 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 		if mayPrecede && !k.health && k.failed && !k.tagged && !cy.admitted[i] {
 			// Not a probe (a tagged call or an admission proves the
 			// breaker open): it may have reached a closed breaker.
-			maybeFailures++
+			cc.maybeFailures++
 			switch {
 			case !k.hasSeq:
-				maybeRequests++
+				cc.maybeRequests++
 			case !failedSeqs[k.seq] && !maybeSeqs[k.seq]:
 				maybeSeqs[k.seq] = true
-				maybeRequests++
+				cc.maybeRequests++
 			}
 		}
 		switch {
 		case k.health:
-			health = append(health, i)
+			cc.health = append(cc.health, i)
 		case k.tagged:
-			tagged = append(tagged, i)
+			cc.tagged = append(cc.tagged, i)
 		case repeated:
 			// The same request again (a transport's re-send): it was let
 			// through once already, not a leak.
 		case cy.admitted[i]:
-			liveP = append(liveP, i)
+			cc.live = append(cc.live, i)
 		case mayPrecede:
 			// Before the latest failure that may have tripped it: the
 			// breaker may still have been closed.
 		default:
-			leaks++
+			cc.leaks++
 		}
 	}
-	out.Shape, out.ShapeEvidence = u.shapeOf(cy, tagged, health, liveP)
-	var probes []int32
-	switch {
-	case len(tagged) > 0:
-		out.ProbeSource, probes = "tagged", tagged
-		leaks += int64(len(liveP)) // a gateway that tags its probes has no untagged ones
-	case len(liveP) > 0:
-		out.ProbeSource, probes = "live", liveP
-	case len(health) > 0 && (out.Shape == ShapeHealthCheck || cy.closeAt < 0):
-		out.ProbeSource, probes = "health_check", health
-	}
-	out.Leaked = leaks
-	all := make([]Probe, 0, len(probes))
-	for _, i := range probes {
-		k := &c.calls[i]
-		p := Probe{AtS: SecondsOf(k.t), OK: !k.failed, Kind: out.ProbeSource}
-		if k.end > k.t {
-			p.DoneS = SecondsOf(k.end)
-		}
-		if k.tagged {
-			p.Tag = k.tag.Value()
-		}
-		all = append(all, p)
-	}
-	out.ProbeCount = int64(len(all))
+	return cc
+}
+
+// probeFigures sets a cycle's probe count, concurrency, spacing, first
+// probe and cooldowns (with their bounds) from its probes; lo is where
+// its segment's calls start (sortCalls).
+func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo int, bounded bool) {
+	c := u.c
+	out.ProbeCount = int64(n)
 	out.MaxProbesInFlight = c.maxInFlight(probes)
 	for i := 1; i < len(probes); i++ {
 		out.intervals = append(out.intervals, c.calls[probes[i]].t-c.calls[probes[i-1]].t)
@@ -472,108 +524,89 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 			out.CooldownsBoundsS = cb
 		}
 	}
-	if bounded {
-		out.OpenBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.openAt)), Max: Ptr(SecondsOf(cy.openHi))}
-	}
-	if maybeFailures > 0 {
-		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, maybeFailures)
-		out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, maybeRequests)
-	}
-	if cy.closeAt >= 0 {
-		switch {
-		case out.Shape == ShapeRamp:
-			// A ramp closes at the end of its recovery period, on a timer:
-			// after the last request it turned away, unseen from outside
-			// how long after; no success count.
-			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
-			// The share it let through went on past the first resumed
-			// call, unseen: the admissions counted are the least there
-			// were.
-			out.MaybeProbe = true
-			if cy.closeBy >= 0 {
-				// The success that ended in the window was a ramp's
-				// admission, not a closing probe: the estimate is the
-				// first resumed call.
-				out.ClosedAtS = Ptr(SecondsOf(c.calls[cy.fr].t))
-				out.closeAt = c.calls[cy.fr].t
-			}
-		case cy.closeBy >= 0 && cy.pending:
-			// A success ended in the window, but a call let through
-			// with it was still in flight when traffic resumed: closed on
-			// that success or on a later answer (pendingAt). The first
-			// resumed call may have been one more probe.
-			out.MaybeProbe = true
-			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeAt))}
-			if cy.pendingEnd >= 0 {
-				out.CloseBoundsS.Max = Ptr(SecondsOf(max(cy.pendingEnd, cy.closeAt)))
-			}
-		case cy.closeBy >= 0 && cy.closeFirst >= 0:
-			// Two or more successes ended in the close window: the
-			// breaker closed on one of them, which one unseen (a
-			// half-open counting k of n closes on the k-th answer, one
-			// needing all on the last). The close is bounded by the
-			// earliest and the latest; the successes it took are
-			// unknown.
-			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeFirst)), Max: Ptr(SecondsOf(cy.closeAt))}
-			if u.resumedOnASlot(cy, out) {
-				out.MaybeProbe = true
-			}
-		case cy.closeBy >= 0:
-			// Closed on a success: the successful probes in a row that
-			// ended it, up to the one whose end closed it.
-			by := c.calls[cy.closeBy].t
-			n := 0
-			for i := len(probes) - 1; i >= 0; i-- {
-				k := &c.calls[probes[i]]
-				if k.t > by {
-					continue
-				}
-				if k.failed {
-					break
-				}
-				n++
-			}
-			out.SuccessesToClose = Ptr(max(n, 1))
-			if n >= 2 && u.resumedOnASlot(cy, out) {
-				// ProbeCount is the least there were.
-				out.MaybeProbe = true
-			}
-			switch {
-			case cy.closeInFlight:
-				out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo)), Max: out.ClosedAtS}
-			case cy.checkChance >= 0:
-				// Checks that passed throughout: the close is also known
-				// to the window between the requests either side.
-				out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(min(cy.lb, cy.closeAt))), Max: Ptr(SecondsOf(max(c.calls[cy.fr].t, cy.closeAt)))}
-			}
-		default:
-			// Closed on a timer, or the evidence cannot tell: known to a
-			// window, and no success count to give.
-			out.MaybeProbe = cy.maybeProbe
-			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
-			if out.Shape == ShapeExpiry {
-				// Failures expired: closed before the first resumed call.
-				out.CloseBoundsS.Max = out.ClosedAtS
-			}
+}
+
+// closeFigures sets how a cycle that closed closed: the bounds of the
+// close, the successes it took, and whether the first resumed call may
+// have been one more probe.
+func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
+	c := u.c
+	switch {
+	case out.Shape == ShapeRamp:
+		// A ramp closes at the end of its recovery period, on a timer:
+		// after the last request it turned away, unseen from outside
+		// how long after; no success count.
+		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
+		// The share it let through went on past the first resumed
+		// call, unseen: the admissions counted are the least there
+		// were.
+		out.MaybeProbe = true
+		if cy.closeBy >= 0 {
+			// The success that ended in the window was a ramp's
+			// admission, not a closing probe: the estimate is the
+			// first resumed call.
+			out.ClosedAtS = Ptr(SecondsOf(c.calls[cy.fr].t))
+			out.closeAt = c.calls[cy.fr].t
 		}
-	}
-	if out.Shape == ShapeRamp {
-		for _, i := range liveP {
-			if c.calls[i].failed {
-				out.RampStartS = nil
+	case cy.closeBy >= 0 && cy.pending:
+		// A success ended in the window, but a call let through
+		// with it was still in flight when traffic resumed: closed on
+		// that success or on a later answer (pendingAt). The first
+		// resumed call may have been one more probe.
+		out.MaybeProbe = true
+		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeAt))}
+		if cy.pendingEnd >= 0 {
+			out.CloseBoundsS.Max = Ptr(SecondsOf(max(cy.pendingEnd, cy.closeAt)))
+		}
+	case cy.closeBy >= 0 && cy.closeFirst >= 0:
+		// Two or more successes ended in the close window: the
+		// breaker closed on one of them, which one unseen (a
+		// half-open counting k of n closes on the k-th answer, one
+		// needing all on the last). The close is bounded by the
+		// earliest and the latest; the successes it took are
+		// unknown.
+		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeFirst)), Max: Ptr(SecondsOf(cy.closeAt))}
+		if u.resumedOnASlot(cy, out) {
+			out.MaybeProbe = true
+		}
+	case cy.closeBy >= 0:
+		// Closed on a success: the successful probes in a row that
+		// ended it, up to the one whose end closed it.
+		by := c.calls[cy.closeBy].t
+		n := 0
+		for i := len(probes) - 1; i >= 0; i-- {
+			k := &c.calls[probes[i]]
+			if k.t > by {
 				continue
 			}
-			if out.RampStartS == nil {
-				out.RampStartS = Ptr(SecondsOf(c.calls[i].t))
+			if k.failed {
+				break
 			}
+			n++
 		}
-		out.RampEndS = out.ClosedAtS
+		out.SuccessesToClose = Ptr(max(n, 1))
+		if n >= 2 && u.resumedOnASlot(cy, out) {
+			// ProbeCount is the least there were.
+			out.MaybeProbe = true
+		}
+		switch {
+		case cy.closeInFlight:
+			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo)), Max: out.ClosedAtS}
+		case cy.checkChance >= 0:
+			// Checks that passed throughout: the close is also known
+			// to the window between the requests either side.
+			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(min(cy.lb, cy.closeAt))), Max: Ptr(SecondsOf(max(c.calls[cy.fr].t, cy.closeAt)))}
+		}
+	default:
+		// Closed on a timer, or the evidence cannot tell: known to a
+		// window, and no success count to give.
+		out.MaybeProbe = cy.maybeProbe
+		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
+		if out.Shape == ShapeExpiry {
+			// Failures expired: closed before the first resumed call.
+			out.CloseBoundsS.Max = out.ClosedAtS
+		}
 	}
-	if len(all) > maxListed {
-		all = all[:maxListed]
-	}
-	out.Probes = all
-	return out
 }
 
 // resumedOnASlot reports whether the first resumed call of cy, which
