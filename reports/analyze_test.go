@@ -65,10 +65,10 @@ func checkTruth(t *testing.T, a *analysis.Analysis, evs []journal.Event, u strin
 	for _, e := range truth(evs, u) {
 		bt := e.Payload.(*journal.BreakerTransition)
 		if bt.From == journal.StateClosed && bt.To == journal.StateOpen {
-			opens = append(opens, analysis.SecondsOf(e.T))
+			opens = append(opens, e.T.Round(time.Millisecond).Seconds())
 		}
 		if bt.To == journal.StateClosed {
-			closes = append(closes, analysis.SecondsOf(e.T))
+			closes = append(closes, e.T.Round(time.Millisecond).Seconds())
 		}
 	}
 	var cycles []*analysis.Cycle

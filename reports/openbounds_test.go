@@ -176,7 +176,10 @@ func TestBoundedOpenFigures(t *testing.T) {
 			t.Errorf("statement lacks %q:\n%s", w, ep.Statement)
 		}
 	}
-	if s := analysis.EpisodeSummary("api", ep, a.Injected); !strings.Contains(s, "opened between 520 ms and 580 ms after the fault started") {
+	if len(a.Coverage) == 0 {
+		t.Fatal("no episode coverage")
+	}
+	if s := a.Coverage[0].Summary; !strings.Contains(s, "opened between 520 ms and 580 ms after the fault started") {
 		t.Errorf("postmortem summary does not give the open's range: %s", s)
 	}
 	md, err := render.Markdown(a)

@@ -13,8 +13,6 @@ import (
 	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/reports/render"
 
-	"github.com/halfopen/rehearse/reports/expect"
-
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -154,71 +152,4 @@ func readFile(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func TestProgressionSummarised(t *testing.T) {
-	if got := analysis.Progression([]float64{1, 2, 4}); got != "1.0 s → 2.0 s → 4.0 s" {
-		t.Errorf("short: %q", got)
-	}
-	long := make([]float64, 99)
-	for i := range long {
-		long[i] = float64(1 + i%7)
-	}
-	long[50] = 0.5
-	got := analysis.Progression(long)
-	if !strings.HasPrefix(got, "1.0 s → 2.0 s → 3.0 s → 4.0 s → 5.0 s → 6.0 s → … 93 more (min 500 ms, max 7.0 s over all 99") {
-		t.Errorf("long: %q", got)
-	}
-	if strings.Count(got, "→") > analysis.ProgressionShown {
-		t.Errorf("long progression lists %d values", strings.Count(got, "→"))
-	}
-	if analysis.Progression(nil) != "—" {
-		t.Error("empty")
-	}
-}
-
-func TestDocsURL(t *testing.T) {
-	for v, want := range map[string]string{
-		"v1.4.0":                             "v1.4.0",
-		"v1.4.0-rc.1":                        "v1.4.0-rc.1",
-		"v0.0.0-20261201103000-3a0e90b1c2d4": "3a0e90b1c2d4",
-		"v1.3.0-12-g3a0e90b1c2d4":            "3a0e90b1c2d4",
-		"v1.3.0-12-g3a0e90b1c2d4-dirty":      "3a0e90b1c2d4",
-		"dev":                                "main",
-		"":                                   "main",
-	} {
-		if got := analysis.DocsURL(v, "analysis.md"); got != analysis.DocsBase+want+"/docs/analysis.md" {
-			t.Errorf("DocsURL(%q) = %s, want ref %s", v, got, want)
-		}
-	}
-}
-
-func TestReportSpecValidate(t *testing.T) {
-	ok := &expect.ReportSpec{Links: &expect.ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}", Prometheus: "http://127.0.0.1:9090"}}
-	if err := ok.Validate(); err != nil {
-		t.Error(err)
-	}
-	for _, bad := range []expect.ReportLinks{{Grafana: "grafana.example/d/x"}, {Prometheus: "ftp://p"}, {Prometheus: "http://u:secret@/x"}} {
-		err := (&expect.ReportSpec{Links: &bad}).Validate()
-		if err == nil {
-			t.Errorf("%+v accepted", bad)
-		} else if strings.Contains(err.Error(), "secret") {
-			t.Errorf("error shows a password: %v", err)
-		}
-	}
-	var none *expect.ReportSpec
-	if none.Validate() != nil {
-		t.Error("nil spec")
-	}
-}
-
-func TestGrafanaPlaceholders(t *testing.T) {
-	a := &analysis.Analysis{Run: analysis.RunInfo{WallStart: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), DurationS: 60}}
-	rec := &analysis.ScenarioRecord{Report: &expect.ReportSpec{Links: &expect.ReportLinks{Grafana: "https://g.example/d/x?from={from}&to={to}&orgId=1"}}}
-	links := analysis.ReportLinks(a, rec, nil)
-	want := "https://g.example/d/x?from=" + strconv.FormatInt(a.Run.WallStart.Add(-time.Minute).UnixMilli(), 10) +
-		"&to=" + strconv.FormatInt(a.Run.WallStart.Add(2*time.Minute).UnixMilli(), 10) + "&orgId=1"
-	if len(links) != 2 || links[1].URL != want {
-		t.Errorf("links %v, want %s", links, want)
-	}
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/halfopen/rehearse/reports/analysis"
-
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -284,10 +282,10 @@ func truthSpan(events []journal.Event, u string) (openT, closeT float64) {
 	for _, e := range truth(events, u) {
 		bt := e.Payload.(*journal.BreakerTransition)
 		if bt.From == journal.StateClosed && openT == 0 {
-			openT = analysis.SecondsOf(e.T)
+			openT = e.T.Round(time.Millisecond).Seconds()
 		}
 		if bt.To == journal.StateClosed {
-			closeT = analysis.SecondsOf(e.T)
+			closeT = e.T.Round(time.Millisecond).Seconds()
 		}
 	}
 	return openT, closeT

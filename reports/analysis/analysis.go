@@ -540,7 +540,7 @@ type FaultWindow struct {
 
 // seconds converts a run time to float seconds rounded to the millisecond,
 // so that figures are stable across float formatting.
-func SecondsOf(d time.Duration) float64 {
+func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 

@@ -139,9 +139,9 @@ var Figures = []Figure{
 		}),
 		CompareLabel: "first probe after open (cooldown, every cycle)"},
 	{Key: "cooldowns_s", Label: "cooldown progression", Unit: Word, Word: func(e *Episode) string {
-		return Progression(e.CooldownsS)
+		return progression(e.CooldownsS)
 	}, Cell: func(e *Episode) string {
-		s := Progression(e.CooldownsS)
+		s := progression(e.CooldownsS)
 		if len(e.CooldownsBoundsS) > 0 && e.CooldownsBoundsS[0] != nil {
 			// Only the first is measured from the open.
 			s += fmt.Sprintf(" (the first %s)", boundsText(e.CooldownsBoundsS[0], Seconds))
@@ -489,15 +489,15 @@ func (e *Episode) MarshalJSON() ([]byte, error) {
 
 // progressionShown is how many values of a progression the report lists
 // before summarising the rest; run.json has them all.
-const ProgressionShown = 6
+const progressionShown = 6
 
 // progression writes a series of waits for people: all of them when few,
 // else the first few, then "… N more (min X, max Y; all in run.json)".
-func Progression(vs []float64) string {
+func progression(vs []float64) string {
 	if len(vs) == 0 {
 		return "—"
 	}
-	n := min(len(vs), ProgressionShown)
+	n := min(len(vs), progressionShown)
 	parts := make([]string, n)
 	for j, c := range vs[:n] {
 		parts[j] = num.Sec(c)

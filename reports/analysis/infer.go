@@ -179,7 +179,7 @@ func (c *collector) finish() (*Analysis, error) {
 				end = f.start + f.planned
 			}
 		}
-		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: SecondsOf(f.start), EndS: SecondsOf(end)})
+		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: seconds(f.start), EndS: seconds(end)})
 	}
 
 	// Per upstream.
@@ -294,12 +294,12 @@ type frame struct {
 func (c *collector) runInfo(a *Analysis, runEnd time.Duration) {
 	ri := &a.Run
 	ri.Events, ri.UnknownEvents, ri.TornTail = c.events, c.unknown, c.torn
-	ri.DurationS = SecondsOf(runEnd)
+	ri.DurationS = seconds(runEnd)
 	if s := c.start; s != nil {
 		ri.RunID, ri.Scenario, ri.ScenarioFile, ri.Seed = s.RunID, s.Scenario, s.ScenarioFile, s.Seed
 		ri.ScenarioDigest = s.ScenarioDigest
 		ri.WallStart, ri.Version, ri.Target, ri.RatePerS = s.WallStart, s.Version, redact.URL(s.Target), s.Rate
-		ri.PlannedS = SecondsOf(s.Duration)
+		ri.PlannedS = seconds(s.Duration)
 		ri.TimeZone = s.TimeZone
 		if p := s.Platform; p != nil {
 			pi := &PlatformInfo{OS: p.OS, Arch: p.Arch, Kernel: p.Kernel, CPU: p.CPU, NumCPU: p.NumCPU,
@@ -434,7 +434,7 @@ func (c *collector) replayStats(a *Analysis) {
 			}
 		}
 		rs.LongestSendGapMs = Ptr(ms(gap))
-		rs.LongestSendGapAtS = Ptr(SecondsOf(at))
+		rs.LongestSendGapAtS = Ptr(seconds(at))
 	}
 	for i := range c.calls {
 		if c.calls[i].hasSeq {
@@ -512,7 +512,7 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 		spans = fmt.Sprintf("%d times, the longest", stalls)
 	}
 	return fmt.Sprintf("%s: requests were due and none was sent for longer than %s (%d × the %s between requests, at least %s) %s for %s from %s into the run (%d of %d requests dropped); the analysis cannot see through that: an open or a close of a breaker in such a span is unseen, and the breaker figures around it rest on the few requests either side",
-		NoteReplayStalled, num.Sec(SecondsOf(limit)), GapFactor, num.Sec(SecondsOf(iv)), num.Sec(SecondsOf(MinGap)), spans, num.Sec(SecondsOf(hole)), num.Sec(SecondsOf(from)), rs.Dropped, rs.Due)
+		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), spans, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
 }
 
 // phases computes client figures before, during and after the faults.
@@ -528,7 +528,7 @@ func (c *collector) phases(a *Analysis, fr frame) {
 	}
 	var totalCalls, totalReqs int64
 	for _, sp := range spans {
-		ps := &PhaseStats{StartS: SecondsOf(sp.start), EndS: SecondsOf(min(sp.end, runEnd)), Outcomes: map[string]int64{}}
+		ps := &PhaseStats{StartS: seconds(sp.start), EndS: seconds(min(sp.end, runEnd)), Outcomes: map[string]int64{}}
 		h := newHist()
 		var ok, sent int64
 		lo := sort.Search(len(c.reqs), func(i int) bool { return c.reqs[i].sched >= sp.start })
@@ -722,7 +722,7 @@ func healthIntervals(pts []statePoint, runEnd time.Duration) []StateInterval {
 		if i+1 < len(pts) {
 			end = pts[i+1].t
 		}
-		out = append(out, StateInterval{StartS: SecondsOf(p.t), EndS: SecondsOf(end), State: p.state})
+		out = append(out, StateInterval{StartS: seconds(p.t), EndS: seconds(end), State: p.state})
 	}
 	return out
 }

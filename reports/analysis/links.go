@@ -52,7 +52,7 @@ func (c WallClock) window(durationS float64) (from, to time.Time) {
 
 // reportLinks builds the run's links: the docs, and the scenario's
 // dashboards for the run's window.
-func ReportLinks(a *Analysis, rec *ScenarioRecord, series []string) []Link {
+func reportLinks(a *Analysis, rec *scenarioRecord, series []string) []Link {
 	links := []Link{{Label: "How to read these figures", URL: DocsURL(a.Run.Version, "analysis.md")}}
 	clock := a.Run.Clock()
 	if rec == nil || rec.Report == nil || rec.Report.Links == nil || !clock.Known() {
@@ -98,7 +98,7 @@ func promGraphURL(base, expr string, from, to time.Time) string {
 // the report shows: the description, what was injected and how, the
 // built-in gateway's settings and the report section. It is decoded
 // loosely: a journal from another version still renders.
-type ScenarioRecord struct {
+type scenarioRecord struct {
 	Description string `json:"description"`
 	Gateway     struct {
 		URL     string `json:"url"`
@@ -133,7 +133,7 @@ type ScenarioRecord struct {
 // analysis reads it: decoded once, when run.start is collected, and
 // loosely (a journal from another version still renders).
 type startConfig struct {
-	ScenarioRecord
+	scenarioRecord
 	// Expectations are decoded strictly, apart (configExpectations): an
 	// unreadable section is a failed expectation, not a lost report.
 	Expectations json.RawMessage `json:"expectations"`
@@ -156,7 +156,7 @@ func decodeStart(cfg json.RawMessage) *startConfig {
 // breakerSeries is the metric the gateway's metrics preset reads: the
 // reference gateway's by default (built-in), none for a URL gateway
 // without metrics.
-func (r *ScenarioRecord) breakerSeries() []string {
+func (r *scenarioRecord) breakerSeries() []string {
 	m := r.Gateway.Metrics
 	switch {
 	case m == nil && r.Gateway.Builtin != nil:

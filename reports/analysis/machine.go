@@ -313,7 +313,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 // repeating a client request (true: the client's own re-send).
 func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool, rep map[int32]bool) *Cycle {
 	c := u.c
-	out := &Cycle{OpenedAtS: SecondsOf(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
+	out := &Cycle{OpenedAtS: seconds(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
 		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, openHi: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
 	// bounded: several failures fit the trip (OpenBoundsS), so every
 	// figure measured from the open has bounds too.
@@ -323,7 +323,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	end := u.frame.end + 1
 	if cy.closeAt >= 0 {
-		out.ClosedAtS = Ptr(SecondsOf(cy.closeAt))
+		out.ClosedAtS = Ptr(seconds(cy.closeAt))
 		end = cy.closeAt
 	}
 	from := segStart
@@ -347,9 +347,9 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	all := make([]Probe, 0, len(probes))
 	for _, i := range probes {
 		k := &c.calls[i]
-		p := Probe{AtS: SecondsOf(k.t), OK: !k.failed, Kind: out.ProbeSource}
+		p := Probe{AtS: seconds(k.t), OK: !k.failed, Kind: out.ProbeSource}
 		if k.end > k.t {
-			p.DoneS = SecondsOf(k.end)
+			p.DoneS = seconds(k.end)
 		}
 		if k.tagged {
 			p.Tag = k.tag.Value()
@@ -358,7 +358,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	u.probeFigures(cy, out, probes, len(all), cc.lo, bounded)
 	if bounded {
-		out.OpenBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.openAt)), Max: Ptr(SecondsOf(cy.openHi))}
+		out.OpenBoundsS = &Bounds{Min: Ptr(seconds(cy.openAt)), Max: Ptr(seconds(cy.openHi))}
 	}
 	if cc.maybeFailures > 0 {
 		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, cc.maybeFailures)
@@ -374,7 +374,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 				continue
 			}
 			if out.RampStartS == nil {
-				out.RampStartS = Ptr(SecondsOf(c.calls[i].t))
+				out.RampStartS = Ptr(seconds(c.calls[i].t))
 			}
 		}
 		out.RampEndS = out.ClosedAtS
@@ -479,7 +479,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 	}
 	if len(probes) > 0 {
 		out.firstProbe = c.calls[probes[0]].t
-		out.CooldownsS = append(out.CooldownsS, SecondsOf(c.calls[probes[0]].t-cy.openAt))
+		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
 		// One entry per cooldown, null where exact; kept when any is not.
 		cb, anyBounds := []*Bounds{nil}, false
 		// A cooldown ends when the gateway lets the probe through: at its
@@ -489,7 +489,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 			// As short as the first probe after the latest open; a probe
 			// before it (a health check, which runs whatever the breaker
 			// does) leaves it as short as nothing.
-			cb[0], anyBounds = &Bounds{Min: Ptr(SecondsOf(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(out.CooldownsS[0])}, true
+			cb[0], anyBounds = &Bounds{Min: Ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(out.CooldownsS[0])}, true
 		}
 		waits := len(cy.blockedAt) > 0 // requests are attributed: a wait shows
 		for i := 0; i+1 < len(probes); i++ {
@@ -505,7 +505,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 				// through with it): no cooldown began there.
 				continue
 			}
-			out.CooldownsS = append(out.CooldownsS, SecondsOf(next-k.end))
+			out.CooldownsS = append(out.CooldownsS, seconds(next-k.end))
 			// The breaker reopened on a failure that ended after it let
 			// this probe through (a reopen before would have turned it
 			// away) and by this probe's end: this one's, or another's —
@@ -516,7 +516,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 			var bnd *Bounds
 			let := u.letFrom(probes[i+1])
 			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next {
-				bnd, anyBounds = &Bounds{Min: Ptr(SecondsOf(max(let-k.end, 0))), Max: Ptr(SecondsOf(next - e))}, true
+				bnd, anyBounds = &Bounds{Min: Ptr(seconds(max(let-k.end, 0))), Max: Ptr(seconds(next - e))}, true
 			}
 			cb = append(cb, bnd)
 		}
@@ -536,7 +536,7 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 		// A ramp closes at the end of its recovery period, on a timer:
 		// after the last request it turned away, unseen from outside
 		// how long after; no success count.
-		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
+		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeLo))}
 		// The share it let through went on past the first resumed
 		// call, unseen: the admissions counted are the least there
 		// were.
@@ -545,7 +545,7 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 			// The success that ended in the window was a ramp's
 			// admission, not a closing probe: the estimate is the
 			// first resumed call.
-			out.ClosedAtS = Ptr(SecondsOf(c.calls[cy.fr].t))
+			out.ClosedAtS = Ptr(seconds(c.calls[cy.fr].t))
 			out.closeAt = c.calls[cy.fr].t
 		}
 	case cy.closeBy >= 0 && cy.pending:
@@ -554,9 +554,9 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 		// that success or on a later answer (pendingAt). The first
 		// resumed call may have been one more probe.
 		out.MaybeProbe = true
-		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeAt))}
+		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeAt))}
 		if cy.pendingEnd >= 0 {
-			out.CloseBoundsS.Max = Ptr(SecondsOf(max(cy.pendingEnd, cy.closeAt)))
+			out.CloseBoundsS.Max = Ptr(seconds(max(cy.pendingEnd, cy.closeAt)))
 		}
 	case cy.closeBy >= 0 && cy.closeFirst >= 0:
 		// Two or more successes ended in the close window: the
@@ -565,7 +565,7 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 		// needing all on the last). The close is bounded by the
 		// earliest and the latest; the successes it took are
 		// unknown.
-		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeFirst)), Max: Ptr(SecondsOf(cy.closeAt))}
+		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeFirst)), Max: Ptr(seconds(cy.closeAt))}
 		if u.resumedOnASlot(cy, out) {
 			out.MaybeProbe = true
 		}
@@ -591,17 +591,17 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 		}
 		switch {
 		case cy.closeInFlight:
-			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo)), Max: out.ClosedAtS}
+			out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeLo)), Max: out.ClosedAtS}
 		case cy.checkChance >= 0:
 			// Checks that passed throughout: the close is also known
 			// to the window between the requests either side.
-			out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(min(cy.lb, cy.closeAt))), Max: Ptr(SecondsOf(max(c.calls[cy.fr].t, cy.closeAt)))}
+			out.CloseBoundsS = &Bounds{Min: Ptr(seconds(min(cy.lb, cy.closeAt))), Max: Ptr(seconds(max(c.calls[cy.fr].t, cy.closeAt)))}
 		}
 	default:
 		// Closed on a timer, or the evidence cannot tell: known to a
 		// window, and no success count to give.
 		out.MaybeProbe = cy.maybeProbe
-		out.CloseBoundsS = &Bounds{Min: Ptr(SecondsOf(cy.closeLo))}
+		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeLo))}
 		if out.Shape == ShapeExpiry {
 			// Failures expired: closed before the first resumed call.
 			out.CloseBoundsS.Max = out.ClosedAtS
@@ -657,7 +657,7 @@ func (u *upstreamRun) firstFailedEnd(lo int, from, by time.Duration) time.Durati
 func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	c, live, sent, mpts := u.c, u.live, u.sent, u.mpts
 	ep.Fault, ep.FaultTypes = joinNames(w.names), w.types
-	ep.StartS, ep.EndS, ep.EndedByRun = SecondsOf(w.start), SecondsOf(w.end), w.endedByRun
+	ep.StartS, ep.EndS, ep.EndedByRun = seconds(w.start), seconds(w.end), w.endedByRun
 	ep.CooldownsS, ep.RetryAfter = []float64{}, []RetryAfter{}
 	if ep.Cycles == nil {
 		ep.Cycles = []*Cycle{}
@@ -667,9 +667,9 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		first, last := ep.Cycles[0], ep.Cycles[n-1]
 		ep.Opened = true
 		ep.OpenedAtS = Ptr(first.OpenedAtS)
-		ep.OpenedAfterS = Ptr(SecondsOf(first.openAt - w.start))
+		ep.OpenedAfterS = Ptr(seconds(first.openAt - w.start))
 		if first.OpenBoundsS != nil {
-			ep.OpenedAfterBoundsS = &Bounds{Min: ep.OpenedAfterS, Max: Ptr(SecondsOf(first.openHi - w.start))}
+			ep.OpenedAfterBoundsS = &Bounds{Min: ep.OpenedAfterS, Max: Ptr(seconds(first.openHi - w.start))}
 		}
 		ep.FailuresBeforeOpen = Ptr(first.FailuresBeforeOpen)
 		ep.FailedRequestsBeforeOpen = Ptr(first.FailedRequestsBeforeOpen)
@@ -718,7 +718,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		if ep.Probes > 0 {
 			ep.MaxProbesInFlight = Ptr(mif)
 			if first.firstProbe >= 0 {
-				ep.FirstProbeAfterOpen = Ptr(SecondsOf(first.firstProbe - first.openAt))
+				ep.FirstProbeAfterOpen = Ptr(seconds(first.firstProbe - first.openAt))
 				if len(first.CooldownsBoundsS) > 0 {
 					ep.FirstProbeAfterOpenBoundsS = first.CooldownsBoundsS[0]
 				}
@@ -727,7 +727,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		if last.ClosedAtS != nil {
 			ep.Closed = true
 			ep.ClosedAtS = last.ClosedAtS
-			ep.ClosedAfterRecoveryS = Ptr(SecondsOf(last.closeAt - w.end))
+			ep.ClosedAfterRecoveryS = Ptr(seconds(last.closeAt - w.end))
 			ep.SuccessesToClose = last.SuccessesToClose
 			ep.CloseBoundsS = last.CloseBoundsS
 			ampEnd = max(ampEnd, last.closeAt)
@@ -766,11 +766,11 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 			if len(ep.RetryAfter) >= maxListed {
 				break
 			}
-			ra := RetryAfter{AtS: SecondsOf(p.from), RetryAfterS: SecondsOf(p.until - p.from), Honoured: true}
+			ra := RetryAfter{AtS: seconds(p.from), RetryAfterS: seconds(p.until - p.from), Honoured: true}
 			j := sort.Search(len(live), func(j int) bool { return c.calls[live[j]].t > p.from })
 			if j < len(live) {
 				nt := c.calls[live[j]].t
-				ra.NextCallS = Ptr(SecondsOf(nt - p.from))
+				ra.NextCallS = Ptr(seconds(nt - p.from))
 				ra.Honoured = nt >= p.until-RetryAfterSlack
 			}
 			ep.RetryAfter = append(ep.RetryAfter, ra)
@@ -804,9 +804,9 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 				if mpts[i].state == journal.StateClosed {
 					continue
 				}
-				ep.MetricsOpenLagS = Ptr(SecondsOf(mpts[i].t - openAt))
+				ep.MetricsOpenLagS = Ptr(seconds(mpts[i].t - openAt))
 				if openHi > openAt {
-					ep.MetricsOpenLagBoundsS = &Bounds{Min: Ptr(SecondsOf(mpts[i].t - openHi)), Max: ep.MetricsOpenLagS}
+					ep.MetricsOpenLagBoundsS = &Bounds{Min: Ptr(seconds(mpts[i].t - openHi)), Max: ep.MetricsOpenLagS}
 				}
 				if ep.Closed {
 					// The close the metrics show is the first closed
@@ -824,7 +824,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 					for j := lastOpen + 1; j < len(mpts); j++ {
 						if mpts[j].state == journal.StateClosed {
 							if mpts[j].t >= closeAt-30*time.Second {
-								ep.MetricsCloseLagS = Ptr(SecondsOf(mpts[j].t - closeAt))
+								ep.MetricsCloseLagS = Ptr(seconds(mpts[j].t - closeAt))
 							}
 							break
 						}
@@ -854,7 +854,7 @@ func minP50Max(v []time.Duration) MinP50Max {
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	return MinP50Max{Min: Ptr(SecondsOf(s[0])), P50: Ptr(SecondsOf(num.Median(s))), Max: Ptr(SecondsOf(s[len(s)-1]))}
+	return MinP50Max{Min: Ptr(seconds(s[0])), P50: Ptr(seconds(num.Median(s))), Max: Ptr(seconds(s[len(s)-1]))}
 }
 
 // statement says what happened in one plain sentence.
@@ -994,7 +994,7 @@ func (u *upstreamRun) healthDisagreement(ua *UpstreamAnalysis, opens [][2]time.D
 	var maxD, curStart time.Duration
 	flush := func(t time.Duration) {
 		if cur != nil {
-			cur.EndS = SecondsOf(t)
+			cur.EndS = seconds(t)
 			maxD = max(maxD, t-curStart)
 			if len(ua.HealthDisagreements) < maxListed {
 				ua.HealthDisagreements = append(ua.HealthDisagreements, *cur)
@@ -1014,11 +1014,11 @@ func (u *upstreamRun) healthDisagreement(ua *UpstreamAnalysis, opens [][2]time.D
 		case dis && cur != nil && cur.Health == canary && cur.Breaker == brk:
 		case dis:
 			flush(e.t)
-			cur, curStart = &Disagreement{StartS: SecondsOf(e.t), Health: canary, Breaker: brk, Source: src}, e.t
+			cur, curStart = &Disagreement{StartS: seconds(e.t), Health: canary, Breaker: brk, Source: src}, e.t
 		default:
 			flush(e.t)
 		}
 	}
 	flush(runEnd)
-	ua.HealthDisagreementMaxS = Ptr(SecondsOf(maxD))
+	ua.HealthDisagreementMaxS = Ptr(seconds(maxD))
 }

@@ -67,9 +67,9 @@ type Setting = journal.Setting
 // annotate fills the postmortem parts of the analysis from the collector's
 // faults and run.start's config.
 func (c *collector) annotate(a *Analysis) {
-	var rec *ScenarioRecord
+	var rec *scenarioRecord
 	if c.cfg != nil {
-		rec = &c.cfg.ScenarioRecord
+		rec = &c.cfg.scenarioRecord
 		a.Run.Description = strings.TrimSpace(rec.Description)
 	}
 	var series []string
@@ -85,13 +85,13 @@ func (c *collector) annotate(a *Analysis) {
 	clock := a.Run.Clock()
 	a.Injected = []InjectedFault{}
 	for _, f := range c.faults {
-		in := InjectedFault{Name: f.name, Upstream: f.upstream, Type: f.typ, StartS: SecondsOf(time.Duration(f.start)),
-			PlannedForS: SecondsOf(f.planned), Params: f.spec.Params, HealthChecks: f.spec.HealthChecks}
+		in := InjectedFault{Name: f.name, Upstream: f.upstream, Type: f.typ, StartS: seconds(time.Duration(f.start)),
+			PlannedForS: seconds(f.planned), Params: f.spec.Params, HealthChecks: f.spec.HealthChecks}
 		if len(in.Params) == 0 || string(in.Params) == "null" {
 			in.Params = nil
 		}
 		if f.end >= 0 {
-			in.EndS = Ptr(SecondsOf(time.Duration(f.end)))
+			in.EndS = Ptr(seconds(time.Duration(f.end)))
 		}
 		if f.applied >= 0 {
 			in.Applied = Ptr(f.applied)
@@ -113,11 +113,11 @@ func (c *collector) annotate(a *Analysis) {
 		}
 	}
 	a.Coverage = coverage(a)
-	a.Links = ReportLinks(a, rec, series)
+	a.Links = reportLinks(a, rec, series)
 }
 
 // targeting describes which requests a fault applied to.
-func targeting(probability float64, rec *ScenarioRecord, name string) string {
+func targeting(probability float64, rec *scenarioRecord, name string) string {
 	var parts []string
 	if rec != nil {
 		for _, f := range rec.Faults {
@@ -164,7 +164,7 @@ func targeting(probability float64, rec *ScenarioRecord, name string) string {
 
 // builtinSettings reads the built-in gateway's configuration from the
 // scenario record, defaults applied as the gateway applies them.
-func builtinSettings(rec *ScenarioRecord) *GatewaySettings {
+func builtinSettings(rec *scenarioRecord) *GatewaySettings {
 	b := rec.Gateway.Builtin
 	if b == nil {
 		return nil
@@ -259,7 +259,7 @@ func coverage(a *Analysis) []EpisodeCoverage {
 		covered := judged && (len(a.Expected.Upstreams) == 0 || slices.Contains(a.Expected.Upstreams, name))
 		for i, ep := range ua.Episodes {
 			out = append(out, EpisodeCoverage{Upstream: name, Episode: i + 1, Fault: ep.Fault, Covered: covered,
-				Summary: EpisodeSummary(name, ep, a.Injected)})
+				Summary: episodeSummary(name, ep, a.Injected)})
 		}
 	}
 	return out
@@ -267,7 +267,7 @@ func coverage(a *Analysis) []EpisodeCoverage {
 
 // episodeSummary: "llm-primary had 89 mid-stream cuts and its breaker did
 // not open".
-func EpisodeSummary(upstream string, ep *Episode, injected []InjectedFault) string {
+func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) string {
 	by := map[string]int64{}
 	known := true
 	for _, f := range injected {
@@ -332,9 +332,9 @@ func Resolve(config json.RawMessage) *journal.Resolved {
 	if sc == nil {
 		return nil
 	}
-	return resolve(&sc.ScenarioRecord)
+	return resolve(&sc.scenarioRecord)
 }
 
-func resolve(rec *ScenarioRecord) *journal.Resolved {
+func resolve(rec *scenarioRecord) *journal.Resolved {
 	return &journal.Resolved{Gateway: builtinSettings(rec), BreakerSeries: rec.breakerSeries()}
 }

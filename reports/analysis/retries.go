@@ -863,7 +863,7 @@ func jitterFigures(byRetry [][]float64) JitterFigures {
 		if len(w) < JitterMinWaits {
 			continue
 		}
-		t := FullJitterTest(w)
+		t := fullJitterTest(w)
 		t.Retry = i + 1
 		j.Tests = append(j.Tests, t)
 	}
@@ -884,7 +884,7 @@ func jitterFigures(byRetry [][]float64) JitterFigures {
 // a loaded machine (a late timer, a descheduled gateway) are not taken
 // for the cap. Those ratios are compared with U(0, 1) by their
 // Kolmogorov–Smirnov distance, against Stephens' α = 0.001 critical value.
-func FullJitterTest(waits []float64) JitterTest {
+func fullJitterTest(waits []float64) JitterTest {
 	s := sortedCopy(waits)
 	k := max(1, (len(s)+9)/10)
 	top := s[len(s)-k]

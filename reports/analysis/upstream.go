@@ -111,7 +111,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 	// Expected interval between live calls at the replay rate.
 	if len(sent) > 1 {
 		span := c.reqs[sent[len(sent)-1]].sent - c.reqs[sent[0]].sent
-		ua.ExpectedIntervalS = Ptr(SecondsOf(span / time.Duration(len(sent)-1)))
+		ua.ExpectedIntervalS = Ptr(seconds(span / time.Duration(len(sent)-1)))
 	}
 
 	var cycles []*cyc
@@ -135,7 +135,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		var exp time.Duration
 		exp, cycles = u.gapMachine()
 		if exp > 0 {
-			ua.ExpectedIntervalS = Ptr(SecondsOf(exp))
+			ua.ExpectedIntervalS = Ptr(seconds(exp))
 		}
 		// Without client attribution a quiet upstream (a fallback that only
 		// gets traffic while the primary is open, a route the capture
@@ -156,14 +156,14 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 	// Metrics transitions.
 	mpts := u.mpts
 	for i := 1; i < len(mpts) && len(ua.MetricsTransitions) < maxListed; i++ {
-		ua.MetricsTransitions = append(ua.MetricsTransitions, MetricsTransition{AtS: SecondsOf(mpts[i].t), From: mpts[i-1].state, To: mpts[i].state})
+		ua.MetricsTransitions = append(ua.MetricsTransitions, MetricsTransition{AtS: seconds(mpts[i].t), From: mpts[i-1].state, To: mpts[i].state})
 	}
 	for i, p := range mpts {
 		end := runEnd
 		if i+1 < len(mpts) {
 			end = mpts[i+1].t
 		}
-		tl.Metrics = append(tl.Metrics, StateInterval{StartS: SecondsOf(p.t), EndS: SecondsOf(end), State: p.state})
+		tl.Metrics = append(tl.Metrics, StateInterval{StartS: seconds(p.t), EndS: seconds(end), State: p.state})
 	}
 
 	// Calls repeating a client request: the replayer's re-sends (from
@@ -196,7 +196,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 			closeAt = cy.closeAt
 			prevClose = cy.closeAt
 		}
-		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: SecondsOf(closeAt), State: journal.StateOpen})
+		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: seconds(closeAt), State: journal.StateOpen})
 		opens = append(opens, [2]time.Duration{cy.openAt, closeAt})
 		if epi < 0 {
 			ua.UnprovokedOpens = append(ua.UnprovokedOpens, out)
