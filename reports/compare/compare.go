@@ -703,7 +703,7 @@ func values(runs []*SideRun, get func(r *SideRun) string) []string {
 
 // gomaxprocsFact is the key of the platform fact of the harness's Go
 // processors.
-const GomaxprocsFact = "go processors (GOMAXPROCS)"
+const gomaxprocsFact = "go processors (GOMAXPROCS)"
 
 // facts lists the platform facts of each side.
 func (c *Comparison) facts() {
@@ -737,7 +737,7 @@ func (c *Comparison) facts() {
 		})},
 		// The harness's own processors: its send lateness and timer
 		// figures depend on them as much as on the machine's CPUs.
-		{GomaxprocsFact, pf(func(p *analysis.PlatformInfo) string {
+		{gomaxprocsFact, pf(func(p *analysis.PlatformInfo) string {
 			if p.GOMAXPROCS == 0 {
 				return ""
 			}
@@ -756,7 +756,7 @@ func (c *Comparison) facts() {
 		f := CompareFact{Key: d.key, A: values(c.sides[0], d.get), B: values(c.sides[1], d.get)}
 		// Listed only when some run recorded it: runs from before the
 		// harness recorded its processors say nothing of them.
-		if d.key == GomaxprocsFact && slices.Equal(f.A, []string{"—"}) && slices.Equal(f.B, []string{"—"}) {
+		if d.key == gomaxprocsFact && slices.Equal(f.A, []string{"—"}) && slices.Equal(f.B, []string{"—"}) {
 			continue
 		}
 		c.Facts = append(c.Facts, f)

@@ -86,7 +86,7 @@ func buildView(a *analysis.Analysis) *reportView {
 	v.upstreams(a, clock)
 	v.phases(a, clock)
 	v.replay(a)
-	v.Platform = PlatformRows(a.Platform)
+	v.Platform = platformRows(a.Platform)
 	postmortemView(v, a, clock)
 	return v
 }
@@ -323,7 +323,7 @@ func paramsText(raw []byte) string {
 	return strings.Join(parts, ", ")
 }
 
-func PlatformRows(p *analysis.PlatformInfo) []kv {
+func platformRows(p *analysis.PlatformInfo) []kv {
 	if p == nil {
 		return []kv{{"platform", "not recorded"}}
 	}
