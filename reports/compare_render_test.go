@@ -2,8 +2,6 @@ package reports
 
 import (
 	"encoding/json"
-	"image"
-	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/reports/compare"
-	"github.com/halfopen/rehearse/reports/render"
 
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
@@ -30,61 +27,6 @@ func writtenComparison(t *testing.T, version string) (*compare.Comparison, strin
 		t.Fatal(err)
 	}
 	return c, dir
-}
-
-// readAnalysis is a compared run's analysis, read again from its
-// directory.
-func readAnalysis(t *testing.T, dir string) *analysis.Analysis {
-	t.Helper()
-	a, err := AnalyzeDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// TestCompareTimelinesPNG decodes compare-timelines.png: it is the
-// comparison's drawing at PNGScale, its lower part the second side's
-// timeline pixel for pixel as that run's own drawing over the aligned
-// window, and the upper part is the first side's.
-func TestCompareTimelinesPNG(t *testing.T) {
-	c, dir := writtenComparison(t, "")
-	img := readPNG(t, filepath.Join(dir, compare.CompareTimelinesPNGFile))
-	d := compare.CompareTimelines(c)
-	if img.Bounds() != image.Rect(0, 0, int(d.W*render.PNGScale), int(d.H*render.PNGScale)) {
-		t.Fatalf("PNG %v, want the drawing's %v×%v at scale %v", img.Bounds(), d.W, d.H, render.PNGScale)
-	}
-	a, bb := readAnalysis(t, c.Runs[0][0].Dir), readAnalysis(t, c.Runs[1][0].Dir)
-	oa, ob := compare.FirstFault(a), compare.FirstFault(bb)
-	pre, post := max(oa, ob), max(a.Run.DurationS-oa, bb.Run.DurationS-ob)
-	second := render.TimelineDrawing(bb, render.SVGOptions{Width: 1200, From: ob - pre, To: ob + post, Origin: ob,
-		Title: "b — " + bb.Run.RunID + " (t = 0 at the first fault)"})
-	first := render.TimelineDrawing(a, render.SVGOptions{Width: 1200, From: oa - pre, To: oa + post, Origin: oa,
-		Title: "a — " + a.Run.RunID + " (t = 0 at the first fault)"})
-	if first.H+10+second.H != d.H {
-		t.Fatalf("height %v, want %v + 10 + %v", d.H, first.H, second.H)
-	}
-	for _, part := range []struct {
-		what string
-		d    *image.RGBA
-		top  int
-	}{
-		{"first side", first.Raster(render.PNGScale), 0},
-		{"second side", second.Raster(render.PNGScale), int((first.H + 10) * render.PNGScale)},
-	} {
-		differ := 0
-		bounds := part.d.Bounds()
-		for y := 0; y < bounds.Dy(); y++ {
-			for x := 0; x < bounds.Dx(); x++ {
-				if color.RGBAModel.Convert(img.At(x, y+part.top)) != part.d.RGBAAt(x, y) {
-					differ++
-				}
-			}
-		}
-		if differ > 0 {
-			t.Errorf("%s: %d pixels differ from its own timeline drawn alone", part.what, differ)
-		}
-	}
 }
 
 // TestCompareMarkdownTimelinesAndDocs checks compare.md as GFM sees it:

@@ -245,10 +245,10 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 // in one picture, both aligned at their first fault start (t = 0) over
 // the same window: one drawing, so that the SVG and the PNG are the same
 // picture.
-func CompareTimelines(c *Comparison) *canvas.Drawing {
+func compareTimelines(c *Comparison) *canvas.Drawing {
 	const width, gap = 1200, 10
 	a, b := c.sides[0][0].A, c.sides[1][0].A
-	oa, ob := FirstFault(a), FirstFault(b)
+	oa, ob := firstFault(a), firstFault(b)
 	pre := max(oa, ob)
 	post := max(a.Run.DurationS-oa, b.Run.DurationS-ob)
 	d := canvas.New(width, 0)
@@ -266,15 +266,15 @@ func CompareTimelines(c *Comparison) *canvas.Drawing {
 }
 
 // CompareTimelinesSVG is the comparison's timelines as SVG.
-func CompareTimelinesSVG(c *Comparison) []byte { return CompareTimelines(c).SVG("timeline") }
+func CompareTimelinesSVG(c *Comparison) []byte { return compareTimelines(c).SVG("timeline") }
 
 // CompareTimelinesPNG is the same picture as CompareTimelinesSVG as a PNG
 // at PNGScale, for documents that do not take SVG.
 func CompareTimelinesPNG(c *Comparison) ([]byte, error) {
-	return CompareTimelines(c).PNG(render.PNGScale)
+	return compareTimelines(c).PNG(render.PNGScale)
 }
 
-func FirstFault(a *analysis.Analysis) float64 {
+func firstFault(a *analysis.Analysis) float64 {
 	first := -1.0
 	if a.Timeline != nil {
 		for _, f := range a.Timeline.Faults {
