@@ -544,6 +544,7 @@ func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
+// Ptr is a pointer to a copy of v: the optional figures of run.json.
 func Ptr[T any](v T) *T { return &v }
 
 var _ = journal.KindRunStart

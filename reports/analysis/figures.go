@@ -360,6 +360,7 @@ func (f Figure) ComparedAs() string {
 	return f.Label
 }
 
+// HistoryAs is the figure's name in report history.
 func (f Figure) HistoryAs() string {
 	if f.HistoryLabel != "" {
 		return f.HistoryLabel

@@ -1126,6 +1126,7 @@ func (r *Resilience) statements() []string {
 	return out
 }
 
+// PrefixAll prefixes every string of ss with p.
 func PrefixAll(p string, ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {

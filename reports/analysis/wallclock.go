@@ -13,7 +13,7 @@ import (
 	"github.com/halfopen/rehearse/reports/num"
 )
 
-// wallClock turns run seconds (from t = 0) into wall-clock times: UTC and
+// WallClock turns run seconds (from t = 0) into wall-clock times: UTC and
 // the harness machine's local zone where the journal recorded it. The
 // report prints both beside every run time, so that a reader lines its
 // figures up with gateway logs and dashboards without arithmetic.
@@ -22,6 +22,7 @@ type WallClock struct {
 	Local *time.Location // nil when unknown or the same as UTC
 }
 
+// Clock is the run's wall clock (unknown when the journal has no start).
 func (r *RunInfo) Clock() WallClock {
 	c := WallClock{start: r.WallStart}
 	if loc := journal.LoadZone(r.TimeZone); loc != nil && !c.start.IsZero() {
@@ -37,6 +38,7 @@ func isUTCName(n string) bool {
 	return n == "UTC" || n == "Etc/UTC" || n == "UTC+00:00" || n == "Etc/GMT"
 }
 
+// Known reports whether the run's wall-clock start is known.
 func (c WallClock) Known() bool { return !c.start.IsZero() }
 
 // at is the instant of run second s.
@@ -44,12 +46,12 @@ func (c WallClock) at(s float64) time.Time {
 	return c.start.Add(time.Duration(math.Round(s*1e3)) * time.Millisecond)
 }
 
-// utc formats run second s as UTC "15:04:05"; precise adds milliseconds.
-func (c WallClock) Utc(s float64, precise bool) string {
+// UTC formats run second s as UTC "15:04:05"; precise adds milliseconds.
+func (c WallClock) UTC(s float64, precise bool) string {
 	return c.at(s).UTC().Format(clockLayout(precise))
 }
 
-// localTime formats run second s in the local zone, or "" when unknown.
+// LocalTime formats run second s in the local zone, or "" when unknown.
 func (c WallClock) LocalTime(s float64, precise bool) string {
 	if c.Local == nil {
 		return ""
@@ -57,7 +59,7 @@ func (c WallClock) LocalTime(s float64, precise bool) string {
 	return c.at(s).In(c.Local).Format(clockLayout(precise))
 }
 
-// zoneAbbrev is the local zone's abbreviation at run second s ("CET").
+// ZoneAbbrev is the local zone's abbreviation at run second s ("CET").
 func (c WallClock) ZoneAbbrev(s float64) string {
 	if c.Local == nil {
 		return ""
@@ -72,34 +74,34 @@ func clockLayout(precise bool) string {
 	return "15:04:05"
 }
 
-// stamp is run second s as wall-clock text, "10:31:30 UTC / 11:31:30 CET",
+// Stamp is run second s as wall-clock text, "10:31:30 UTC / 11:31:30 CET",
 // or "" when the run's start is unknown.
 func (c WallClock) Stamp(s float64) string {
 	if !c.Known() {
 		return ""
 	}
-	out := c.Utc(s, false) + " UTC"
+	out := c.UTC(s, false) + " UTC"
 	if l := c.LocalTime(s, false); l != "" {
 		out += " / " + l + " " + c.ZoneAbbrev(s)
 	}
 	return out
 }
 
-// span is a run-time span with its wall-clock times:
+// Span is a run-time span with its wall-clock times:
 // "1m0s–2m0s (10:31:30–10:32:30 UTC / 11:31:30–11:32:30 CET)".
 func (c WallClock) Span(from, to float64) string {
 	out := num.Sec(from) + "–" + num.Sec(to)
 	if !c.Known() {
 		return out
 	}
-	out += " (" + c.Utc(from, false) + "–" + c.Utc(to, false) + " UTC"
+	out += " (" + c.UTC(from, false) + "–" + c.UTC(to, false) + " UTC"
 	if l := c.LocalTime(from, false); l != "" {
 		out += " / " + l + "–" + c.LocalTime(to, false) + " " + c.ZoneAbbrev(from)
 	}
 	return out + ")"
 }
 
-// moment is a run time with its wall-clock time: "1m0s (10:31:30 UTC / …)".
+// Moment is a run time with its wall-clock time: "1m0s (10:31:30 UTC / …)".
 func (c WallClock) Moment(s float64) string {
 	if st := c.Stamp(s); st != "" {
 		return num.Sec(s) + " (" + st + ")"

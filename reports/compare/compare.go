@@ -177,7 +177,7 @@ type CompareWhy struct {
 // sides ran different drills and Force is not set.
 var ErrNotComparable = errors.New("runs of different drills")
 
-// sideRun is one run with what the comparison needs beyond its analysis.
+// SideRun is one run with what the comparison needs beyond its analysis.
 type SideRun struct {
 	Dir      string
 	A        *analysis.Analysis
@@ -430,6 +430,7 @@ func compareSides(sides [2][]*SideRun, opt CompareOptions) (*Comparison, error) 
 	return c, nil
 }
 
+// ShortDigest is a drill digest shortened for people.
 func ShortDigest(d string) string {
 	d = strings.TrimPrefix(d, "sha256:")
 	if len(d) > 12 {
@@ -929,7 +930,7 @@ func (c *Comparison) explain() {
 	}
 }
 
-// fmtValue formats a value in its unit.
+// FmtValue formats a value in its unit.
 func FmtValue(v float64, unit string) string {
 	switch unit {
 	case UnitMs:
@@ -940,7 +941,7 @@ func FmtValue(v float64, unit string) string {
 	return num.Num(v)
 }
 
-// fmtDelta formats a signed difference in its unit.
+// FmtDelta formats a signed difference in its unit.
 func FmtDelta(v float64, unit string) string {
 	s := FmtValue(v, unit)
 	if v >= 0 {

@@ -116,7 +116,7 @@ func phaseRatio(ph string) func(r *SideRun) []float64 {
 	}
 }
 
-// runFigures are compared once per run.
+// RunFigures are compared once per run.
 var RunFigures = []compareFigure{
 	{Key: "send_lateness", Label: "send lateness (every request)", Unit: UnitMs,
 		Run: func(r *SideRun) []float64 { return r.Lateness }},

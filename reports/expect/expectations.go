@@ -292,6 +292,7 @@ type PlannedFault struct {
 	At       rehearse.Duration `json:"at,omitempty"`
 }
 
+// Label names the fault: its name, else its type.
 func (f PlannedFault) Label() string {
 	if f.Name != "" {
 		return f.Name
@@ -325,7 +326,7 @@ func Failed(results []ExpectationResult) error {
 	return fmt.Errorf("%w: %s", rehearse.ErrExpectations, strings.Join(names, ", "))
 }
 
-// settle sets Passed from Outcome: the two always agree.
+// Settle sets Passed from Outcome: the two always agree.
 func (r ExpectationResult) Settle() ExpectationResult {
 	r.Passed = r.Outcome == Met
 	return r

@@ -10,6 +10,8 @@ import (
 	"github.com/halfopen/rehearse/reports/expect"
 )
 
+// JunitSuites is junit.xml's document: one suite per run, one case per
+// expectation.
 type JunitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`

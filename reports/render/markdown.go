@@ -13,7 +13,7 @@ import (
 	"github.com/halfopen/rehearse/reports/num"
 )
 
-// mdEscape makes text from the journal inert in Markdown while leaving
+// MdEscape makes text from the journal inert in Markdown while leaving
 // ordinary text alone: a backslash escape is written only before a
 // character that would otherwise start markup at that place (an HTML tag
 // or autolink, emphasis, a link, a code span, an entity, a table cell
@@ -76,7 +76,7 @@ func MdEscape(s string) string {
 	return b.String()
 }
 
-// mdLine is mdEscape for text that begins a line of its own (a paragraph,
+// MdLine is mdEscape for text that begins a line of its own (a paragraph,
 // a list item's text), where a leading "#", ">", "-", "+", "=" or "1." would
 // start a block: only such a first character is escaped.
 func MdLine(s string) string {
@@ -299,7 +299,7 @@ func mdCells(r []string) []string {
 	return out
 }
 
-// mdURL makes a URL safe inside a CommonMark "<...>" link destination,
+// MdURL makes a URL safe inside a CommonMark "<...>" link destination,
 // which ends at ">" and may not hold a line break or "<".
 func MdURL(u string) string {
 	return strings.NewReplacer("<", "%3C", ">", "%3E", " ", "%20", "\n", "", "\r", "").Replace(u)

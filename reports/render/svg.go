@@ -48,6 +48,8 @@ var groupColour = map[string]string{
 var stateColour = map[string]string{"closed": "#c8e6c9", "half_open": "#ffcc80", "open": "#ef9a9a",
 	"healthy": "#c8e6c9", "unhealthy": "#ef9a9a"}
 
+// FaultColour is the faults' palette, one colour per fault in order of
+// appearance (a screenshot test looks for them).
 var FaultColour = []string{"#283593", "#00695c", "#6d4c41", "#827717", "#ad1457", "#37474f"}
 
 const (
@@ -97,6 +99,7 @@ func (w *tlw) x(t float64) float64 {
 	return w.left + (math.Min(math.Max(t, w.from), w.to)-w.from)/(w.to-w.from)*w.plotW
 }
 
+// Hex is a #rrggbb colour.
 func Hex(s string) color.NRGBA { return canvas.Hex(s) }
 
 // states draws a lane of state intervals h high at the current y, the
@@ -216,7 +219,7 @@ func (w *tlw) layoutFaults(faults []analysis.FaultWindow, colours map[string]str
 	return bars, max(len(rowEnd), 1)
 }
 
-// timelineDrawing draws the run's timeline once, for both encoders: fault
+// TimelineDrawing draws the run's timeline once, for both encoders: fault
 // windows, labelled; client outcomes per second, stacked; per upstream the
 // calls it received (ok/failed per second), probes, health checks and the
 // black-box open intervals; the breaker state the gateway's metrics
@@ -489,7 +492,7 @@ func (w *tlw) axis(clock analysis.WallClock, origin, gridTop float64, gridAt int
 		rows = append(rows, struct {
 			name string
 			f    func(v float64) string
-		}{"UTC", func(v float64) string { return clock.Utc(v+origin, false) }})
+		}{"UTC", func(v float64) string { return clock.UTC(v+origin, false) }})
 		if clock.Local != nil {
 			zone := clock.Local.String()
 			if zone == "Local" || zone == "" {
