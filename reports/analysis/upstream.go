@@ -38,14 +38,32 @@ func (u *upstreamRun) reqOfCall(i int32) (int32, bool) {
 // it: attribution, the open/close state machine, episodes, Retry-After,
 // metrics and health cross-checks.
 func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
-	c, name, wins, runEnd := u.c, u.name, u.wins, u.frame.end
-	ua := &UpstreamAnalysis{Name: name, Faulted: len(wins) > 0, Episodes: []*Episode{}, UnprovokedOpens: []*Cycle{},
+	name := u.name
+	ua := &UpstreamAnalysis{Name: name, Faulted: len(u.wins) > 0, Episodes: []*Episode{}, UnprovokedOpens: []*Cycle{},
 		MetricsTransitions: []MetricsTransition{}, HealthDisagreements: []Disagreement{}}
 	tl := &UpstreamTimeline{}
 	a.Timeline.Upstreams[name] = tl
 	n := a.Timeline.Seconds
 	tl.OK, tl.Failed, tl.HealthOK, tl.HealthFailed = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 
+	u.countCalls(ua, tl, n)
+	u.clientFigures(ua, reqs)
+	cycles := u.cycles(ua)
+	u.metricsStates(ua, tl)
+	opens := u.episodes(ua, tl, cycles, reqs)
+	for _, p := range cyclesProbes(ua) {
+		if len(tl.Probes) < 5000 {
+			tl.Probes = append(tl.Probes, p)
+		}
+	}
+	u.healthDisagreement(ua, opens)
+	return ua
+}
+
+// countCalls counts the upstream's calls (live and health checks) into ua
+// and the timeline's n one-second bins, and keeps the live ones (u.live).
+func (u *upstreamRun) countCalls(ua *UpstreamAnalysis, tl *UpstreamTimeline, n int) {
+	c := u.c
 	u.live = make([]int32, 0, len(u.calls))
 	for _, i := range u.calls {
 		k := &c.calls[i]
@@ -77,6 +95,13 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 			}
 		}
 	}
+}
+
+// clientFigures keeps the client requests that were sent, in send order
+// (u.sent), and sets the client figures: requests, amplification,
+// success before and during the faults, the expected interval.
+func (u *upstreamRun) clientFigures(ua *UpstreamAnalysis, reqs []int32) {
+	c := u.c
 	// Client requests that were sent, in send order.
 	u.sent = make([]int32, 0, len(reqs))
 	for _, i := range reqs {
@@ -84,7 +109,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 			u.sent = append(u.sent, i)
 		}
 	}
-	sent, live := u.sent, u.live
+	sent := u.sent
 	sortStableNearly(sent, func(x, y int32) int { return cmp.Compare(c.reqs[x].sent, c.reqs[y].sent) })
 	ua.ClientRequests = int64(len(sent))
 	ua.Amplification = ratio(ua.Calls, ua.ClientRequests)
@@ -114,10 +139,16 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		ua.ExpectedIntervalS = Ptr(seconds(span / time.Duration(len(sent)-1)))
 	}
 
+}
+
+// cycles finds the upstream's black-box open/close cycles by the best
+// attribution the journal allows (sequence numbers, time matching, or
+// gaps in the calls alone), and sets ua.Routing to which.
+func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
+	c, wins, sent := u.c, u.wins, u.sent
 	var cycles []*cyc
-	var opens [][2]time.Duration // black-box open intervals, for health
 	hasSeq := false
-	for _, i := range live {
+	for _, i := range u.live {
 		if c.calls[i].hasSeq {
 			hasSeq = true
 			break
@@ -153,6 +184,13 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		cycles = kept
 	}
 
+	return cycles
+}
+
+// metricsStates lists the breaker transitions the gateway's metrics
+// reported and the states they held, for the timeline.
+func (u *upstreamRun) metricsStates(ua *UpstreamAnalysis, tl *UpstreamTimeline) {
+	runEnd := u.frame.end
 	// Metrics transitions.
 	mpts := u.mpts
 	for i := 1; i < len(mpts) && len(ua.MetricsTransitions) < maxListed; i++ {
@@ -166,6 +204,14 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		tl.Metrics = append(tl.Metrics, StateInterval{StartS: seconds(p.t), EndS: seconds(end), State: p.state})
 	}
 
+}
+
+// episodes turns the cycles into the upstream's fault episodes (a cycle
+// opened outside every fault window is an unprovoked open), computes each
+// episode's figures, and returns the black-box open intervals.
+func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycles []*cyc, reqs []int32) [][2]time.Duration {
+	c, wins, runEnd := u.c, u.wins, u.frame.end
+	var opens [][2]time.Duration // black-box open intervals, for health
 	// Calls repeating a client request: the replayer's re-sends (from
 	// client.request resent) or the gateway transport's.
 	sends := map[uint64]int{}
@@ -223,13 +269,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 		}
 		u.episode(ua.Episodes[j], w, spanEnd)
 	}
-	for _, p := range cyclesProbes(ua) {
-		if len(tl.Probes) < 5000 {
-			tl.Probes = append(tl.Probes, p)
-		}
-	}
-	u.healthDisagreement(ua, opens)
-	return ua
+	return opens
 }
 
 func cyclesProbes(ua *UpstreamAnalysis) []Probe {
