@@ -655,7 +655,6 @@ func (u *upstreamRun) firstFailedEnd(lo int, from, by time.Duration) time.Durati
 
 // episode fills the figures of one fault episode from its cycles.
 func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
-	c, live, sent, mpts := u.c, u.live, u.sent, u.mpts
 	ep.Fault, ep.FaultTypes = joinNames(w.names), w.types
 	ep.StartS, ep.EndS, ep.EndedByRun = seconds(w.start), seconds(w.end), w.endedByRun
 	ep.CooldownsS, ep.RetryAfter = []float64{}, []RetryAfter{}
@@ -663,81 +662,98 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		ep.Cycles = []*Cycle{}
 	}
 	ampEnd := w.end
-	if n := len(ep.Cycles); n > 0 {
-		first, last := ep.Cycles[0], ep.Cycles[n-1]
-		ep.Opened = true
-		ep.OpenedAtS = Ptr(first.OpenedAtS)
-		ep.OpenedAfterS = Ptr(seconds(first.openAt - w.start))
-		if first.OpenBoundsS != nil {
-			ep.OpenedAfterBoundsS = &Bounds{Min: ep.OpenedAfterS, Max: Ptr(seconds(first.openHi - w.start))}
-		}
-		ep.FailuresBeforeOpen = Ptr(first.FailuresBeforeOpen)
-		ep.FailedRequestsBeforeOpen = Ptr(first.FailedRequestsBeforeOpen)
-		ep.FailuresBeforeOpenBounds = first.FailuresBeforeOpenBounds
-		ep.FailedRequestsBeforeOpenBounds = first.FailedRequestsBeforeOpenBounds
-		bounded := false
-		ep.Shape, ep.ShapeEvidence = joinShapes(ep.Cycles), last.ShapeEvidence
-		var ivs []time.Duration
-		mif := 0
-		srcs := []string{}
-		for _, cy := range ep.Cycles {
-			ep.Leaked += cy.Leaked
-			ep.Resent += cy.Resent
-			ep.Probes += cy.ProbeCount
-			ep.FastFails += cy.FastFails
-			ivs = append(ivs, cy.intervals...)
-			mif = max(mif, cy.MaxProbesInFlight)
-			ep.CooldownsS = append(ep.CooldownsS, cy.CooldownsS...)
-			if cy.CooldownsBoundsS != nil {
-				bounded = true
-			}
-			if cy.ProbeSource != "" && !slices.Contains(srcs, cy.ProbeSource) {
-				srcs = append(srcs, cy.ProbeSource)
-			}
-			for _, p := range cy.Probes {
-				if p.OK {
-					ep.ProbeOutcomes.OK++
-				} else {
-					ep.ProbeOutcomes.Failed++
-				}
-			}
-		}
-		if bounded {
-			// One entry per cooldown, null where it is exact.
-			ep.CooldownsBoundsS = make([]*Bounds, 0, len(ep.CooldownsS))
-			for _, cy := range ep.Cycles {
-				if cy.CooldownsBoundsS != nil {
-					ep.CooldownsBoundsS = append(ep.CooldownsBoundsS, cy.CooldownsBoundsS...)
-				} else {
-					ep.CooldownsBoundsS = append(ep.CooldownsBoundsS, make([]*Bounds, len(cy.CooldownsS))...)
-				}
-			}
-		}
-		ep.ProbeSource = strings.Join(srcs, "+")
-		ep.ProbeIntervalS = minP50Max(ivs)
-		if ep.Probes > 0 {
-			ep.MaxProbesInFlight = Ptr(mif)
-			if first.firstProbe >= 0 {
-				ep.FirstProbeAfterOpen = Ptr(seconds(first.firstProbe - first.openAt))
-				if len(first.CooldownsBoundsS) > 0 {
-					ep.FirstProbeAfterOpenBoundsS = first.CooldownsBoundsS[0]
-				}
-			}
-		}
-		if last.ClosedAtS != nil {
-			ep.Closed = true
-			ep.ClosedAtS = last.ClosedAtS
-			ep.ClosedAfterRecoveryS = Ptr(seconds(last.closeAt - w.end))
-			ep.SuccessesToClose = last.SuccessesToClose
-			ep.CloseBoundsS = last.CloseBoundsS
-			ampEnd = max(ampEnd, last.closeAt)
-		} else {
-			ampEnd = spanEnd
-		}
+	if len(ep.Cycles) > 0 {
+		ampEnd = cyclesFigures(ep, w, spanEnd)
 	}
 	ampEnd = min(ampEnd, spanEnd)
+	u.retryAfter(ep, w, spanEnd, ampEnd)
+	u.metricsLag(ep, w)
+	openTime(ep)
+	ep.Statement = statement(ep)
+}
 
-	// Retry-After compliance and amplification over the episode's span.
+// cyclesFigures sets an episode's figures from its open/close cycles: the
+// first open's, the last close's and the sums over all; it returns where
+// the episode's amplification is counted to (its last close, or the span's
+// end when it never closed).
+func cyclesFigures(ep *Episode, w window, spanEnd time.Duration) time.Duration {
+	n := len(ep.Cycles)
+	first, last := ep.Cycles[0], ep.Cycles[n-1]
+	ep.Opened = true
+	ep.OpenedAtS = Ptr(first.OpenedAtS)
+	ep.OpenedAfterS = Ptr(seconds(first.openAt - w.start))
+	if first.OpenBoundsS != nil {
+		ep.OpenedAfterBoundsS = &Bounds{Min: ep.OpenedAfterS, Max: Ptr(seconds(first.openHi - w.start))}
+	}
+	ep.FailuresBeforeOpen = Ptr(first.FailuresBeforeOpen)
+	ep.FailedRequestsBeforeOpen = Ptr(first.FailedRequestsBeforeOpen)
+	ep.FailuresBeforeOpenBounds = first.FailuresBeforeOpenBounds
+	ep.FailedRequestsBeforeOpenBounds = first.FailedRequestsBeforeOpenBounds
+	bounded := false
+	ep.Shape, ep.ShapeEvidence = joinShapes(ep.Cycles), last.ShapeEvidence
+	var ivs []time.Duration
+	mif := 0
+	srcs := []string{}
+	for _, cy := range ep.Cycles {
+		ep.Leaked += cy.Leaked
+		ep.Resent += cy.Resent
+		ep.Probes += cy.ProbeCount
+		ep.FastFails += cy.FastFails
+		ivs = append(ivs, cy.intervals...)
+		mif = max(mif, cy.MaxProbesInFlight)
+		ep.CooldownsS = append(ep.CooldownsS, cy.CooldownsS...)
+		if cy.CooldownsBoundsS != nil {
+			bounded = true
+		}
+		if cy.ProbeSource != "" && !slices.Contains(srcs, cy.ProbeSource) {
+			srcs = append(srcs, cy.ProbeSource)
+		}
+		for _, p := range cy.Probes {
+			if p.OK {
+				ep.ProbeOutcomes.OK++
+			} else {
+				ep.ProbeOutcomes.Failed++
+			}
+		}
+	}
+	if bounded {
+		// One entry per cooldown, null where it is exact.
+		ep.CooldownsBoundsS = make([]*Bounds, 0, len(ep.CooldownsS))
+		for _, cy := range ep.Cycles {
+			if cy.CooldownsBoundsS != nil {
+				ep.CooldownsBoundsS = append(ep.CooldownsBoundsS, cy.CooldownsBoundsS...)
+			} else {
+				ep.CooldownsBoundsS = append(ep.CooldownsBoundsS, make([]*Bounds, len(cy.CooldownsS))...)
+			}
+		}
+	}
+	ep.ProbeSource = strings.Join(srcs, "+")
+	ep.ProbeIntervalS = minP50Max(ivs)
+	if ep.Probes > 0 {
+		ep.MaxProbesInFlight = Ptr(mif)
+		if first.firstProbe >= 0 {
+			ep.FirstProbeAfterOpen = Ptr(seconds(first.firstProbe - first.openAt))
+			if len(first.CooldownsBoundsS) > 0 {
+				ep.FirstProbeAfterOpenBoundsS = first.CooldownsBoundsS[0]
+			}
+		}
+	}
+	if last.ClosedAtS != nil {
+		ep.Closed = true
+		ep.ClosedAtS = last.ClosedAtS
+		ep.ClosedAfterRecoveryS = Ptr(seconds(last.closeAt - w.end))
+		ep.SuccessesToClose = last.SuccessesToClose
+		ep.CloseBoundsS = last.CloseBoundsS
+		return max(w.end, last.closeAt)
+	}
+	return spanEnd
+}
+
+// retryAfter sets an episode's Retry-After compliance (each 429's pause
+// and the calls inside one) over its span, and its amplification up to
+// ampEnd.
+func (u *upstreamRun) retryAfter(ep *Episode, w window, spanEnd, ampEnd time.Duration) {
+	c, live, sent := u.c, u.live, u.sent
 	type pause struct{ from, until time.Duration }
 	var pauses []pause
 	for _, i := range live {
@@ -794,7 +810,12 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 		ep.RetryAfterHonoured = Ptr(ep.RetryAfterViolations == 0)
 	}
 
-	// Metrics lag behind the black-box open and close.
+}
+
+// metricsLag sets how late the gateway's metrics showed the episode's
+// black-box open and close.
+func (u *upstreamRun) metricsLag(ep *Episode, w window) {
+	mpts := u.mpts
 	if ep.Opened {
 		openAt, openHi := ep.Cycles[0].openAt, ep.Cycles[0].openHi
 		from := sort.Search(len(mpts), func(i int) bool { return mpts[i].t >= w.start })
@@ -834,8 +855,6 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 			}
 		}
 	}
-	openTime(ep)
-	ep.Statement = statement(ep)
 }
 
 // countBounds bounds a count measured before the open's min that grows
