@@ -163,6 +163,20 @@ func (c *collector) finish() (*Analysis, error) {
 	c.phases(a, fr)
 	reqUp := c.routeUpstreams(a)
 
+	tl := c.timeline(a, runEnd)
+	c.analyseUpstreams(a, reqUp, wins, fr)
+	a.Resilience = c.resilience(a, wins, int64(fr.faultStart), int64(fr.faultEnd))
+	c.healthFigures(a, tl, runEnd)
+	if c.start != nil {
+		c.plan(a)
+	}
+	c.annotate(a)
+	return a, nil
+}
+
+// timeline sets up the run's timeline: its one-second bins (capped, with
+// a note), the client outcomes and the fault windows.
+func (c *collector) timeline(a *Analysis, runEnd time.Duration) *Timeline {
 	secs := runEnd/time.Second + 1
 	if secs > MaxTimelineSeconds {
 		secs = MaxTimelineSeconds
@@ -182,7 +196,12 @@ func (c *collector) finish() (*Analysis, error) {
 		tl.Faults = append(tl.Faults, FaultWindow{Name: f.name, Type: f.typ, Upstream: f.upstream, StartS: seconds(f.start), EndS: seconds(end)})
 	}
 
-	// Per upstream.
+	return tl
+}
+
+// analyseUpstreams analyses each upstream that saw calls, client requests, a
+// fault or was named by run.start.
+func (c *collector) analyseUpstreams(a *Analysis, reqUp []name, wins map[string][]window, fr frame) {
 	// Counted first, so that each list is allocated once at its size.
 	nCalls, nReqs := map[name]int{}, map[name]int{}
 	for i := range c.calls {
@@ -217,7 +236,11 @@ func (c *collector) finish() (*Analysis, error) {
 		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr}
 		a.Upstreams[name] = u.analyse(a, reqsBy[name])
 	}
-	a.Resilience = c.resilience(a, wins, int64(fr.faultStart), int64(fr.faultEnd))
+}
+
+// healthFigures sets the gateway's health over the run and its unhealthy
+// intervals.
+func (c *collector) healthFigures(a *Analysis, tl *Timeline, runEnd time.Duration) {
 	for _, h := range healthIntervals(c.health, runEnd) {
 		tl.Health = append(tl.Health, h)
 		if h.State == "unhealthy" {
@@ -229,25 +252,27 @@ func (c *collector) finish() (*Analysis, error) {
 	}
 	a.Health.Samples, a.Health.Unhealthy = c.healthN, c.healthBad
 
-	if c.start != nil {
-		exp, err := c.expectations()
-		if err != nil {
-			a.Notes = append(a.Notes, "the expectations in run.start's config cannot be read: "+err.Error())
-			a.Expectations = append(a.Expectations, expect.ExpectationResult{Name: "expectations", Passed: false,
-				Observed: "unreadable", Want: "valid expectations", Message: err.Error()})
-		}
-		a.Expected = exp
-		a.Unstarted = c.unstarted()
-		if len(a.Unstarted) > 0 {
-			names := make([]string, len(a.Unstarted))
-			for i, f := range a.Unstarted {
-				names[i] = fmt.Sprintf("%s on %s at %s", f.Label(), f.Upstream, f.At)
-			}
-			a.Notes = append(a.Notes, fmt.Sprintf("%d planned faults never started (the run ended first): %s", len(names), strings.Join(names, ", ")))
-		}
+}
+
+// plan reads what run.start planned: the expectations (an unreadable
+// section is a failed expectation and a note) and the faults that never
+// started.
+func (c *collector) plan(a *Analysis) {
+	exp, err := c.expectations()
+	if err != nil {
+		a.Notes = append(a.Notes, "the expectations in run.start's config cannot be read: "+err.Error())
+		a.Expectations = append(a.Expectations, expect.ExpectationResult{Name: "expectations", Passed: false,
+			Observed: "unreadable", Want: "valid expectations", Message: err.Error()})
 	}
-	c.annotate(a)
-	return a, nil
+	a.Expected = exp
+	a.Unstarted = c.unstarted()
+	if len(a.Unstarted) > 0 {
+		names := make([]string, len(a.Unstarted))
+		for i, f := range a.Unstarted {
+			names[i] = fmt.Sprintf("%s on %s at %s", f.Label(), f.Upstream, f.At)
+		}
+		a.Notes = append(a.Notes, fmt.Sprintf("%d planned faults never started (the run ended first): %s", len(names), strings.Join(names, ", ")))
+	}
 }
 
 // unstarted returns the faults run.start's config planned that have no
