@@ -623,14 +623,7 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 			firstWin = min(firstWin, w.start)
 		}
 	}
-	var waits [][]float64  // by retry index
-	var jwaits [][]float64 // by retry index, without waits the upstream set (Retry-After)
-	var all []float64
-	type retryStart struct {
-		t   int64
-		seq uint64
-	}
-	var retries []retryStart
+	var rw retryWaits
 	var past []float64
 	examples := map[string]int64{}
 	var dist []int64 // requests by number of attempts
@@ -662,50 +655,10 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 			before[0]++
 			before[1] += n
 		}
-		for j := 1; j < len(idx); j++ {
-			prev, cur := &l.calls[idx[j-1]], &l.calls[idx[j]]
-			w := float64(cur.at-prev.end) / float64(time.Millisecond)
-			w = max(w, 0) // overlapping attempts (hedging): no wait
-			for len(waits) < j {
-				waits = append(waits, nil)
-			}
-			waits[j-1] = append(waits[j-1], w)
-			if prev.flags&rcRetryAfter == 0 {
-				for len(jwaits) < j {
-					jwaits = append(jwaits, nil)
-				}
-				jwaits[j-1] = append(jwaits[j-1], w)
-			}
-			all = append(all, w)
-			f.waitSamples = append(f.waitSamples, w/1000)
-			retries = append(retries, retryStart{cur.at, r.seq})
-		}
+		rw.add(l, idx, r.seq)
 		if n > 0 {
 			l.writeFigures(f, r, idx, examples, name)
-			// Orphans and who gave up first.
-			end := r.done
-			var last *rCall
-			for _, ci := range idx {
-				c := &l.calls[ci]
-				if last == nil || c.end > last.end {
-					last = c
-				}
-				if end > 0 && c.end > end+int64(OrphanTolerance) {
-					f.Deadlines.OrphanedCalls++
-					past = append(past, float64(c.end-end)/float64(time.Millisecond))
-				}
-			}
-			out := journal.Outcome(l.outcomes.names[r.outcome])
-			if out != journal.OutcomeOK {
-				switch {
-				case out == journal.OutcomeHeadersTimeout || out == journal.OutcomeDeadlineMidBody:
-					f.Deadlines.GaveUpFirst["client"]++
-				case l.hungUp(last) || (r.done > 0 && last.end > r.done+int64(OrphanTolerance)):
-					f.Deadlines.GaveUpFirst["gateway"]++
-				default:
-					f.Deadlines.GaveUpFirst["upstream"]++
-				}
-			}
+			past = append(past, l.deadlineFigures(f, r, idx)...)
 		}
 	}
 	for n, c := range dist {
@@ -723,18 +676,88 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 	if during[0] > 0 {
 		f.AmplificationDuring = Ptr(float64(during[1]) / float64(during[0]))
 	}
-	f.Backoff = backoffFigures(all, waits)
-	f.Backoff.Jitter = jitterFigures(jwaits)
-	starts := make([]int64, len(retries))
-	seqs := make([]uint64, len(retries))
-	sort.Slice(retries, func(a, b int) bool { return retries[a].t < retries[b].t })
-	for i, r := range retries {
+	f.Backoff = backoffFigures(rw.all, rw.waits)
+	f.Backoff.Jitter = jitterFigures(rw.jwaits)
+	f.waitSamples = rw.samples
+	starts := make([]int64, len(rw.retries))
+	seqs := make([]uint64, len(rw.retries))
+	sort.Slice(rw.retries, func(a, b int) bool { return rw.retries[a].t < rw.retries[b].t })
+	for i, r := range rw.retries {
 		starts[i], seqs[i] = r.t, r.seq
 	}
 	f.Lockstep = lockstep(starts, seqs, LockstepWindow)
 	f.Deadlines.PastAnswerMs = msSummary(past)
 	f.Writes.Examples = topExamples(examples, retryExamples)
 	return f
+}
+
+// retryStart is when a retry began, and its client request.
+type retryStart struct {
+	t   int64
+	seq uint64
+}
+
+// retryWaits are the waits before each retry of an upstream's requests:
+// by retry index (waits), the same without the waits an upstream set
+// with Retry-After (jwaits: the jitter test's), all of them in ms, in
+// seconds (samples, for report compare), and when each retry began.
+type retryWaits struct {
+	waits, jwaits [][]float64
+	all, samples  []float64
+	retries       []retryStart
+}
+
+// add records the waits between the attempts idx of request seq.
+func (w *retryWaits) add(l *retryLog, idx []int, seq uint64) {
+	for j := 1; j < len(idx); j++ {
+		prev, cur := &l.calls[idx[j-1]], &l.calls[idx[j]]
+		wait := max(float64(cur.at-prev.end)/float64(time.Millisecond), 0) // overlapping attempts (hedging): no wait
+		for len(w.waits) < j {
+			w.waits = append(w.waits, nil)
+		}
+		w.waits[j-1] = append(w.waits[j-1], wait)
+		if prev.flags&rcRetryAfter == 0 {
+			for len(w.jwaits) < j {
+				w.jwaits = append(w.jwaits, nil)
+			}
+			w.jwaits[j-1] = append(w.jwaits[j-1], wait)
+		}
+		w.all = append(w.all, wait)
+		w.samples = append(w.samples, wait/1000)
+		w.retries = append(w.retries, retryStart{cur.at, seq})
+	}
+}
+
+// deadlineFigures counts the orphaned calls of request r (attempts idx)
+// and who gave up first when it failed; it returns how long each orphan
+// ran past the client's answer, in ms.
+func (l *retryLog) deadlineFigures(f *RetryFigures, r *rReq, idx []int) []float64 {
+	var past []float64
+	// Orphans and who gave up first.
+	end := r.done
+	var last *rCall
+	for _, ci := range idx {
+		c := &l.calls[ci]
+		if last == nil || c.end > last.end {
+			last = c
+		}
+		if end > 0 && c.end > end+int64(OrphanTolerance) {
+			f.Deadlines.OrphanedCalls++
+			past = append(past, float64(c.end-end)/float64(time.Millisecond))
+		}
+	}
+	out := journal.Outcome(l.outcomes.names[r.outcome])
+	if out != journal.OutcomeOK {
+		switch {
+		case out == journal.OutcomeHeadersTimeout || out == journal.OutcomeDeadlineMidBody:
+			f.Deadlines.GaveUpFirst["client"]++
+		case l.hungUp(last) || (r.done > 0 && last.end > r.done+int64(OrphanTolerance)):
+			f.Deadlines.GaveUpFirst["gateway"]++
+		default:
+			f.Deadlines.GaveUpFirst["upstream"]++
+		}
+	}
+	return past
 }
 
 // hungUp reports that the upstream saw the caller hang up on the call.
