@@ -151,62 +151,114 @@ func joinVals(v []string) string { return strings.Join(v, ", ") }
 // withTimelines says the timelines pictures are written beside it
 // (WriteComparison); without them the text says how to get them.
 func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
-	var b bytes.Buffer
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	la, lb := render.MdEscape(c.Labels[0]), render.MdEscape(c.Labels[1])
-	p("# Comparison — %s (%d %s) vs %s (%d %s)\n\n", la, len(c.Runs[0]), num.Pick(len(c.Runs[0]), "run", "runs"), lb, len(c.Runs[1]), num.Pick(len(c.Runs[1]), "run", "runs"))
-	p("**%s.**\n\n", c.Headline())
-	p("Each figure is compared on all its samples (every cycle, probe and run). The difference is %s − %s of the medians, with a %.0f %% confidence interval from a two-level bootstrap (runs, then samples within runs; fixed seed). ⚑ marks a difference whose interval excludes zero **and** that is at least the figure's threshold (defaults: 2 ms or 0.5 %% for timings, 1 call for counts, 0.02 for ratios).\n\n", lb, la, c.Level*100)
+	d := &cmpDoc{c: c, la: render.MdEscape(c.Labels[0]), lb: render.MdEscape(c.Labels[1])}
+	d.head()
+	d.figures()
+	d.judged()
+	d.platforms()
+	la, lb := d.la, d.lb
+	d.p("\n## Runs\n\n")
+	for i, runs := range c.Runs {
+		d.p("- %s:", render.MdEscape(c.Labels[i]))
+		for _, r := range runs {
+			d.p(" `%s` (%s)", render.MdEscape(filepath.Base(r.Dir)), render.MdEscape(r.Scenario))
+		}
+		d.p("\n")
+	}
+	if withTimelines {
+		// The PNG for the documents that take no SVG (Google Docs, Jira,
+		// Confluence); the SVG linked, as in report.md.
+		d.p("\n## Timelines, aligned at the first fault start\n\n![%s and %s timelines](%s)\n\n[Timelines as SVG](%s)\n", la, lb, CompareTimelinesPNGFile, CompareTimelinesFile)
+	} else {
+		d.p("\nTimelines aligned at the first fault start: run with `--out DIR` to write %s and %s beside compare.md.\n", CompareTimelinesPNGFile, CompareTimelinesFile)
+	}
+	d.p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>), [how runs are compared](<%s>).\n",
+		render.MdURL(analysis.DocsURL(c.Version, "analysis.md")), render.MdURL(analysis.DocsURL(c.Version, "cross-platform.md")))
+	return d.b.Bytes()
+}
+
+// cmpDoc is compare.md being written, section by section.
+type cmpDoc struct {
+	b      bytes.Buffer
+	c      *Comparison
+	la, lb string // the labels, escaped
+}
+
+func (d *cmpDoc) p(format string, args ...any) { fmt.Fprintf(&d.b, format, args...) }
+
+// head writes the title, the headline, how figures are compared, the
+// drill, the warnings and the configuration differences.
+func (d *cmpDoc) head() {
+	c, la, lb := d.c, d.la, d.lb
+	d.p("# Comparison — %s (%d %s) vs %s (%d %s)\n\n", la, len(c.Runs[0]), num.Pick(len(c.Runs[0]), "run", "runs"), lb, len(c.Runs[1]), num.Pick(len(c.Runs[1]), "run", "runs"))
+	d.p("**%s.**\n\n", c.Headline())
+	d.p("Each figure is compared on all its samples (every cycle, probe and run). The difference is %s − %s of the medians, with a %.0f %% confidence interval from a two-level bootstrap (runs, then samples within runs; fixed seed). ⚑ marks a difference whose interval excludes zero **and** that is at least the figure's threshold (defaults: 2 ms or 0.5 %% for timings, 1 call for counts, 0.02 for ratios).\n\n", lb, la, c.Level*100)
 	if c.Digest != "" {
-		p("Drill: digest `%s`, the same on every run.\n\n", ShortDigest(c.Digest))
+		d.p("Drill: digest `%s`, the same on every run.\n\n", ShortDigest(c.Digest))
 	}
 	if len(c.Warnings) > 0 {
-		p("## Warnings\n\n")
+		d.p("## Warnings\n\n")
 		for _, w := range c.Warnings {
-			p("- %s\n", render.MdEscape(w))
+			d.p("- %s\n", render.MdEscape(w))
 		}
-		p("\n")
+		d.p("\n")
 	}
-	p("## Configuration differences\n\n")
+	d.p("## Configuration differences\n\n")
 	if len(c.Config) == 0 {
-		p("None: every run has the same scenario configuration and harness version.\n\n")
+		d.p("None: every run has the same scenario configuration and harness version.\n\n")
 	} else {
-		p("| setting | %s | %s |\n|---|---|---|\n", la, lb)
+		d.p("| setting | %s | %s |\n|---|---|---|\n", la, lb)
 		for _, f := range c.Config {
-			p("| `%s` | %s | %s |\n", f.Key, render.MdEscape(joinVals(f.A)), render.MdEscape(joinVals(f.B)))
+			d.p("| `%s` | %s | %s |\n", f.Key, render.MdEscape(joinVals(f.A)), render.MdEscape(joinVals(f.B)))
 		}
-		p("\n")
+		d.p("\n")
 	}
-	p("## Figures\n\n| figure | n %s | median %s (p10 – p90) | n %s | median %s (p10 – p90) | difference [%.0f %% CI] | |\n|---|---|---|---|---|---|---|\n", la, la, lb, lb, c.Level*100)
+}
+
+// figures writes the figures' table, grouped.
+func (d *cmpDoc) figures() {
+	c, la, lb := d.c, d.la, d.lb
+	d.p("## Figures\n\n| figure | n %s | median %s (p10 – p90) | n %s | median %s (p10 – p90) | difference [%.0f %% CI] | |\n|---|---|---|---|---|---|---|\n", la, la, lb, lb, c.Level*100)
 	group := ""
 	for _, r := range c.Rows {
 		if r.Group != group {
 			group = r.Group
-			p("| **%s** | | | | | | |\n", render.MdEscape(group))
+			d.p("| **%s** | | | | | | |\n", render.MdEscape(group))
 		}
 		na, ma, nb, mb := r.cells()
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", render.MdEscape(r.Label), na, render.MdEscape(ma), nb, render.MdEscape(mb), r.diffCell(c.Level), r.verdictCell())
+		d.p("| %s | %s | %s | %s | %s | %s | %s |\n", render.MdEscape(r.Label), na, render.MdEscape(ma), nb, render.MdEscape(mb), r.diffCell(c.Level), r.verdictCell())
 	}
+}
+
+// judged writes the expectations met on each side and why figures might
+// differ.
+func (d *cmpDoc) judged() {
+	c, la, lb := d.c, d.la, d.lb
 	if len(c.Expectations) > 0 {
-		p("\n## Expectations\n\n| expectation | %s met | %s met | |\n|---|---|---|---|\n", la, lb)
+		d.p("\n## Expectations\n\n| expectation | %s met | %s met | |\n|---|---|---|---|\n", la, lb)
 		for _, e := range c.Expectations {
 			f := ""
 			if e.Flag {
 				f = "⚑"
 			}
-			p("| %s (want %s) | %d of %d | %d of %d | %s |\n", render.MdEscape(e.Name), render.MdEscape(e.Want), e.A[0], e.A[1], e.B[0], e.B[1], f)
+			d.p("| %s (want %s) | %d of %d | %d of %d | %s |\n", render.MdEscape(e.Name), render.MdEscape(e.Want), e.A[0], e.A[1], e.B[0], e.B[1], f)
 		}
 	}
 	if len(c.Why) > 0 {
-		p("\n## Why might these differ\n\n")
+		d.p("\n## Why might these differ\n\n")
 		for _, w := range c.Why {
-			p("- **%s**\n", render.MdEscape(w.Figure))
+			d.p("- **%s**\n", render.MdEscape(w.Figure))
 			for _, r := range w.Reasons {
-				p("  - %s\n", render.MdEscape(r))
+				d.p("  - %s\n", render.MdEscape(r))
 			}
 		}
 	}
-	p("\n## Platforms\n\n| fact | %s | %s |\n|---|---|---|\n", la, lb)
+}
+
+// platforms writes the platform figures and facts.
+func (d *cmpDoc) platforms() {
+	c, la, lb := d.c, d.la, d.lb
+	d.p("\n## Platforms\n\n| fact | %s | %s |\n|---|---|---|\n", la, lb)
 	for _, r := range c.Platform {
 		_, ma, sa := sideCells(r.A, r.Unit)
 		_, mb, sb := sideCells(r.B, r.Unit)
@@ -216,29 +268,11 @@ func CompareMarkdown(c *Comparison, withTimelines bool) []byte {
 		if sb != "" {
 			mb += " (" + sb + ")"
 		}
-		p("| %s | %s | %s |\n", render.MdEscape(r.Label), ma, mb)
+		d.p("| %s | %s | %s |\n", render.MdEscape(r.Label), ma, mb)
 	}
 	for _, f := range c.Facts {
-		p("| %s | %s | %s |\n", render.MdEscape(f.Key), render.MdEscape(joinVals(f.A)), render.MdEscape(joinVals(f.B)))
+		d.p("| %s | %s | %s |\n", render.MdEscape(f.Key), render.MdEscape(joinVals(f.A)), render.MdEscape(joinVals(f.B)))
 	}
-	p("\n## Runs\n\n")
-	for i, runs := range c.Runs {
-		p("- %s:", render.MdEscape(c.Labels[i]))
-		for _, r := range runs {
-			p(" `%s` (%s)", render.MdEscape(filepath.Base(r.Dir)), render.MdEscape(r.Scenario))
-		}
-		p("\n")
-	}
-	if withTimelines {
-		// The PNG for the documents that take no SVG (Google Docs, Jira,
-		// Confluence); the SVG linked, as in report.md.
-		p("\n## Timelines, aligned at the first fault start\n\n![%s and %s timelines](%s)\n\n[Timelines as SVG](%s)\n", la, lb, CompareTimelinesPNGFile, CompareTimelinesFile)
-	} else {
-		p("\nTimelines aligned at the first fault start: run with `--out DIR` to write %s and %s beside compare.md.\n", CompareTimelinesPNGFile, CompareTimelinesFile)
-	}
-	p("\n---\n\nBlack-box figures, measured from outside the gateway; [how to read them](<%s>), [how runs are compared](<%s>).\n",
-		render.MdURL(analysis.DocsURL(c.Version, "analysis.md")), render.MdURL(analysis.DocsURL(c.Version, "cross-platform.md")))
-	return b.Bytes()
 }
 
 // compareTimelines draws the first run of each side, one above the other
