@@ -93,6 +93,7 @@ func appendUpstreamRequest(b []byte, p *UpstreamRequest) []byte {
 	if p.Seq != nil {
 		b = appendUint(b, `,"seq":`, *p.Seq)
 	}
+	b = appendStrOmit(b, `,"seq_from":`, p.SeqFrom)
 	b = appendStrOmit(b, `,"remote":`, p.Remote)
 	b = appendStrOmit(b, `,"user_agent":`, p.UserAgent)
 	b = appendStrOmit(b, `,"probe_tag":`, p.ProbeTag)
@@ -868,11 +869,12 @@ const (
 	urPromptTokens
 	urCompletionTokens
 	urHeadersAt
+	urSeqFrom
 )
 
 var urKeys = newKeySet("upstream", "method", "path", "seq", "remote", "user_agent", "probe_tag", "health_check",
 	"fault", "fault_type", "in_flight", "status", "retry_after_ns", "bytes", "done", "outcome", "idempotency_key",
-	"budget_ns", "prompt_tokens", "completion_tokens", "headers_at")
+	"budget_ns", "prompt_tokens", "completion_tokens", "headers_at", "seq_from")
 
 // decodeUpstreamRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
@@ -893,6 +895,8 @@ func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
 			p.Path = s.internStr()
 		case urSeq:
 			p.Seq = s.sl.seq(s.uint64())
+		case urSeqFrom:
+			p.SeqFrom = s.internStr()
 		case urRemote:
 			p.Remote = s.internStr()
 		case urUserAgent:

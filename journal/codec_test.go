@@ -26,6 +26,7 @@ func upstreamFrom(seq uint64, method, path, ua string, a, b int64, status int, h
 		IdempotencyKey: ua, Budget: time.Duration(b), PromptTokens: a, CompletionTokens: b - a}
 	if withSeq {
 		p.Seq = &seq
+		p.SeqFrom = ua
 	}
 	return p
 }

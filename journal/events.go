@@ -282,6 +282,12 @@ type UpstreamRequest struct {
 	Path     string `json:"path"`
 	// Seq is the client sequence stamp if the gateway forwarded it.
 	Seq *uint64 `json:"seq,omitempty"`
+	// SeqFrom says where Seq was read: SeqFromHeader (the sequence
+	// header the gateway forwarded) or SeqFromBody (the stamp the
+	// replayer wrote into the request body, found in the call's body: a
+	// gateway that builds its own upstream request). Empty without a
+	// Seq, and in journals recorded before the field (header then).
+	SeqFrom string `json:"seq_from,omitempty"`
 	// Remote is the gateway's address for this connection (ip:port): it
 	// tells workers and connections apart.
 	Remote    string `json:"remote,omitempty"`
@@ -328,6 +334,12 @@ type UpstreamRequest struct {
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
 }
+
+// Where an UpstreamRequest's Seq was read (UpstreamRequest.SeqFrom).
+const (
+	SeqFromHeader = "header"
+	SeqFromBody   = "body"
+)
 
 // Kind implements Payload.
 func (*UpstreamRequest) Kind() Kind { return KindUpstreamRequest }
