@@ -200,6 +200,8 @@ const (
 	OutcomeDeadlineMidBody  Outcome = "deadline_mid_body"    // deadline fired while reading the body
 	OutcomeTruncated        Outcome = "truncated"            // clean EOF short of Content-Length
 	OutcomeMalformed        Outcome = "malformed"            // unparseable response
+	OutcomeStreamError      Outcome = "stream_error"         // a 2xx event stream carried an error event
+	OutcomeStreamCut        Outcome = "stream_cut"           // a 2xx event stream ended without its terminal event
 	OutcomeDropped          Outcome = "dropped"              // never sent: the in-flight cap was reached
 	OutcomeError            Outcome = "error"                // any other transport error
 	OutcomeUpstreamComplete Outcome = "completed"            // upstream side: response fully written

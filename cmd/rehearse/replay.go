@@ -37,9 +37,11 @@ starts more than --late-threshold after its due time is counted late; one that
 would exceed --max-in-flight, or whose slot passed while the replayer was stalled,
 is dropped and counted — a catch-up after a stall never spans more than
 --max-lateness. Every request is stamped
-with X-Rehearse-Seq and X-Rehearse-Run and classified (ok, http_4xx, http_5xx,
-fast_fail, connect_refused, connect_timeout, reset_before_headers,
-headers_timeout, cut_mid_body, deadline_mid_body, truncated, malformed, dropped).
+with X-Rehearse-Seq and X-Rehearse-Run (and a chat request's last user message
+with [rehearse:seq=N], for gateways that forward no client header) and
+classified (ok, http_4xx, http_5xx, fast_fail, stream_error, stream_cut,
+connect_refused, connect_timeout, reset_before_headers, headers_timeout,
+cut_mid_body, deadline_mid_body, truncated, malformed, dropped).
 
 Credentials the capture holds (Authorization, Proxy-Authorization, Cookie and
 API-key headers, URL user info, credential query parameters such as api_key or
