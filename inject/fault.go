@@ -83,6 +83,7 @@ type Exchange struct {
 	Upstream, Fault string
 
 	rw       *respWriter
+	api      string // the provider API of the request (provider.go), "" generic
 	warn     func(msg string)
 	newRand  func() *rand.Rand
 	rng      *rand.Rand

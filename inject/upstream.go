@@ -62,7 +62,7 @@ func newUpstream(s *Server, cfg UpstreamConfig) (*upstream, error) {
 	}
 	switch cfg.Mode {
 	case ModeFake:
-		fh := &fakeHandler{cfg: *cfg.Healthy, name: cfg.Name}
+		fh := &fakeHandler{cfg: *cfg.Healthy, name: cfg.Name, api: cfg.API}
 		u.healthy = fh
 		if !fakeFastPathOff {
 			u.fake = newFastFake(fh)
@@ -368,7 +368,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info, probe := u.classify(r, watchBody(r))
 	ord := u.ordinal.Add(1)
 	rw := &respWriter{w: w, now: s.now}
-	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1}
+	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1, api: dialect(u.cfg.API, r.URL.Path)}
 	x.newRand = func() *rand.Rand { return u.rand(info.seq, ord) }
 	x.warn = func(msg string) {
 		msg = "upstream " + u.cfg.Name + ": " + msg

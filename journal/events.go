@@ -188,27 +188,28 @@ type Outcome string
 
 // Client-side outcome classes (ClientRequest.Outcome).
 const (
-	OutcomeOK               Outcome = "ok"                   // 1xx-3xx status, body complete
-	OutcomeHTTP4xx          Outcome = "http_4xx"             // 4xx other than a recognised fast-fail
-	OutcomeHTTP5xx          Outcome = "http_5xx"             // 5xx other than a recognised fast-fail
-	OutcomeFastFail         Outcome = "fast_fail"            // the gateway's breaker rejected the call
-	OutcomeConnectRefused   Outcome = "connect_refused"      // ECONNREFUSED
-	OutcomeConnectTimeout   Outcome = "connect_timeout"      // no connection within the deadline
-	OutcomeResetBeforeHdrs  Outcome = "reset_before_headers" // connection reset or closed, no status line
-	OutcomeHeadersTimeout   Outcome = "headers_timeout"      // deadline fired before any header byte
-	OutcomeCutMidBody       Outcome = "cut_mid_body"         // reset/EOF after headers, body incomplete
-	OutcomeDeadlineMidBody  Outcome = "deadline_mid_body"    // deadline fired while reading the body
-	OutcomeTruncated        Outcome = "truncated"            // clean EOF short of Content-Length
-	OutcomeMalformed        Outcome = "malformed"            // unparseable response
-	OutcomeStreamError      Outcome = "stream_error"         // a 2xx event stream carried an error event
-	OutcomeStreamCut        Outcome = "stream_cut"           // a 2xx event stream ended without its terminal event
-	OutcomeDropped          Outcome = "dropped"              // never sent: the in-flight cap was reached
-	OutcomeError            Outcome = "error"                // any other transport error
-	OutcomeUpstreamComplete Outcome = "completed"            // upstream side: response fully written
-	OutcomeUpstreamReset    Outcome = "reset"                // upstream side: connection reset by the fault
-	OutcomeUpstreamCut      Outcome = "cut"                  // upstream side: body cut by the fault (FIN)
-	OutcomeUpstreamStalled  Outcome = "stalled"              // upstream side: held until the client gave up
-	OutcomeUpstreamGone     Outcome = "client_gone"          // upstream side: the gateway hung up first
+	OutcomeOK                 Outcome = "ok"                   // 1xx-3xx status, body complete
+	OutcomeHTTP4xx            Outcome = "http_4xx"             // 4xx other than a recognised fast-fail
+	OutcomeHTTP5xx            Outcome = "http_5xx"             // 5xx other than a recognised fast-fail
+	OutcomeFastFail           Outcome = "fast_fail"            // the gateway's breaker rejected the call
+	OutcomeConnectRefused     Outcome = "connect_refused"      // ECONNREFUSED
+	OutcomeConnectTimeout     Outcome = "connect_timeout"      // no connection within the deadline
+	OutcomeResetBeforeHdrs    Outcome = "reset_before_headers" // connection reset or closed, no status line
+	OutcomeHeadersTimeout     Outcome = "headers_timeout"      // deadline fired before any header byte
+	OutcomeCutMidBody         Outcome = "cut_mid_body"         // reset/EOF after headers, body incomplete
+	OutcomeDeadlineMidBody    Outcome = "deadline_mid_body"    // deadline fired while reading the body
+	OutcomeTruncated          Outcome = "truncated"            // clean EOF short of Content-Length
+	OutcomeMalformed          Outcome = "malformed"            // unparseable response
+	OutcomeStreamError        Outcome = "stream_error"         // a 2xx event stream carried an error event
+	OutcomeStreamCut          Outcome = "stream_cut"           // a 2xx event stream ended without its terminal event
+	OutcomeDropped            Outcome = "dropped"              // never sent: the in-flight cap was reached
+	OutcomeError              Outcome = "error"                // any other transport error
+	OutcomeUpstreamComplete   Outcome = "completed"            // upstream side: response fully written
+	OutcomeUpstreamReset      Outcome = "reset"                // upstream side: connection reset by the fault
+	OutcomeUpstreamCut        Outcome = "cut"                  // upstream side: body cut by the fault (FIN)
+	OutcomeUpstreamStalled    Outcome = "stalled"              // upstream side: held until the client gave up
+	OutcomeUpstreamGone       Outcome = "client_gone"          // upstream side: the gateway hung up first
+	OutcomeUpstreamErrorEvent Outcome = "error_event"          // upstream side: a 200 stream ended by an error event (stream_error fault)
 )
 
 // ClientRequest is one request sent (or due and not sent) by the replayer,
