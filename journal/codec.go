@@ -83,6 +83,7 @@ func appendClientRequest(b []byte, p *ClientRequest) []byte {
 	}
 	b = appendBoolOmit(b, `,"idempotency_key":`, p.IdempotencyKey)
 	b = appendIntOmit(b, `,"deadline_ns":`, int64(p.Deadline))
+	b = appendBoolOmit(b, `,"body_stamp":`, p.BodyStamp)
 	return b
 }
 
@@ -770,11 +771,12 @@ const (
 	crResent
 	crIdempotencyKey
 	crDeadline
+	crBodyStamp
 )
 
 var crKeys = newKeySet("seq", "method", "route", "upstream", "scheduled", "sent", "headers_at", "done", "latency_ns",
 	"service_ns", "status", "bytes", "expected", "fraction", "sse_events", "outcome", "fast_fail", "fast_fail_code",
-	"late", "error", "resent", "idempotency_key", "deadline_ns")
+	"late", "error", "resent", "idempotency_key", "deadline_ns", "body_stamp")
 
 // decodeClientRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeClientRequest(s *scanner) *ClientRequest {
@@ -838,6 +840,8 @@ func decodeClientRequest(s *scanner) *ClientRequest {
 			p.IdempotencyKey = s.bool()
 		case crDeadline:
 			p.Deadline = time.Duration(s.int64())
+		case crBodyStamp:
+			p.BodyStamp = s.bool()
 		default:
 			return false
 		}

@@ -263,6 +263,12 @@ type ClientRequest struct {
 	// Deadline is the client's deadline for this request (send to last
 	// body byte); zero when unknown.
 	Deadline time.Duration `json:"deadline_ns,omitempty"`
+	// BodyStamp reports that the request's body carried its sequence
+	// stamp ([rehearse:seq=N], replay.identity) besides the header: an
+	// upstream call of a gateway that forwards no header can still be
+	// attributed, and when none is, the stamp did not survive the
+	// gateway (rather than was never sent).
+	BodyStamp bool `json:"body_stamp,omitempty"`
 }
 
 // Kind implements Payload.

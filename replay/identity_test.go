@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/halfopen/rehearse/internal/seqstamp"
+	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/replay/capture"
 )
 
@@ -104,15 +106,24 @@ func TestBodyStampOnTheWire(t *testing.T) {
 	orig := bytes.Clone(body)
 	req := &capture.Request{Method: "POST", Target: "/v1/chat/completions",
 		Header: []capture.HeaderField{{Name: "Content-Type", Value: "application/json"}, {Name: "Content-Length", Value: strconv.Itoa(len(body))}}, Body: body}
-	r, err := New([]*capture.Request{req, req, req}, Options{Target: u, Once: true, AllowWrites: true, Rate: 200})
+	plain := &capture.Request{Method: "POST", Target: "/tools/search", Body: []byte(`{"query":"x"}`)}
+	mem := journal.NewMemory(nil)
+	r, err := New([]*capture.Request{req, req, req, plain}, Options{Target: u, Once: true, AllowWrites: true, Rate: 200}, WithRecorder(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 {
-		t.Fatalf("got %d requests", len(got))
+	if len(got) != 4 || got[3] != `{"query":"x"}` {
+		t.Fatalf("got %d requests; the tool call %q", len(got), got[3])
+	}
+	delete(got, 3)
+	// The journal says which requests carried the stamp.
+	for _, p := range mem.OfKind(journal.KindClientRequest) {
+		if ev := p.(*journal.ClientRequest); ev.BodyStamp != (ev.Seq < 3) {
+			t.Errorf("seq %d: body_stamp %v", ev.Seq, ev.BodyStamp)
+		}
 	}
 	for seq, b := range got {
 		want := `{"model":"m","messages":[{"role":"user","content":"hello ` + seqstamp.String(seq) + `"}]}`
@@ -148,4 +159,19 @@ func FuzzPlanStamp(f *testing.F) {
 			t.Fatalf("stamping broke the JSON: %q", out)
 		}
 	})
+}
+
+// BenchmarkStampApply60KB is the per-send cost of the body stamp on an
+// agent-sized chat request: one copy of the body with the token inserted.
+func BenchmarkStampApply60KB(b *testing.B) {
+	body := []byte(`{"model":"m","messages":[{"role":"system","content":"` + strings.Repeat("You are an agent. ", 3400) + `"},{"role":"user","content":"hello"}]}`)
+	p := planStamp(Identity{}, body, false)
+	if p == nil {
+		b.Fatal("not stamped")
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for i := range b.N {
+		_ = p.apply(body, uint64(i))
+	}
 }

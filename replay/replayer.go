@@ -465,6 +465,7 @@ func (ru *run) send(i uint64, due time.Duration) {
 	defer cancel()
 	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
 	ev.IdempotencyKey = req.Header.Get(r.opt.IdempotencyKeys.Header) != ""
+	ev.BodyStamp = t.stamp != nil
 	ev.Deadline = r.opt.Deadline
 
 	r.met.inFlight.Inc()
