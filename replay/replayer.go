@@ -533,7 +533,7 @@ func (ru *run) send(i uint64, due time.Duration) {
 		} else {
 			ev.Outcome = statusOutcome(resp.StatusCode)
 		}
-		if sse != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if sse != nil && ev.Outcome == journal.OutcomeOK && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			if o, why := ru.streams.verdict(ev.Route, sse); o != "" {
 				ev.Outcome, ev.Error = o, why
 			}
