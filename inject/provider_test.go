@@ -232,3 +232,29 @@ func TestAPIConfigChecked(t *testing.T) {
 		t.Error("after_events -1 accepted")
 	}
 }
+
+// An Anthropic fake's answers are the same bytes and events on the fast
+// path as behind net/http (messages JSON and stream, a stamped body, a
+// generic path on the same upstream), and the fast path keeps them.
+func TestAnthropicFakeFastPathSameAsFull(t *testing.T) {
+	cfg := UpstreamConfig{Name: "claude", API: APIAnthropic, Healthy: &HealthyConfig{
+		BodyBytes: 600, SSE: &SSEConfig{Events: 3, Interval: rehearse.Duration(5 * time.Millisecond)}}}
+	p := startFakePair(t, cfg, nil)
+	msgs := `{"model":"c","max_tokens":9,"messages":[{"role":"user","content":"hi [rehearse:seq=12]"}]}`
+	reqs := []string{
+		post("/v1/messages", msgs),
+		post("/v1/messages", `{"stream":true,`+msgs[1:]),
+		"GET /v1/models HTTP/1.1\r\nHost: up\r\n\r\n",
+	}
+	p.script(t, reqs...)
+	evs := sameEvents(t, p, len(reqs), 100*time.Millisecond)
+	if handedOver(p.fast) != 0 {
+		t.Error("the fast path handed a connection over")
+	}
+	if e := evs[0]; e.Seq == nil || *e.Seq != 12 || e.SeqFrom != journal.SeqFromBody || e.Bytes != 600 || e.PromptTokens != 200 {
+		t.Errorf("messages event %+v", e)
+	}
+	if e := evs[2]; e.PromptTokens != 0 {
+		t.Errorf("a models listing charged tokens: %+v", e)
+	}
+}
