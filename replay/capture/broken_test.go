@@ -25,8 +25,8 @@ func TestBrokenFiles(t *testing.T) {
 	}
 	corrupt := bytes.Clone(pcap)
 	binary.LittleEndian.PutUint32(corrupt[24+8:], 0x7fffffff) // first record's captured length
-	wifi := bytes.Clone(pcap)
-	binary.LittleEndian.PutUint32(wifi[20:], 105) // IEEE802_11
+	usb := bytes.Clone(pcap)
+	binary.LittleEndian.PutUint32(usb[20:], 189) // USB_LINUX: named, not decoded
 	kuz := bytes.Clone(pcap)
 	binary.LittleEndian.PutUint32(kuz[0:], 0xa1b2cd34)
 
@@ -47,7 +47,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"pcap cut mid-file", pcap[:len(pcap)/2], "capture: packet 20: file truncated: the record is cut short (the capture was probably copied while being written)", ErrTruncated, 4},
 		{"pcap cut in the last record", pcap[:len(pcap)-5], "capture: packet 110: file truncated: the record is cut short (the capture was probably copied while being written)", ErrTruncated, 12},
 		{"pcap record longer than the snap length", corrupt, "capture: packet 1: corrupt record: capture length exceeds snap length: 2147483647 > 262144", ErrCorrupt, 0},
-		{"unsupported link type", wifi, "capture: file header: unsupported link type: LINKTYPE_105 (105); supported: EN10MB (with VLAN), LINUX_SLL, LINUX_SLL2, NULL, LOOP, PKTAP, RAW, IPV4, IPV6, PPP, PPP_SERIAL, C_HDLC", ErrLinkType, 0},
+		{"unsupported link type", usb, "capture: file header: unsupported link type: USB_LINUX (189); supported: " + supportedLinks, ErrLinkType, 0},
 		{"modified pcap", kuz, "capture: file header: not a pcap or pcapng file: the modified (Kuznetzov) pcap format is not supported; convert it with `editcap -F pcap IN OUT`", ErrFormat, 0},
 		{"pcapng cut mid-block", ng[:len(ng)-100], "capture: packet 109: file truncated: the record is cut short (the capture was probably copied while being written)", ErrTruncated, 12},
 		{"pcapng section header only", ng[:20], "capture: file header: file truncated: the file header is cut short", ErrTruncated, 0},

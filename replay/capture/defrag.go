@@ -275,7 +275,7 @@ func (x *extractor) dropDatagram(g *datagram, why string) {
 	if g.key.proto == 6 {
 		r = decodeTCP(prefix, 0, &s)
 	} else {
-		r = decodeIPv6Payload(g.next, prefix, 0, &s, nil)
+		r = decodeIPv6Payload(g.next, prefix, 0, &s, nil, 0)
 	}
 	if r != decTCP {
 		return

@@ -76,6 +76,7 @@ func Extract(ctx context.Context, r io.Reader, opt Options, fn func(*Request) er
 		flows: map[flowKey]*conn{},
 	}
 	err := x.run(r)
+	x.flushSkips()
 	// Whatever happened, flush what the flows hold.
 	if x.err == nil {
 		x.flushFragments()
@@ -105,6 +106,8 @@ type extractor struct {
 	seq    int64 // completion order, to keep the heap stable
 	index  int
 	sweep  time.Time
+	// skips counts why packets did not reach TCP (skip.go).
+	skips map[skipKey]int64
 	// hrd and hbr are reused by every http.ReadRequest call.
 	hrd bytes.Reader
 	hbr *bufio.Reader
@@ -153,7 +156,7 @@ func (x *extractor) run(r io.Reader) error {
 		}
 		lt := int(pr.LinkType())
 		if !supportedLink(lt) {
-			return &Error{Err: fmt.Errorf("%w: %s (%d); supported: EN10MB (with VLAN), LINUX_SLL, LINUX_SLL2, NULL, LOOP, PKTAP, RAW, IPV4, IPV6, PPP, PPP_SERIAL, C_HDLC", ErrLinkType, LinkTypeName(lt), lt)}
+			return &Error{Err: fmt.Errorf("%w: %s (%d); supported: %s", ErrLinkType, LinkTypeName(lt), lt, supportedLinks)}
 		}
 		return x.loop(func() ([]byte, int, int, time.Time, error) {
 			data, ci, err := pr.ZeroCopyReadPacketData()
@@ -223,10 +226,19 @@ func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error
 		if !supportedLink(lt) {
 			x.st.UnknownLink++
 			x.st.LinkTypes[LinkTypeName(lt)]++
+			s.why, s.arg = whyLinkType, uint32(lt)
+			x.countSkip(&s)
 			continue
 		}
 		x.st.LinkTypes[LinkTypeName(lt)]++
-		switch decodePacket(lt, data, origLen, &s, &f) {
+		r := decodePacket(lt, data, origLen, &s, &f)
+		if s.tun != 0 {
+			x.countTunnels(s.tun)
+		}
+		if s.why != 0 && r != decTCP && r != decFragment {
+			x.countSkip(&s)
+		}
+		switch r {
 		case decTCP:
 			x.st.Segments++
 			x.segment(&s)
@@ -256,7 +268,7 @@ func (x *extractor) reassembled(f *fragInfo, s *segment) {
 	if f.key.proto == 6 {
 		r = decodeTCP(payload, 0, s)
 	} else {
-		r = decodeIPv6Payload(next, payload, 0, s, nil)
+		r = decodeIPv6Payload(next, payload, 0, s, nil, 0)
 	}
 	if r != decTCP {
 		x.dropFragments(int64(n), fragNotTCP)

@@ -88,6 +88,16 @@ type Stats struct {
 	NotTCP      int64 `json:"not_tcp"`
 	Malformed   int64 `json:"malformed"`
 	UnknownLink int64 `json:"unknown_link"`
+
+	// Link layers and tunnels. Tunnels counts, by kind ("GRE", "VXLAN",
+	// "MPLS", …), the packets decapsulated (a packet in two tunnels
+	// counts once in each); Skipped counts, by cause in words, the
+	// packets that did not reach TCP: a link type not decoded (named and
+	// numbered), a tunnel not followed or malformed, 802.11 frames
+	// without data, other ethertypes and IP protocols.
+	Tunnels map[string]int64 `json:"tunnels"`
+	Skipped map[string]int64 `json:"skipped"`
+
 	// Fragments counts IPv4 and IPv6 fragments of TCP datagrams;
 	// Reassembled the datagrams rebuilt from them (each then counts as one
 	// TCP segment). FragmentsDropped counts, by reason, the fragments
@@ -177,7 +187,8 @@ type Stats struct {
 
 func newStats() *Stats {
 	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}, RequestsRefused: map[string]int64{},
-		OtherProtocols: map[string]int64{}, ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{}}
+		OtherProtocols: map[string]int64{}, ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{},
+		Tunnels: map[string]int64{}, Skipped: map[string]int64{}}
 }
 
 func (s *Stats) warn(max int, w Warning) {
