@@ -150,7 +150,15 @@ func (x *extractor) run(r io.Reader) error {
 	switch le {
 	case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1:
 		x.st.Format = "pcap" + x.st.Format
-		pr, err := pcapgo.NewReader(br)
+		var order binary.ByteOrder = binary.LittleEndian
+		if le == 0xd4c3b2a1 || le == 0x4d3cb2a1 {
+			order = binary.BigEndian
+		}
+		in, err := pcapHeader(br, order)
+		if err != nil {
+			return &Error{Err: err}
+		}
+		pr, err := pcapgo.NewReader(in)
 		if err != nil {
 			return &Error{Err: headerErr(err)}
 		}
@@ -164,7 +172,11 @@ func (x *extractor) run(r io.Reader) error {
 		})
 	case 0x0a0d0d0a:
 		x.st.Format = "pcapng" + x.st.Format
-		nr, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
+		in, err := pcapngHeader(br)
+		if err != nil {
+			return &Error{Err: err}
+		}
+		nr, err := pcapgo.NewNgReader(in, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
 		if err != nil {
 			return &Error{Err: headerErr(err)}
 		}
@@ -180,6 +192,9 @@ func (x *extractor) run(r io.Reader) error {
 		})
 	case 0xa1b2cd34, 0x34cdb2a1:
 		return &Error{Err: fmt.Errorf("%w: the modified (Kuznetzov) pcap format is not supported; convert it with `editcap -F pcap IN OUT`", ErrFormat)}
+	}
+	if what := otherFormat(br); what != "" {
+		return &Error{Err: fmt.Errorf("%w: %s", ErrFormat, what)}
 	}
 	return &Error{Err: fmt.Errorf("%w: unknown magic number %#08x", ErrFormat, binary.BigEndian.Uint32(magic))}
 }
