@@ -186,7 +186,8 @@ func decodeLink(lt int, data []byte, s *segment) (net []byte, ethertype uint16, 
 }
 
 // untag strips 802.1Q and QinQ tags, at any depth (cooked captures keep
-// them when the NIC does not strip them), and a PPPoE session header.
+// them when the NIC does not strip them), a PPPoE session header, and an
+// 802.2 LLC/SNAP header where the ethertype field is an 802.3 length.
 func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 	for et == etherVLAN || et == etherQinQ || et == etherQinQ2 {
 		if len(data) < 4 {
@@ -194,6 +195,14 @@ func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 		}
 		et = binary.BigEndian.Uint16(data[2:4])
 		data = data[4:]
+	}
+	if et < 0x0600 {
+		// An 802.3 length, not an ethertype: an 802.2 LLC header
+		// follows, with SNAP when it carries an ethertype.
+		if len(data) >= 8 && data[0] == 0xAA && data[1] == 0xAA && data[2] == 0x03 {
+			return untag(data[8:], binary.BigEndian.Uint16(data[6:8]))
+		}
+		return data, etherLLCOther, true
 	}
 	if et == etherPPPoE {
 		// Version/type, code, session id, length; then a PPP frame.

@@ -32,7 +32,14 @@ func gopacketSegment(lt int, frame []byte) (s segment, ok bool) {
 		return s, false
 	}
 	var src, dst netip.Addr
-	switch ip := p.NetworkLayer().(type) {
+	// The innermost network layer: in a tunnel, the first is the outer.
+	var network gopacket.Layer
+	for _, l := range p.Layers() {
+		if _, ok := l.(gopacket.NetworkLayer); ok {
+			network = l
+		}
+	}
+	switch ip := network.(type) {
 	case *layers.IPv4:
 		if ip.Version != 4 {
 			// gopacket does not check the version nibble against the
@@ -292,7 +299,11 @@ func TestDecodeAgreesWithGopacket(t *testing.T) {
 		}
 	}
 	real := 0
-	for _, name := range []string{"edge-eth.pcap.gz", "edge-sll.pcap", "edge-sll2.pcap", "edge-ipv6.pcapng", "retrans-tbf.pcap", "snaplen-120.pcap", "frag-ipv4.pcap", "odd-targets.pcap"} {
+	names := []string{"edge-eth.pcap.gz", "edge-sll.pcap", "edge-sll2.pcap", "edge-ipv6.pcapng", "retrans-tbf.pcap", "snaplen-120.pcap", "frag-ipv4.pcap", "odd-targets.pcap"}
+	for _, tc := range tunnelCases() {
+		names = append(names, filepath.Join("tunnels", tc.file))
+	}
+	for _, name := range names {
 		for _, p := range readPackets(t, filepath.Join("testdata", name)) {
 			if agree(t, p.lt, p.data) {
 				real++

@@ -51,8 +51,11 @@ func (k skipKey) words() string {
 	case whyLinkType:
 		return fmt.Sprintf("link type %s (%d) not decoded", LinkTypeName(int(a)), a)
 	case whyEthertype:
-		if a == etherPPPOther {
+		switch a {
+		case etherPPPOther:
 			return "PPP frames not carrying IP (link control, compression, authentication)"
+		case etherLLCOther:
+			return "802.3 frames with an 802.2 LLC header not carrying IP (STP, CDP, …)"
 		}
 		if n := etherNames[uint16(a)]; n != "" {
 			return fmt.Sprintf("not IP: %s (ethertype %#04x)", n, a)
@@ -127,8 +130,12 @@ func tunName(bit uint16) string {
 }
 
 // etherPPPOther is the ethertype ppp returns for PPP protocols that are not
-// IP or MPLS.
-const etherPPPOther = 0xFFFF
+// IP or MPLS; etherLLCOther the one untag returns for 802.3 frames whose
+// LLC header is not SNAP.
+const (
+	etherPPPOther = 0xFFFF
+	etherLLCOther = 0xFFFE
+)
 
 // etherNames names the ethertypes common in captures beside IP.
 var etherNames = map[uint16]string{

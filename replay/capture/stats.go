@@ -266,10 +266,27 @@ func (s *Stats) NotHTTP() []string {
 		parts = append(parts, fmt.Sprintf("%d packets, none of a link type the reader decodes", s.Packets))
 	case s.Segments == 0 && s.Fragments > 0:
 		parts = append(parts, fmt.Sprintf("no whole TCP segment: %d IP fragments could not be reassembled (see --stats)", s.Fragments))
+	case s.Segments == 0 && len(s.Skipped) > 0:
+		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment: %s", s.Packets, s.SkippedText(3)))
 	case s.Segments == 0:
 		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment (check the capture filter)", s.Packets))
 	}
 	return append(parts, s.NotHTTPStreams()...)
+}
+
+// SkippedText lists the n most frequent causes of Skipped with their
+// counts, and how many other causes there are.
+func (s *Stats) SkippedText(n int) string {
+	var parts []string
+	all := sortedCounts(s.Skipped)
+	for i, c := range all {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("%d more causes (see --stats)", len(all)-n))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", c.Count, c.Name))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // NotHTTPStreams is the part of NotHTTP about TCP streams: TLS, HTTP/2 and
