@@ -195,7 +195,7 @@ func decodeGRE(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResu
 		return bad(s, tunGRE)
 	}
 	flags, proto := binary.BigEndian.Uint16(p[0:2]), binary.BigEndian.Uint16(p[2:4])
-	n := 4
+	n, kind := 4, tunGRE
 	switch flags & 7 {
 	case 0:
 		if flags&(greChecksum|greRouting) != 0 {
@@ -221,7 +221,6 @@ func decodeGRE(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResu
 				}
 			}
 		}
-		s.tun |= tunGRE
 	case 1: // enhanced GRE (RFC 2637): key always, sequence, acknowledgement
 		n += 4
 		if flags&greSeq != 0 {
@@ -230,14 +229,15 @@ func decodeGRE(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResu
 		if flags&greAckPresent != 0 {
 			n += 4
 		}
-		s.tun |= tunPPTP
+		kind = tunPPTP
 	default:
 		s.why, s.arg = whyGREVersion, uint32(flags&7)
 		return decNotIP
 	}
 	if len(p) < n {
-		return bad(s, tunGRE)
+		return bad(s, kind)
 	}
+	s.tun |= kind
 	p = p[n:]
 	switch proto {
 	case etherIPv4, etherIPv6:
