@@ -16,7 +16,7 @@ docs/capture.md for the decode options it needs).
 """
 import sys
 
-from scapy.all import (GRE, IP, IPv6, UDP, Ether, Dot1Q, Dot1AD, Raw, LLC, SNAP,
+from scapy.all import (fragment, GRE, IP, IPv6, UDP, Ether, Dot1Q, Dot1AD, Raw, LLC, SNAP,
                        RadioTap, Dot11, Dot11QoS, Dot11Beacon, Dot11Elt,
                        PcapWriter, rdpcap)
 from scapy.contrib.erspan import ERSPAN_I, ERSPAN_II, ERSPAN_III, ERSPAN_PlatformSpecific
@@ -60,6 +60,19 @@ for i, (t, raw) in enumerate(v4):
     g.proto = 0x0800
     frames.append((t, out4(i, g / Raw(raw))))
 write("gre.pcap", frames)
+
+# The same GRE packets with the outer IPv4 header fragmented (DF clear,
+# 64-byte fragments), as a router in front of a small MTU cuts a tunnel's
+# packets; the fragments of every other packet in reverse order.
+frames = []
+for i, (t, raw) in enumerate(v4):
+    outer = IP(src=O4A, dst=O4B, id=1000 + i) / GRE(key_present=1, key=7, proto=0x0800) / Raw(raw)
+    frags = fragment(outer, fragsize=64)
+    if i % 2:
+        frags.reverse()
+    for fr in frags:
+        frames.append((t, Ether(src=MAC_A, dst=MAC_B) / fr))
+write("gre-frag.pcap", frames)
 
 # Ethernet over GRE (gretap, 0x6558) over IPv6, the inner frame tagged
 # 802.1Q, carrying IPv6.

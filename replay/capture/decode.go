@@ -326,17 +326,20 @@ func decodeNet(et uint16, net []byte, cut int, s *segment, f *fragInfo, depth in
 		src := netip.AddrFrom4([4]byte(net[12:16]))
 		dst := netip.AddrFrom4([4]byte(net[16:20]))
 		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
-			if proto != 6 {
-				// Fragments of AH-protected datagrams and of tunnel
-				// packets are not reassembled.
+			if proto != 6 && !ipTunnel(proto) {
+				// Fragments of AH-protected datagrams and of UDP (which
+				// may or may not be a tunnel) are not reassembled.
 				s.why, s.arg = whyFragment, uint32(proto)
 				return decNotTCP
 			}
+			if f == nil {
+				return decMalformed // a fragment inside a reassembled datagram
+			}
 			*f = fragInfo{
-				key:  fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: 6},
+				key:  fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: proto},
 				off:  int(frag&0x1FFF) * 8,
 				more: frag&0x2000 != 0,
-				next: 6,
+				next: proto,
 				data: net[ihl:],
 				cut:  cut,
 			}
@@ -416,7 +419,7 @@ func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo, d
 				return decMalformed
 			}
 			switch p[0] {
-			case 0, 43, 60, 6: // TCP, possibly behind more extension headers
+			case 0, 43, 60, 6, 4, 41, 47, 137: // TCP or an IP-level tunnel, possibly behind more extension headers
 			default:
 				s.why, s.arg = whyFragment, uint32(p[0])
 				return decNotTCP

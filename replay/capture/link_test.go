@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"slices"
 	"testing"
@@ -114,7 +115,7 @@ func TestDecodeVariants(t *testing.T) {
 		{"GTP-U extension of length 0", linkRaw, ip4(17, udp(2152, 2152, cat([]byte{0x34, 0xff, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0x85, 0, 0, 0, 0}, in))), whyBadTunnel, tunGTPU},
 		{"IPv6 in IPv6 behind a destination options header", linkRaw, ip6(60, cat([]byte{41, 0, 1, 4, 0, 0, 0, 0}, ip6(4, in))), 0, tunIPv6inIP | tunIPinIP},
 		{"tunnels nested too deep", linkRaw, nest, whyTooDeep, tunGRE},
-		{"fragment of a GRE packet", linkRaw, func() []byte { p := ip4(47, gre(0, etherIPv4, 0, in)); p[6] = 0x20; return p }(), whyFragment, 0},
+		{"fragment of a UDP datagram (maybe a tunnel: not held)", linkRaw, func() []byte { p := ip4(17, udp(1, portVXLAN, in)); p[6] = 0x20; return p }(), whyFragment, 0},
 		{"PPP_HDLC Cisco framing", linkPPPHDLC, cat([]byte{0x0f, 0}, be16(etherIPv4), in), 0, 0},
 		{"PPP carrying MPLS", linkPPP, cat([]byte{0xff, 3, 2, 0x81}, mpls(16, true), in), 0, tunMPLS},
 		{"PPP LCP", linkPPP, []byte{0xff, 3, 0xc0, 0x21, 1, 1, 0, 4}, whyEthertype, 0},
@@ -193,5 +194,47 @@ func TestSkipWords(t *testing.T) {
 		if got := c.k.words(); got != c.want {
 			t.Errorf("%v: %q, want %q", c.k, got, c.want)
 		}
+	}
+}
+
+// TestTunnelFragments: a GRE packet whose outer IPv6 header is
+// fragmented (fragment header, two fragments, the second first), and
+// one whose outer IPv4 is, are reassembled and the request inside read.
+func TestTunnelFragments(t *testing.T) {
+	g := cat(be16(0), be16(etherIPv4), ip4TCP())
+	cut := 48
+	frag6 := func(off int, more bool, p []byte) []byte {
+		o := uint16(off)
+		if more {
+			o |= 1
+		}
+		return ip6(44, cat([]byte{47, 0}, be16(o), []byte{0, 0, 0, 9}, p))
+	}
+	frag4 := func(off int, more bool, p []byte) []byte {
+		b := ip4(47, p)
+		v := uint16(off / 8)
+		if more {
+			v |= 0x2000
+		}
+		binary.BigEndian.PutUint16(b[6:], v)
+		return b
+	}
+	pk := []pkt{
+		{lt: linkRaw, data: frag6(cut, false, g[cut:])},
+		{lt: linkRaw, data: frag6(0, true, g[:cut])},
+		{lt: linkRaw, data: frag4(0, true, g[:cut])},
+		{lt: linkRaw, data: frag4(cut, false, g[cut:])},
+	}
+	for i := range pk {
+		pk[i].orig = len(pk[i].data)
+	}
+	var b bytes.Buffer
+	writePcapTo(t, &b, binary.LittleEndian, false, linkRaw, pk)
+	reqs, st, err := ReadAll(context.Background(), &b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 1 || reqs[0].Target != "/variant" || st.Reassembled != 2 || st.Tunnels["GRE"] != 2 {
+		t.Fatalf("%d requests, %d reassembled, tunnels %v; want 1 (the second is a retransmission), 2, GRE 2", len(reqs), st.Reassembled, st.Tunnels)
 	}
 }

@@ -279,11 +279,9 @@ func (x *extractor) reassembled(f *fragInfo, s *segment) {
 	}
 	s.src = netip.AddrPortFrom(f.key.src, 0)
 	s.dst = netip.AddrPortFrom(f.key.dst, 0)
-	var r decodeResult
-	if f.key.proto == 6 {
-		r = decodeTCP(payload, 0, s)
-	} else {
-		r = decodeIPv6Payload(next, payload, 0, s, nil, 0)
+	r := decodeDatagram(f.key, next, payload, s)
+	if s.tun != 0 {
+		x.countTunnels(s.tun)
 	}
 	if r != decTCP {
 		x.dropFragments(int64(n), fragNotTCP)

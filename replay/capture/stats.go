@@ -98,7 +98,8 @@ type Stats struct {
 	Tunnels map[string]int64 `json:"tunnels"`
 	Skipped map[string]int64 `json:"skipped"`
 
-	// Fragments counts IPv4 and IPv6 fragments of TCP datagrams;
+	// Fragments counts IPv4 and IPv6 fragments of TCP datagrams (and of
+	// IP-level tunnels: GRE, IPIP, 6in4, MPLS-in-IP);
 	// Reassembled the datagrams rebuilt from them (each then counts as one
 	// TCP segment). FragmentsDropped counts, by reason, the fragments
 	// that never became part of a datagram (timeout, memory limit,

@@ -55,6 +55,12 @@ func tunnelProto(p uint8) bool {
 	return false
 }
 
+// ipTunnel reports whether an IP protocol is a tunnel at the IP level
+// (no ports to look at): its fragments are reassembled like TCP's.
+func ipTunnel(p uint8) bool {
+	return p == 4 || p == 41 || p == 47 || p == 137
+}
+
 // decodeTunnel decodes the payload p of an IP packet of protocol proto
 // that may be a tunnel.
 func decodeTunnel(proto uint8, p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResult {

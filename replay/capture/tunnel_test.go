@@ -46,6 +46,7 @@ func tunnelCases() []tunnelCase {
 		{file: "plain4.pcap", want: exchange("plain4"), link: "EN10MB"},
 		{file: "plain6.pcap", want: exchange("plain6"), link: "EN10MB"},
 		{file: "gre.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"GRE": 18}},
+		{file: "gre-frag.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"GRE": 18}},
 		{file: "gretap6.pcap", want: exchange("plain6"), link: "EN10MB", tunnels: map[string]int64{"GRE": 17}},
 		{file: "erspan.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"GRE": 18, "ERSPAN": 18}},
 		{file: "ipip.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"IPv4-in-IP (IPIP, 4in6)": 18}},
