@@ -264,15 +264,31 @@ func (s *Stats) NotHTTP() []string {
 	case s.Packets == 0:
 		parts = append(parts, "the capture holds no packets")
 	case s.UnknownLink == s.Packets:
-		parts = append(parts, fmt.Sprintf("%d packets, none of a link type the reader decodes", s.Packets))
+		parts = append(parts, fmt.Sprintf("%d packets, none of a link type the reader decodes: %s", s.Packets, s.SkippedText(3)))
 	case s.Segments == 0 && s.Fragments > 0:
 		parts = append(parts, fmt.Sprintf("no whole TCP segment: %d IP fragments could not be reassembled (see --stats)", s.Fragments))
 	case s.Segments == 0 && len(s.Skipped) > 0:
-		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment: %s", s.Packets, s.SkippedText(3)))
+		hint := ""
+		if s.onlyOtherProtocols() {
+			hint = " (check the capture filter)"
+		}
+		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment: %s%s", s.Packets, s.SkippedText(3), hint))
 	case s.Segments == 0:
 		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment (check the capture filter)", s.Packets))
 	}
 	return append(parts, s.NotHTTPStreams()...)
+}
+
+// onlyOtherProtocols reports whether every skipped packet was plainly
+// another protocol (not a tunnel, link type or frame the reader could not
+// follow): then the capture filter is what to check.
+func (s *Stats) onlyOtherProtocols() bool {
+	for k := range s.Skipped {
+		if !strings.HasPrefix(k, "not IP: ") && !strings.HasPrefix(k, "not TCP: ") {
+			return false
+		}
+	}
+	return true
 }
 
 // SkippedText lists the n most frequent causes of Skipped with their

@@ -1,10 +1,12 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -131,4 +133,46 @@ func TestStatsNameSkips(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkShows(t, out.String(), "link type IEEE802_11_RADIO  8", "skipped  4  802.11 frames without data (management, control, null function)")
+}
+
+// TestUnknownLinkNamed: a pcapng whose interfaces are all of a link type
+// the reader does not decode says which, by name and number.
+func TestUnknownLinkNamed(t *testing.T) {
+	ng, err := os.ReadFile(filepath.Join("testdata", "edge-ipv6.pcapng"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng = bytes.Clone(ng)
+	idb := int(binary.LittleEndian.Uint32(ng[4:8])) // the block after the section header
+	if binary.LittleEndian.Uint32(ng[idb:]) != 1 {
+		t.Fatalf("no interface description block at %d", idb)
+	}
+	binary.LittleEndian.PutUint16(ng[idb+8:], 189)
+	_, st, err := ReadAll(context.Background(), bytes.NewReader(ng), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("0 HTTP requests; %d packets, none of a link type the reader decodes: %d link type USB_LINUX (189) not decoded", st.Packets, st.Packets)
+	if h := st.Hint(); h != want {
+		t.Errorf("hint\n got %q\nwant %q", h, want)
+	}
+}
+
+// TestNoTCPHint: a capture of UDP only still points at the capture
+// filter, with the protocol named.
+func TestNoTCPHint(t *testing.T) {
+	pk := []pkt{{lt: linkRaw, data: ip4(17, udp(53, 53, []byte("dns")))}, {lt: linkRaw, data: ip4(1, []byte{8, 0, 0, 0})}}
+	for i := range pk {
+		pk[i].orig = len(pk[i].data)
+	}
+	var b bytes.Buffer
+	writePcapTo(t, &b, binary.LittleEndian, false, linkRaw, pk)
+	_, st, err := ReadAll(context.Background(), &b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "0 HTTP requests; 2 packets, none of them a TCP segment: 1 not TCP: ICMP (IP protocol 1), 1 not TCP: UDP (IP protocol 17) (check the capture filter)"
+	if h := st.Hint(); h != want {
+		t.Errorf("hint\n got %q\nwant %q", h, want)
+	}
 }
