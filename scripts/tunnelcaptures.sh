@@ -123,6 +123,10 @@ exchange() {
 
 capture "$out/vxlan4.pcap" h33a -i h33va udp port 4789 -- exchange 192.168.77.2 vxlan4
 capture "$out/vxlan6-8472.pcap" h33a -i h33va udp port 8472 -- exchange '[fd77::2]' vxlan6
+# tcpdump -i any on a host with a VXLAN overlay (a Kubernetes node with
+# flannel, say) sees every packet twice: on the overlay device,
+# decapsulated, and on the underlay, in VXLAN.
+capture "$out/any-vxlan.pcap" h33a -i any 'udp port 4789 or tcp port 8080' -- exchange 192.168.77.2 anyvx
 capture "$out/plain4.pcap" h33a -i h33va tcp port 8080 -- exchange 10.88.0.2 plain4
 capture "$out/plain6.pcap" h33a -i h33va tcp port 8080 -- exchange '[fd88::2]' plain6
 
