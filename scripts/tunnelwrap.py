@@ -16,7 +16,7 @@ docs/capture.md for the decode options it needs).
 """
 import sys
 
-from scapy.all import (fragment, GRE, IP, IPv6, UDP, Ether, Dot1Q, Dot1AD, Raw, LLC, SNAP,
+from scapy.all import (fragment, GRE, PPPoE, PPP, IP, IPv6, UDP, Ether, Dot1Q, Dot1AD, Raw, LLC, SNAP,
                        RadioTap, Dot11, Dot11QoS, Dot11Beacon, Dot11Elt,
                        PcapWriter, rdpcap)
 from scapy.contrib.erspan import ERSPAN_I, ERSPAN_II, ERSPAN_III, ERSPAN_PlatformSpecific
@@ -149,6 +149,24 @@ for i, (t, raw) in enumerate(v4):
         f = Ether(src=MAC_A, dst=MAC_B, type=0x8847) / MPLS(label=0, s=1, ttl=64) / Raw(raw)
     frames.append((t, f))
 write("mpls.pcap", frames)
+
+# PPPoE sessions over Ethernet (0x8864) carrying PPP IPv4 and IPv6: the
+# IPv4 exchange, then the IPv6 one.
+frames = []
+for t, raw in v4 + v6:
+    proto = 0x0021 if raw[0] >> 4 == 4 else 0x0057
+    frames.append((t, Ether(src=MAC_A, dst=MAC_B) / PPPoE(sessionid=0x33) / PPP(proto=proto) / Raw(raw)))
+write("pppoe.pcap", frames)
+
+# LINKTYPE_PPP_HDLC (50): HDLC-like framing (ff 03, protocol) and Cisco
+# PPP with HDLC framing (0f 00, ethertype; RFC 1547), in turn.
+frames = []
+for i, (t, raw) in enumerate(v4):
+    if i % 2:
+        frames.append((t, b"\x0f\x00\x08\x00" + raw))
+    else:
+        frames.append((t, b"\xff\x03\x00\x21" + raw))
+write("ppp-hdlc.pcap", frames, linktype=50)
 
 # 802.11 monitor capture (LINKTYPE_IEEE802_11_RADIO, 127): data frames
 # with LLC/SNAP, QoS data on odd packets, the FCS present (radiotap flag)

@@ -61,6 +61,8 @@ func tunnelCases() []tunnelCase {
 			"802.11 frames without data (management, control, null function)": 4,
 			"802.11 encrypted data frames (WEP/WPA: not decrypted)":           4,
 		}},
+		{file: "pppoe.pcap", want: append(exchange("plain4"), exchange("plain6")...), link: "EN10MB"},
+		{file: "ppp-hdlc.pcap", want: exchange("plain4"), link: "PPP_SERIAL"},
 		{file: "ipoib.pcap", want: exchange("plain4"), link: "IPOIB"},
 	}
 }
