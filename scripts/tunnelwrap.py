@@ -150,6 +150,16 @@ for i, (t, raw) in enumerate(v4):
     frames.append((t, f))
 write("mpls.pcap", frames)
 
+# The same GTP-U packets (plain G-PDUs) with the outer IPv4 header
+# fragmented into 64-byte fragments, in order, as a router on an N3/S1-U
+# path with a small MTU cuts them.
+frames = []
+for i, (t, raw) in enumerate(v4):
+    outer = IP(src=O4A, dst=O4B, id=2000 + i) / UDP(sport=2152, dport=2152) / GTP_U_Header(teid=0x3301, gtp_type=255) / Raw(raw)
+    for fr in fragment(outer, fragsize=64):
+        frames.append((t, Ether(src=MAC_A, dst=MAC_B) / fr))
+write("gtpu-frag.pcap", frames)
+
 # PPPoE sessions over Ethernet (0x8864) carrying PPP IPv4 and IPv6: the
 # IPv4 exchange, then the IPv6 one.
 frames = []

@@ -260,6 +260,9 @@ type fragInfo struct {
 	// cut is how many bytes of this fragment the capture lacks (snap
 	// length).
 	cut int
+	// ifHeld: a later fragment of a UDP datagram, taken only when the
+	// first fragment (which has the ports) showed a tunnel.
+	ifHeld bool
 }
 
 // decodePacket decodes a whole captured packet down to TCP. origLen is the
@@ -326,22 +329,27 @@ func decodeNet(et uint16, net []byte, cut int, s *segment, f *fragInfo, depth in
 		src := netip.AddrFrom4([4]byte(net[12:16]))
 		dst := netip.AddrFrom4([4]byte(net[16:20]))
 		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
+			ifHeld := false
 			if proto != 6 && !ipTunnel(proto) {
-				// Fragments of AH-protected datagrams and of UDP (which
-				// may or may not be a tunnel) are not reassembled.
-				s.why, s.arg = whyFragment, uint32(proto)
-				return decNotTCP
+				// Fragments of AH-protected datagrams are not
+				// reassembled, nor those of UDP datagrams but tunnels'.
+				if proto != 17 || !udpTunnelFragment(int(frag&0x1FFF)*8, net[ihl:]) {
+					s.why, s.arg = whyFragment, uint32(proto)
+					return decNotTCP
+				}
+				ifHeld = frag&0x1FFF != 0
 			}
 			if f == nil {
 				return decMalformed // a fragment inside a reassembled datagram
 			}
 			*f = fragInfo{
-				key:  fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: proto},
-				off:  int(frag&0x1FFF) * 8,
-				more: frag&0x2000 != 0,
-				next: proto,
-				data: net[ihl:],
-				cut:  cut,
+				key:    fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: proto},
+				off:    int(frag&0x1FFF) * 8,
+				more:   frag&0x2000 != 0,
+				next:   proto,
+				data:   net[ihl:],
+				cut:    cut,
+				ifHeld: ifHeld,
 			}
 			return decFragment
 		}
@@ -418,19 +426,27 @@ func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo, d
 			if f == nil {
 				return decMalformed
 			}
+			ifHeld := false
 			switch p[0] {
 			case 0, 43, 60, 6, 4, 41, 47, 137: // TCP or an IP-level tunnel, possibly behind more extension headers
+			case 17:
+				if !udpTunnelFragment(int(off&^7), p[8:]) {
+					s.why, s.arg = whyFragment, 17
+					return decNotTCP
+				}
+				ifHeld = off&^7 != 0
 			default:
 				s.why, s.arg = whyFragment, uint32(p[0])
 				return decNotTCP
 			}
 			*f = fragInfo{
-				key:  fragKey{src: s.src.Addr(), dst: s.dst.Addr(), id: binary.BigEndian.Uint32(p[4:8]), proto: 44},
-				off:  int(off &^ 7),
-				more: off&1 != 0,
-				next: p[0],
-				data: p[8:],
-				cut:  cut,
+				key:    fragKey{src: s.src.Addr(), dst: s.dst.Addr(), id: binary.BigEndian.Uint32(p[4:8]), proto: 44},
+				off:    int(off &^ 7),
+				more:   off&1 != 0,
+				next:   p[0],
+				data:   p[8:],
+				cut:    cut,
+				ifHeld: ifHeld,
 			}
 			return decFragment
 		default:

@@ -130,6 +130,9 @@ func (d *defragger) remember(g *datagram) {
 	}
 }
 
+// holds reports whether a datagram is being reassembled under key.
+func (d *defragger) holds(key fragKey) bool { return d.m[key] != nil }
+
 func (d *defragger) unlink(g *datagram) {
 	if g.prev != nil {
 		g.prev.succ = g.succ

@@ -115,7 +115,7 @@ func TestDecodeVariants(t *testing.T) {
 		{"GTP-U extension of length 0", linkRaw, ip4(17, udp(2152, 2152, cat([]byte{0x34, 0xff, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0x85, 0, 0, 0, 0}, in))), whyBadTunnel, tunGTPU},
 		{"IPv6 in IPv6 behind a destination options header", linkRaw, ip6(60, cat([]byte{41, 0, 1, 4, 0, 0, 0, 0}, ip6(4, in))), 0, tunIPv6inIP | tunIPinIP},
 		{"tunnels nested too deep", linkRaw, nest, whyTooDeep, tunGRE},
-		{"fragment of a UDP datagram (maybe a tunnel: not held)", linkRaw, func() []byte { p := ip4(17, udp(1, portVXLAN, in)); p[6] = 0x20; return p }(), whyFragment, 0},
+		{"first fragment of a UDP datagram not to a tunnel's port", linkRaw, func() []byte { p := ip4(17, udp(1, 53, in)); p[6] = 0x20; return p }(), whyFragment, 0},
 		{"PPP_HDLC Cisco framing", linkPPPHDLC, cat([]byte{0x0f, 0}, be16(etherIPv4), in), 0, 0},
 		{"PPP carrying MPLS", linkPPP, cat([]byte{0xff, 3, 2, 0x81}, mpls(16, true), in), 0, tunMPLS},
 		{"PPP LCP", linkPPP, []byte{0xff, 3, 0xc0, 0x21, 1, 1, 0, 4}, whyEthertype, 0},
@@ -219,11 +219,25 @@ func TestTunnelFragments(t *testing.T) {
 		binary.BigEndian.PutUint16(b[6:], v)
 		return b
 	}
+	// GTP-U over UDP, outer IPv4 fragmented: the first fragment (with
+	// the ports) first, as senders send them; then a DNS datagram
+	// fragmented the same way, not held.
+	gtp := udp(2152, 2152, cat([]byte{0x30, 0xff}, be16(uint16(len(ip4TCP()))), []byte{0, 0, 0, 1}, ip4TCP()))
+	dns := udp(53, 53, make([]byte, 100))
+	frag4u := func(off int, more bool, p []byte) []byte {
+		b := frag4(off, more, p)
+		b[9] = 17
+		return b
+	}
 	pk := []pkt{
 		{lt: linkRaw, data: frag6(cut, false, g[cut:])},
 		{lt: linkRaw, data: frag6(0, true, g[:cut])},
 		{lt: linkRaw, data: frag4(0, true, g[:cut])},
 		{lt: linkRaw, data: frag4(cut, false, g[cut:])},
+		{lt: linkRaw, data: frag4u(0, true, gtp[:cut])},
+		{lt: linkRaw, data: frag4u(cut, false, gtp[cut:])},
+		{lt: linkRaw, data: frag4u(0, true, dns[:cut])},
+		{lt: linkRaw, data: frag4u(cut, false, dns[cut:])},
 	}
 	for i := range pk {
 		pk[i].orig = len(pk[i].data)
@@ -234,7 +248,10 @@ func TestTunnelFragments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != 1 || reqs[0].Target != "/variant" || st.Reassembled != 2 || st.Tunnels["GRE"] != 2 {
-		t.Fatalf("%d requests, %d reassembled, tunnels %v; want 1 (the second is a retransmission), 2, GRE 2", len(reqs), st.Reassembled, st.Tunnels)
+	if len(reqs) != 1 || reqs[0].Target != "/variant" || st.Reassembled != 3 || st.Tunnels["GRE"] != 2 || st.Tunnels["GTP-U"] != 1 {
+		t.Fatalf("%d requests, %d reassembled, tunnels %v; want 1 (the others are retransmissions), 3, GRE 2, GTP-U 1", len(reqs), st.Reassembled, st.Tunnels)
+	}
+	if st.Fragments != 6 || st.Skipped["IP fragments of UDP datagrams not to a tunnel's port (only TCP and tunnels are reassembled)"] != 2 {
+		t.Errorf("%d fragments held, skipped %v; want 6, and the 2 DNS fragments skipped", st.Fragments, st.Skipped)
 	}
 }

@@ -262,6 +262,14 @@ func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error
 		case decNotTCP:
 			x.st.NotTCP++
 		case decFragment:
+			if f.ifHeld && !x.defrag.holds(f.key) {
+				// A later fragment of a UDP datagram whose first
+				// fragment was not a tunnel's (or was not seen).
+				x.st.NotTCP++
+				s.why, s.arg = whyFragment, 17
+				x.countSkip(&s)
+				break
+			}
 			x.st.Fragments++
 			x.reassembled(&f, &s)
 		case decMalformed:

@@ -67,10 +67,13 @@ func (k skipKey) words() string {
 		}
 		return fmt.Sprintf("not TCP: IP protocol %d", a)
 	case whyFragment:
-		if n := ipProtoNames[uint8(a)]; n != "" {
-			return fmt.Sprintf("IP fragments of %s packets (only TCP datagrams are reassembled)", n)
+		if a == 17 {
+			return "IP fragments of UDP datagrams not to a tunnel's port (only TCP and tunnels are reassembled)"
 		}
-		return fmt.Sprintf("IP fragments of IP protocol %d (only TCP datagrams are reassembled)", a)
+		if n := ipProtoNames[uint8(a)]; n != "" {
+			return fmt.Sprintf("IP fragments of %s packets (only TCP and tunnels are reassembled)", n)
+		}
+		return fmt.Sprintf("IP fragments of IP protocol %d (only TCP and tunnels are reassembled)", a)
 	case whyTooDeep:
 		return fmt.Sprintf("tunnels nested more than %d deep (not followed)", maxEncap)
 	case whyBadTunnel:

@@ -99,7 +99,7 @@ type Stats struct {
 	Skipped map[string]int64 `json:"skipped"`
 
 	// Fragments counts IPv4 and IPv6 fragments of TCP datagrams (and of
-	// IP-level tunnels: GRE, IPIP, 6in4, MPLS-in-IP);
+	// tunnels: GRE, IPIP, 6in4, MPLS-in-IP, UDP to a tunnel's port);
 	// Reassembled the datagrams rebuilt from them (each then counts as one
 	// TCP segment). FragmentsDropped counts, by reason, the fragments
 	// that never became part of a datagram (timeout, memory limit,

@@ -61,6 +61,29 @@ func ipTunnel(p uint8) bool {
 	return p == 4 || p == 41 || p == 47 || p == 137
 }
 
+// udpTunnelFragment reports whether a fragment of a UDP datagram may be
+// held for reassembly: the first (at offset 0, with the UDP header) when
+// its ports are a tunnel's, a later one always (the extractor then takes
+// it only if the first was held: fragInfo.ifHeld).
+func udpTunnelFragment(off int, p []byte) bool {
+	if off != 0 {
+		return true
+	}
+	if len(p) < 4 {
+		return false
+	}
+	return udpTunnelPort(binary.BigEndian.Uint16(p[0:2]), binary.BigEndian.Uint16(p[2:4]))
+}
+
+// udpTunnelPort reports whether a UDP datagram goes to a tunnel's port.
+func udpTunnelPort(sport, dport uint16) bool {
+	switch dport {
+	case portVXLAN, portVXLANLinux, portVXLANGPE, portGeneve, portGTPU, portGREUDP, portMPLSUDP:
+		return true
+	}
+	return sport == portGTPU
+}
+
 // decodeTunnel decodes the payload p of an IP packet of protocol proto
 // that may be a tunnel.
 func decodeTunnel(proto uint8, p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResult {
