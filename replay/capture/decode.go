@@ -326,33 +326,11 @@ func decodeNet(et uint16, net []byte, cut int, s *segment, f *fragInfo, depth in
 				cut = total - len(net)
 			}
 		}
+		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
+			return ipv4Fragment(net, ihl, frag, cut, s, f)
+		}
 		src := netip.AddrFrom4([4]byte(net[12:16]))
 		dst := netip.AddrFrom4([4]byte(net[16:20]))
-		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
-			ifHeld := false
-			if proto != 6 && !ipTunnel(proto) {
-				// Fragments of AH-protected datagrams are not
-				// reassembled, nor those of UDP datagrams but tunnels'.
-				if proto != 17 || !udpTunnelFragment(int(frag&0x1FFF)*8, net[ihl:]) {
-					s.why, s.arg = whyFragment, uint32(proto)
-					return decNotTCP
-				}
-				ifHeld = frag&0x1FFF != 0
-			}
-			if f == nil {
-				return decMalformed // a fragment inside a reassembled datagram
-			}
-			*f = fragInfo{
-				key:    fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: proto},
-				off:    int(frag&0x1FFF) * 8,
-				more:   frag&0x2000 != 0,
-				next:   proto,
-				data:   net[ihl:],
-				cut:    cut,
-				ifHeld: ifHeld,
-			}
-			return decFragment
-		}
 		s.src = netip.AddrPortFrom(src, 0)
 		s.dst = netip.AddrPortFrom(dst, 0)
 		switch proto {
@@ -388,6 +366,35 @@ func decodeNet(et uint16, net []byte, cut int, s *segment, f *fragInfo, depth in
 		s.why, s.arg = whyEthertype, uint32(et)
 	}
 	return decNotIP
+}
+
+// ipv4Fragment fills f for an IPv4 fragment of a TCP or tunnel datagram
+// (net is the packet, ihl its header length, frag its flags and offset).
+func ipv4Fragment(net []byte, ihl int, frag uint16, cut int, s *segment, f *fragInfo) decodeResult {
+	proto := net[9]
+	ifHeld := false
+	if proto != 6 && !ipTunnel(proto) {
+		// Fragments of AH-protected datagrams are not reassembled, nor
+		// those of UDP datagrams but tunnels'.
+		if proto != 17 || !udpTunnelFragment(int(frag&0x1FFF)*8, net[ihl:]) {
+			s.why, s.arg = whyFragment, uint32(proto)
+			return decNotTCP
+		}
+		ifHeld = frag&0x1FFF != 0
+	}
+	if f == nil {
+		return decMalformed // a fragment inside a reassembled datagram
+	}
+	*f = fragInfo{
+		key:    fragKey{src: netip.AddrFrom4([4]byte(net[12:16])), dst: netip.AddrFrom4([4]byte(net[16:20])), id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: proto},
+		off:    int(frag&0x1FFF) * 8,
+		more:   frag&0x2000 != 0,
+		next:   proto,
+		data:   net[ihl:],
+		cut:    cut,
+		ifHeld: ifHeld,
+	}
+	return decFragment
 }
 
 // decodeIPv6Payload walks IPv6 extension headers from next to TCP. A

@@ -45,6 +45,52 @@ const (
 // decodeMoreLinks is decodeLink for the link types of this file.
 func decodeMoreLinks(lt int, data []byte, s *segment) ([]byte, uint16, bool) {
 	switch lt {
+	case linkIEEE80211, linkRadiotap, linkPrism, linkAVS, linkPPI:
+		return wifiLink(lt, data, s)
+	case linkNFLOG:
+		return nflog(data, s)
+	case linkIPoIB:
+		return ipoib(data)
+	case linkARCNETLinux:
+		return arcnet(data, true, s)
+	case linkARCNET:
+		return arcnet(data, false, s)
+	case linkPPPEther:
+		return untag(data, etherPPPoE)
+	case linkATMRFC1483:
+		return llc(data, s)
+	case linkMPLS:
+		return data, etherMPLS, true
+	case linkEnc:
+		// OpenBSD enc(4): address family (host order), SPI, flags.
+		if len(data) < 12 {
+			return nil, 0, false
+		}
+		return data[12:], 0, true
+	case linkPFLog:
+		// pflog: the header's length (padded to 4 bytes) comes first.
+		if len(data) < 4 {
+			return nil, 0, false
+		}
+		n := (int(data[0]) + 3) &^ 3
+		if n < 4 || n > len(data) {
+			return nil, 0, false
+		}
+		return data[n:], 0, true
+	case linkIPNet:
+		// Solaris ipnet: a 24-byte header; the IP version decides.
+		if len(data) < 24 {
+			return nil, 0, false
+		}
+		return data[24:], 0, true
+	}
+	s.why, s.arg = whyLinkType, uint32(lt)
+	return nil, 0, false
+}
+
+// wifiLink strips the monitor-mode headers of the 802.11 link types.
+func wifiLink(lt int, data []byte, s *segment) ([]byte, uint16, bool) {
+	switch lt {
 	case linkIEEE80211:
 		return wifi(data, false, s)
 	case linkRadiotap:
@@ -88,45 +134,8 @@ func decodeMoreLinks(lt int, data []byte, s *segment) ([]byte, uint16, bool) {
 		}
 		s.why, s.arg = whyLinkType, uint32(inner)
 		return nil, 0, false
-	case linkNFLOG:
-		return nflog(data, s)
-	case linkIPoIB:
-		return ipoib(data)
-	case linkARCNETLinux:
-		return arcnet(data, true, s)
-	case linkARCNET:
-		return arcnet(data, false, s)
-	case linkPPPEther:
-		return untag(data, etherPPPoE)
-	case linkATMRFC1483:
-		return llc(data, s)
-	case linkMPLS:
-		return data, etherMPLS, true
-	case linkEnc:
-		// OpenBSD enc(4): address family (host order), SPI, flags.
-		if len(data) < 12 {
-			return nil, 0, false
-		}
-		return data[12:], 0, true
-	case linkPFLog:
-		// pflog: the header's length (padded to 4 bytes) comes first.
-		if len(data) < 4 {
-			return nil, 0, false
-		}
-		n := (int(data[0]) + 3) &^ 3
-		if n < 4 || n > len(data) {
-			return nil, 0, false
-		}
-		return data[n:], 0, true
-	case linkIPNet:
-		// Solaris ipnet: a 24-byte header; the IP version decides.
-		if len(data) < 24 {
-			return nil, 0, false
-		}
-		return data[24:], 0, true
 	}
-	s.why, s.arg = whyLinkType, uint32(lt)
-	return nil, 0, false
+	return wifi(data, false, s)
 }
 
 // cooked decodes the payload of a Linux cooked capture (LINUX_SLL and

@@ -267,7 +267,11 @@ func decodeGRE(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResu
 		return bad(s, kind)
 	}
 	s.tun |= kind
-	p = p[n:]
+	return greNext(proto, flags, p[n:], cut, s, f, depth)
+}
+
+// greNext decodes what a GRE header of protocol type proto carries.
+func greNext(proto, flags uint16, p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResult {
 	switch proto {
 	case etherIPv4, etherIPv6:
 		return decodeNet(proto, p, cut, s, f, depth)
