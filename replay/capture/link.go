@@ -155,6 +155,9 @@ func cooked(hatype, proto uint16, data []byte, s *segment) ([]byte, uint16, bool
 		return nil, 0, false
 	}
 	if proto < 0x0600 { // not an ethertype: a Linux ETH_P_* value below 1536
+		if proto == 0 {
+			return data, 0, true // unknown: let the IP version decide, as before
+		}
 		if proto == sllProto8022 {
 			return llc(data, s)
 		}

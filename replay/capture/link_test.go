@@ -138,6 +138,7 @@ func TestDecodeVariants(t *testing.T) {
 		{"IPoIB Linux (20-byte address first)", linkIPoIB, cat([]byte{0, 0, 0, 0x48}, make([]byte, 16), be16(etherIPv4), []byte{0, 0}, in), 0, 0},
 		{"cooked netlink", linkSLL, cat([]byte{0, 4}, be16(arphrdNetlink), make([]byte, 10), be16(0), make([]byte, 16)), whyCooked, 0},
 		{"cooked CAN", linkSLL2, cat(be16(0x000C), make([]byte, 6), be16(280), make([]byte, 10), make([]byte, 16)), whyCooked, 0},
+		{"cooked protocol 0 (the IP version decides)", linkSLL, cat([]byte{0, 0}, be16(65534), make([]byte, 10), be16(0), in), 0, 0},
 		{"cooked 802.2 SNAP", linkSLL, cat([]byte{0, 0}, be16(1), make([]byte, 10), be16(sllProto8022), snap, in), 0, 0},
 		{"cooked radiotap (-i any on a monitor interface)", linkSLL2, cat(be16(3), make([]byte, 6), be16(arphrdRadiotap), make([]byte, 10), []byte{0, 0}, le16(8), le32(0), wifiData(0x08, 0x01, 0), snap, in), 0, 0},
 		{"ARCNET_LINUX RFC 1201", linkARCNETLinux, cat([]byte{1, 2, 0, 0, arcnetIP1201, 0, 0, 1}, in), 0, 0},
