@@ -56,6 +56,8 @@ func (k skipKey) words() string {
 			return "PPP frames not carrying IP (link control, compression, authentication)"
 		case etherLLCOther:
 			return "802.3 frames with an 802.2 LLC header not carrying IP (STP, CDP, …)"
+		case 0:
+			return "not IP: no protocol field, and the first byte is not an IPv4 or IPv6 header's"
 		}
 		if n := etherNames[uint16(a)]; n != "" {
 			return fmt.Sprintf("not IP: %s (ethertype %#04x)", n, a)
