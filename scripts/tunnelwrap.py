@@ -160,6 +160,14 @@ for i, (t, raw) in enumerate(v4):
         frames.append((t, Ether(src=MAC_A, dst=MAC_B) / fr))
 write("gtpu-frag.pcap", frames)
 
+# Teredo (IPv6 over UDP 3544, RFC 4380) carrying the IPv6 exchange, an
+# origin indication header on every other packet.
+frames = []
+for i, (t, raw) in enumerate(v6):
+    head = b"\x00\x00\x0d\xd8\xf5\x77\xff\xfe" if i % 2 else b""
+    frames.append((t, out4(i, UDP(sport=3544, dport=3544) / Raw(head + raw))))
+write("teredo.pcap", frames)
+
 # PPPoE sessions over Ethernet (0x8864) carrying PPP IPv4 and IPv6: the
 # IPv4 exchange, then the IPv6 one.
 frames = []

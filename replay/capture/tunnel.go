@@ -26,11 +26,13 @@ const (
 	tunIPv6inIP
 	tunMPLS
 	tunPPTP
+	tunTeredo
 	tunCount = iota
 )
 
 var tunNames = [tunCount]string{
 	"GRE", "ERSPAN", "VXLAN", "Geneve", "GTP-U", "IPv4-in-IP (IPIP, 4in6)", "IPv6-in-IP (6in4, 6in6)", "MPLS", "PPTP (enhanced GRE)",
+	"Teredo",
 }
 
 // UDP ports of tunnels (IANA), and Linux's default VXLAN port (8472,
@@ -43,6 +45,7 @@ const (
 	portGTPU       = 2152
 	portGREUDP     = 4754 // GRE-in-UDP, RFC 8086
 	portMPLSUDP    = 6635 // MPLS-in-UDP, RFC 7510
+	portTeredo     = 3544 // IPv6 over UDP, RFC 4380
 )
 
 // tunnelProto reports whether an IP protocol number may carry a tunnel
@@ -78,10 +81,10 @@ func udpTunnelFragment(off int, p []byte) bool {
 // udpTunnelPort reports whether a UDP datagram goes to a tunnel's port.
 func udpTunnelPort(sport, dport uint16) bool {
 	switch dport {
-	case portVXLAN, portVXLANLinux, portVXLANGPE, portGeneve, portGTPU, portGREUDP, portMPLSUDP:
+	case portVXLAN, portVXLANLinux, portVXLANGPE, portGeneve, portGTPU, portGREUDP, portMPLSUDP, portTeredo:
 		return true
 	}
-	return sport == portGTPU
+	return sport == portGTPU || sport == portTeredo
 }
 
 // decodeTunnel decodes the payload p of an IP packet of protocol proto
@@ -172,9 +175,35 @@ func decodeUDP(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResu
 		return decodeGRE(p, cut, s, f, depth+1)
 	case dport == portMPLSUDP:
 		return decodeMPLS(p, cut, s, f, depth+1)
+	case dport == portTeredo || sport == portTeredo:
+		return decodeTeredo(p, cut, s, f, depth+1)
 	}
 	s.why, s.arg = whyIPProto, 17
 	return decNotTCP
+}
+
+// decodeTeredo decodes a Teredo packet (RFC 4380 section 5.1.1): an
+// optional authentication header (indicator 0x0001, client ID and
+// authentication value lengths, nonce, confirmation byte) and origin
+// indication (0x0000, 8 bytes), then an IPv6 packet. Bubbles and other
+// non-IPv6 payloads are not IP.
+func decodeTeredo(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResult {
+	if len(p) >= 4 && p[0] == 0 && p[1] == 1 {
+		n := 4 + int(p[2]) + int(p[3]) + 8 + 1
+		if len(p) < n {
+			return bad(s, tunTeredo)
+		}
+		p = p[n:]
+	}
+	if len(p) >= 8 && p[0] == 0 && p[1] == 0 {
+		p = p[8:]
+	}
+	if len(p) == 0 || p[0]>>4 != 6 {
+		s.why, s.arg = whyIPProto, 17 // a qualification or a bubble: plain UDP
+		return decNotTCP
+	}
+	s.tun |= tunTeredo
+	return decodeNet(etherIPv6, p, cut, s, f, depth)
 }
 
 // decodeEther decodes an Ethernet frame inside a tunnel.
@@ -209,6 +238,8 @@ const (
 	etherERSPAN3  = 0x22EB // ERSPAN type III
 	etherPPP      = 0x880B // PPP (PPTP's enhanced GRE)
 	etherWCCP     = 0x883E // Cisco WCCP redirection
+	etherAruba    = 0x8200 // Aruba access point to controller: 802.11
+	etherAruba2   = 0x8210
 	greChecksum   = 0x8000
 	greRouting    = 0x4000
 	greKey        = 0x2000
@@ -293,6 +324,17 @@ func greNext(proto, flags uint16, p []byte, cut int, s *segment, f *fragInfo, de
 		net, et, ok := ppp(p)
 		if !ok {
 			return bad(s, tunPPTP)
+		}
+		return decodeNet(et, net, cut, s, f, depth)
+	case etherAruba, etherAruba2:
+		// Aruba access points send the 802.11 frames of their clients to
+		// the controller in GRE.
+		net, et, ok := wifi(p, false, s)
+		if !ok {
+			if s.why != 0 {
+				return decNotIP
+			}
+			return decMalformed
 		}
 		return decodeNet(et, net, cut, s, f, depth)
 	case etherWCCP:

@@ -56,6 +56,7 @@ func tunnelCases() []tunnelCase {
 		{file: "sit.pcap", want: exchange("plain6"), link: "EN10MB", tunnels: map[string]int64{"IPv6-in-IP (6in4, 6in6)": 17}},
 		{file: "gtpu.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"GTP-U": 18}},
 		{file: "gtpu-frag.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"GTP-U": 18}},
+		{file: "teredo.pcap", want: exchange("plain6"), link: "EN10MB", tunnels: map[string]int64{"Teredo": 17}},
 		{file: "mpls.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"MPLS": 18}},
 		{file: "nested.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"VXLAN": 18, "GRE": 18}},
 		{file: "radiotap.pcap", want: exchange("plain4"), link: "IEEE802_11_RADIO", skipped: map[string]int64{
