@@ -16,7 +16,7 @@ docs/capture.md for the decode options it needs).
 """
 import sys
 
-from scapy.all import (fragment, GRE, PPPoE, PPP, IP, IPv6, UDP, Ether, Dot1Q, Dot1AD, Raw, LLC, SNAP,
+from scapy.all import (fragment, GRE, PPPoE, PPP, L2TP, IP, IPv6, UDP, Ether, Dot1Q, Dot1AD, Raw, LLC, SNAP,
                        RadioTap, Dot11, Dot11QoS, Dot11Beacon, Dot11Elt,
                        PcapWriter, rdpcap)
 from scapy.contrib.erspan import ERSPAN_I, ERSPAN_II, ERSPAN_III, ERSPAN_PlatformSpecific
@@ -167,6 +167,15 @@ for i, (t, raw) in enumerate(v6):
     head = b"\x00\x00\x0d\xd8\xf5\x77\xff\xfe" if i % 2 else b""
     frames.append((t, out4(i, UDP(sport=3544, dport=3544) / Raw(head + raw))))
 write("teredo.pcap", frames)
+
+# L2TP version 2 (UDP 1701) data messages carrying PPP IPv4: plain, and
+# with the length and sequence number fields, in turn (an LNS's view of
+# a broadband subscriber's session).
+frames = []
+for i, (t, raw) in enumerate(v4):
+    l2 = L2TP(tunnel_id=33, session_id=7) if i % 2 == 0 else L2TP(hdr="length+sequence", tunnel_id=33, session_id=7, ns=i, nr=0)
+    frames.append((t, out4(i, UDP(sport=1701, dport=1701) / l2 / Raw(b"\xff\x03\x00\x21" + raw))))
+write("l2tp.pcap", frames)
 
 # PPPoE sessions over Ethernet (0x8864) carrying PPP IPv4 and IPv6: the
 # IPv4 exchange, then the IPv6 one.

@@ -1,6 +1,6 @@
 // Package capture turns pcap and pcapng files into the HTTP/1.x requests
 // they hold: link-layer decoding, decapsulation of tunnels (GRE, ERSPAN,
-// VXLAN, Geneve, GTP-U, Teredo, IP in IP, MPLS), IP defragmentation, TCP
+// VXLAN, Geneve, GTP-U, Teredo, L2TP, IP in IP, MPLS), IP defragmentation, TCP
 // reassembly and request extraction, streaming in memory bounded by open
 // flows, not by the capture's size.
 //

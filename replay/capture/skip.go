@@ -36,6 +36,7 @@ const (
 	whyNFLOGNoPayload         // NFLOG record without a packet
 	whyCooked                 // arg: ARPHRD<<16 | protocol of a cooked packet that is not IP
 	whyARCNET                 // arg: ARCNET protocol ID
+	whyL2TP                   // arg: 0 for a control message, else the L2TP version
 )
 
 // skipKey is a cause with its argument.
@@ -120,6 +121,11 @@ func (k skipKey) words() string {
 			return fmt.Sprintf("cooked capture (LINUX_SLL) protocol %s (%#04x), not IP", n, proto)
 		}
 		return fmt.Sprintf("cooked capture (LINUX_SLL) of ARPHRD %d, protocol %#04x, not IP", hatype, proto)
+	case whyL2TP:
+		if a == 0 {
+			return "L2TP control messages, not user data"
+		}
+		return fmt.Sprintf("L2TP version %d on UDP 1701, not followed (version 2 is)", a)
 	case whyARCNET:
 		return fmt.Sprintf("ARCNET protocol ID %#02x, not IP", a)
 	}

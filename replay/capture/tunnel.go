@@ -27,12 +27,13 @@ const (
 	tunMPLS
 	tunPPTP
 	tunTeredo
+	tunL2TP
 	tunCount = iota
 )
 
 var tunNames = [tunCount]string{
 	"GRE", "ERSPAN", "VXLAN", "Geneve", "GTP-U", "IPv4-in-IP (IPIP, 4in6)", "IPv6-in-IP (6in4, 6in6)", "MPLS", "PPTP (enhanced GRE)",
-	"Teredo",
+	"Teredo", "L2TP",
 }
 
 // UDP ports of tunnels (IANA), and Linux's default VXLAN port (8472,
@@ -46,6 +47,7 @@ const (
 	portGREUDP     = 4754 // GRE-in-UDP, RFC 8086
 	portMPLSUDP    = 6635 // MPLS-in-UDP, RFC 7510
 	portTeredo     = 3544 // IPv6 over UDP, RFC 4380
+	portL2TP       = 1701 // L2TP version 2 (RFC 2661), PPP sessions
 )
 
 // tunnelProto reports whether an IP protocol number may carry a tunnel
@@ -81,10 +83,10 @@ func udpTunnelFragment(off int, p []byte) bool {
 // udpTunnelPort reports whether a UDP datagram goes to a tunnel's port.
 func udpTunnelPort(sport, dport uint16) bool {
 	switch dport {
-	case portVXLAN, portVXLANLinux, portVXLANGPE, portGeneve, portGTPU, portGREUDP, portMPLSUDP, portTeredo:
+	case portVXLAN, portVXLANLinux, portVXLANGPE, portGeneve, portGTPU, portGREUDP, portMPLSUDP, portTeredo, portL2TP:
 		return true
 	}
-	return sport == portGTPU || sport == portTeredo
+	return sport == portGTPU || sport == portTeredo || sport == portL2TP
 }
 
 // decodeTunnel decodes the payload p of an IP packet of protocol proto
@@ -177,6 +179,8 @@ func decodeUDP(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResu
 		return decodeMPLS(p, cut, s, f, depth+1)
 	case dport == portTeredo || sport == portTeredo:
 		return decodeTeredo(p, cut, s, f, depth+1)
+	case dport == portL2TP || sport == portL2TP:
+		return decodeL2TP(p, cut, s, f, depth+1)
 	}
 	s.why, s.arg = whyIPProto, 17
 	return decNotTCP
@@ -204,6 +208,51 @@ func decodeTeredo(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeR
 	}
 	s.tun |= tunTeredo
 	return decodeNet(etherIPv6, p, cut, s, f, depth)
+}
+
+// decodeL2TP decodes an L2TP version 2 data message (RFC 2661 section
+// 3.1: flags and version, optional length, tunnel and session IDs,
+// optional sequence numbers and offset) and the PPP frame it carries.
+// Control messages are not user data.
+func decodeL2TP(p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResult {
+	if len(p) < 6 {
+		return bad(s, tunL2TP)
+	}
+	flags := binary.BigEndian.Uint16(p[0:2])
+	if flags&0x000F != 2 {
+		s.why, s.arg = whyL2TP, uint32(flags&0x000F)
+		return decNotIP
+	}
+	s.tun |= tunL2TP
+	if flags&0x8000 != 0 { // T: control message
+		s.why, s.arg = whyL2TP, 0
+		return decNotIP
+	}
+	n := 2
+	if flags&0x4000 != 0 { // L: length
+		if l := int(binary.BigEndian.Uint16(p[2:4])); l >= 6 && l <= len(p) {
+			p = p[:l]
+		}
+		n += 2
+	}
+	n += 4                 // tunnel and session IDs
+	if flags&0x0800 != 0 { // S: Ns, Nr
+		n += 4
+	}
+	if flags&0x0200 != 0 { // O: offset size, then that many bytes of padding
+		if len(p) < n+2 {
+			return bad(s, tunL2TP)
+		}
+		n += 2 + int(binary.BigEndian.Uint16(p[n:n+2]))
+	}
+	if len(p) < n {
+		return bad(s, tunL2TP)
+	}
+	net, et, ok := ppp(p[n:])
+	if !ok {
+		return bad(s, tunL2TP)
+	}
+	return decodeNet(et, net, cut, s, f, depth)
 }
 
 // decodeEther decodes an Ethernet frame inside a tunnel.

@@ -57,6 +57,7 @@ func tunnelCases() []tunnelCase {
 		{file: "gtpu.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"GTP-U": 18}},
 		{file: "gtpu-frag.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"GTP-U": 18}},
 		{file: "teredo.pcap", want: exchange("plain6"), link: "EN10MB", tunnels: map[string]int64{"Teredo": 17}},
+		{file: "l2tp.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"L2TP": 18}},
 		{file: "mpls.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"MPLS": 18}},
 		{file: "nested.pcap", want: exchange("plain4"), link: "EN10MB", tunnels: map[string]int64{"VXLAN": 18, "GRE": 18}},
 		{file: "radiotap.pcap", want: exchange("plain4"), link: "IEEE802_11_RADIO", skipped: map[string]int64{
