@@ -121,7 +121,12 @@ func newRunCmd() *cobra.Command {
 					return fmt.Errorf("--keep-for: %w", err)
 				}
 				a = &runs.Archive{Dir: archive, Keep: keep, KeepFor: age}
-				if opt.OutDir, err = a.NewRunDir(sc.Name, time.Now()); err != nil {
+				id, err := rehearsal.IdentityOf(sc)
+				if err != nil {
+					return err
+				}
+				// The run holds its directory from here until Finish.
+				if opt.Claim, err = a.NewRun(id, time.Now()); err != nil {
 					return err
 				}
 			}
@@ -130,10 +135,10 @@ func newRunCmd() *cobra.Command {
 				printRunResult(cmd.OutOrStdout(), res)
 			}
 			if a != nil {
-				// latest moves to a run that produced a report; a run that
-				// left nothing is removed; retention and the history index
-				// follow.
-				if _, ferr := a.Finish(opt.OutDir, time.Now()); ferr != nil {
+				// latest moves to a complete run; a run that left nothing
+				// is gone; retention of this scenario and the history
+				// index follow.
+				if _, ferr := a.Finish(opt.Claim, time.Now()); ferr != nil {
 					slog.Warn("archive bookkeeping", "err", ferr)
 				}
 			}
@@ -208,7 +213,7 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 		// Expectations judged nothing: listing them as FAIL would blame
 		// the gateway for the harness's failure.
 		fmt.Fprintf(w, "  harness failure: %s\n  expectations: %d not evaluated\n", harness, len(res.Expectations))
-		res = &rehearsal.Result{Dir: res.Dir}
+		res = &rehearsal.Result{Dir: res.Dir, Complete: res.Complete}
 	}
 	passed := 0
 	for _, e := range res.Expectations {
@@ -223,7 +228,7 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 	if len(res.Expectations) > 0 {
 		fmt.Fprintf(w, "  expectations: %d of %d met\n", passed, len(res.Expectations))
 	}
-	if _, err := os.Stat(filepath.Join(res.Dir, "report.html")); err == nil {
+	if _, err := os.Stat(filepath.Join(res.Dir, "report.html")); err == nil && res.Complete {
 		abs, _ := filepath.Abs(filepath.Join(res.Dir, "report.html"))
 		fmt.Fprintf(w, "  report: %s\n", abs)
 	}
