@@ -460,7 +460,10 @@ func (c *conductor) finish(res *Result, runErr error) error {
 		rerr = c.claim.Complete()
 	}
 	if rerr != nil {
-		rerr = fmt.Errorf("%w: writing reports: %w", rehearse.ErrEnvironment, rerr)
+		// One class word: "environment failure: writing reports:
+		// environment failure: …" would say it twice.
+		rerr = fmt.Errorf("%w: writing reports: %s", rehearse.ErrEnvironment,
+			strings.TrimPrefix(rerr.Error(), rehearse.ErrEnvironment.Error()+": "))
 		a = c.reportsFailed(a, rerr)
 	}
 	res.Analysis, res.Expectations, res.Complete = a, results, rerr == nil

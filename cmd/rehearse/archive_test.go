@@ -311,3 +311,92 @@ func TestArchiveKilledRuns(t *testing.T) {
 		t.Errorf("after a third complete run with --keep 2: %v, want %v (killed runs older than the oldest complete run kept go)", got, want)
 	}
 }
+
+// Item 4: a disk that fills while the reports are written. The run is a
+// harness failure, said so everywhere — exit 3, "run failed", no FAIL
+// line, JUnit with an error and no failures — and it is not complete:
+// latest stays on the last complete run, and the index, once it can be
+// written, marks the run killed.
+func TestReportsOnAFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary for several seconds; skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs (mount -t tmpfs -o size=1m) to fill")
+	}
+	tmp := t.TempDir()
+	disk := filepath.Join(tmp, "disk")
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", disk).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s); a full disk cannot be made", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", disk).Run() })
+	archive := filepath.Join(disk, "archive")
+	sc := tinyScenario(t, filepath.Join(tmp, "weekly.yaml"), "")
+	if out, errOut, code := runRehearse(t, "run", sc, "--archive", archive, "--quiet"); code != 0 {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	first := latestTarget(t, archive)
+
+	// Room for the journal (~20 KB) and the first reports, not for
+	// timeline.png (~75 KB) and what follows it.
+	filler := fillDisk(t, disk, 96<<10)
+	junit := filepath.Join(tmp, "ci", "junit.xml") // a CI workspace, on another disk
+	out, errOut, code := runRehearse(t, "run", sc, "--archive", archive, "--quiet", "--junit", junit)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "run failed: ") || strings.Contains(out, "run complete") || strings.Contains(out, "FAIL") || strings.Contains(out, "report: ") {
+		t.Errorf("stdout does not say the run failed (or lists a verdict or a report):\n%s", out)
+	}
+	if l := lastLine(out); !strings.HasPrefix(l, "outcome: harness failure: ") || !strings.Contains(l, "writing reports") || !strings.Contains(l, "no space left") {
+		t.Errorf("outcome line %q", l)
+	}
+	data, err := os.ReadFile(junit)
+	if err != nil || !bytes.Contains(data, []byte(`errors="1"`)) || !bytes.Contains(data, []byte(`failures="0"`)) || !bytes.Contains(data, []byte(`type="harness"`)) {
+		t.Errorf("junit (%v):\n%s", err, data)
+	}
+	if got := latestTarget(t, archive); got != first {
+		t.Errorf("latest → %s, want it left on the last complete run %s", got, first)
+	}
+	runs := archiveRuns(t, archive)
+	failed := runs[len(runs)-1]
+	if _, err := os.Stat(filepath.Join(failed, "journal.jsonl")); err != nil || failed == first {
+		t.Fatalf("the failed run's journal: %v (%v)", err, runs)
+	}
+	if _, err := os.Stat(filepath.Join(failed, "run.complete")); err == nil {
+		t.Error("the failed run is marked complete")
+	}
+
+	// With room again, the next run indexes it as killed, unlinked.
+	os.Remove(filler)
+	if out, errOut, code := runRehearse(t, "run", sc, "--archive", archive, "--quiet"); code != 0 {
+		t.Fatalf("run after the disk was freed: exit %d\n%s\n%s", code, out, errOut)
+	}
+	index, _ := os.ReadFile(filepath.Join(archive, "index.md"))
+	name := filepath.Base(failed)
+	if !strings.Contains(string(index), "| "+name+" | killed") || strings.Contains(string(index), "("+name+"/") {
+		t.Errorf("index.md does not list %s as killed and unlinked:\n%s", name, index)
+	}
+}
+
+// fillDisk writes a file that leaves about leave bytes free on dir's file
+// system, and returns its path.
+func fillDisk(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free <= leave {
+		t.Fatalf("only %d bytes free", free)
+	}
+	path := filepath.Join(dir, "filler")
+	if err := os.WriteFile(path, make([]byte, free-leave), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -225,7 +225,10 @@ func (a Archive) prune(now time.Time, only *Run) ([]string, error) {
 	var removed []string
 	var errs []error
 	for key, group := range groups {
-		if only != nil && key != only.key() {
+		// A run's own scenario, and the runs of its directories' slug
+		// that recorded no identity (killed before they recorded
+		// anything): never another scenario's.
+		if only != nil && key != only.key() && key != (Run{Scenario: only.Scenario}).key() {
 			continue
 		}
 		for _, r := range a.retain(group, latest, now) {
@@ -424,11 +427,8 @@ func (a Archive) Finish(c *Claim, now time.Time) ([]string, error) {
 			errs = append(errs, err)
 		}
 	}
-	self := Run{Identity: c.id, known: c.id.Scenario != ""}
-	if !self.known {
-		named, _ := parseRunName(filepath.Base(runDir))
-		self.Scenario = named.Scenario
-	}
+	self, _ := parseRunName(filepath.Base(runDir))
+	self.Identity, self.known = c.id, c.id.Scenario != ""
 	removed, err := a.prune(now, &self)
 	if err != nil {
 		errs = append(errs, err)
