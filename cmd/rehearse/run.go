@@ -33,9 +33,17 @@ run directory. With --dry-run the plan is printed (capture summary, gateway,
 upstreams and ports, fault timeline, expectations) and nothing is sent or
 written.
 
+A run owns its directory: a --out that holds a run is refused (exit 2), one
+another run is recording into too (exit 3); nothing of that run is touched.
+The run is complete only when its whole set of reports is written (run.complete,
+last); with --archive only a complete run becomes latest, and retention (--keep,
+--keep-for) applies to this scenario's runs only, never touching a run that is
+recording.
+
 Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
-3 harness or environment failure (gateway unreachable, port taken);
-130 interrupted (the journal is intact and a partial report is written).`
+3 harness or environment failure (gateway unreachable, port taken, --out in use,
+reports that could not be written); 130 interrupted (the journal is intact and
+a partial report is written).`
 
 const runExamples = `  rehearse run weekly                              # built-in weekly drill, built-in gateway
   rehearse run ci-503.yaml --junit out/junit.xml   # in CI
@@ -147,11 +155,11 @@ func newRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "out", "o", "", "run directory (default runs/<UTC date>-<scenario>)")
-	f.StringVar(&archive, "archive", "", "archive directory: write the run to <archive>/<date>-<scenario>, update latest, apply retention")
+	f.StringVar(&archive, "archive", "", "archive directory: write the run to <archive>/<date>-<scenario>, update latest, apply retention to this scenario")
 	for _, o := range ov.Flags() {
 		f.Var(o, o.Name, o.Usage)
 	}
-	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N runs of this scenario (0: no count limit)")
+	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N complete runs of this scenario (0: no count limit)")
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
