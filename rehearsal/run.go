@@ -485,10 +485,10 @@ func (c *conductor) finish(res *Result, runErr error) error {
 // writing the reports (a full disk, a read-only --junit path): the
 // expectations judged nothing that anyone will read in full. It writes
 // that JUnit — errors="1", the expectations skipped — over the run's
-// junit.xml and the --junit copy, and run.json with it, as far as the
-// disk allows; a junit.xml that cannot be replaced is removed, so that no
-// CI reads a verdict of a run whose report is missing. The run is not
-// marked complete.
+// junit.xml and the --junit copy first, then every report with it, as far
+// as the disk allows; a junit.xml that cannot be replaced is removed, so
+// that no CI reads a verdict of a run whose report is missing. The run is
+// not marked complete.
 func (c *conductor) reportsFailed(a *reports.Analysis, cause error) *reports.Analysis {
 	c.log.Error("writing the reports failed: the run is not complete", "dir", c.dir, "err", cause)
 	if a == nil {
@@ -505,7 +505,9 @@ func (c *conductor) reportsFailed(a *reports.Analysis, cause error) *reports.Ana
 			_ = os.Remove(path)
 		}
 	}
-	if data, err := reports.RunJSON(a); err == nil {
+	if a.Timeline != nil {
+		_ = reports.WriteReports(c.dir, a)
+	} else if data, err := reports.RunJSON(a); err == nil {
 		_ = atomicfile.Write(filepath.Join(c.dir, reports.RunFile), data, 0o644)
 	}
 	return a
