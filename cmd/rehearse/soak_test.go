@@ -98,6 +98,7 @@ func TestArchiveSoak(t *testing.T) {
 	}
 	kills.Wait()
 	finished := map[string]string{} // run directory → scenario, for runs that exited 0
+	sigkilled := 0
 	for _, s := range all {
 		code := s.p.wait(t)
 		switch {
@@ -108,6 +109,7 @@ func TestArchiveSoak(t *testing.T) {
 			}
 			finished[dir] = s.sc
 		case code == -1 && s.killed:
+			sigkilled++
 		default:
 			t.Errorf("run %v: exit %d\n%s\n%s", s.p.cmd.Args, code, s.p.stdout.String(), s.p.stderr.String())
 		}
@@ -191,8 +193,8 @@ func TestArchiveSoak(t *testing.T) {
 	if leftovers, _ := filepath.Glob(filepath.Join(archive, ".pruning-*")); len(leftovers) > 0 {
 		t.Errorf("half-pruned runs left: %v", leftovers)
 	}
-	t.Logf("%d runs (%d finished), %d observations of latest; kept: complete %d+%d, killed %d+%d",
-		n, len(finished)-len(scenarios), observed, len(complete[scenarios[0]]), len(complete[scenarios[1]]), len(killed[scenarios[0]]), len(killed[scenarios[1]]))
+	t.Logf("%d runs (%d finished, %d ended by SIGKILL), %d observations of latest; kept: complete %d+%d, killed %d+%d",
+		n, len(finished)-len(scenarios), sigkilled, observed, len(complete[scenarios[0]]), len(complete[scenarios[1]]), len(killed[scenarios[0]]), len(killed[scenarios[1]]))
 }
 
 // isComplete: run.complete and every report file (what latest may point
