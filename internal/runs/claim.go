@@ -185,7 +185,11 @@ func taken(dir string) error {
 	// journal yet: a run recording or starting (it locks run.lock an
 	// instant after creating it, and opens the journal later).
 	if !held && jerr == nil {
-		return fmt.Errorf("%w: %s already holds a run%s; choose another --out", rehearse.ErrInvalid, dir, who)
+		when := ""
+		if !o.Started.IsZero() {
+			when = " (started " + o.Started.Format(time.RFC3339) + ")"
+		}
+		return fmt.Errorf("%w: %s already holds a run%s; choose another --out", rehearse.ErrInvalid, dir, when)
 	}
 	return fmt.Errorf("%w: %s is in use: another rehearse run%s is recording into it; nothing of it was touched; choose another --out", rehearse.ErrEnvironment, dir, who)
 }
