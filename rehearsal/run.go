@@ -495,7 +495,12 @@ func (c *conductor) reportsFailed(a *reports.Analysis, cause error) *reports.Ana
 		a = &reports.Analysis{}
 		a.Run.Scenario = c.sc.Name
 	}
-	a.Run.EndReason, a.Run.EndError = journal.EndFailed, cause.Error()
+	if a.Run.EndReason == journal.EndFailed && a.Run.EndError != "" {
+		// The run had failed already: both causes, the first first.
+		a.Run.EndError += "; then " + strings.TrimPrefix(cause.Error(), rehearse.ErrEnvironment.Error()+": ")
+	} else {
+		a.Run.EndReason, a.Run.EndError = journal.EndFailed, cause.Error()
+	}
 	junit, err := reports.JUnit(a)
 	for _, path := range []string{filepath.Join(c.dir, reports.JUnitFile), c.opt.JUnitPath} {
 		if path == "" {
