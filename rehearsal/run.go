@@ -39,7 +39,7 @@ const DefaultStopTimeout = 5 * time.Second
 // mean the documented defaults.
 type Options struct {
 	// OutDir is the run directory; "" means a new runs/<UTC date>-<scenario>
-	// (runs.Create). It is created and claimed for the run (runs.ClaimDir):
+	// (runs.Archive.NewRun on runs/). It is created and claimed for the run (runs.ClaimDir):
 	// a directory that holds a run, or that another run is recording
 	// into, is refused, so that no run is ever overwritten or shared.
 	OutDir string
@@ -249,7 +249,10 @@ func (c *conductor) claimDir(id runs.Identity) (*runs.Claim, error) {
 	case c.opt.Claim != nil:
 		return c.opt.Claim, nil
 	case c.opt.OutDir == "":
-		return runs.Create(runs.DefaultDir, id, c.opt.Now())
+		// Under runs/'s lock, as in any archive: the bookkeeping of an
+		// `--archive runs` never sweeps a directory made but not yet
+		// claimed.
+		return runs.Archive{Dir: runs.DefaultDir}.NewRun(id, c.opt.Now())
 	}
 	return runs.ClaimDir(c.opt.OutDir, id)
 }
