@@ -91,6 +91,11 @@ type UpstreamConfig struct {
 	// Target is the real upstream for proxy mode (a URL, http://host:port)
 	// and tcp mode (host:port). Unused in fake mode.
 	Target string `yaml:"target,omitempty" json:"target,omitempty" doc:"real upstream: http://host:port for proxy mode, host:port for tcp mode"`
+	// API is the model provider API the upstream speaks: "openai",
+	// "anthropic", or "" (auto: by path, /chat/completions as OpenAI,
+	// /v1/messages as Anthropic). It shapes a fake's chat answers, and
+	// the error bodies and stream error events of faults, on any mode.
+	API string `yaml:"api,omitempty" json:"api,omitempty" doc:"model provider API: openai, anthropic, or empty (auto: /chat/completions as OpenAI, /v1/messages as Anthropic)"`
 	// Healthy is how a fake upstream answers when no fault applies; nil
 	// means the defaults of HealthyConfig.
 	Healthy *HealthyConfig `yaml:"healthy,omitempty" json:"healthy,omitempty" doc:"fake mode: the healthy response"`
@@ -245,6 +250,14 @@ func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 		}
 	default:
 		return u, bad("mode", fmt.Errorf("unknown mode %q; allowed: fake, proxy, tcp", u.Mode))
+	}
+	switch u.API {
+	case APIAuto, APIOpenAI, APIAnthropic:
+	default:
+		return u, bad("api", fmt.Errorf("unknown API %q; allowed: openai, anthropic (or leave it out: by path)", u.API))
+	}
+	if u.API != APIAuto && u.Mode == ModeTCP {
+		return u, bad("api", errors.New("a tcp upstream speaks no HTTP API"))
 	}
 	if u.Healthy != nil && u.Mode != ModeFake {
 		return u, bad("healthy", fmt.Errorf("healthy applies to fake upstreams only, this one is %s", u.Mode))

@@ -59,7 +59,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown param field", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    params:\n      cod: 503\n",
 			`6:7: faults[0].params.cod: unknown field "cod"; allowed: body, code, headers`},
 		{"unknown type", "upstreams: [{name: a}]\nfaults:\n  - type: explode\n    upstream: a\n",
-			`3:11: faults[0].type: unknown fault type "explode"; allowed: abort, bandwidth, blackhole, headers_never, latency, malformed, refuse, reset, retry_after, slow_body, status, stream_cut, truncate`},
+			`3:11: faults[0].type: unknown fault type "explode"; allowed: abort, bandwidth, blackhole, headers_never, latency, malformed, refuse, reset, retry_after, slow_body, status, stream_cut, stream_error, truncate`},
 		{"bad param value", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    params: {code: 42}\n",
 			`5:13: faults[0].params: status: code: want 200-599, got 42`},
 		{"bare number duration", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    at: 30\n",

@@ -16,6 +16,7 @@ import (
 type fakeHandler struct {
 	cfg  HealthyConfig
 	name string
+	api  string // the provider API it speaks (provider.go)
 }
 
 func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +32,7 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range h.cfg.Headers {
 		w.Header().Set(k, v)
 	}
-	if isChatPath(r.URL.Path) && x != nil {
+	if isChat(h.api, r.URL.Path) && x != nil {
 		// A provider charges for an answer it generates, whether or not
 		// the answer reaches the caller.
 		x.SetUsage(h.cfg.Usage.PromptTokens, h.cfg.Usage.CompletionTokens)
@@ -86,10 +87,6 @@ func wantsStream(accept string, body []byte) bool {
 	return json.Unmarshal(body, &req) == nil && req.Stream
 }
 
-// isChatPath reports whether a request for path is an OpenAI-style chat
-// completion.
-func isChatPath(path string) bool { return strings.HasSuffix(path, "/chat/completions") }
-
 // jsonBody builds the healthy JSON body for a request for path.
 func (h *fakeHandler) jsonBody(path string) []byte {
 	return h.appendJSONBody(make([]byte, 0, max(h.cfg.BodyBytes, 256)), path)
@@ -100,10 +97,13 @@ func (h *fakeHandler) jsonBody(path string) []byte {
 // 100 bytes). It appends rather than formats: the fast path writes it
 // into its reused buffer.
 func (h *fakeHandler) appendJSONBody(dst []byte, path string) []byte {
+	if isChat(h.api, path) && dialect(h.api, path) == APIAnthropic {
+		return h.appendAnthropicMessage(dst)
+	}
 	start := len(dst)
 	var sfx [192]byte
 	suffix := sfx[:0]
-	if isChatPath(path) {
+	if isChat(h.api, path) {
 		dst = append(dst, `{"id":"chatcmpl-rehearse","object":"chat.completion","created":`...)
 		dst = strconv.AppendInt(dst, time.Now().Unix(), 10)
 		dst = append(dst, `,"model":`...)
@@ -148,10 +148,14 @@ func appendFiller(dst []byte, n int) []byte {
 	return dst
 }
 
-// sseEvents are the events of one chat-completions stream: Events
-// content chunks, a finish chunk, a usage chunk, then "data: [DONE]";
-// slices of one buffer.
-func (h *fakeHandler) sseEvents(created int64) [][]byte {
+// sseEvents are the events of one stream for path: Anthropic's messages
+// stream (anthropicEvents) for an Anthropic upstream, else a
+// chat-completions stream: Events content chunks, a finish chunk, a usage
+// chunk, then "data: [DONE]"; slices of one buffer.
+func (h *fakeHandler) sseEvents(path string, created int64) [][]byte {
+	if dialect(h.api, path) == APIAnthropic {
+		return h.anthropicEvents()
+	}
 	sse := h.cfg.SSE
 	buf := make([]byte, 0, (sse.Events+2)*(200+len(sse.Model))+128)
 	ends := make([]int, 0, sse.Events+3)
@@ -194,7 +198,7 @@ func (h *fakeHandler) sseEvents(created int64) [][]byte {
 // serveSSE streams a chat-completions response (sseEvents), Interval
 // apart.
 func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchange) {
-	events := h.sseEvents(time.Now().Unix())
+	events := h.sseEvents(r.URL.Path, time.Now().Unix())
 	total := 0
 	for _, e := range events {
 		total += len(e)

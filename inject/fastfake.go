@@ -232,7 +232,7 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		fc.out = append(b, "\r\n"...)
 		return cut(fc.out)
 	}
-	if isChatPath(r.path) {
+	if isChat(h.api, r.path) {
 		// Charged as the answer starts, whether or not it arrives.
 		ev.PromptTokens, ev.CompletionTokens = h.cfg.Usage.PromptTokens, h.cfg.Usage.CompletionTokens
 	}
@@ -277,7 +277,7 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 	var pieces [][]byte
 	var interval time.Duration
 	if kind == answerSSE {
-		pieces, interval = h.sseEvents(time.Now().Unix()), h.cfg.SSE.Interval.D()
+		pieces, interval = h.sseEvents(r.path, time.Now().Unix()), h.cfg.SSE.Interval.D()
 	} else {
 		fc.body = h.appendJSONBody(fc.body[:0], r.path)
 		body := fc.body

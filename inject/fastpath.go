@@ -189,7 +189,12 @@ func (u *upstream) serveFast(c *net.TCPConn) {
 			return
 		}
 		if ok {
-			info, probe := u.classifyParts(r.method, r.path, fc.header)
+			var body []byte
+			if r.bodyLen > 0 {
+				b, _ := fc.br.Peek(len(r.head) + r.bodyLen) // buffered by readHead
+				body = b[len(r.head):]
+			}
+			info, probe := u.classifyParts(r.method, r.path, fc.header, body)
 			serve := fc.exchange
 			if u.fake != nil {
 				serve = fc.fakeExchange

@@ -83,6 +83,7 @@ type Exchange struct {
 	Upstream, Fault string
 
 	rw       *respWriter
+	api      string // the provider API of the request (provider.go), "" generic
 	warn     func(msg string)
 	newRand  func() *rand.Rand
 	rng      *rand.Rand
@@ -263,9 +264,10 @@ const maxWatchedBody = 8 << 20
 // gave up on a POST until it writes, and the journal would record an
 // exchange completed at the fault's delay instead of the gateway's
 // timeout. Requests without a body are watched from the start already.
-func watchBody(r *http.Request) {
+// It returns what it read ahead (the sequence stamp may be in it).
+func watchBody(r *http.Request) []byte {
 	if r.Body == nil || r.Body == http.NoBody {
-		return
+		return nil
 	}
 	orig := r.Body
 	ahead, err := io.ReadAll(io.LimitReader(orig, maxWatchedBody))
@@ -274,6 +276,7 @@ func watchBody(r *http.Request) {
 		rest = errReader{err}
 	}
 	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(ahead), rest), Closer: orig}
+	return ahead
 }
 
 // readCloser joins a reader and the closer of the body it replaces.

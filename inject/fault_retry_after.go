@@ -41,7 +41,7 @@ type retryAfterFault struct {
 	after   time.Duration
 	date    string
 	form    string
-	body    []byte
+	body    errorBodies
 	headers map[string]string
 	now     func() time.Time
 }
@@ -113,7 +113,7 @@ func (f *retryAfterFault) ServeHTTP(x *Exchange, _ http.Handler) {
 	for k, v := range f.headers {
 		h[k] = v
 	}
-	writeFixed(x, f.status, h, f.body)
+	writeFixed(x, f.status, h, f.body.of(x))
 }
 
 // parseRetryAfter reads a Retry-After value as a duration from now: delay

@@ -12,7 +12,8 @@ import (
 type StatusParams struct {
 	// Code is the status code; 0 means 503.
 	Code int `yaml:"code,omitempty" json:"code,omitempty"`
-	// Body is the response body; "" means a small JSON error object.
+	// Body is the response body; "" means a small JSON error object, in
+	// the upstream's provider API shape when it speaks one (provider.go).
 	Body string `yaml:"body,omitempty" json:"body,omitempty"`
 	// Headers are set on the response. Content-Type defaults to
 	// application/json.
@@ -22,7 +23,7 @@ type StatusParams struct {
 // statusFault answers with a fixed status, body and headers.
 type statusFault struct {
 	code    int
-	body    []byte
+	body    errorBodies
 	headers map[string]string
 }
 
@@ -40,16 +41,40 @@ func newStatus(p *StatusParams) (Fault, error) {
 func (f *statusFault) Describe() string { return fmt.Sprintf("respond %d", f.code) }
 
 func (f *statusFault) ServeHTTP(x *Exchange, _ http.Handler) {
-	writeFixed(x, f.code, f.headers, f.body)
+	writeFixed(x, f.code, f.headers, f.body.of(x))
 }
 
-// errorBody is body, or a JSON error object naming the status when body is
-// empty.
-func errorBody(code int, body string) []byte {
+// errorBodies are the bodies of an error answer: the configured one, or
+// a JSON error object naming the status, generic or in each provider
+// API's shape, made once.
+type errorBodies struct {
+	generic, openai, anthropic []byte
+}
+
+// errorBody is the error bodies of status code: body as given, or the
+// default error objects when it is empty.
+func errorBody(code int, body string) errorBodies {
 	if body != "" {
-		return []byte(body)
+		b := []byte(body)
+		return errorBodies{b, b, b}
 	}
-	return fmt.Appendf(nil, `{"error":{"code":"upstream_error","status":%d,"message":%q}}`+"\n", code, "injected by rehearse: "+http.StatusText(code))
+	msg := "injected by rehearse: " + providerStatusText(code)
+	return errorBodies{
+		generic:   fmt.Appendf(nil, `{"error":{"code":"upstream_error","status":%d,"message":%q}}`+"\n", code, msg),
+		openai:    providerErrorBody(APIOpenAI, code, msg),
+		anthropic: providerErrorBody(APIAnthropic, code, msg),
+	}
+}
+
+// of is the body for the exchange's provider API.
+func (e errorBodies) of(x *Exchange) []byte {
+	switch x.api {
+	case APIOpenAI:
+		return e.openai
+	case APIAnthropic:
+		return e.anthropic
+	}
+	return e.generic
 }
 
 // writeFixed drains the request and writes a complete response.

@@ -34,6 +34,7 @@ var registry = map[string]factory{
 	"latency":       entry("delay the response headers (HTTP) or every chunk (tcp) by a fixed or sampled delay", newLatency),
 	"slow_body":     entry("dribble the body: N bytes every interval", newSlowBody),
 	"stream_cut":    entry("cut the body after N bytes, a percentage, or N SSE events; then rst, fin or stall", newStreamCut),
+	"stream_error":  entry("send the first N events of a stream, then an error event in the provider's shape; the 200 ends cleanly", newStreamError),
 	"headers_never": entry("read the request and never answer, until the client gives up", newHeadersNever),
 	"reset":         entry("reset the connection (TCP RST) before any response byte", newReset),
 	"abort":         entry("abort the handler (net/http closes the connection) before any response byte", newAbort),

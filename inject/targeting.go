@@ -78,6 +78,7 @@ type reqInfo struct {
 	path   string
 	header http.Header
 	seq    *uint64
+	seqSrc string // journal.SeqFromHeader or SeqFromBody; "" without seq
 	health bool
 }
 

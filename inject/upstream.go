@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/seqstamp"
 	"github.com/halfopen/rehearse/internal/wait"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -61,7 +62,7 @@ func newUpstream(s *Server, cfg UpstreamConfig) (*upstream, error) {
 	}
 	switch cfg.Mode {
 	case ModeFake:
-		fh := &fakeHandler{cfg: *cfg.Healthy, name: cfg.Name}
+		fh := &fakeHandler{cfg: *cfg.Healthy, name: cfg.Name, api: cfg.API}
 		u.healthy = fh
 		if !fakeFastPathOff {
 			u.fake = newFastFake(fh)
@@ -276,18 +277,30 @@ func (u *upstream) stop() error {
 	return err
 }
 
-// classify reads what targeting and the journal need from a request.
-func (u *upstream) classify(r *http.Request) (reqInfo, string) {
-	return u.classifyParts(r.Method, r.URL.Path, r.Header)
+// classify reads what targeting and the journal need from a request
+// whose body (its first maxWatchedBody bytes) was read ahead.
+func (u *upstream) classify(r *http.Request, body []byte) (reqInfo, string) {
+	return u.classifyParts(r.Method, r.URL.Path, r.Header, body)
 }
 
-// classifyParts is classify from a request's method, path and header (the
-// proxy's fast path has no *http.Request).
-func (u *upstream) classifyParts(method, path string, h http.Header) (reqInfo, string) {
+// classifyParts is classify from a request's method, path, header and
+// body (the fast paths have no *http.Request).
+//
+// The sequence number is the forwarded sequence header's, else the stamp
+// the replayer wrote into the body (internal/seqstamp): a gateway that
+// builds its own upstream request (an AI agent runtime) forwards no client
+// header but passes the client's text through, so the stamp is searched
+// in the whole body, wherever the gateway put that text.
+func (u *upstream) classifyParts(method, path string, h http.Header, body []byte) (reqInfo, string) {
 	info := reqInfo{method: method, path: path, header: h}
 	if v := h.Get(u.cfg.SeqHeader); v != "" {
 		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-			info.seq = &n
+			info.seq, info.seqSrc = &n, journal.SeqFromHeader
+		}
+	}
+	if info.seq == nil && len(body) > 0 {
+		if n, ok := seqstamp.Find(body); ok {
+			info.seq, info.seqSrc = &n, journal.SeqFromBody
 		}
 	}
 	hc := u.cfg.HealthCheck
@@ -350,10 +363,12 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inFlight, done := u.track()
 	defer done()
 
-	info, probe := u.classify(r)
+	// The body is read ahead before anything else (watchBody): the
+	// sequence stamp may be in it, and faults are picked by sequence.
+	info, probe := u.classify(r, watchBody(r))
 	ord := u.ordinal.Add(1)
 	rw := &respWriter{w: w, now: s.now}
-	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1}
+	x := &Exchange{W: rw, Upstream: u.cfg.Name, rw: rw, bodyLen: -1, api: dialect(u.cfg.API, r.URL.Path)}
 	x.newRand = func() *rand.Rand { return u.rand(info.seq, ord) }
 	x.warn = func(msg string) {
 		msg = "upstream " + u.cfg.Name + ": " + msg
@@ -372,7 +387,6 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Deferred so that a fault aborting the handler (panic) is recorded too.
 	defer u.record(arrival, ev, x)
 
-	watchBody(r)
 	switch {
 	case f == nil:
 		u.healthy.ServeHTTP(rw, r)
@@ -430,7 +444,7 @@ func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x 
 // on another (the fast paths once lacked the idempotency key and budget).
 func (u *upstream) newEvent(method, path, remote string, h http.Header, info reqInfo, probe string, inFlight int64) *journal.UpstreamRequest {
 	return &journal.UpstreamRequest{
-		Upstream: u.cfg.Name, Method: method, Path: path, Seq: info.seq,
+		Upstream: u.cfg.Name, Method: method, Path: path, Seq: info.seq, SeqFrom: info.seqSrc,
 		Remote: remote, UserAgent: h.Get("User-Agent"), ProbeTag: probe,
 		HealthCheck: info.health, InFlight: int(inFlight),
 		IdempotencyKey: keyFingerprint(h.Get(u.cfg.IdempotencyHeader)),

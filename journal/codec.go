@@ -83,6 +83,7 @@ func appendClientRequest(b []byte, p *ClientRequest) []byte {
 	}
 	b = appendBoolOmit(b, `,"idempotency_key":`, p.IdempotencyKey)
 	b = appendIntOmit(b, `,"deadline_ns":`, int64(p.Deadline))
+	b = appendBoolOmit(b, `,"body_stamp":`, p.BodyStamp)
 	return b
 }
 
@@ -93,6 +94,7 @@ func appendUpstreamRequest(b []byte, p *UpstreamRequest) []byte {
 	if p.Seq != nil {
 		b = appendUint(b, `,"seq":`, *p.Seq)
 	}
+	b = appendStrOmit(b, `,"seq_from":`, p.SeqFrom)
 	b = appendStrOmit(b, `,"remote":`, p.Remote)
 	b = appendStrOmit(b, `,"user_agent":`, p.UserAgent)
 	b = appendStrOmit(b, `,"probe_tag":`, p.ProbeTag)
@@ -769,11 +771,12 @@ const (
 	crResent
 	crIdempotencyKey
 	crDeadline
+	crBodyStamp
 )
 
 var crKeys = newKeySet("seq", "method", "route", "upstream", "scheduled", "sent", "headers_at", "done", "latency_ns",
 	"service_ns", "status", "bytes", "expected", "fraction", "sse_events", "outcome", "fast_fail", "fast_fail_code",
-	"late", "error", "resent", "idempotency_key", "deadline_ns")
+	"late", "error", "resent", "idempotency_key", "deadline_ns", "body_stamp")
 
 // decodeClientRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeClientRequest(s *scanner) *ClientRequest {
@@ -837,6 +840,8 @@ func decodeClientRequest(s *scanner) *ClientRequest {
 			p.IdempotencyKey = s.bool()
 		case crDeadline:
 			p.Deadline = time.Duration(s.int64())
+		case crBodyStamp:
+			p.BodyStamp = s.bool()
 		default:
 			return false
 		}
@@ -868,11 +873,12 @@ const (
 	urPromptTokens
 	urCompletionTokens
 	urHeadersAt
+	urSeqFrom
 )
 
 var urKeys = newKeySet("upstream", "method", "path", "seq", "remote", "user_agent", "probe_tag", "health_check",
 	"fault", "fault_type", "in_flight", "status", "retry_after_ns", "bytes", "done", "outcome", "idempotency_key",
-	"budget_ns", "prompt_tokens", "completion_tokens", "headers_at")
+	"budget_ns", "prompt_tokens", "completion_tokens", "headers_at", "seq_from")
 
 // decodeUpstreamRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
@@ -893,6 +899,8 @@ func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
 			p.Path = s.internStr()
 		case urSeq:
 			p.Seq = s.sl.seq(s.uint64())
+		case urSeqFrom:
+			p.SeqFrom = s.internStr()
 		case urRemote:
 			p.Remote = s.internStr()
 		case urUserAgent:

@@ -12,7 +12,7 @@ func clientFrom(seq uint64, method, route, errText string, a, b, c int64, status
 		Sent: time.Duration(b), HeadersAt: time.Duration(c), Done: time.Duration(a + b), Latency: time.Duration(b - a),
 		Service: time.Duration(c), Status: status, Bytes: b, Expected: c, Fraction: frac, SSEEvents: status / 7,
 		Outcome: Outcome(errText), FastFail: ff, FastFailCode: method, Late: late, Error: errText,
-		IdempotencyKey: late != ff, Deadline: time.Duration(c - a)}
+		IdempotencyKey: late != ff, Deadline: time.Duration(c - a), BodyStamp: late}
 	for i := range resent % 4 {
 		p.Resent = append(p.Resent, time.Duration(a+int64(i)))
 	}
@@ -26,6 +26,7 @@ func upstreamFrom(seq uint64, method, path, ua string, a, b int64, status int, h
 		IdempotencyKey: ua, Budget: time.Duration(b), PromptTokens: a, CompletionTokens: b - a}
 	if withSeq {
 		p.Seq = &seq
+		p.SeqFrom = ua
 	}
 	return p
 }

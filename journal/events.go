@@ -223,25 +223,28 @@ type Outcome string
 
 // Client-side outcome classes (ClientRequest.Outcome).
 const (
-	OutcomeOK               Outcome = "ok"                   // 1xx-3xx status, body complete
-	OutcomeHTTP4xx          Outcome = "http_4xx"             // 4xx other than a recognised fast-fail
-	OutcomeHTTP5xx          Outcome = "http_5xx"             // 5xx other than a recognised fast-fail
-	OutcomeFastFail         Outcome = "fast_fail"            // the gateway's breaker rejected the call
-	OutcomeConnectRefused   Outcome = "connect_refused"      // ECONNREFUSED
-	OutcomeConnectTimeout   Outcome = "connect_timeout"      // no connection within the deadline
-	OutcomeResetBeforeHdrs  Outcome = "reset_before_headers" // connection reset or closed, no status line
-	OutcomeHeadersTimeout   Outcome = "headers_timeout"      // deadline fired before any header byte
-	OutcomeCutMidBody       Outcome = "cut_mid_body"         // reset/EOF after headers, body incomplete
-	OutcomeDeadlineMidBody  Outcome = "deadline_mid_body"    // deadline fired while reading the body
-	OutcomeTruncated        Outcome = "truncated"            // clean EOF short of Content-Length
-	OutcomeMalformed        Outcome = "malformed"            // unparseable response
-	OutcomeDropped          Outcome = "dropped"              // never sent: the in-flight cap was reached
-	OutcomeError            Outcome = "error"                // any other transport error
-	OutcomeUpstreamComplete Outcome = "completed"            // upstream side: response fully written
-	OutcomeUpstreamReset    Outcome = "reset"                // upstream side: connection reset by the fault
-	OutcomeUpstreamCut      Outcome = "cut"                  // upstream side: body cut by the fault (FIN)
-	OutcomeUpstreamStalled  Outcome = "stalled"              // upstream side: held until the client gave up
-	OutcomeUpstreamGone     Outcome = "client_gone"          // upstream side: the gateway hung up first
+	OutcomeOK                 Outcome = "ok"                   // 1xx-3xx status, body complete
+	OutcomeHTTP4xx            Outcome = "http_4xx"             // 4xx other than a recognised fast-fail
+	OutcomeHTTP5xx            Outcome = "http_5xx"             // 5xx other than a recognised fast-fail
+	OutcomeFastFail           Outcome = "fast_fail"            // the gateway's breaker rejected the call
+	OutcomeConnectRefused     Outcome = "connect_refused"      // ECONNREFUSED
+	OutcomeConnectTimeout     Outcome = "connect_timeout"      // no connection within the deadline
+	OutcomeResetBeforeHdrs    Outcome = "reset_before_headers" // connection reset or closed, no status line
+	OutcomeHeadersTimeout     Outcome = "headers_timeout"      // deadline fired before any header byte
+	OutcomeCutMidBody         Outcome = "cut_mid_body"         // reset/EOF after headers, body incomplete
+	OutcomeDeadlineMidBody    Outcome = "deadline_mid_body"    // deadline fired while reading the body
+	OutcomeTruncated          Outcome = "truncated"            // clean EOF short of Content-Length
+	OutcomeMalformed          Outcome = "malformed"            // unparseable response
+	OutcomeStreamError        Outcome = "stream_error"         // a 2xx event stream carried an error event
+	OutcomeStreamCut          Outcome = "stream_cut"           // a 2xx event stream ended without its terminal event
+	OutcomeDropped            Outcome = "dropped"              // never sent: the in-flight cap was reached
+	OutcomeError              Outcome = "error"                // any other transport error
+	OutcomeUpstreamComplete   Outcome = "completed"            // upstream side: response fully written
+	OutcomeUpstreamReset      Outcome = "reset"                // upstream side: connection reset by the fault
+	OutcomeUpstreamCut        Outcome = "cut"                  // upstream side: body cut by the fault (FIN)
+	OutcomeUpstreamStalled    Outcome = "stalled"              // upstream side: held until the client gave up
+	OutcomeUpstreamGone       Outcome = "client_gone"          // upstream side: the gateway hung up first
+	OutcomeUpstreamErrorEvent Outcome = "error_event"          // upstream side: a 200 stream ended by an error event (stream_error fault)
 )
 
 // ClientRequest is one request sent (or due and not sent) by the replayer,
@@ -295,6 +298,12 @@ type ClientRequest struct {
 	// Deadline is the client's deadline for this request (send to last
 	// body byte); zero when unknown.
 	Deadline time.Duration `json:"deadline_ns,omitempty"`
+	// BodyStamp reports that the request's body carried its sequence
+	// stamp ([rehearse:seq=N], replay.identity) besides the header: an
+	// upstream call of a gateway that forwards no header can still be
+	// attributed, and when none is, the stamp did not survive the
+	// gateway (rather than was never sent).
+	BodyStamp bool `json:"body_stamp,omitempty"`
 }
 
 // Kind implements Payload.
@@ -317,6 +326,12 @@ type UpstreamRequest struct {
 	Path     string `json:"path"`
 	// Seq is the client sequence stamp if the gateway forwarded it.
 	Seq *uint64 `json:"seq,omitempty"`
+	// SeqFrom says where Seq was read: SeqFromHeader (the sequence
+	// header the gateway forwarded) or SeqFromBody (the stamp the
+	// replayer wrote into the request body, found in the call's body: a
+	// gateway that builds its own upstream request). Empty without a
+	// Seq, and in journals recorded before the field (header then).
+	SeqFrom string `json:"seq_from,omitempty"`
 	// Remote is the gateway's address for this connection (ip:port): it
 	// tells workers and connections apart.
 	Remote    string `json:"remote,omitempty"`
@@ -363,6 +378,12 @@ type UpstreamRequest struct {
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
 }
+
+// Where an UpstreamRequest's Seq was read (UpstreamRequest.SeqFrom).
+const (
+	SeqFromHeader = "header"
+	SeqFromBody   = "body"
+)
 
 // Kind implements Payload.
 func (*UpstreamRequest) Kind() Kind { return KindUpstreamRequest }

@@ -38,7 +38,7 @@ func samples() []Payload {
 			Service: 19920 * time.Microsecond, Status: 200, Bytes: 400, Expected: 1000, Fraction: 0.4,
 			SSEEvents: 3, Outcome: OutcomeCutMidBody, FastFail: true, FastFailCode: "dependency_unavailable",
 			Late: true, Error: "unexpected EOF <&>"},
-		&UpstreamRequest{Upstream: "search", Method: "POST", Path: "/search?q=1", Seq: u64(0), Remote: "127.0.0.1:5000",
+		&UpstreamRequest{Upstream: "search", Method: "POST", Path: "/search?q=1", Seq: u64(0), SeqFrom: SeqFromBody, Remote: "127.0.0.1:5000",
 			UserAgent: "gw/1", ProbeTag: "half-open", HealthCheck: true, Fault: "storm", FaultType: "retry_after",
 			InFlight: 2, Status: 429, RetryAfter: 120 * time.Second, Bytes: 12, Done: time.Second, Outcome: OutcomeUpstreamComplete},
 		&MetricsSample{Source: "http://127.0.0.1:9/metrics", Series: []Series{{Name: "openclaw_breaker_state",

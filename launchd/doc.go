@@ -15,5 +15,5 @@
 //
 // The date of a run's directory is decided when the run starts, not when the
 // agent is installed: the agent runs `rehearse run SCENARIO --archive DIR`,
-// and that command calls runs.Archive.NewRunDir and runs.Archive.Finish.
+// and that command calls runs.Archive.NewRun and runs.Archive.Finish.
 package launchd

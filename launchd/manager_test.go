@@ -349,7 +349,9 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := runs.Archive{Dir: res.Job.Archive}
-	run, _ := a.NewRunDir("weekly", time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
+	claim, _ := a.NewRun(runs.Identity{Scenario: "weekly"}, time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
+	claim.Release()
+	run := claim.Dir()
 	_ = a.UpdateLatest(run)
 	e.fake.takeCalls()
 

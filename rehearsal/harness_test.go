@@ -136,3 +136,45 @@ replay: {duration: 2s}
 	}
 	checkHarnessFailure(t, dir, 2, "gateway unreachable at http://127.0.0.1:1")
 }
+
+// TestReportWriteFailureIsAHarnessFailure: a report that cannot be
+// written (here the --junit copy, whose directory is a file) is a harness
+// failure like any other — exit 3, JUnit errors="1" failures="0", every
+// report leading with the cause — and the run is not complete: no
+// run.complete, so it never becomes latest.
+func TestReportWriteFailureIsAHarnessFailure(t *testing.T) {
+	sc := parse(t, `
+name: unwritable
+upstreams: [{name: search}]
+replay: {rate: 20, duration: 1s}
+`+harnessExpectations)
+	tmp := t.TempDir()
+	notADir := filepath.Join(tmp, "ci")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "run")
+	res, err := Run(context.Background(), sc, Options{OutDir: dir, JUnitPath: filepath.Join(notADir, "junit.xml")})
+	if rehearse.ExitCode(err) != 3 || !strings.Contains(err.Error(), "writing reports") {
+		t.Fatalf("exit %d (%v), want 3 naming the reports", rehearse.ExitCode(err), err)
+	}
+	if strings.Count(err.Error(), rehearse.ErrEnvironment.Error()) != 1 {
+		t.Errorf("the class is said more than once: %v", err)
+	}
+	if res == nil || res.Complete || res.Analysis == nil || !strings.Contains(res.Analysis.HarnessFailure(), "writing reports") {
+		t.Fatalf("result: %+v", res)
+	}
+	checkHarnessFailure(t, dir, 2, "writing reports")
+	if _, err := os.Stat(filepath.Join(dir, "run.complete")); err == nil {
+		t.Error("a run whose reports failed is marked complete")
+	}
+	// The same run with a writable --junit is complete.
+	ok := filepath.Join(tmp, "ok")
+	res, err = Run(context.Background(), sc, Options{OutDir: ok, JUnitPath: filepath.Join(tmp, "ci2", "junit.xml")})
+	if err != nil && rehearse.ExitCode(err) != 1 || res == nil || !res.Complete {
+		t.Fatalf("writable --junit: %v, %+v", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(ok, "run.complete")); err != nil {
+		t.Errorf("a complete run is not marked: %v", err)
+	}
+}

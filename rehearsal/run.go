@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,6 +30,7 @@ import (
 	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/reports/expect"
+	"github.com/halfopen/rehearse/reports/render"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -42,9 +42,16 @@ const DefaultStopTimeout = 5 * time.Second
 // mean the documented defaults.
 type Options struct {
 	// OutDir is the run directory; "" means a new runs/<UTC date>-<scenario>
-	// (runs.Create). It is created; a directory that already holds a
-	// journal is refused, so that no run is ever overwritten.
+	// (runs.Archive.NewRun on runs/). It is created and claimed for the run (runs.ClaimDir):
+	// a directory that holds a run, or that another run is recording
+	// into, is refused, so that no run is ever overwritten or shared.
 	OutDir string
+	// Claim is a run directory the caller claimed already (an archive's,
+	// runs.Archive.NewRun); OutDir is then ignored. The run marks it
+	// complete when its reports are written, or abandons it when it
+	// never started; the caller releases it (runs.Archive.Finish). Nil
+	// means the run claims OutDir itself and releases it when it ends.
+	Claim *runs.Claim
 	// JUnitPath, if set, receives a copy of junit.xml.
 	JUnitPath string
 	// Version is the harness version recorded in run.start.
@@ -76,10 +83,15 @@ type Result struct {
 	Partial bool
 	// Replay is the replayer's summary; nil when the replay never started.
 	Replay *replay.Summary
-	// Analysis and Expectations come from the reports; nil when the
-	// reports could not be written.
+	// Analysis and Expectations come from the reports. When the reports
+	// could not be written, Analysis says so as a harness failure (nil
+	// when the journal could not even be read).
 	Analysis     *analysis.Analysis
 	Expectations []expect.ExpectationResult
+	// Complete reports that the whole set of reports was written and the
+	// run marked complete (runs.Claim.Complete): only then is it
+	// `latest`, linked from the history index and counted by retention.
+	Complete bool
 }
 
 // Failed returns the expectations that did not pass.
@@ -113,7 +125,24 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*Result, err
 	if c.reg == nil {
 		c.reg = prometheus.NewRegistry()
 	}
-	return c.run(ctx)
+	res, err := c.run(ctx)
+	switch {
+	case c.opt.Claim == nil:
+		c.claim.Release() // ours: the run is over
+	case res == nil:
+		c.opt.Claim.Abandon() // the run never started: nothing to keep
+	}
+	return res, err
+}
+
+// IdentityOf is what a run of sc is a run of, for runs.Archive.NewRun:
+// the name and file the journal's run.start records.
+func IdentityOf(sc *scenarios.Scenario) (runs.Identity, error) {
+	start, err := sc.RunStart()
+	if err != nil {
+		return runs.Identity{}, err
+	}
+	return runs.Identity{Scenario: start.Scenario, File: start.ScenarioFile}, nil
 }
 
 // conductor holds one run's moving parts, so that stop can undo exactly
@@ -125,6 +154,7 @@ type conductor struct {
 	reg prometheus.Registerer
 
 	dir     string
+	claim   *runs.Claim
 	clock   *journal.Clock
 	journal *journal.Writer
 	// rec is where the components record: the journal, behind the live
@@ -160,17 +190,15 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 		return nil, err
 	}
 	start.Resolved = reports.Resolve(start.Config)
-	dir, created, err := c.makeDir()
-	if err != nil {
+	if c.claim, err = c.claimDir(runs.Identity{Scenario: start.Scenario, File: start.ScenarioFile}); err != nil {
 		return nil, err
 	}
+	dir := c.claim.Dir()
 	// Until the journal exists, a failure leaves nothing to read: the
 	// directory made for the run goes again.
 	abandon := func() {
 		c.stop()
-		if created {
-			runs.RemoveEmpty(dir)
-		}
+		c.claim.Abandon()
 	}
 	c.dir = dir
 	// Platform facts take a few hundred milliseconds (timer granularity);
@@ -216,23 +244,21 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	return res, nil
 }
 
-// makeDir creates the run directory, refusing one that holds a run, and
-// reports whether it created it. Without --out it is a new directory under
-// runs/, named by the one rule of run directories (runs.DirName).
-func (c *conductor) makeDir() (dir string, created bool, err error) {
-	if c.opt.OutDir == "" {
-		dir, err := runs.Create(runs.DefaultDir, c.sc.Name, c.opt.Now())
-		return dir, err == nil, err
+// claimDir returns the run directory, claimed for the run: the caller's
+// claim, or --out claimed here (refused when it holds a run or another run
+// is recording into it), or a new directory under runs/, named by the one
+// rule of run directories (runs.DirName).
+func (c *conductor) claimDir(id runs.Identity) (*runs.Claim, error) {
+	switch {
+	case c.opt.Claim != nil:
+		return c.opt.Claim, nil
+	case c.opt.OutDir == "":
+		// Under runs/'s lock, as in any archive: the bookkeeping of an
+		// `--archive runs` never sweeps a directory made but not yet
+		// claimed.
+		return runs.Archive{Dir: runs.DefaultDir}.NewRun(id, c.opt.Now())
 	}
-	dir = c.opt.OutDir
-	if _, err := os.Stat(filepath.Join(dir, "journal.jsonl")); err == nil {
-		return "", false, fmt.Errorf("%w: %s already holds a run (journal.jsonl); choose another --out", rehearse.ErrInvalid, dir)
-	}
-	_, statErr := os.Stat(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, fmt.Errorf("%w: run directory: %w", rehearse.ErrEnvironment, err)
-	}
-	return dir, errors.Is(statErr, fs.ErrNotExist), nil
+	return runs.ClaimDir(c.opt.OutDir, id)
 }
 
 // prepare starts Redis for a fleet and binds the built-in gateways'
@@ -430,12 +456,24 @@ func (c *conductor) finish(res *Result, runErr error) error {
 	}
 
 	a, results, rerr := reports.RenderDir(c.dir)
-	res.Analysis, res.Expectations = a, results
 	if rerr == nil && c.opt.JUnitPath != "" {
 		// Created with its parent directories, with the mode of the run
 		// directory's own files.
 		rerr = atomicfile.Copy(filepath.Join(c.dir, "junit.xml"), c.opt.JUnitPath, 0o644)
 	}
+	if rerr == nil {
+		// Last: the run counts as complete only once every report is
+		// there.
+		rerr = c.claim.Complete()
+	}
+	if rerr != nil {
+		// One class word: "environment failure: writing reports:
+		// environment failure: …" would say it twice.
+		rerr = fmt.Errorf("%w: writing reports: %s", rehearse.ErrEnvironment,
+			strings.TrimPrefix(rerr.Error(), rehearse.ErrEnvironment.Error()+": "))
+		a = c.reportsFailed(a, rerr)
+	}
+	res.Analysis, res.Expectations, res.Complete = a, results, rerr == nil
 	switch {
 	case interrupted:
 		return errors.Join(fmt.Errorf("%w: partial run in %s", rehearse.ErrInterrupted, c.dir), rerr)
@@ -443,10 +481,48 @@ func (c *conductor) finish(res *Result, runErr error) error {
 		return errors.Join(runErr, rerr)
 	case rerr != nil:
 		// The harness wrote this journal itself: a report that cannot be
-		// made from it is a harness failure, whatever the reports call it.
-		return fmt.Errorf("%w: reports: %v", rehearse.ErrEnvironment, rerr)
+		// made from it, or written, is a harness failure, whatever the
+		// reports call it.
+		return rerr
 	}
 	return expect.Failed(results)
+}
+
+// reportsFailed makes the analysis say that the harness failed while
+// writing the reports (a full disk, a read-only --junit path): the
+// expectations judged nothing that anyone will read in full. It writes
+// that JUnit — errors="1", the expectations skipped — over the run's
+// junit.xml and the --junit copy first, then every report with it, as far
+// as the disk allows; a junit.xml that cannot be replaced is removed, so
+// that no CI reads a verdict of a run whose report is missing. The run is
+// not marked complete.
+func (c *conductor) reportsFailed(a *analysis.Analysis, cause error) *analysis.Analysis {
+	c.log.Error("writing the reports failed: the run is not complete", "dir", c.dir, "err", cause)
+	if a == nil {
+		a = &analysis.Analysis{}
+		a.Run.Scenario = c.sc.Name
+	}
+	if a.Run.EndReason == journal.EndFailed && a.Run.EndError != "" {
+		// The run had failed already: both causes, the first first.
+		a.Run.EndError += "; then " + strings.TrimPrefix(cause.Error(), rehearse.ErrEnvironment.Error()+": ")
+	} else {
+		a.Run.EndReason, a.Run.EndError = journal.EndFailed, cause.Error()
+	}
+	junit, err := render.JUnit(a)
+	for _, path := range []string{filepath.Join(c.dir, render.JUnitFile), c.opt.JUnitPath} {
+		if path == "" {
+			continue
+		}
+		if err != nil || atomicfile.Write(path, junit, 0o644) != nil {
+			_ = os.Remove(path)
+		}
+	}
+	if a.Timeline != nil {
+		_ = render.WriteReports(c.dir, a)
+	} else if data, err := render.RunJSON(a); err == nil {
+		_ = atomicfile.Write(filepath.Join(c.dir, render.RunFile), data, 0o644)
+	}
+	return a
 }
 
 // stop undoes start in reverse order, each step bounded in time.

@@ -199,9 +199,10 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		FastFail       FastFailRule      `json:"fast_fail"`
 		IdemKeys       *IdempotencyKeys  `json:"idempotency_keys,omitempty"`
 		DeadlineHeader string            `json:"deadline_header,omitempty"`
+		Identity       Identity          `json:"identity"`
 	}{target, o.Rate, rehearse.Duration(o.Duration), o.Once, o.Timing, o.Speed, o.MaxInFlight,
 		rehearse.Duration(o.Deadline), rehearse.Duration(o.ConnectTimeout), rehearse.Duration(o.LateThreshold),
-		o.SeqHeader, o.RunHeader, o.RunID, o.PreserveHost, o.AllowWrites, o.Routes, o.FastFail, idemKeys(&o), o.DeadlineHeader})
+		o.SeqHeader, o.RunHeader, o.RunID, o.PreserveHost, o.AllowWrites, o.Routes, o.FastFail, idemKeys(&o), o.DeadlineHeader, o.Identity})
 }
 
 func idemKeys(o *Options) *IdempotencyKeys {

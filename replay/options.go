@@ -121,6 +121,11 @@ type Options struct {
 	// IdempotencyKeys stamps a key of its own on a share of the writes,
 	// for drills on write retries. The zero value stamps none.
 	IdempotencyKeys IdempotencyKeys
+	// Identity says where the sequence stamp goes in each request's body
+	// as well as in SeqHeader, for gateways that forward no client header
+	// (identity.go). The zero value stamps the last user message of
+	// OpenAI- and Anthropic-shaped chat requests.
+	Identity Identity
 	// DeadlineHeader, when set, announces each request's deadline to the
 	// gateway in this header, in milliseconds (e.g.
 	// X-Request-Timeout-Ms), so that a gateway can order its own
@@ -277,6 +282,10 @@ func (o Options) withDefaults() (Options, error) {
 	if sh := o.IdempotencyKeys.Share; sh < 0 || sh > 1 || sh != sh {
 		return o, fmt.Errorf("%w: replay: idempotency key share must be between 0 and 1, got %g", rehearse.ErrInvalid, sh)
 	}
+	if err := o.Identity.check(); err != nil {
+		return o, err
+	}
+	o.Identity.Body = cmp.Or(o.Identity.Body, IdentityAuto)
 	if o.FastFail.isZero() {
 		o.FastFail = DefaultFastFail
 	}

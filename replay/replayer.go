@@ -211,6 +211,7 @@ type run struct {
 	abort     context.CancelFunc
 	threshold time.Duration
 	lead      time.Duration // requests are dispatched this long before due; the sender waits the rest
+	streams   streamRoutes  // what the run's complete streams taught (stream.go)
 }
 
 // Run replays until the schedule ends (Duration, or one pass with Once)
@@ -464,6 +465,7 @@ func (ru *run) send(i uint64, due time.Duration) {
 	defer cancel()
 	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
 	ev.IdempotencyKey = req.Header.Get(r.opt.IdempotencyKeys.Header) != ""
+	ev.BodyStamp = t.stamp != nil
 	ev.Deadline = r.opt.Deadline
 
 	r.met.inFlight.Inc()
@@ -530,6 +532,11 @@ func (ru *run) send(i uint64, due time.Duration) {
 			ev.FastFailCode = code
 		} else {
 			ev.Outcome = statusOutcome(resp.StatusCode)
+		}
+		if sse != nil && ev.Outcome == journal.OutcomeOK && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			if o, why := ru.streams.verdict(ev.Route, sse); o != "" {
+				ev.Outcome, ev.Error = o, why
+			}
 		}
 	}
 	ru.finish(ev, conns.Load() > 1)

@@ -36,6 +36,7 @@ type template struct {
 	body     []byte
 	route    string
 	upstream string
+	stamp    *stampPlan // where the body takes the sequence stamp; nil: nowhere
 }
 
 // prepare rewrites r for the target: absolute URL on the target, Host,
@@ -105,6 +106,9 @@ func prepare(r *capture.Request, o *Options) (template, string) {
 		body:   r.Body,
 		route:  r.Path(),
 	}
+	// A compressed body cannot take a stamp without being decoded.
+	encoded := h.Get("Content-Encoding") != "" && !strings.EqualFold(h.Get("Content-Encoding"), "identity")
+	t.stamp = planStamp(o.Identity, r.Body, encoded)
 	for i := range o.Routes {
 		if o.Routes[i].match(t.route) {
 			t.route = o.Routes[i].label()
@@ -146,8 +150,9 @@ func joinPath(base, path string) string {
 }
 
 // build makes the request for send i. The body is replayed byte for byte
-// with an explicit Content-Length, also when it was chunked in the capture
-// (the gateway sees the same bytes, framed by length).
+// (the sequence stamp aside, where Options.Identity puts one) with an
+// explicit Content-Length, also when it was chunked in the capture (the
+// gateway sees the same bytes, framed by length).
 func (t *template) build(o *Options, seq uint64) *http.Request {
 	h := make(http.Header, len(t.header)+2)
 	for k, v := range t.header {
@@ -180,6 +185,9 @@ func (t *template) build(o *Options, seq uint64) *http.Request {
 	}
 	if len(t.body) > 0 {
 		body := t.body
+		if t.stamp != nil {
+			body = t.stamp.apply(body, seq)
+		}
 		req.ContentLength = int64(len(body))
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

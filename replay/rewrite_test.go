@@ -256,6 +256,8 @@ func FuzzPrepare(f *testing.F) {
 
 func FuzzSSECounter(f *testing.F) {
 	f.Add([]byte("data: a\n\ndata: b\r\n\r\n"), 3)
+	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n"), 20)
+	f.Add([]byte("event: message_start\ndata: {}\n\nevent: error\ndata: {\"type\":\"error\"}\n\n"), 30)
 	f.Fuzz(func(t *testing.T, b []byte, split int) {
 		whole := &sseCounter{}
 		whole.Write(b)
@@ -263,8 +265,9 @@ func FuzzSSECounter(f *testing.F) {
 		k := int(uint(split) % uint(len(b)+1))
 		parts.Write(b[:k])
 		parts.Write(b[k:])
-		if whole.events != parts.events {
-			t.Fatalf("%q: %d events whole, %d split at %d", b, whole.events, parts.events, k)
+		if whole.events != parts.events || whole.terminal != parts.terminal || whole.dialect != parts.dialect ||
+			!bytes.Equal(whole.errEvent, parts.errEvent) {
+			t.Fatalf("%q: %d events whole, %d split at %d (or the verdict differs)", b, whole.events, parts.events, k)
 		}
 		if whole.events > bytes.Count(b, []byte("data"))+0 {
 			t.Fatalf("%q: %d events from fewer data fields", b, whole.events)

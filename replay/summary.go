@@ -241,7 +241,10 @@ func (st *stats) dropped(reason string) {
 
 func isErrorOutcome(o journal.Outcome) bool {
 	switch o {
-	case journal.OutcomeOK, journal.OutcomeHTTP4xx, journal.OutcomeHTTP5xx, journal.OutcomeFastFail:
+	case journal.OutcomeOK, journal.OutcomeHTTP4xx, journal.OutcomeHTTP5xx, journal.OutcomeFastFail,
+		journal.OutcomeStreamError, journal.OutcomeStreamCut:
+		// Answers the gateway chose (a stream's verdict is in its
+		// events), not transport failures.
 		return false
 	}
 	return true

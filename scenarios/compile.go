@@ -74,6 +74,9 @@ func (s *Scenario) ReplayOptions(target *url.URL, runID string) replay.Options {
 	if k := r.IdempotencyKeys; k != nil {
 		opts.IdempotencyKeys = replay.IdempotencyKeys{Header: k.Header, Share: k.Share}
 	}
+	if id := r.Identity; id != nil {
+		opts.Identity = replay.Identity{Body: id.Body, JSONPath: id.JSONPath, Template: id.Template}
+	}
 	for _, rt := range r.Routes {
 		opts.Routes = append(opts.Routes, replay.RouteMap{Prefix: rt.Prefix, Pattern: rt.Path, Upstream: rt.Upstream, Route: rt.Route})
 	}

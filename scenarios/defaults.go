@@ -272,6 +272,21 @@ func (s *Scenario) Validate() error {
 	if k := r.IdempotencyKeys; k != nil && (k.Share < 0 || k.Share > 1) {
 		add("replay.idempotency_keys.share", fmt.Errorf("must be a fraction between 0 and 1, got %g", k.Share))
 	}
+	if id := r.Identity; id != nil {
+		switch id.Body {
+		case "", replay.IdentityAuto, replay.IdentityOff:
+		default:
+			add("replay.identity.body", fmt.Errorf("unknown mode %q; allowed: auto, off", id.Body))
+		}
+		if id.JSONPath != "" && id.Template != "" {
+			add("replay.identity", errors.New("set at most one of json_path and template"))
+		} else if id.Body == replay.IdentityOff && (id.JSONPath != "" || id.Template != "") {
+			add("replay.identity.body", errors.New("off stamps nothing: remove it to use json_path or template"))
+		}
+		if id.JSONPath != "" && slices.Contains(strings.Split(id.JSONPath, "."), "") {
+			add("replay.identity.json_path", fmt.Errorf("%q has an empty element; want e.g. input.-1.text", id.JSONPath))
+		}
+	}
 	if r.MaxInFlight < 0 {
 		add("replay.max_in_flight", fmt.Errorf("must not be negative, got %d", r.MaxInFlight))
 	}

@@ -131,10 +131,24 @@ type ReplaySpec struct {
 	// this header, in milliseconds (the reference gateway reads
 	// X-Request-Timeout-Ms); empty announces nothing.
 	DeadlineHeader string `yaml:"deadline_header,omitempty" json:"deadline_header,omitempty" doc:"header announcing the client's deadline in ms (default: none)"`
+	// Identity says where the sequence stamp goes in request bodies, for
+	// gateways that forward no client header (AI agent runtimes); nil
+	// means body: auto.
+	Identity *IdentitySpec `yaml:"identity,omitempty" json:"identity,omitempty" doc:"where the sequence stamp goes in request bodies (default: the last user message of OpenAI/Anthropic chat requests)"`
 	// Routes map request paths to upstreams, for the analysis; empty means
 	// /tools/<name> → <name> and /v1/chat/completions → the primary model
 	// provider (built-in gateway) for every upstream of the scenario.
 	Routes []RouteSpec `yaml:"routes,omitempty" json:"routes,omitempty" doc:"request path to upstream map (default: /tools/<name> and /v1/chat/completions)"`
+}
+
+// IdentitySpec places the sequence stamp "[rehearse:seq=N]" in request
+// bodies (replay.Identity): body auto (the default) stamps the last user
+// message of OpenAI- and Anthropic-shaped chat requests; json_path or
+// template put it elsewhere; body off stamps none.
+type IdentitySpec struct {
+	Body     string `yaml:"body,omitempty" json:"body,omitempty" doc:"auto (default: the last user message of chat requests) or off"`
+	JSONPath string `yaml:"json_path,omitempty" json:"json_path,omitempty" doc:"dotted path to a JSON string the stamp is appended to, e.g. input.-1.text (negative index: from the end)"`
+	Template string `yaml:"template,omitempty" json:"template,omitempty" doc:"text in the captured bodies replaced by the stamp, e.g. {{rehearse_seq}}"`
 }
 
 // IdempotencyKeysSpec stamps idempotency keys on writes (replay.IdempotencyKeys).

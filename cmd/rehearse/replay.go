@@ -37,9 +37,11 @@ starts more than --late-threshold after its due time is counted late; one that
 would exceed --max-in-flight, or whose slot passed while the replayer was stalled,
 is dropped and counted — a catch-up after a stall never spans more than
 --max-lateness. Every request is stamped
-with X-Rehearse-Seq and X-Rehearse-Run and classified (ok, http_4xx, http_5xx,
-fast_fail, connect_refused, connect_timeout, reset_before_headers,
-headers_timeout, cut_mid_body, deadline_mid_body, truncated, malformed, dropped).
+with X-Rehearse-Seq and X-Rehearse-Run (and a chat request's last user message
+with [rehearse:seq=N], for gateways that forward no client header) and
+classified (ok, http_4xx, http_5xx, fast_fail, stream_error, stream_cut,
+connect_refused, connect_timeout, reset_before_headers, headers_timeout,
+cut_mid_body, deadline_mid_body, truncated, malformed, dropped).
 
 Credentials the capture holds (Authorization, Proxy-Authorization, Cookie and
 API-key headers, URL user info, credential query parameters such as api_key or
@@ -127,6 +129,9 @@ partial summary (exit code 130).`,
 	f.DurationVar(&o.MaxLateness, "max-lateness", replay.DefaultMaxLateness, "after a stall, slots later than this (with the next slot due too) are dropped, not sent in a burst")
 	f.StringVar(&o.RunID, "run-id", "", "run id sent in X-Rehearse-Run (default: generated)")
 	f.StringVar(&o.SeqHeader, "seq-header", replay.DefaultSeqHeader, "name of the sequence stamp header")
+	f.StringVar(&o.Identity.Body, "body-stamp", replay.IdentityAuto, "write [rehearse:seq=N] into chat requests' last user message (auto) or not (off), for gateways that forward no header")
+	f.StringVar(&o.Identity.JSONPath, "body-stamp-json-path", "", "append the body stamp to this JSON string instead (e.g. input.-1.text)")
+	f.StringVar(&o.Identity.Template, "body-stamp-template", "", "replace this text in the captured bodies by the body stamp instead")
 	f.BoolVar(&o.PreserveHost, "preserve-host", false, "send the captured Host header instead of the target's")
 	f.BoolVar(&o.AllowWrites, "allow-writes", false, "replay POST, PUT, PATCH and DELETE requests")
 	f.StringVar(&fr.OutDir, "out", "", "directory for journal.jsonl and summary.json")

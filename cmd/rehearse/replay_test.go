@@ -139,3 +139,48 @@ func TestReplayCommandJSON(t *testing.T) {
 		t.Errorf("summary %+v", sum)
 	}
 }
+
+// --body-stamp: chat requests' last user message carries
+// [rehearse:seq=N] by default, nothing with off; a bad mode is exit 2.
+func TestReplayCommandBodyStamp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var chats, stamped int
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/chat/completions" {
+			return
+		}
+		mu.Lock()
+		chats++
+		if strings.Contains(string(b), `[rehearse:seq=`+r.Header.Get("X-Rehearse-Seq")+`]"}]`) {
+			stamped++
+		}
+		mu.Unlock()
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	capture := "../../scenarios/captures/agent-gateway.pcapng"
+	for _, tc := range []struct {
+		mode string
+		want bool
+	}{{"auto", true}, {"off", false}} {
+		chats, stamped = 0, 0
+		_, stderr, code := execute(t, "replay", capture, "--target", "http://"+ln.Addr().String(), "--once", "--rate", "200",
+			"--allow-writes", "--quiet", "--path", "^/v1/chat/completions", "--body-stamp", tc.mode)
+		if code != 0 {
+			t.Fatalf("--body-stamp %s: exit %d: %s", tc.mode, code, stderr)
+		}
+		mu.Lock()
+		if chats == 0 || (stamped == chats) != tc.want || (stamped == 0) == tc.want {
+			t.Errorf("--body-stamp %s: %d of %d chat requests stamped", tc.mode, stamped, chats)
+		}
+		mu.Unlock()
+	}
+	if out, stderr, code := execute(t, "replay", capture, "--target", "http://"+ln.Addr().String(), "--body-stamp", "on"); code != 2 {
+		t.Errorf("--body-stamp on: exit %d (%s%s), want 2", code, out, stderr)
+	}
+}

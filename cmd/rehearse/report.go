@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/runs"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/reports"
 	"github.com/halfopen/rehearse/reports/compare"
@@ -280,11 +281,15 @@ func newReportHistoryCmd() *cobra.Command {
 		Short: "Index a directory of runs with trends of the key figures",
 		Long: `Index every run directory directly under DIR (subdirectories holding run.json
 or journal.jsonl), oldest first, with the key figures of each run and their
-trends, as index.html and index.md in DIR (or --out).`,
+trends, as index.html and index.md in DIR (or --out). A run that is still
+recording, or was killed before its reports were whole, is listed as such
+and not linked.`,
 		Example: "  rehearse report history ~/Library/Application\\ Support/rehearse/runs",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := history.History(args[0])
+			// Runs that are recording, or were killed, are listed as
+			// such: never read as reports, never linked.
+			h, err := runs.History(args[0])
 			if err != nil {
 				return err
 			}

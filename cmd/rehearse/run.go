@@ -33,9 +33,17 @@ run directory. With --dry-run the plan is printed (capture summary, gateway,
 upstreams and ports, fault timeline, expectations) and nothing is sent or
 written.
 
+A run owns its directory: a --out that holds a run is refused (exit 2), one
+another run is recording into too (exit 3); nothing of that run is touched.
+The run is complete only when its whole set of reports is written (run.complete,
+last); with --archive only a complete run becomes latest, and retention (--keep,
+--keep-for) applies to this scenario's runs only, never touching a run that is
+recording.
+
 Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
-3 harness or environment failure (gateway unreachable, port taken);
-130 interrupted (the journal is intact and a partial report is written).`
+3 harness or environment failure (gateway unreachable, port taken, --out in use,
+reports that could not be written); 130 interrupted (the journal is intact and
+a partial report is written).`
 
 const runExamples = `  rehearse run weekly                              # built-in weekly drill, built-in gateway
   rehearse run ci-503.yaml --junit out/junit.xml   # in CI
@@ -121,7 +129,12 @@ func newRunCmd() *cobra.Command {
 					return fmt.Errorf("--keep-for: %w", err)
 				}
 				a = &runs.Archive{Dir: archive, Keep: keep, KeepFor: age}
-				if opt.OutDir, err = a.NewRunDir(sc.Name, time.Now()); err != nil {
+				id, err := rehearsal.IdentityOf(sc)
+				if err != nil {
+					return err
+				}
+				// The run holds its directory from here until Finish.
+				if opt.Claim, err = a.NewRun(id, time.Now()); err != nil {
 					return err
 				}
 			}
@@ -130,10 +143,10 @@ func newRunCmd() *cobra.Command {
 				printRunResult(cmd.OutOrStdout(), res)
 			}
 			if a != nil {
-				// latest moves to a run that produced a report; a run that
-				// left nothing is removed; retention and the history index
-				// follow.
-				if _, ferr := a.Finish(opt.OutDir, time.Now()); ferr != nil {
+				// latest moves to a complete run; a run that left nothing
+				// is gone; retention of this scenario and the history
+				// index follow.
+				if _, ferr := a.Finish(opt.Claim, time.Now()); ferr != nil {
 					slog.Warn("archive bookkeeping", "err", ferr)
 				}
 			}
@@ -142,11 +155,11 @@ func newRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "out", "o", "", "run directory (default runs/<UTC date>-<scenario>)")
-	f.StringVar(&archive, "archive", "", "archive directory: write the run to <archive>/<date>-<scenario>, update latest, apply retention")
+	f.StringVar(&archive, "archive", "", "archive directory: write the run to <archive>/<date>-<scenario>, update latest, apply retention to this scenario")
 	for _, o := range ov.Flags() {
 		f.Var(o, o.Name, o.Usage)
 	}
-	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N runs of this scenario (0: no count limit)")
+	f.IntVar(&keep, "keep", 0, "with --archive: keep the last N complete runs of this scenario (0: no count limit)")
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
@@ -208,7 +221,7 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 		// Expectations judged nothing: listing them as FAIL would blame
 		// the gateway for the harness's failure.
 		fmt.Fprintf(w, "  harness failure: %s\n  expectations: %d not evaluated\n", harness, len(res.Expectations))
-		res = &rehearsal.Result{Dir: res.Dir}
+		res = &rehearsal.Result{Dir: res.Dir, Complete: res.Complete}
 	}
 	passed := 0
 	for _, e := range res.Expectations {
@@ -223,7 +236,7 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 	if len(res.Expectations) > 0 {
 		fmt.Fprintf(w, "  expectations: %d of %d met\n", passed, len(res.Expectations))
 	}
-	if _, err := os.Stat(filepath.Join(res.Dir, "report.html")); err == nil {
+	if _, err := os.Stat(filepath.Join(res.Dir, "report.html")); err == nil && res.Complete {
 		abs, _ := filepath.Abs(filepath.Join(res.Dir, "report.html"))
 		fmt.Fprintf(w, "  report: %s\n", abs)
 	}

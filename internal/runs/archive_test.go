@@ -15,57 +15,110 @@ import (
 
 var monday = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 
-// weeklyRuns makes n weekly runs of scenario ending at monday, oldest
-// first, each with a real report (run.json) to index.
+// weeklyRuns makes n complete weekly runs of scenario ending at monday,
+// oldest first, each with a real report (run.json) to index.
 func weeklyRuns(t *testing.T, a Archive, scenario string, n int) []string {
+	t.Helper()
+	var dirs []string
+	for i := n - 1; i >= 0; i-- {
+		dirs = append(dirs, completeRun(t, a, Identity{Scenario: scenario}, monday.Add(-time.Duration(i)*7*24*time.Hour)))
+	}
+	return dirs
+}
+
+// completeRun makes one complete run of id started at start: its report
+// files, marked complete, released.
+func completeRun(t *testing.T, a Archive, id Identity, start time.Time) string {
+	t.Helper()
+	c := recordingRun(t, a, id, start)
+	writeReports(t, c.Dir())
+	// The index reads run.json (the journal is a placeholder).
+	os.Remove(filepath.Join(c.Dir(), "journal.jsonl"))
+	if err := c.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	c.Release()
+	return c.Dir()
+}
+
+// recordingRun makes a run of id started at start that is recording: its
+// claim held (released when the test ends), a journal, no report.
+func recordingRun(t *testing.T, a Archive, id Identity, start time.Time) *Claim {
+	t.Helper()
+	c, err := a.NewRun(id, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Release)
+	if err := os.WriteFile(filepath.Join(c.Dir(), "journal.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// killedRun makes a run that died while recording: a journal, no report,
+// its lock free.
+func killedRun(t *testing.T, a Archive, id Identity, start time.Time) string {
+	t.Helper()
+	c := recordingRun(t, a, id, start)
+	c.Release()
+	return c.Dir()
+}
+
+// writeReports writes the whole set of report files into dir, run.json a
+// real one.
+func writeReports(t *testing.T, dir string) {
 	t.Helper()
 	runJSON, err := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "golden", "clean.run.json.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dirs []string
-	for i := n - 1; i >= 0; i-- {
-		d, err := a.NewRunDir(scenario, monday.Add(-time.Duration(i)*7*24*time.Hour))
-		if err != nil {
+	for _, name := range ReportFiles {
+		data := []byte("report\n")
+		if name == "run.json" {
+			data = runJSON
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, "run.json"), runJSON, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		dirs = append(dirs, d)
 	}
-	return dirs
 }
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
-func TestNewRunDir(t *testing.T) {
+func TestNewRun(t *testing.T) {
 	a := Archive{Dir: filepath.Join(t.TempDir(), "runs")}
 	local := time.Date(2026, 11, 30, 4, 0, 5, 0, time.FixedZone("CET", 3600))
-	d1, err := a.NewRunDir("/x/Weekly Drill.yaml", local)
+	id := Identity{Scenario: "Weekly Drill", File: "/x/Weekly Drill.yaml"}
+	c1, err := a.NewRun(id, local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(d1) != "2026-11-30T030005Z-weekly-drill" {
-		t.Errorf("run dir %q: want the UTC date and the scenario slug", filepath.Base(d1))
+	defer c1.Release()
+	if filepath.Base(c1.Dir()) != "2026-11-30T030005Z-weekly-drill" {
+		t.Errorf("run dir %q: want the UTC date and the scenario slug", filepath.Base(c1.Dir()))
 	}
-	d2, err := a.NewRunDir("weekly-drill", local)
+	c2, err := a.NewRun(id, local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(d2) != "2026-11-30T030005Z.2-weekly-drill" {
-		t.Errorf("second run in the same second: %q", filepath.Base(d2))
+	defer c2.Release()
+	if filepath.Base(c2.Dir()) != "2026-11-30T030005Z.2-weekly-drill" {
+		t.Errorf("second run in the same second: %q", filepath.Base(c2.Dir()))
 	}
 	runs, err := a.Runs()
-	if err != nil || len(runs) != 2 || runs[0].Dir != d1 || runs[1].Dir != d2 || runs[0].Scenario != "weekly-drill" {
+	if err != nil || len(runs) != 2 || runs[0].Dir != c1.Dir() || runs[1].Dir != c2.Dir() || runs[0].Scenario != "weekly-drill" {
 		t.Fatalf("Runs = %+v, %v", runs, err)
 	}
-	if _, err := (Archive{}).NewRunDir("x", local); !errors.Is(err, rehearse.ErrInvalid) {
+	if r := runs[0]; r.State != Recording || !r.Held || r.Identity != id {
+		t.Errorf("a run being recorded: %+v", r)
+	}
+	if _, err := (Archive{}).NewRun(id, local); !errors.Is(err, rehearse.ErrInvalid) {
 		t.Errorf("empty archive dir: %v", err)
 	}
 }
 
-func TestNewRunDirConcurrent(t *testing.T) {
+func TestNewRunConcurrent(t *testing.T) {
 	a := Archive{Dir: t.TempDir()}
 	const n = 8
 	dirs := make([]string, n)
@@ -74,11 +127,13 @@ func TestNewRunDirConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := a.NewRunDir("weekly", monday)
+			c, err := a.NewRun(Identity{Scenario: "weekly"}, monday)
 			if err != nil {
 				t.Error(err)
+				return
 			}
-			dirs[i] = d
+			c.Release()
+			dirs[i] = c.Dir()
 		}()
 	}
 	wg.Wait()
@@ -207,8 +262,14 @@ func TestUpdateLatest(t *testing.T) {
 
 func TestFinish(t *testing.T) {
 	a := Archive{Dir: t.TempDir(), Keep: 2}
-	dirs := weeklyRuns(t, a, "weekly", 4)
-	removed, err := a.Finish(dirs[3], monday)
+	dirs := weeklyRuns(t, a, "weekly", 3)
+	c := recordingRun(t, a, Identity{Scenario: "weekly"}, monday.Add(time.Hour))
+	writeReports(t, c.Dir())
+	if err := c.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, c.Dir())
+	removed, err := a.Finish(c, monday)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,22 +282,28 @@ func TestFinish(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.Dir, "index.html")); err != nil {
 		t.Errorf("history index not written: %v", err)
 	}
+	// Finish let go of the run.
+	if st := StateOf(dirs[3]); st != Complete {
+		t.Errorf("finished run: %v", st)
+	}
 	// A run that failed before it started leaves nothing: its directory
 	// goes, and latest stays on the last run that produced a report.
-	next, _ := a.NewRunDir("weekly", monday.Add(7*24*time.Hour))
+	next, _ := a.NewRun(Identity{Scenario: "weekly"}, monday.Add(7*24*time.Hour))
+	next.Abandon()
 	if _, err := a.Finish(next, monday.Add(7*24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := a.Latest(); got != dirs[3] {
 		t.Errorf("latest moved to a run without a report: %q", got)
 	}
-	if _, err := os.Stat(next); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(next.Dir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("empty run directory kept: %v", err)
 	}
 	// The first run of a new archive failing before it started: no
 	// warning about an archive with no runs, no index.
 	fresh := Archive{Dir: filepath.Join(t.TempDir(), "new")}
-	first, _ := fresh.NewRunDir("weekly", monday)
+	first, _ := fresh.NewRun(Identity{Scenario: "weekly"}, monday)
+	first.Abandon()
 	if _, err := fresh.Finish(first, monday); err != nil {
 		t.Errorf("a run that left nothing, in a new archive: %v", err)
 	}
@@ -245,15 +312,14 @@ func TestFinish(t *testing.T) {
 	}
 	// A run with a journal but no report is kept for reading, but is not
 	// latest.
-	broken, _ := a.NewRunDir("weekly", monday.Add(8*24*time.Hour))
-	os.WriteFile(filepath.Join(broken, "journal.jsonl"), []byte("{}\n"), 0o644)
+	broken := recordingRun(t, a, Identity{Scenario: "weekly"}, monday.Add(8*24*time.Hour))
 	if _, err := a.Finish(broken, monday.Add(8*24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := a.Latest(); got != dirs[3] {
 		t.Errorf("latest moved to a run without a report: %q", got)
 	}
-	if _, err := os.Stat(broken); err != nil {
+	if _, err := os.Stat(broken.Dir()); err != nil {
 		t.Errorf("run with a journal removed: %v", err)
 	}
 }

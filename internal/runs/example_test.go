@@ -18,9 +18,13 @@ func ExampleArchive() {
 	start := time.Date(2026, 11, 2, 3, 0, 0, 0, time.UTC)
 	for week := range 3 {
 		now := start.Add(time.Duration(week) * 7 * 24 * time.Hour)
-		run, _ := a.NewRunDir("weekly.yaml", now)
-		// ... rehearsal.Run writes the journal and the reports into run ...
-		os.WriteFile(filepath.Join(run, "run.json"), report, 0o644)
+		run, _ := a.NewRun(runs.Identity{Scenario: "weekly"}, now)
+		// ... rehearsal.Run writes the journal and the reports into
+		// run.Dir(), and marks the run complete ...
+		for _, name := range runs.ReportFiles {
+			os.WriteFile(filepath.Join(run.Dir(), name), report, 0o644)
+		}
+		run.Complete()
 		removed, _ := a.Finish(run, now)
 		for _, r := range removed {
 			fmt.Println("pruned", filepath.Base(r))

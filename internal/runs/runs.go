@@ -1,7 +1,8 @@
 // Package runs owns run directories: the one rule that names them
 // (<UTC time>-<scenario slug>, e.g. 2026-11-30T030000Z-weekly), their
-// exclusive creation, and the archive of scheduled runs: the "latest"
-// link, retention and the history index. `rehearse run` names its default
+// exclusive creation and ownership (a run holds its directory locked while
+// it records, and marks it complete last), and the archive of scheduled
+// runs: the "latest" link, retention and the history index. `rehearse run` names its default
 // run directory with it, `rehearse run --archive` keeps an archive with
 // it, and the launchd package, which only schedules, points a job at an
 // archive.
@@ -62,31 +63,32 @@ func DirName(scenario string, start time.Time, n int) string {
 	return stamp + "-" + Slug(scenario)
 }
 
-// Create makes a new run directory for scenario in parent (created when
-// missing) and returns its path. Creation is exclusive: two runs started
-// in the same second, even concurrently, get distinct directories.
-func Create(parent, scenario string, start time.Time) (string, error) {
+// Create makes a new run directory for a run of id in parent (created
+// when missing), claimed for that run (ClaimDir), and returns the claim.
+// Creation is exclusive: two runs started in the same second, even
+// concurrently, get distinct directories.
+func Create(parent string, id Identity, start time.Time) (*Claim, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("%w: create %s: %w", rehearse.ErrEnvironment, parent, err)
+		return nil, fmt.Errorf("%w: create %s: %w", rehearse.ErrEnvironment, parent, err)
 	}
 	for n := 1; n < 1000; n++ {
-		dir := filepath.Join(parent, DirName(scenario, start, n))
+		dir := filepath.Join(parent, DirName(id.Scenario, start, n))
 		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
+		if errors.Is(err, fs.ErrExist) {
+			continue
 		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("%w: create run directory: %w", rehearse.ErrEnvironment, err)
+		if err != nil {
+			return nil, fmt.Errorf("%w: create run directory: %w", rehearse.ErrEnvironment, err)
 		}
+		c, err := claim(dir, id)
+		if err != nil {
+			_ = os.Remove(dir)
+			return nil, err
+		}
+		c.created = true
+		return c, nil
 	}
-	return "", fmt.Errorf("%w: too many runs of %s started at %s", rehearse.ErrEnvironment, Slug(scenario), start.UTC().Format(timeLayout))
-}
-
-// RemoveEmpty deletes dir if it is empty: what a run that failed before it
-// started leaves. Anything in it (a journal, a file a person put there)
-// keeps it.
-func RemoveEmpty(dir string) bool {
-	return os.Remove(dir) == nil
+	return nil, fmt.Errorf("%w: too many runs of %s started at %s", rehearse.ErrEnvironment, Slug(id.Scenario), start.UTC().Format(timeLayout))
 }
 
 // ParseAge parses a retention age: a number of weeks ("8w") or days ("30d"),

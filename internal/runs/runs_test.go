@@ -40,22 +40,28 @@ func TestDirNameIsUTC(t *testing.T) {
 	}
 }
 
-func TestCreateAndRemoveEmpty(t *testing.T) {
+func TestCreateAndAbandon(t *testing.T) {
 	parent := filepath.Join(t.TempDir(), "runs")
 	start := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
-	a, err := Create(parent, "weekly", start)
+	a, err := Create(parent, Identity{Scenario: "weekly"}, start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Create(parent, "weekly", start)
-	if err != nil || a == b || filepath.Base(b) != "2026-11-30T030000Z.2-weekly" {
-		t.Fatalf("second run in the same second: %s %v", b, err)
+	defer a.Release()
+	b, err := Create(parent, Identity{Scenario: "weekly"}, start)
+	if err != nil || a.Dir() == b.Dir() || filepath.Base(b.Dir()) != "2026-11-30T030000Z.2-weekly" {
+		t.Fatalf("second run in the same second: %v %v", b, err)
 	}
-	os.WriteFile(filepath.Join(b, "journal.jsonl"), nil, 0o644)
-	if !RemoveEmpty(a) || RemoveEmpty(b) {
-		t.Fatal("RemoveEmpty removes empty run directories only")
+	defer b.Release()
+	os.WriteFile(filepath.Join(b.Dir(), "journal.jsonl"), nil, 0o644)
+	// A run that never started leaves nothing; one with a journal keeps
+	// its directory.
+	a.Abandon()
+	b.Abandon()
+	if _, err := os.Stat(a.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(b.Dir(), "journal.jsonl")); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -332,7 +332,9 @@ type tsharkLoses string
 // pipelining tshark prints the values of several requests in one line
 // and leaves out absent ones, so a frame's Content-Length values are only
 // attributable when there is one per request.
-func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bool, loses tsharkLoses) {
+// extra are more tshark options (decode-as for tunnels on ports tshark
+// does not know).
+func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bool, loses tsharkLoses, extra ...string) {
 	t.Helper()
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark not installed: cannot compare with it (apt-get install tshark)")
@@ -353,6 +355,7 @@ func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bo
 	for p := range ports {
 		args = append(args, "-d", fmt.Sprintf("tcp.port==%d,http", p))
 	}
+	args = append(args, extra...)
 	out, err := exec.Command("tshark", args...).Output()
 	if err != nil {
 		t.Fatalf("tshark %v: %v", args, err)

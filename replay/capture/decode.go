@@ -27,33 +27,11 @@ const (
 )
 
 // LinkTypeName returns the libpcap name of a link type (as tcpdump -L
-// prints it), or "LINKTYPE_<n>" for types the reader does not decode.
+// prints it; linktypes.go), or "LINKTYPE_<n>" for a value libpcap does not
+// name.
 func LinkTypeName(lt int) string {
-	switch lt {
-	case linkNull:
-		return "NULL"
-	case linkEthernet:
-		return "EN10MB"
-	case linkPPP:
-		return "PPP"
-	case linkPPPHDLC:
-		return "PPP_SERIAL"
-	case linkCHDLC:
-		return "C_HDLC"
-	case linkRaw, linkRaw12, linkRaw14:
-		return "RAW"
-	case linkLoop:
-		return "LOOP"
-	case linkSLL:
-		return "LINUX_SLL"
-	case linkIPv4:
-		return "IPV4"
-	case linkIPv6:
-		return "IPV6"
-	case linkSLL2:
-		return "LINUX_SLL2"
-	case linkPKTAP:
-		return "PKTAP"
+	if n, ok := linkTypeNames[lt]; ok {
+		return n
 	}
 	return fmt.Sprintf("LINKTYPE_%d", lt)
 }
@@ -62,20 +40,29 @@ func LinkTypeName(lt int) string {
 func supportedLink(lt int) bool {
 	switch lt {
 	case linkNull, linkEthernet, linkRaw, linkRaw12, linkRaw14, linkLoop, linkSLL, linkIPv4, linkIPv6, linkSLL2, linkPKTAP,
-		linkPPP, linkPPPHDLC, linkCHDLC:
+		linkPPP, linkPPPHDLC, linkCHDLC,
+		linkARCNET, linkPPPEther, linkATMRFC1483, linkIEEE80211, linkEnc, linkPFLog, linkPrism, linkRadiotap, linkARCNETLinux,
+		linkAVS, linkPPI, linkMPLS, linkIPNet, linkNFLOG, linkIPoIB:
 		return true
 	}
 	return false
 }
 
+// supportedLinks is the list of link types the reader decodes, for the
+// message refusing a file of another.
+const supportedLinks = "EN10MB (with VLAN, PPPoE, MPLS), LINUX_SLL, LINUX_SLL2, NULL, LOOP, PKTAP, RAW, IPV4, IPV6, PPP, PPP_SERIAL, PPP_ETHER, C_HDLC, " +
+	"IEEE802_11, IEEE802_11_RADIO, PRISM_HEADER, IEEE802_11_RADIO_AVS, PPI, NFLOG, IPOIB, ARCNET, ARCNET_LINUX, ATM_RFC1483, MPLS, ENC, PFLOG, IPNET"
+
 // Ethertypes that matter here.
 const (
-	etherIPv4  = 0x0800
-	etherIPv6  = 0x86DD
-	etherVLAN  = 0x8100 // 802.1Q
-	etherQinQ  = 0x88A8 // 802.1ad service tag
-	etherQinQ2 = 0x9100 // pre-standard QinQ
-	etherPPPoE = 0x8864 // PPPoE session stage (RFC 2516)
+	etherIPv4      = 0x0800
+	etherIPv6      = 0x86DD
+	etherVLAN      = 0x8100 // 802.1Q
+	etherQinQ      = 0x88A8 // 802.1ad service tag
+	etherQinQ2     = 0x9100 // pre-standard QinQ
+	etherPPPoE     = 0x8864 // PPPoE session stage (RFC 2516)
+	etherMPLS      = 0x8847
+	etherMPLSMulti = 0x8848
 )
 
 // segment is one decoded TCP segment. Payload aliases the packet buffer,
@@ -91,6 +78,12 @@ type segment struct {
 	// fragLoss: the missing bytes are fragments of the datagram that
 	// never arrived (not a snap-length cut).
 	fragLoss bool
+	// why and arg say why a packet did not reach TCP (skip.go), when the
+	// decoder knows more than its decodeResult; tun has a bit for each
+	// kind of tunnel the packet was decapsulated from.
+	why skipWhy
+	arg uint32
+	tun uint16
 }
 
 // TCP flags.
@@ -114,8 +107,9 @@ const (
 
 // decodeLink strips the link-layer header of a packet and returns the
 // network-layer bytes and their ethertype (0 when the version nibble must
-// decide).
-func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
+// decide). A frame that carries no network-layer packet (an 802.11
+// beacon, an NFLOG record without one) is !ok with s.why saying why.
+func decodeLink(lt int, data []byte, s *segment) (net []byte, ethertype uint16, ok bool) {
 	switch lt {
 	case linkEthernet:
 		if len(data) < 14 {
@@ -130,13 +124,13 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 		if len(data) < 16 {
 			return nil, 0, false
 		}
-		return untag(data[16:], binary.BigEndian.Uint16(data[14:16]))
+		return cooked(binary.BigEndian.Uint16(data[2:4]), binary.BigEndian.Uint16(data[14:16]), data[16:], s)
 	case linkSLL2:
 		// 20 bytes, protocol first.
 		if len(data) < 20 {
 			return nil, 0, false
 		}
-		return untag(data[20:], binary.BigEndian.Uint16(data[0:2]))
+		return cooked(binary.BigEndian.Uint16(data[8:10]), binary.BigEndian.Uint16(data[0:2]), data[20:], s)
 	case linkNull, linkLoop:
 		// 4-byte address family: host byte order of the capturing machine
 		// for NULL, network order for LOOP — but writers disagree, so take
@@ -158,7 +152,15 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 		return data[4:], 0, true // let the IP version decide
 	case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
 		return data, 0, true
-	case linkPPP, linkPPPHDLC:
+	case linkPPP:
+		return ppp(data)
+	case linkPPPHDLC:
+		// PPP in HDLC-like framing (ff 03), or Cisco PPP with HDLC
+		// framing (RFC 1547 4.3.1: address 0x0f or 0x8f, then an
+		// ethertype), as LINKTYPE_PPP_HDLC allows both.
+		if len(data) >= 4 && (data[0] == 0x0f || data[0] == 0x8f) {
+			return untag(data[4:], binary.BigEndian.Uint16(data[2:4]))
+		}
 		return ppp(data)
 	case linkCHDLC:
 		// Cisco HDLC: address, control, then an ethertype.
@@ -178,13 +180,14 @@ func decodeLink(lt int, data []byte) (net []byte, ethertype uint16, ok bool) {
 		if n < 12 || n > len(data) || binary.LittleEndian.Uint32(data[4:8]) != 1 || inner == linkPKTAP || !supportedLink(inner) {
 			return nil, 0, false
 		}
-		return decodeLink(inner, data[n:])
+		return decodeLink(inner, data[n:], s)
 	}
-	return nil, 0, false
+	return decodeMoreLinks(lt, data, s)
 }
 
 // untag strips 802.1Q and QinQ tags, at any depth (cooked captures keep
-// them when the NIC does not strip them), and a PPPoE session header.
+// them when the NIC does not strip them), a PPPoE session header, and an
+// 802.2 LLC/SNAP header where the ethertype field is an 802.3 length.
 func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 	for et == etherVLAN || et == etherQinQ || et == etherQinQ2 {
 		if len(data) < 4 {
@@ -192,6 +195,14 @@ func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 		}
 		et = binary.BigEndian.Uint16(data[2:4])
 		data = data[4:]
+	}
+	if et < 0x0600 {
+		// An 802.3 length, not an ethertype: an 802.2 LLC header
+		// follows, with SNAP when it carries an ethertype.
+		if len(data) >= 8 && data[0] == 0xAA && data[1] == 0xAA && data[2] == 0x03 {
+			return untag(data[8:], binary.BigEndian.Uint16(data[6:8]))
+		}
+		return data, etherLLCOther, true
 	}
 	if et == etherPPPoE {
 		// Version/type, code, session id, length; then a PPP frame.
@@ -208,7 +219,7 @@ func untag(data []byte, et uint16) ([]byte, uint16, bool) {
 
 // ppp strips a PPP header (RFC 1661/1662): optional address and control
 // bytes (ff 03), then the protocol, one byte when compressed (odd), else
-// two. Protocols other than IP get ethertype 0xFFFF (not IP).
+// two. Protocols other than IP and MPLS get etherPPPOther (not IP).
 func ppp(data []byte) ([]byte, uint16, bool) {
 	if len(data) >= 2 && data[0] == 0xff && data[1] == 0x03 {
 		data = data[2:]
@@ -230,8 +241,10 @@ func ppp(data []byte) ([]byte, uint16, bool) {
 		return data, etherIPv4, true
 	case 0x57:
 		return data, etherIPv6, true
+	case 0x281, 0x283: // MPLS unicast, multicast
+		return data, etherMPLS, true
 	}
-	return data, 0xFFFF, true
+	return data, etherPPPOther, true
 }
 
 // fragInfo is an IP fragment as decodePacket found it. data aliases the
@@ -247,18 +260,37 @@ type fragInfo struct {
 	// cut is how many bytes of this fragment the capture lacks (snap
 	// length).
 	cut int
+	// ifHeld: a later fragment of a UDP datagram, taken only when the
+	// first fragment (which has the ports) showed a tunnel.
+	ifHeld bool
 }
 
 // decodePacket decodes a whole captured packet down to TCP. origLen is the
 // packet's length on the wire, to tell snap-length cuts from short packets.
 // An IP fragment of a TCP datagram is returned as decFragment with f
-// filled, for the defragmenter.
+// filled, for the defragmenter. Tunnels are decapsulated (tunnel.go); s.tun
+// says which, s.why why a packet did not reach TCP when there is more to
+// say than the result.
 func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) decodeResult {
+	s.why, s.tun = 0, 0
 	caplen := len(data)
-	net, et, ok := decodeLink(lt, data)
+	net, et, ok := decodeLink(lt, data, s)
 	if !ok {
+		if s.why != 0 {
+			return decNotIP
+		}
 		return decMalformed
 	}
+	cut := origLen - caplen // bytes the capture lacks at the end
+	if cut < 0 {
+		cut = 0
+	}
+	return decodeNet(et, net, cut, s, f, 0)
+}
+
+// decodeNet decodes a network-layer packet of ethertype et (0: the version
+// nibble decides) down to TCP; depth counts the tunnels around it.
+func decodeNet(et uint16, net []byte, cut int, s *segment, f *fragInfo, depth int) decodeResult {
 	if et == 0 && len(net) > 0 {
 		switch net[0] >> 4 {
 		case 4:
@@ -266,10 +298,6 @@ func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) dec
 		case 6:
 			et = etherIPv6
 		}
-	}
-	cut := origLen - caplen // bytes the capture lacks at the end
-	if cut < 0 {
-		cut = 0
 	}
 	switch et {
 	case etherIPv4:
@@ -280,7 +308,9 @@ func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) dec
 		if ihl < 20 || len(net) < ihl {
 			return decMalformed
 		}
-		if net[9] != 6 && net[9] != ipAH {
+		proto := net[9]
+		if proto != 6 && proto != ipAH && !tunnelProto(proto) {
+			s.why, s.arg = whyIPProto, uint32(proto)
 			return decNotTCP
 		}
 		total := int(binary.BigEndian.Uint16(net[2:4]))
@@ -296,28 +326,20 @@ func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) dec
 				cut = total - len(net)
 			}
 		}
+		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
+			return ipv4Fragment(net, ihl, frag, cut, s, f)
+		}
 		src := netip.AddrFrom4([4]byte(net[12:16]))
 		dst := netip.AddrFrom4([4]byte(net[16:20]))
-		if frag := binary.BigEndian.Uint16(net[6:8]); frag&0x3FFF != 0 { // MF set or non-zero offset
-			if net[9] != 6 {
-				return decNotTCP // fragments of AH-protected datagrams are not reassembled
-			}
-			*f = fragInfo{
-				key:  fragKey{src: src, dst: dst, id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: 6},
-				off:  int(frag&0x1FFF) * 8,
-				more: frag&0x2000 != 0,
-				next: 6,
-				data: net[ihl:],
-				cut:  cut,
-			}
-			return decFragment
-		}
 		s.src = netip.AddrPortFrom(src, 0)
 		s.dst = netip.AddrPortFrom(dst, 0)
-		if net[9] == ipAH {
+		switch proto {
+		case 6:
+			return decodeTCP(net[ihl:], cut, s)
+		case ipAH:
 			return decodeAH(net[ihl:], cut, s)
 		}
-		return decodeTCP(net[ihl:], cut, s)
+		return decodeTunnel(proto, net[ihl:], cut, s, f, depth)
 	case etherIPv6:
 		if len(net) < 40 || net[0]>>4 != 6 {
 			return decMalformed
@@ -336,15 +358,49 @@ func decodePacket(lt int, data []byte, origLen int, s *segment, f *fragInfo) dec
 		}
 		s.src = netip.AddrPortFrom(src, 0)
 		s.dst = netip.AddrPortFrom(dst, 0)
-		return decodeIPv6Payload(net[6], p, cut, s, f)
+		return decodeIPv6Payload(net[6], p, cut, s, f, depth)
+	case etherMPLS, etherMPLSMulti:
+		return decodeMPLS(net, cut, s, f, depth)
+	}
+	if s.why == 0 {
+		s.why, s.arg = whyEthertype, uint32(et)
 	}
 	return decNotIP
+}
+
+// ipv4Fragment fills f for an IPv4 fragment of a TCP or tunnel datagram
+// (net is the packet, ihl its header length, frag its flags and offset).
+func ipv4Fragment(net []byte, ihl int, frag uint16, cut int, s *segment, f *fragInfo) decodeResult {
+	proto := net[9]
+	ifHeld := false
+	if proto != 6 && !ipTunnel(proto) {
+		// Fragments of AH-protected datagrams are not reassembled, nor
+		// those of UDP datagrams but tunnels'.
+		if proto != 17 || !udpTunnelFragment(int(frag&0x1FFF)*8, net[ihl:]) {
+			s.why, s.arg = whyFragment, uint32(proto)
+			return decNotTCP
+		}
+		ifHeld = frag&0x1FFF != 0
+	}
+	if f == nil {
+		return decMalformed // a fragment inside a reassembled datagram
+	}
+	*f = fragInfo{
+		key:    fragKey{src: netip.AddrFrom4([4]byte(net[12:16])), dst: netip.AddrFrom4([4]byte(net[16:20])), id: uint32(binary.BigEndian.Uint16(net[4:6])), proto: proto},
+		off:    int(frag&0x1FFF) * 8,
+		more:   frag&0x2000 != 0,
+		next:   proto,
+		data:   net[ihl:],
+		cut:    cut,
+		ifHeld: ifHeld,
+	}
+	return decFragment
 }
 
 // decodeIPv6Payload walks IPv6 extension headers from next to TCP. A
 // fragment header of a datagram that is not atomic fills f (only when f
 // is non-nil: a reassembled payload holds no second fragment header).
-func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo) decodeResult {
+func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo, depth int) decodeResult {
 	for next != 6 {
 		switch next {
 		case 0, 43, 60: // hop-by-hop, routing, destination options
@@ -377,21 +433,34 @@ func decodeIPv6Payload(next uint8, p []byte, cut int, s *segment, f *fragInfo) d
 			if f == nil {
 				return decMalformed
 			}
+			ifHeld := false
 			switch p[0] {
-			case 0, 43, 60, 6: // TCP, possibly behind more extension headers
+			case 0, 43, 60, 6, 4, 41, 47, 137: // TCP or an IP-level tunnel, possibly behind more extension headers
+			case 17:
+				if !udpTunnelFragment(int(off&^7), p[8:]) {
+					s.why, s.arg = whyFragment, 17
+					return decNotTCP
+				}
+				ifHeld = off&^7 != 0
 			default:
+				s.why, s.arg = whyFragment, uint32(p[0])
 				return decNotTCP
 			}
 			*f = fragInfo{
-				key:  fragKey{src: s.src.Addr(), dst: s.dst.Addr(), id: binary.BigEndian.Uint32(p[4:8]), proto: 44},
-				off:  int(off &^ 7),
-				more: off&1 != 0,
-				next: p[0],
-				data: p[8:],
-				cut:  cut,
+				key:    fragKey{src: s.src.Addr(), dst: s.dst.Addr(), id: binary.BigEndian.Uint32(p[4:8]), proto: 44},
+				off:    int(off &^ 7),
+				more:   off&1 != 0,
+				next:   p[0],
+				data:   p[8:],
+				cut:    cut,
+				ifHeld: ifHeld,
 			}
 			return decFragment
 		default:
+			if tunnelProto(next) {
+				return decodeTunnel(next, p, cut, s, f, depth)
+			}
+			s.why, s.arg = whyIPProto, uint32(next)
 			return decNotTCP
 		}
 	}

@@ -25,8 +25,8 @@ import (
 
 // fragKey identifies a datagram being reassembled (RFC 791: source,
 // destination, protocol, identification; RFC 8200: source, destination,
-// identification). proto is 6 for IPv4 (only TCP is reassembled) and 44
-// for IPv6, so the two never collide.
+// identification). proto is IPv4's protocol (TCP, or an IP-level tunnel:
+// 4, 41, 47, 137) and 44 for IPv6, so the two never collide.
 type fragKey struct {
 	src, dst netip.Addr
 	id       uint32
@@ -129,6 +129,9 @@ func (d *defragger) remember(g *datagram) {
 		r.frags = append(r.frags, fragSum{h.off, len(h.data), maphash.Bytes(d.seed, h.data)})
 	}
 }
+
+// holds reports whether a datagram is being reassembled under key.
+func (d *defragger) holds(key fragKey) bool { return d.m[key] != nil }
 
 func (d *defragger) unlink(g *datagram) {
 	if g.prev != nil {
@@ -271,21 +274,34 @@ func (x *extractor) dropDatagram(g *datagram, why string) {
 	var s segment
 	s.src = netip.AddrPortFrom(g.key.src, 0)
 	s.dst = netip.AddrPortFrom(g.key.dst, 0)
-	var r decodeResult
-	if g.key.proto == 6 {
-		r = decodeTCP(prefix, 0, &s)
-	} else {
-		r = decodeIPv6Payload(g.next, prefix, 0, &s, nil)
-	}
-	if r != decTCP {
+	if decodeDatagram(g.key, g.next, prefix, &s) != decTCP {
 		return
 	}
-	if g.total > len(prefix) {
+	switch {
+	case s.tun != 0:
+		// In a tunnel, the inner IP header already said how much of
+		// the segment is missing.
+		x.countTunnels(s.tun)
+	case g.total > len(prefix):
 		s.missing = g.total - len(prefix)
 	}
 	s.fragLoss = true
 	x.st.Segments++
 	x.segment(&s)
+}
+
+// decodeDatagram decodes a reassembled IP payload: TCP, an IPv6 payload
+// behind the fragment header (next says what follows it), or an IP-level
+// tunnel (the key's protocol).
+func decodeDatagram(key fragKey, next uint8, p []byte, s *segment) decodeResult {
+	s.why, s.tun = 0, 0
+	switch key.proto {
+	case 6:
+		return decodeTCP(p, 0, s)
+	case 44:
+		return decodeIPv6Payload(next, p, 0, s, nil, 0)
+	}
+	return decodeTunnel(key.proto, p, 0, s, nil, 0)
 }
 
 func (x *extractor) dropFragments(n int64, why string) {

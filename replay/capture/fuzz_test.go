@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/halfopen/rehearse"
 )
@@ -19,6 +20,14 @@ import (
 func FuzzExtract(f *testing.F) {
 	for _, name := range []string{"edge-sll.pcap", "edge-ipv6.pcapng", "snaplen-120.pcap"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[:min(len(b), 2500)])
+	}
+	// Tunnels and link layers (testdata/tunnels).
+	for _, name := range []string{"erspan.pcap", "gtpu.pcap", "nested.pcap", "radiotap.pcap", "nflog.pcap", "mpls.pcap", "gretap6.pcap", "ipoib.pcap"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "tunnels", name))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -88,4 +97,33 @@ func summary(t *testing.T, capt []byte) string {
 	}
 	fmt.Fprintf(&b, "tls=%d h2=%d other=%d", st.TLSStreams, st.HTTP2Streams, st.OtherStreams)
 	return b.String()
+}
+
+// FuzzDecode decodes arbitrary frames of every link type the reader
+// takes: it must never panic nor recurse without end (tunnels are
+// bounded by maxEncap), and a TCP payload it returns must lie within the
+// frame.
+func FuzzDecode(f *testing.F) {
+	for _, tc := range tunnelCases() {
+		for i, p := range readPackets(f, filepath.Join("testdata", "tunnels", tc.file)) {
+			if i%4 == 0 {
+				f.Add(uint16(p.lt), p.data)
+			}
+		}
+	}
+	f.Add(uint16(linkRaw), ip4(47, append([]byte{0, 0, 0x65, 0x58}, make([]byte, 14)...)))
+	f.Fuzz(func(t *testing.T, lt uint16, frame []byte) {
+		if !supportedLink(int(lt)) {
+			lt = uint16(linkRaw)
+		}
+		var s segment
+		if decodePacket(int(lt), frame, len(frame), &s, &fragInfo{}) != decTCP || len(s.payload) == 0 {
+			return
+		}
+		end := &frame[len(frame)-1]
+		last := &s.payload[len(s.payload)-1]
+		if uintptr(unsafe.Pointer(last)) > uintptr(unsafe.Pointer(end)) || uintptr(unsafe.Pointer(&s.payload[0])) < uintptr(unsafe.Pointer(&frame[0])) {
+			t.Fatalf("payload outside the frame")
+		}
+	})
 }

@@ -32,7 +32,24 @@ func gopacketSegment(lt int, frame []byte) (s segment, ok bool) {
 		return s, false
 	}
 	var src, dst netip.Addr
-	switch ip := p.NetworkLayer().(type) {
+	// The innermost network layer: in a tunnel, the first is the outer.
+	var network gopacket.Layer
+	for _, l := range p.Layers() {
+		switch ip := l.(type) {
+		case *layers.IPv4:
+			if ip.Version != 4 {
+				return s, false // see below; the outer layers of a tunnel too
+			}
+		case *layers.IPv6:
+			if ip.Version != 6 {
+				return s, false
+			}
+		}
+		if _, ok := l.(gopacket.NetworkLayer); ok {
+			network = l
+		}
+	}
+	switch ip := network.(type) {
 	case *layers.IPv4:
 		if ip.Version != 4 {
 			// gopacket does not check the version nibble against the
@@ -183,6 +200,9 @@ func (g frameGen) frame() (int, []byte) {
 		binary.BigEndian.PutUint16(ip[2:], uint16(total))
 		ip = append(ip, tcp...)
 	}
+	if r.IntN(4) == 0 {
+		ip, v6 = g.tunnel(ip, v6)
+	}
 	lt := genLinks[r.IntN(len(genLinks))]
 	var hdr []byte
 	et := []byte{0x08, 0x00}
@@ -190,6 +210,21 @@ func (g frameGen) frame() (int, []byte) {
 	if v6 {
 		et = []byte{0x86, 0xdd}
 		af = []uint32{10, 24, 28, 30}[r.IntN(4)]
+	}
+	if (lt == linkEthernet || lt == linkSLL || lt == linkSLL2) && r.IntN(8) == 0 {
+		// An MPLS label stack of 1-3 labels (not explicit null, which
+		// gopacket does not read as IP).
+		n := 1 + r.IntN(3)
+		var stack []byte
+		for i := range n {
+			w := uint32(16+r.IntN(1000))<<12 | 64
+			if i == n-1 {
+				w |= 0x100
+			}
+			stack = binary.BigEndian.AppendUint32(stack, w)
+		}
+		ip = append(stack, ip...)
+		et = []byte{0x88, 0x47}
 	}
 	// 0-2 VLAN tags: the ethertype field and, after each tag's TCI, the
 	// type of what follows.
@@ -273,6 +308,61 @@ func (g frameGen) frame() (int, []byte) {
 	return lt, frame
 }
 
+// tunnel wraps an IP packet in a tunnel both decoders follow: GRE over
+// IPv4 or IPv6 (with checksum, key and sequence fields at random), IP in
+// IPv4, or VXLAN (UDP 4789) over IPv4 around an Ethernet frame. It
+// returns the outer packet and whether it is IPv6.
+func (g frameGen) tunnel(ip []byte, v6 bool) ([]byte, bool) {
+	r := g.r
+	et := uint16(etherIPv4)
+	if v6 {
+		et = etherIPv6
+	}
+	outer4 := func(proto byte, p []byte) []byte {
+		h := []byte{0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, proto, 0, 0}
+		h = append(h, g.bytes(8)...)
+		binary.BigEndian.PutUint16(h[2:], uint16(20+len(p)))
+		return append(h, p...)
+	}
+	gre := func() []byte {
+		var flags uint16
+		n := 0
+		for _, f := range []uint16{greChecksum, greKey, greSeq} {
+			if r.IntN(2) == 0 {
+				flags |= f
+				n++
+			}
+		}
+		h := binary.BigEndian.AppendUint16(nil, flags)
+		h = binary.BigEndian.AppendUint16(h, et)
+		return append(append(h, make([]byte, 4*n)...), ip...)
+	}
+	switch r.IntN(4) {
+	case 0:
+		return outer4(47, gre()), false
+	case 1:
+		p := gre()
+		h := make([]byte, 40)
+		h[0], h[6], h[7] = 0x60, 47, 64
+		copy(h[8:], g.bytes(32))
+		binary.BigEndian.PutUint16(h[4:], uint16(len(p)))
+		return append(h, p...), true
+	case 2:
+		if v6 {
+			return outer4(41, ip), false
+		}
+		return outer4(4, ip), false
+	}
+	vx := []byte{0x08, 0, 0, 0, 0, 0, 1, 0}
+	eth := append(g.bytes(12), byte(et>>8), byte(et))
+	p := append(append(vx, eth...), ip...)
+	u := make([]byte, 8)
+	binary.BigEndian.PutUint16(u[0:], uint16(1024+r.IntN(60000)))
+	binary.BigEndian.PutUint16(u[2:], portVXLAN)
+	binary.BigEndian.PutUint16(u[4:], uint16(8+len(p)))
+	return outer4(17, append(u, p...)), false
+}
+
 func slices2(b []byte) []byte { return append([]byte(nil), b...) }
 
 // TestDecodeAgreesWithGopacket decodes 30 000 random frames with both
@@ -280,10 +370,19 @@ func slices2(b []byte) []byte { return append([]byte(nil), b...) }
 func TestDecodeAgreesWithGopacket(t *testing.T) {
 	g := frameGen{rand.New(rand.NewPCG(20, 26))}
 	decoded := map[int]int{}
+	tunnels := map[uint16]int{}
 	for range 30000 {
 		lt, frame := g.frame()
 		if agree(t, lt, frame) {
 			decoded[lt]++
+			var s segment
+			decodePacket(lt, frame, len(frame), &s, &fragInfo{})
+			tunnels[s.tun]++
+		}
+	}
+	for _, k := range []uint16{tunGRE, tunIPinIP, tunIPv6inIP, tunVXLAN, tunMPLS} {
+		if tunnels[k] < 100 {
+			t.Errorf("only %d random frames in tunnel %s decoded by both: the generator does not exercise it (%v)", tunnels[k], tunName(k), tunnels)
 		}
 	}
 	for _, lt := range genLinks {
@@ -292,7 +391,11 @@ func TestDecodeAgreesWithGopacket(t *testing.T) {
 		}
 	}
 	real := 0
-	for _, name := range []string{"edge-eth.pcap.gz", "edge-sll.pcap", "edge-sll2.pcap", "edge-ipv6.pcapng", "retrans-tbf.pcap", "snaplen-120.pcap", "frag-ipv4.pcap", "odd-targets.pcap"} {
+	names := []string{"edge-eth.pcap.gz", "edge-sll.pcap", "edge-sll2.pcap", "edge-ipv6.pcapng", "retrans-tbf.pcap", "snaplen-120.pcap", "frag-ipv4.pcap", "odd-targets.pcap"}
+	for _, tc := range tunnelCases() {
+		names = append(names, filepath.Join("tunnels", tc.file))
+	}
+	for _, name := range names {
 		for _, p := range readPackets(t, filepath.Join("testdata", name)) {
 			if agree(t, p.lt, p.data) {
 				real++
@@ -302,7 +405,7 @@ func TestDecodeAgreesWithGopacket(t *testing.T) {
 	if real < 500 {
 		t.Errorf("only %d real packets decoded by gopacket", real)
 	}
-	t.Logf("random frames decoded by gopacket, per link type: %v; real packets: %d", decoded, real)
+	t.Logf("random frames decoded by gopacket, per link type: %v, per tunnel kind: %v; real packets: %d", decoded, tunnels, real)
 }
 
 // FuzzDecodeVsGopacket: the same property on frames the fuzzer makes.

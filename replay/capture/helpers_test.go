@@ -76,7 +76,7 @@ func readPacketsFrom(t testing.TB, b []byte) []pkt {
 
 // ipOf returns the IP packet of a frame (nil for non-IP frames).
 func ipOf(p pkt) []byte {
-	net, et, ok := decodeLink(p.lt, p.data)
+	net, et, ok := decodeLink(p.lt, p.data, &segment{})
 	if !ok || (et != etherIPv4 && et != etherIPv6 && et != 0) {
 		return nil
 	}

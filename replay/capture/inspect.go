@@ -258,6 +258,12 @@ func writeStats(w io.Writer, st *Stats, m *mix) {
 		fmt.Fprintf(tw, "  link type %s\t%d\n", lt.Name, lt.Count)
 	}
 	fmt.Fprintf(tw, "  not IP / not TCP / malformed\t%d / %d / %d\n", st.NotIP, st.NotTCP, st.Malformed)
+	for _, c := range sortedCounts(st.Tunnels) {
+		fmt.Fprintf(tw, "  tunnel %s\t%d packets decapsulated\n", c.Name, c.Count)
+	}
+	for _, c := range sortedCounts(st.Skipped) {
+		fmt.Fprintf(tw, "    skipped\t%d  %s\n", c.Count, c.Name)
+	}
 	fmt.Fprintf(tw, "  IP fragments\t%d → %d datagrams reassembled (%d duplicates; peak %d bytes held)\n", st.Fragments, st.Reassembled, st.FragmentDuplicates, st.FragmentBytesPeak)
 	for _, r := range sortedCounts(st.FragmentsDropped) {
 		fmt.Fprintf(tw, "    dropped\t%d  %s\n", r.Count, r.Name)

@@ -76,6 +76,7 @@ func Extract(ctx context.Context, r io.Reader, opt Options, fn func(*Request) er
 		flows: map[flowKey]*conn{},
 	}
 	err := x.run(r)
+	x.flushSkips()
 	// Whatever happened, flush what the flows hold.
 	if x.err == nil {
 		x.flushFragments()
@@ -105,6 +106,8 @@ type extractor struct {
 	seq    int64 // completion order, to keep the heap stable
 	index  int
 	sweep  time.Time
+	// skips counts why packets did not reach TCP (skip.go).
+	skips map[skipKey]int64
 	// hrd and hbr are reused by every http.ReadRequest call.
 	hrd bytes.Reader
 	hbr *bufio.Reader
@@ -147,13 +150,21 @@ func (x *extractor) run(r io.Reader) error {
 	switch le {
 	case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1:
 		x.st.Format = "pcap" + x.st.Format
-		pr, err := pcapgo.NewReader(br)
+		var order binary.ByteOrder = binary.LittleEndian
+		if le == 0xd4c3b2a1 || le == 0x4d3cb2a1 {
+			order = binary.BigEndian
+		}
+		in, err := pcapHeader(br, order)
+		if err != nil {
+			return &Error{Err: err}
+		}
+		pr, err := pcapgo.NewReader(in)
 		if err != nil {
 			return &Error{Err: headerErr(err)}
 		}
 		lt := int(pr.LinkType())
 		if !supportedLink(lt) {
-			return &Error{Err: fmt.Errorf("%w: %s (%d); supported: EN10MB (with VLAN), LINUX_SLL, LINUX_SLL2, NULL, LOOP, PKTAP, RAW, IPV4, IPV6, PPP, PPP_SERIAL, C_HDLC", ErrLinkType, LinkTypeName(lt), lt)}
+			return &Error{Err: fmt.Errorf("%w: %s (%d); supported: %s", ErrLinkType, LinkTypeName(lt), lt, supportedLinks)}
 		}
 		return x.loop(func() ([]byte, int, int, time.Time, error) {
 			data, ci, err := pr.ZeroCopyReadPacketData()
@@ -161,7 +172,11 @@ func (x *extractor) run(r io.Reader) error {
 		})
 	case 0x0a0d0d0a:
 		x.st.Format = "pcapng" + x.st.Format
-		nr, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
+		in, err := pcapngHeader(br)
+		if err != nil {
+			return &Error{Err: err}
+		}
+		nr, err := pcapgo.NewNgReader(in, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
 		if err != nil {
 			return &Error{Err: headerErr(err)}
 		}
@@ -177,6 +192,9 @@ func (x *extractor) run(r io.Reader) error {
 		})
 	case 0xa1b2cd34, 0x34cdb2a1:
 		return &Error{Err: fmt.Errorf("%w: the modified (Kuznetzov) pcap format is not supported; convert it with `editcap -F pcap IN OUT`", ErrFormat)}
+	}
+	if what := otherFormat(br); what != "" {
+		return &Error{Err: fmt.Errorf("%w: %s", ErrFormat, what)}
 	}
 	return &Error{Err: fmt.Errorf("%w: unknown magic number %#08x", ErrFormat, binary.BigEndian.Uint32(magic))}
 }
@@ -223,10 +241,19 @@ func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error
 		if !supportedLink(lt) {
 			x.st.UnknownLink++
 			x.st.LinkTypes[LinkTypeName(lt)]++
+			s.why, s.arg = whyLinkType, uint32(lt)
+			x.countSkip(&s)
 			continue
 		}
 		x.st.LinkTypes[LinkTypeName(lt)]++
-		switch decodePacket(lt, data, origLen, &s, &f) {
+		r := decodePacket(lt, data, origLen, &s, &f)
+		if s.tun != 0 {
+			x.countTunnels(s.tun)
+		}
+		if s.why != 0 && r != decTCP && r != decFragment {
+			x.countSkip(&s)
+		}
+		switch r {
 		case decTCP:
 			x.st.Segments++
 			x.segment(&s)
@@ -235,6 +262,14 @@ func (x *extractor) loop(next func() ([]byte, int, int, time.Time, error)) error
 		case decNotTCP:
 			x.st.NotTCP++
 		case decFragment:
+			if f.ifHeld && !x.defrag.holds(f.key) {
+				// A later fragment of a UDP datagram whose first
+				// fragment was not a tunnel's (or was not seen).
+				x.st.NotTCP++
+				s.why, s.arg = whyFragment, 17
+				x.countSkip(&s)
+				break
+			}
 			x.st.Fragments++
 			x.reassembled(&f, &s)
 		case decMalformed:
@@ -252,11 +287,9 @@ func (x *extractor) reassembled(f *fragInfo, s *segment) {
 	}
 	s.src = netip.AddrPortFrom(f.key.src, 0)
 	s.dst = netip.AddrPortFrom(f.key.dst, 0)
-	var r decodeResult
-	if f.key.proto == 6 {
-		r = decodeTCP(payload, 0, s)
-	} else {
-		r = decodeIPv6Payload(next, payload, 0, s, nil)
+	r := decodeDatagram(f.key, next, payload, s)
+	if s.tun != 0 {
+		x.countTunnels(s.tun)
 	}
 	if r != decTCP {
 		x.dropFragments(int64(n), fragNotTCP)

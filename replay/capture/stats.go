@@ -88,7 +88,18 @@ type Stats struct {
 	NotTCP      int64 `json:"not_tcp"`
 	Malformed   int64 `json:"malformed"`
 	UnknownLink int64 `json:"unknown_link"`
-	// Fragments counts IPv4 and IPv6 fragments of TCP datagrams;
+
+	// Link layers and tunnels. Tunnels counts, by kind ("GRE", "VXLAN",
+	// "MPLS", …), the packets decapsulated (a packet in two tunnels
+	// counts once in each); Skipped counts, by cause in words, the
+	// packets that did not reach TCP: a link type not decoded (named and
+	// numbered), a tunnel not followed or malformed, 802.11 frames
+	// without data, other ethertypes and IP protocols.
+	Tunnels map[string]int64 `json:"tunnels"`
+	Skipped map[string]int64 `json:"skipped"`
+
+	// Fragments counts IPv4 and IPv6 fragments of TCP datagrams (and of
+	// tunnels: GRE, IPIP, 6in4, MPLS-in-IP, UDP to a tunnel's port);
 	// Reassembled the datagrams rebuilt from them (each then counts as one
 	// TCP segment). FragmentsDropped counts, by reason, the fragments
 	// that never became part of a datagram (timeout, memory limit,
@@ -177,7 +188,8 @@ type Stats struct {
 
 func newStats() *Stats {
 	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}, RequestsRefused: map[string]int64{},
-		OtherProtocols: map[string]int64{}, ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{}}
+		OtherProtocols: map[string]int64{}, ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{},
+		Tunnels: map[string]int64{}, Skipped: map[string]int64{}}
 }
 
 func (s *Stats) warn(max int, w Warning) {
@@ -252,13 +264,46 @@ func (s *Stats) NotHTTP() []string {
 	case s.Packets == 0:
 		parts = append(parts, "the capture holds no packets")
 	case s.UnknownLink == s.Packets:
-		parts = append(parts, fmt.Sprintf("%d packets, none of a link type the reader decodes", s.Packets))
+		parts = append(parts, fmt.Sprintf("%d packets, none of a link type the reader decodes: %s", s.Packets, s.SkippedText(3)))
 	case s.Segments == 0 && s.Fragments > 0:
 		parts = append(parts, fmt.Sprintf("no whole TCP segment: %d IP fragments could not be reassembled (see --stats)", s.Fragments))
+	case s.Segments == 0 && len(s.Skipped) > 0:
+		hint := ""
+		if s.onlyOtherProtocols() {
+			hint = " (check the capture filter)"
+		}
+		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment: %s%s", s.Packets, s.SkippedText(3), hint))
 	case s.Segments == 0:
 		parts = append(parts, fmt.Sprintf("%d packets, none of them a TCP segment (check the capture filter)", s.Packets))
 	}
 	return append(parts, s.NotHTTPStreams()...)
+}
+
+// onlyOtherProtocols reports whether every skipped packet was plainly
+// another protocol (not a tunnel, link type or frame the reader could not
+// follow): then the capture filter is what to check.
+func (s *Stats) onlyOtherProtocols() bool {
+	for k := range s.Skipped {
+		if !strings.HasPrefix(k, "not IP: ") && !strings.HasPrefix(k, "not TCP: ") {
+			return false
+		}
+	}
+	return true
+}
+
+// SkippedText lists the n most frequent causes of Skipped with their
+// counts, and how many other causes there are.
+func (s *Stats) SkippedText(n int) string {
+	var parts []string
+	all := sortedCounts(s.Skipped)
+	for i, c := range all {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("%d more causes (see --stats)", len(all)-n))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", c.Count, c.Name))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // NotHTTPStreams is the part of NotHTTP about TCP streams: TLS, HTTP/2 and

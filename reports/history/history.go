@@ -40,6 +40,9 @@ type HistoryRun struct {
 	Ranges map[string][2]float64
 	// Err is why the run could not be read; its figures are empty.
 	Err string
+	// State says why the run has no report to read (HistoryOptions.State:
+	// "killed: …", "recording: …"); "" for a run read as a report.
+	State string
 }
 
 // HistoryGroup is the runs of one drill on one platform: trends are only
@@ -73,6 +76,20 @@ type HistoryIndex struct {
 	Groups []*HistoryGroup
 	// Unreadable are the runs that could not be read.
 	Unreadable []*HistoryRun
+	// NoReport are the runs HistoryOptions.State set aside: listed with
+	// their state, never read, linked or drawn in a trend.
+	NoReport []*HistoryRun
+}
+
+// HistoryOptions are History's settings; the zero value reads every run
+// directory.
+type HistoryOptions struct {
+	// State, given a subdirectory's name, says why it holds no report to
+	// read ("killed: …", "recording: …"), or "" to read it as a run; nil
+	// reads every run. The archive (internal/runs) knows which runs are
+	// complete; a journal of a killed run would otherwise be read, bend
+	// the trends and be linked to a report that does not exist.
+	State func(name string) string
 }
 
 // History reads every run directory under dir (the direct subdirectories
@@ -81,6 +98,12 @@ type HistoryIndex struct {
 // by drill and platform. A run that cannot be read is listed with its
 // error, not dropped.
 func History(dir string) (*HistoryIndex, error) {
+	return HistoryWith(dir, HistoryOptions{})
+}
+
+// HistoryWith is History with options. Hidden subdirectories (a name
+// starting with ".") are never runs.
+func HistoryWith(dir string, opt HistoryOptions) (*HistoryIndex, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -90,11 +113,18 @@ func History(dir string) (*HistoryIndex, error) {
 	}
 	h := &HistoryIndex{Root: dir}
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == "latest" {
+		if !e.IsDir() || e.Name() == "latest" || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
 		hr := &HistoryRun{Dir: e.Name(), Figures: map[string]*float64{}}
+		if opt.State != nil {
+			if hr.State = opt.State(e.Name()); hr.State != "" {
+				h.Runs = append(h.Runs, hr)
+				h.NoReport = append(h.NoReport, hr)
+				continue
+			}
+		}
 		var a *analysis.Analysis
 		digest := ""
 		if _, err := os.Stat(filepath.Join(sub, analysis.JournalFile)); err == nil {
@@ -434,6 +464,12 @@ func HistoryMarkdown(h *HistoryIndex) []byte {
 			p("| %s | %s |\n", render.MdEscape(r.Dir), render.MdEscape(r.Err))
 		}
 	}
+	if len(h.NoReport) > 0 {
+		p("\n## Runs without a report\n\n| run | state |\n|---|---|\n")
+		for _, r := range h.NoReport {
+			p("| %s | %s |\n", render.MdEscape(r.Dir), render.MdEscape(r.State))
+		}
+	}
 	return b.Bytes()
 }
 
@@ -451,7 +487,8 @@ var historyTmpl = template.Must(template.New("history").Parse(`<!DOCTYPE html>
 {{range .Trends}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td>{{.Spark}}</td><td class="num">{{.First}}</td><td class="num">{{.Last}}</td><td class="num">{{.Change}}</td></tr>
 {{end}}</table></div></div>
 {{end}}{{if .Unreadable}}<h2>Unreadable runs</h2><table><tr><th>run</th><th>error</th></tr>
-{{range .Unreadable}}<tr><td>{{.Dir}}</td><td>{{.Err}}</td></tr>{{end}}</table>{{end}}
+{{range .Unreadable}}<tr><td>{{.Dir}}</td><td>{{.Err}}</td></tr>{{end}}</table>{{end}}{{if .NoReport}}<h2>Runs without a report</h2><table><tr><th>run</th><th>state</th></tr>
+{{range .NoReport}}<tr><td>{{.Dir}}</td><td>{{.State}}</td></tr>{{end}}</table>{{end}}
 </body></html>
 `))
 
@@ -491,7 +528,8 @@ func HistoryHTML(h *HistoryIndex) ([]byte, error) {
 		Scenarios  int
 		Groups     []group
 		Unreadable []*HistoryRun
-	}{h, template.CSS(render.ReportCSS), h.scenarios(), groups, h.Unreadable})
+		NoReport   []*HistoryRun
+	}{h, template.CSS(render.ReportCSS), h.scenarios(), groups, h.Unreadable, h.NoReport})
 	return b.Bytes(), err
 }
 

