@@ -22,7 +22,6 @@ import (
 	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/journal"
-	"github.com/halfopen/rehearse/replay/capture"
 )
 
 // CompareOptions say how two sets of runs are compared. The zero value
@@ -354,8 +353,8 @@ func flatten(prefix string, v any, out map[string]string) {
 		}
 		last := prefix[strings.LastIndexAny(prefix, ".]")+1:]
 		switch {
-		case capture.IsSecretHeader(last) || strings.Contains(strings.ToLower(last), "password") || strings.Contains(strings.ToLower(last), "secret"):
-			s = capture.Redacted
+		case redact.IsSecretName(last):
+			s = redact.Marker
 		case strings.Contains(s, "://"):
 			s = redact.URL(s)
 		}
