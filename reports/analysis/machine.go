@@ -49,102 +49,16 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 			u.reqOf.set(uint64(k), sent[j])
 		}
 	}
-	var out []*cyc
-	var cur, last *cyc
-	br, brFirst := 0, 0
-	var run []int
-	lastPassed := int32(-1)
-	lastBlocked := -1
-	block := func(r *creq) {
-		cur.blocked++
-		cur.blockedAt = append(cur.blockedAt, r.sent)
-		cur.blockedDone = append(cur.blockedDone, r.done)
-		if r.fastFail {
-			cur.ff++
-		}
-	}
+	m := &machineState{u: u, match: match, lastPassed: -1, lastBlocked: -1}
 	for j := range sent {
 		r := &c.reqs[sent[j]]
-		k := cls[j]
-		if cur == nil {
-			switch {
-			case k == clsBlocked && last != nil && last.failureDriven && !u.failedKnownBy(last.closeLo, r.sent, max(r.done, r.sent)+closeSlackLate):
-				// Blocked again without a failure since the close: the
-				// breaker never closed. Resume the cycle; the passes
-				// since were admissions.
-				cur = last
-				for _, i := range cur.sinceClose {
-					cur.admitted[i] = true
-				}
-				cur.sinceClose = cur.sinceClose[:0]
-				cur.closeAt, cur.closeLo, cur.closeBy = -1, -1, -1
-				block(r)
-				lastBlocked = j
-				run = run[:0]
-				br = 0
-			case k == clsBlocked:
-				if br == 0 {
-					brFirst = j
-				}
-				br++
-				if br >= OpenRunMin {
-					from := time.Duration(0)
-					if last != nil {
-						from = last.closeLo
-					}
-					last = nil
-					fb := &c.reqs[sent[brFirst]]
-					cur = newCycBounded(u.openBounds(fb.sent, fb.done, lastPassed))
-					cur.failureDriven = u.failedBetween(from, cur.openAt+1)
-					for q := brFirst; q <= j; q++ {
-						block(&c.reqs[sent[q]])
-					}
-					out = append(out, cur)
-					lastBlocked = j
-					run = run[:0]
-				}
-			default:
-				br = 0
-				if k == clsPassed {
-					lastPassed = u.laterArrival(lastPassed, match[j])
-					if last != nil && len(last.sinceClose) < maxListed {
-						last.sinceClose = append(last.sinceClose, match[j])
-					}
-				}
-			}
-			continue
-		}
-		switch k {
-		case clsBlocked:
-			block(r)
-			lastBlocked = j
-			run = run[:0]
-		case clsProbe:
-			// A tagged probe carrying a client request: neither normal
-			// traffic nor a block.
-		case clsPassed:
-			cur.admitted[match[j]] = true
-			run = append(run, j)
-			if len(run) >= CloseRunMin {
-				for _, q := range run {
-					delete(cur.admitted, match[q])
-				}
-				fr, nx, th, react := u.firstArrivals(run, match)
-				cur.react, cur.th = react, th
-				u.closeOf(cur, c.reqs[sent[lastBlocked]].sent, fr, nx)
-				cur.sinceClose = cur.sinceClose[:0]
-				for _, q := range run {
-					cur.sinceClose = append(cur.sinceClose, match[q])
-				}
-				for _, q := range run {
-					lastPassed = u.laterArrival(lastPassed, match[q])
-				}
-				last = cur
-				cur, br, run = nil, 0, run[:0]
-			}
+		if m.cur == nil {
+			m.closed(j, r, cls[j])
+		} else {
+			m.open(j, r, cls[j])
 		}
 	}
-	for _, cy := range out {
+	for _, cy := range m.out {
 		if cy.closeAt < 0 {
 			// Never closed: the passes since the last close attempt were
 			// admissions of the open breaker.
@@ -153,8 +67,123 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 			}
 		}
 	}
-	u.checksGate(out)
-	return u.splitExpiry(out)
+	u.checksGate(m.out)
+	return u.splitExpiry(m.out)
+}
+
+// machineState is the black-box state machine's state as it walks the
+// client requests in send order: the cycle open now (cur, nil while
+// closed), the last one closed, the run of blocked requests that may open
+// the next (br from brFirst), the run of passes that may close cur, and
+// the last request passed and blocked.
+type machineState struct {
+	u           *upstreamRun
+	match       []int32
+	out         []*cyc
+	cur, last   *cyc
+	br, brFirst int
+	run         []int
+	lastPassed  int32
+	lastBlocked int
+}
+
+// block counts request r as turned away by the open cycle.
+func (m *machineState) block(r *creq) {
+	cur := m.cur
+	cur.blocked++
+	cur.blockedAt = append(cur.blockedAt, r.sent)
+	cur.blockedDone = append(cur.blockedDone, r.done)
+	if r.fastFail {
+		cur.ff++
+	}
+}
+
+// closed takes request j (r, class k) while no cycle is open: a block
+// right after a close that no failure explains resumes the last cycle,
+// OpenRunMin blocks in a row open a new one.
+func (m *machineState) closed(j int, r *creq, k uint8) {
+	u, c, sent := m.u, m.u.c, m.u.sent
+	last := m.last
+	switch {
+	case k == clsBlocked && last != nil && last.failureDriven && !u.failedKnownBy(last.closeLo, r.sent, max(r.done, r.sent)+closeSlackLate):
+		// Blocked again without a failure since the close: the
+		// breaker never closed. Resume the cycle; the passes
+		// since were admissions.
+		m.cur = last
+		for _, i := range m.cur.sinceClose {
+			m.cur.admitted[i] = true
+		}
+		m.cur.sinceClose = m.cur.sinceClose[:0]
+		m.cur.closeAt, m.cur.closeLo, m.cur.closeBy = -1, -1, -1
+		m.block(r)
+		m.lastBlocked = j
+		m.run = m.run[:0]
+		m.br = 0
+	case k == clsBlocked:
+		if m.br == 0 {
+			m.brFirst = j
+		}
+		m.br++
+		if m.br >= OpenRunMin {
+			from := time.Duration(0)
+			if last != nil {
+				from = last.closeLo
+			}
+			m.last = nil
+			fb := &c.reqs[sent[m.brFirst]]
+			m.cur = newCycBounded(u.openBounds(fb.sent, fb.done, m.lastPassed))
+			m.cur.failureDriven = u.failedBetween(from, m.cur.openAt+1)
+			for q := m.brFirst; q <= j; q++ {
+				m.block(&c.reqs[sent[q]])
+			}
+			m.out = append(m.out, m.cur)
+			m.lastBlocked = j
+			m.run = m.run[:0]
+		}
+	default:
+		m.br = 0
+		if k == clsPassed {
+			m.lastPassed = u.laterArrival(m.lastPassed, m.match[j])
+			if last != nil && len(last.sinceClose) < maxListed {
+				last.sinceClose = append(last.sinceClose, m.match[j])
+			}
+		}
+	}
+}
+
+// open takes request j (r, class k) while cur is open: a block extends it,
+// CloseRunMin passes in a row close it (closeOf places the close).
+func (m *machineState) open(j int, r *creq, k uint8) {
+	u, c, sent, cur := m.u, m.u.c, m.u.sent, m.cur
+	switch k {
+	case clsBlocked:
+		m.block(r)
+		m.lastBlocked = j
+		m.run = m.run[:0]
+	case clsProbe:
+		// A tagged probe carrying a client request: neither normal
+		// traffic nor a block.
+	case clsPassed:
+		cur.admitted[m.match[j]] = true
+		m.run = append(m.run, j)
+		if len(m.run) >= CloseRunMin {
+			for _, q := range m.run {
+				delete(cur.admitted, m.match[q])
+			}
+			fr, nx, th, react := u.firstArrivals(m.run, m.match)
+			cur.react, cur.th = react, th
+			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx)
+			cur.sinceClose = cur.sinceClose[:0]
+			for _, q := range m.run {
+				cur.sinceClose = append(cur.sinceClose, m.match[q])
+			}
+			for _, q := range m.run {
+				m.lastPassed = u.laterArrival(m.lastPassed, m.match[q])
+			}
+			m.last = cur
+			m.cur, m.br, m.run = nil, 0, m.run[:0]
+		}
+	}
 }
 
 // sentBefore reports whether call i's client request was sent before t
