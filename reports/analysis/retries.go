@@ -474,56 +474,7 @@ type reqCalls struct {
 
 func newRetryIndex(l *retryLog) *retryIndex {
 	seqs := l.seqs()
-	// The calls of replayed requests (a sequence number one of the
-	// requests has; no health check), grouped by upstream and the first
-	// request of their number, in time order within a group (ties in log
-	// order).
-	type groupedCall struct {
-		at   int64
-		head int32
-		i    int32
-		up   uint16
-	}
-	gc := make([]groupedCall, 0, len(l.calls))
-	for i := range l.calls {
-		c := &l.calls[i]
-		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 {
-			continue
-		}
-		if h, ok := seqs.first(c.seq); ok {
-			gc = append(gc, groupedCall{c.at, h, int32(i), c.up})
-		}
-	}
-	// A counting sort by request (linear: a comparison sort of every call
-	// was a tenth of the analysis), then each request's few calls by
-	// upstream and time; gc is in log order, so ties stay in log order.
-	start := make([]int32, len(l.reqs)+1)
-	for _, g := range gc {
-		start[g.head+1]++
-	}
-	for h := 1; h < len(start); h++ {
-		start[h] += start[h-1]
-	}
-	next := slices.Clone(start[:len(l.reqs)])
-	byHead := make([]groupedCall, len(gc))
-	for _, g := range gc {
-		byHead[next[g.head]] = g
-		next[g.head]++
-	}
-	gc = byHead
-	byUpAt := func(a, b groupedCall) int { return cmp.Or(cmp.Compare(a.up, b.up), cmp.Compare(a.at, b.at)) }
-	for h := 0; h+1 < len(start); h++ {
-		run := gc[start[h]:start[h+1]]
-		if len(run) > 16 { // many calls for one number (a gateway that forwards a constant): no quadratic sort
-			slices.SortStableFunc(run, byUpAt)
-			continue
-		}
-		for a := 1; a < len(run); a++ { // insertion sort: stable, and runs are short
-			for b := a; b > 0 && byUpAt(run[b], run[b-1]) < 0; b-- {
-				run[b], run[b-1] = run[b-1], run[b]
-			}
-		}
-	}
+	gc, start := groupCalls(l, seqs)
 	flat := make([]int, len(gc))
 	for j, g := range gc {
 		flat[j] = int(g.i)
@@ -578,6 +529,66 @@ func newRetryIndex(l *retryLog) *retryIndex {
 		}
 	}
 	return ix
+}
+
+// groupedCall is a call of a replayed request: its arrival, the first
+// request of its sequence number (head), its index and its upstream.
+type groupedCall struct {
+	at   int64
+	head int32
+	i    int32
+	up   uint16
+}
+
+// groupCalls groups the calls of replayed requests by the first request
+// of their number; start[h] is where request h's calls begin in the
+// result (start[h+1] where they end).
+func groupCalls(l *retryLog, seqs *seqIndex) ([]groupedCall, []int32) {
+	// The calls of replayed requests (a sequence number one of the
+	// requests has; no health check), grouped by upstream and the first
+	// request of their number, in time order within a group (ties in log
+	// order).
+	gc := make([]groupedCall, 0, len(l.calls))
+	for i := range l.calls {
+		c := &l.calls[i]
+		if c.flags&rcHealth != 0 || c.flags&rcSeq == 0 {
+			continue
+		}
+		if h, ok := seqs.first(c.seq); ok {
+			gc = append(gc, groupedCall{c.at, h, int32(i), c.up})
+		}
+	}
+	// A counting sort by request (linear: a comparison sort of every call
+	// was a tenth of the analysis), then each request's few calls by
+	// upstream and time; gc is in log order, so ties stay in log order.
+	start := make([]int32, len(l.reqs)+1)
+	for _, g := range gc {
+		start[g.head+1]++
+	}
+	for h := 1; h < len(start); h++ {
+		start[h] += start[h-1]
+	}
+	next := slices.Clone(start[:len(l.reqs)])
+	byHead := make([]groupedCall, len(gc))
+	for _, g := range gc {
+		byHead[next[g.head]] = g
+		next[g.head]++
+	}
+	gc = byHead
+	byUpAt := func(a, b groupedCall) int { return cmp.Or(cmp.Compare(a.up, b.up), cmp.Compare(a.at, b.at)) }
+	for h := 0; h+1 < len(start); h++ {
+		run := gc[start[h]:start[h+1]]
+		if len(run) > 16 { // many calls for one number (a gateway that forwards a constant): no quadratic sort
+			slices.SortStableFunc(run, byUpAt)
+			continue
+		}
+		for a := 1; a < len(run); a++ { // insertion sort: stable, and runs are short
+			for b := a; b > 0 && byUpAt(run[b], run[b-1]) < 0; b-- {
+				run[b], run[b-1] = run[b-1], run[b]
+			}
+		}
+	}
+	return gc, start
 }
 
 // analyzeResilience computes the figures. windows maps an upstream to its
