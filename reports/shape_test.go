@@ -459,3 +459,10 @@ func TestCallSentBeforeTripArrivesAfter(t *testing.T) {
 		t.Errorf("failures_before_open_max 3 on 3–4: %s %q, want not observable saying why", r.Outcome, r.Message)
 	}
 }
+
+func fp(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

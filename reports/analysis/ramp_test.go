@@ -1,9 +1,7 @@
-package reports
+package analysis
 
 import (
 	"testing"
-
-	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // permitJournal: a 503 storm trips the breaker at ~1.1 s; from 2 s a
@@ -52,12 +50,12 @@ func rampJournal() *simRun {
 // with nothing in flight. The first read as a ramp before the refusal had
 // to be certain.
 func TestRampNeedsARefusalWithNothingInFlight(t *testing.T) {
-	if ep, cy := permitJournal().cycle(t); cy.Shape == analysis.ShapeRamp {
+	if ep, cy := permitJournal().cycle(t); cy.Shape == ShapeRamp {
 		t.Errorf("one call at a time, refusals only while one was in flight or its answer unread: shape %s (%s), want no ramp", cy.Shape, cy.ShapeEvidence)
 	} else if cy.ClosedAtS == nil || *cy.ClosedAtS < 3.100 || *cy.ClosedAtS > 3.101 || cy.SuccessesToClose == nil || *cy.SuccessesToClose != 3 {
 		t.Errorf("closed at %v after %v successes, want 3.1005 after 3: %s", fp3(cy.ClosedAtS), fp2(cy.SuccessesToClose), ep.Statement)
 	}
-	if _, cy := rampJournal().cycle(t); cy.Shape != analysis.ShapeRamp {
-		t.Errorf("a share let through, refusals with nothing in flight: shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, analysis.ShapeRamp)
+	if _, cy := rampJournal().cycle(t); cy.Shape != ShapeRamp {
+		t.Errorf("a share let through, refusals with nothing in flight: shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, ShapeRamp)
 	}
 }

@@ -1,11 +1,9 @@
-package reports
+package analysis
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/journal"
 )
@@ -61,7 +59,7 @@ func TestGatewayGaveUpCountsAsFailure(t *testing.T) {
 		}
 		g.add(c.Done, c)
 	}
-	a, err := analysis.AnalyzeEvents(g.finish())
+	a, err := AnalyzeEvents(g.finish())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +99,7 @@ func TestFlappingMetricsCloseLag(t *testing.T) {
 		}
 		g.add(at+time.Millisecond, &journal.MetricsSample{Source: "m", States: []journal.BreakerState{{Dependency: "search", Upstream: "search", State: st}}})
 	}
-	a, err := analysis.AnalyzeEvents(g.finish())
+	a, err := AnalyzeEvents(g.finish())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +110,4 @@ func TestFlappingMetricsCloseLag(t *testing.T) {
 	if ep.MetricsCloseLagS == nil || *ep.MetricsCloseLagS < 0 || *ep.MetricsCloseLagS > 0.2 {
 		t.Errorf("metrics close lag %v, want the last close's (0–0.2 s), not the first cycle's (≈ −2 s)", fp(ep.MetricsCloseLagS))
 	}
-}
-
-func fp(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }

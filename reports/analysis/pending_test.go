@@ -1,4 +1,4 @@
-package reports
+package analysis
 
 import (
 	"encoding/json"
@@ -6,8 +6,6 @@ import (
 	"sort"
 	"testing"
 	"time"
-
-	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/journal"
 )
@@ -86,11 +84,11 @@ func (r *simRun) passFrom(from, to, took float64, status int) {
 }
 
 // cycle analyses the run and returns its one episode and cycle.
-func (r *simRun) cycle(t *testing.T) (*analysis.Episode, *analysis.Cycle) {
+func (r *simRun) cycle(t *testing.T) (*Episode, *Cycle) {
 	t.Helper()
 	r.add(float64(r.ev[0].Payload.(*journal.RunStart).Duration)/1e6, &journal.RunEnd{Reason: journal.EndCompleted})
 	sort.SliceStable(r.ev, func(i, j int) bool { return r.ev[i].T < r.ev[j].T })
-	a, err := analysis.AnalyzeEvents(r.ev)
+	a, err := AnalyzeEvents(r.ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +141,8 @@ func TestCloseWithAProbeStillInFlight(t *testing.T) {
 	if !cy.MaybeProbe {
 		t.Error("maybe_probe false: the first resumed call may have been one more probe (a permit given back)")
 	}
-	if cy.Shape != analysis.ShapeLiveProbes {
-		t.Errorf("shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, analysis.ShapeLiveProbes)
+	if cy.Shape != ShapeLiveProbes {
+		t.Errorf("shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, ShapeLiveProbes)
 	}
 
 	// Both answers back before traffic resumed, with no request sent
