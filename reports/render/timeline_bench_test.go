@@ -1,4 +1,4 @@
-package reports
+package render
 
 import (
 	"os"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/halfopen/rehearse/reports/analysis"
-	"github.com/halfopen/rehearse/reports/render"
-	"github.com/halfopen/rehearse/reports/verdict"
 )
 
 // BenchmarkTimeline draws the timeline of a 5-minute, five-upstream weekly
@@ -15,7 +13,7 @@ import (
 // and the PNG (at PNGScale), so that docs/benchmarks.md can say what the
 // PNG adds to rendering a run directory.
 func BenchmarkTimeline(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "clean.jsonl"))
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "clean.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -23,21 +21,21 @@ func BenchmarkTimeline(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, analysis.JournalFile), raw, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	a, err := verdict.AnalyzeDir(dir)
+	a, err := analysis.ReadDir(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("drawing", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			render.TimelineDrawing(a, render.SVGOptions{})
+			TimelineDrawing(a, SVGOptions{})
 		}
 	})
 	b.Run("svg", func(b *testing.B) {
 		b.ReportAllocs()
 		var n int
 		for b.Loop() {
-			n = len(render.TimelineSVG(a, render.SVGOptions{}))
+			n = len(TimelineSVG(a, SVGOptions{}))
 		}
 		b.ReportMetric(float64(n), "bytes")
 	})
@@ -45,7 +43,7 @@ func BenchmarkTimeline(b *testing.B) {
 		b.ReportAllocs()
 		var n int
 		for b.Loop() {
-			p, err := render.TimelinePNG(a, render.SVGOptions{})
+			p, err := TimelinePNG(a, SVGOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
