@@ -9,8 +9,6 @@ import (
 	"time"
 	"unique"
 
-	"github.com/halfopen/rehearse/reports/expect"
-
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
@@ -334,45 +332,4 @@ func AnalyzeEvents(events []journal.Event) (*Analysis, error) {
 		c.add(ev)
 	}
 	return c.finish()
-}
-
-// expectations reads the expectations section of run.start's config.
-// When the config as a whole did not decode, the section alone is tried
-// (configExpectations), so that a journal from another version is still
-// judged.
-func (c *collector) expectations() (*expect.Expectations, error) {
-	if c.cfg == nil {
-		return configExpectations(c.start.Config)
-	}
-	raw := c.cfg.Expectations
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var e expect.Expectations
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, fmt.Errorf("%w: run.start config: expectations: %w", rehearse.ErrInvalid, err)
-	}
-	if err := e.Validate(); err != nil {
-		return nil, fmt.Errorf("run.start config: expectations: %w", err)
-	}
-	return &e, nil
-}
-
-// configExpectations reads "expectations" from run.start's config.
-func configExpectations(raw json.RawMessage) (*expect.Expectations, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var cfg struct {
-		Expectations *expect.Expectations `json:"expectations"`
-	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("%w: run.start config: expectations: %w", rehearse.ErrInvalid, err)
-	}
-	if cfg.Expectations != nil {
-		if err := cfg.Expectations.Validate(); err != nil {
-			return nil, fmt.Errorf("run.start config: expectations: %w", err)
-		}
-	}
-	return cfg.Expectations, nil
 }

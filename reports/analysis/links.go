@@ -1,16 +1,11 @@
 package analysis
 
 import (
-	"encoding/json"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/halfopen/rehearse/reports/expect"
-
-	"github.com/halfopen/rehearse/observe"
 )
 
 // Link is a link the report shows.
@@ -92,86 +87,4 @@ func promGraphURL(base, expr string, from, to time.Time) string {
 	q.Set("g0.range_input", strconv.FormatInt(int64(to.Sub(from).Round(time.Second)/time.Second), 10)+"s")
 	q.Set("g0.end_input", to.UTC().Format("2006-01-02 15:04:05"))
 	return strings.TrimRight(base, "/") + "/graph?" + q.Encode()
-}
-
-// scenarioRecord is the part of the compiled scenario (run.start's config)
-// the report shows: the description, what was injected and how, the
-// built-in gateway's settings and the report section. It is decoded
-// loosely: a journal from another version still renders.
-type scenarioRecord struct {
-	Description string `json:"description"`
-	Gateway     struct {
-		URL     string `json:"url"`
-		Builtin *struct {
-			Instances int             `json:"instances"`
-			Config    json.RawMessage `json:"config"`
-		} `json:"builtin"`
-		Metrics *struct {
-			Preset string `json:"preset"`
-			Custom *struct {
-				Metric string `json:"metric"`
-			} `json:"custom"`
-		} `json:"metrics"`
-	} `json:"gateway"`
-	Faults []struct {
-		Name         string          `json:"name"`
-		Type         string          `json:"type"`
-		Upstream     string          `json:"upstream"`
-		At           json.RawMessage `json:"at"`
-		For          json.RawMessage `json:"for"`
-		Match        json.RawMessage `json:"match"`
-		Probability  float64         `json:"probability"`
-		FirstN       int             `json:"first_n"`
-		EveryNth     int             `json:"every_nth"`
-		HealthChecks bool            `json:"health_checks"`
-		Params       json.RawMessage `json:"params"`
-	} `json:"faults"`
-	Report *expect.ReportSpec `json:"report"`
-}
-
-// startConfig is run.start's config, the compiled scenario, as the
-// analysis reads it: decoded once, when run.start is collected, and
-// loosely (a journal from another version still renders).
-type startConfig struct {
-	scenarioRecord
-	// Expectations are decoded strictly, apart (configExpectations): an
-	// unreadable section is a failed expectation, not a lost report.
-	Expectations json.RawMessage `json:"expectations"`
-}
-
-// decodeStart decodes run.start's config; nil when there is none or it
-// does not decode (then only the expectations are tried, in
-// configExpectations).
-func decodeStart(cfg json.RawMessage) *startConfig {
-	if len(cfg) == 0 {
-		return nil
-	}
-	var sc startConfig
-	if json.Unmarshal(cfg, &sc) != nil {
-		return nil
-	}
-	return &sc
-}
-
-// breakerSeries is the metric the gateway's metrics preset reads: the
-// reference gateway's by default (built-in), none for a URL gateway
-// without metrics.
-func (r *scenarioRecord) breakerSeries() []string {
-	m := r.Gateway.Metrics
-	switch {
-	case m == nil && r.Gateway.Builtin != nil:
-		return []string{observe.PresetMetric(observe.DefaultPreset)}
-	case m == nil:
-		return nil
-	case m.Custom != nil && m.Custom.Metric != "":
-		return []string{m.Custom.Metric}
-	}
-	preset := m.Preset
-	if preset == "" {
-		preset = observe.DefaultPreset
-	}
-	if s := observe.PresetMetric(preset); s != "" {
-		return []string{s}
-	}
-	return nil
 }

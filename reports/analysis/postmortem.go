@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/num"
-
-	"github.com/halfopen/rehearse/gateway"
 )
 
 // What a postmortem reader needs beside the figures: what was injected,
@@ -162,41 +159,6 @@ func targeting(probability float64, rec *scenarioRecord, name string) string {
 	return strings.Join(parts, ", ")
 }
 
-// builtinSettings reads the built-in gateway's configuration from the
-// scenario record, defaults applied as the gateway applies them.
-func builtinSettings(rec *scenarioRecord) *GatewaySettings {
-	b := rec.Gateway.Builtin
-	if b == nil {
-		return nil
-	}
-	var cfg gateway.Config
-	if len(b.Config) > 0 && string(b.Config) != "null" {
-		if json.Unmarshal(b.Config, &cfg) != nil {
-			return nil
-		}
-	}
-	cfg = cfg.WithDefaults()
-	gs := &GatewaySettings{Instances: max(b.Instances, 1)}
-	v := reflect.ValueOf(cfg.Breaker)
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if key == "" || key == "-" || !f.IsExported() {
-			continue
-		}
-		fv := v.Field(i)
-		if fv.Kind() == reflect.Pointer {
-			if fv.IsNil() {
-				gs.Breaker = append(gs.Breaker, Setting{Key: key, Value: "default"})
-				continue
-			}
-			fv = fv.Elem()
-		}
-		gs.Breaker = append(gs.Breaker, Setting{Key: key, Value: fmt.Sprint(fv.Interface())})
-	}
-	return gs
-}
-
 // faultNoun names what a fault type did to the requests it applied to.
 var faultNoun = map[string][2]string{
 	"status":        {"error response", "error responses"},
@@ -316,25 +278,4 @@ func openedAfterWords(ep *Episode) string {
 		return fmt.Sprintf("between %s and %s", num.Sec(*b.Min), num.Sec(*b.Max))
 	}
 	return num.Sec(*ep.OpenedAfterS)
-}
-
-// NoteResolvedAssumed is the note of a report rendered from a journal
-// whose run.start does not record what the build resolved: the settings
-// and series shown are this build's, which may not be what the run used.
-const NoteResolvedAssumed = "run.start does not record the resolved gateway settings or metric series (a journal written before they were recorded): the built-in gateway's settings shown apply this build's defaults, and the Prometheus links read this build's preset series"
-
-// Resolve is what a run records in run.start (journal.Resolved) from its
-// compiled scenario (run.start's config): the built-in gateway's breaker
-// settings with this build's defaults applied, and the breaker-state
-// series its metrics preset reads. nil when the config cannot be read.
-func Resolve(config json.RawMessage) *journal.Resolved {
-	sc := decodeStart(config)
-	if sc == nil {
-		return nil
-	}
-	return resolve(&sc.scenarioRecord)
-}
-
-func resolve(rec *scenarioRecord) *journal.Resolved {
-	return &journal.Resolved{Gateway: builtinSettings(rec), BreakerSeries: rec.breakerSeries()}
 }
