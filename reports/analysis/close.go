@@ -1,0 +1,203 @@
+package analysis
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// closeSlack forgives a call's end recorded a little before the request
+// the gateway blocked after it (two processes' clocks read a moment
+// apart). closeSlackLate forgives an end recorded after the first resumed
+// call arrived: the upstream stamps a call's end once its handler has
+// returned, which on a loaded machine can be tens of milliseconds after
+// the gateway had the answer and forwarded the next request.
+const (
+	closeSlack     = 5 * time.Millisecond
+	closeSlackLate = 50 * time.Millisecond
+)
+
+// failedKnownBy reports whether a call of the upstream (live, tagged or
+// health check) that arrived in [from, to) had failed by `by`: its end
+// came by then (an end the upstream did not record counts). A breaker
+// trips on a failure's answer: calls let through after a close that fail
+// only later (slow calls timing out) cannot have tripped it before a
+// request it turned away meanwhile — a half-open admitting several calls
+// that turns the next ones away while they are in flight, not a close and
+// a re-trip.
+func (u *upstreamRun) failedKnownBy(from, to, by time.Duration) bool {
+	c, ci := u.c, u.calls
+	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= from })
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= to {
+			break
+		}
+		if k.failed && (!k.hasEnd || k.end <= by) {
+			return true
+		}
+	}
+	return false
+}
+
+// failedBetween reports whether any call of the upstream (live, tagged or
+// health check) that arrived in [from, to) failed.
+func (u *upstreamRun) failedBetween(from, to time.Duration) bool {
+	return u.failedKnownBy(from, to, math.MaxInt64)
+}
+
+// closeOf places the close of cy, whose forwarding resumed with call fr
+// after the last blocked request, sent at lastBlocked. The breaker closed
+// in (lastBlocked, arrival of fr]: it was still open when it blocked that
+// request and closed by the time it forwarded fr. A breaker that closes on
+// a success closes when a successful probe's response comes back: if one
+// ended in that window (an admitted live call, a tagged probe, or a health
+// check when the checks are the gate), the close is its end, exact;
+// several: the last (a half-open that counts several successes closes on
+// the last one). If none did, the breaker closed on a timer (failures
+// expired, a ramp ended, a quick probe's success cannot be told from
+// that) and the close is known to the window only: the estimate is the
+// first resumed call, the earliest bound the last blocked request. When
+// more than one call the half-open let through succeeded in the window,
+// the breaker may have closed on any of them (a half-open counting k of
+// the n calls it let through closes on the k-th): closeFirst keeps the
+// earliest, and the close is bounded between it and the last. Passing
+// health checks keep the last: a check-gated breaker closes on the rise-th
+// check in a row, and two checks both in the window (no request sent
+// between them) cannot tell a rise of 1 from 2 — a known limit the count
+// states as the last (docs/analysis.md).
+func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32) {
+	c, ci := u.c, u.calls
+	hi := c.calls[fr].t
+	cy.closeLo, cy.closeAt, cy.closeBy, cy.maybeProbe, cy.closeInFlight = lastBlocked, hi, -1, false, false
+	cy.pending, cy.pendingEnd, cy.closeFirst = false, -1, -1
+	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
+	checksGate := !cy.noChecks
+	for i := range cy.admitted {
+		if !c.calls[i].tagged {
+			checksGate = false
+			break
+		}
+	}
+	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })
+	best, first := time.Duration(-1), time.Duration(-1)
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= hi {
+			break
+		}
+		if k.failed || !k.hasEnd {
+			continue
+		}
+		if !cy.admitted[i] && !k.tagged && !(k.health && checksGate) {
+			continue
+		}
+		// The upstream stamps a call's end once its handler returns,
+		// which can be a moment after the gateway got the answer and
+		// forwarded the next request: slack on both sides. A health
+		// check runs on the gateway's own schedule, beside whatever else
+		// closes the breaker: one that ended before a request the gateway
+		// then turned away, by more than the gateway took to forward a
+		// request just then, did not close it (a breaker whose failures
+		// expire, with checks passing throughout, has a check end near
+		// the expiry by chance, every cycle when the periods are in step).
+		early := closeSlack
+		if k.health {
+			early = min(max(cy.react, time.Millisecond), closeSlack)
+		}
+		if e := k.end; e > lastBlocked-early && e <= hi+closeSlackLate {
+			if !k.health && (first < 0 || e < first) {
+				first = e
+			}
+			if e > best {
+				best, cy.closeBy = e, i
+			}
+		}
+	}
+	if best >= 0 {
+		cy.closeAt = min(best, hi)
+		cy.closeLo = cy.closeAt
+		if first >= 0 && first < best && !c.calls[cy.closeBy].health {
+			cy.closeFirst = min(first, hi)
+		}
+		u.pendingAt(cy, lo, hi)
+		return
+	}
+	// A successful call the open breaker let through was still in flight
+	// by the upstream's record when traffic resumed: the gateway had its
+	// answer already (the upstream stamps an end once its handler has
+	// returned, which a loaded machine can delay by far more than
+	// closeSlackLate). The breaker closed on that answer, somewhere in
+	// the window: the success counts, the moment is bounded.
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= hi {
+			break
+		}
+		if cy.admitted[i] && !k.tagged && !k.failed && k.hasEnd && k.end > hi {
+			cy.closeBy, cy.closeInFlight = i, true
+		}
+	}
+	if cy.closeBy >= 0 {
+		return
+	}
+	// No success in the window. If fr itself was alone in flight (it
+	// ended before the next call came), it may have been the probe after
+	// which the breaker closed (on its success, or on a failure the
+	// gateway does not count) or the first call after a timer closed it:
+	// the bounds cover both.
+	if k := &c.calls[fr]; next < 0 || k.end <= c.calls[next].t {
+		cy.maybeProbe = true
+		return
+	}
+	// fr and the next were in flight together. Had a half-open let both
+	// through as probes, it closed on their successes: if one of them
+	// succeeded before the third resumed call arrived, that cannot be told
+	// from a timer's close either. Only a breaker that forwarded the third
+	// before any had succeeded needed no success.
+	if th := cy.th; th >= 0 {
+		for _, i := range [2]int32{fr, next} {
+			if k := &c.calls[i]; !k.failed && k.hasEnd && k.end <= c.calls[th].t {
+				cy.maybeProbe = true
+			}
+		}
+	}
+}
+
+// pendingAt marks cy pending when a call the open breaker let through
+// (an admission, from ci[lo:]) was still in flight, by the upstream's
+// record, when traffic resumed with the call that arrived at hi, although
+// a success had ended in the close window. A half-open that needs all the
+// calls it let through to succeed turns requests away until the last has
+// (gobreaker's MaxRequests), so traffic resuming first means the breaker
+// had closed on the success that ended, or was letting the next call in
+// on a slot that success gave back (failsafe-go's half-open: several
+// executions at once, each giving its permit back as it ends) and closed
+// on a later answer — the one still in flight, or a later call's.
+// Nothing seen from outside tells these apart. The close lies between the
+// success's end and the end of the last call in flight (if all of them
+// succeeded: by then every call of that half-open had, so any count it
+// needed was met; the answer head may have decided it earlier), and
+// successes_to_close is unknown.
+func (u *upstreamRun) pendingAt(cy *cyc, lo int, hi time.Duration) {
+	c, ci := u.c, u.calls
+	latest, known := time.Duration(-1), true
+	for _, i := range ci[lo:] {
+		k := &c.calls[i]
+		if k.t >= hi {
+			break
+		}
+		if !cy.admitted[i] || k.tagged || (k.hasEnd && k.end <= hi+closeSlackLate) {
+			continue
+		}
+		cy.pending = true
+		if k.failed || !k.hasEnd {
+			known = false
+			continue
+		}
+		latest = max(latest, k.end)
+	}
+	if cy.pending && known {
+		cy.pendingEnd = latest
+	}
+}

@@ -1,0 +1,185 @@
+package analysis
+
+import (
+	"sort"
+	"time"
+)
+
+// splitExpiry: in a cycle whose close was evidenced as a timer's (traffic
+// resumed with calls in flight together, no success to close on), the
+// breaker forgets failures after a period; each lone call it let through
+// while "open" was in fact the breaker closing when a failure expired, and
+// that call's failure tripping it again. Every re-trip is its own cycle:
+// the cycle is split at each run of admitted calls, closing when the run's
+// first call arrived (bounded below by the request blocked before it) and
+// opening again when its last failed.
+//
+// A breaker has one shape: once any cycle of the upstream shows that its
+// failures expire, the cycles whose close alone could not tell (the call
+// after which traffic resumed was alone in flight) are read the same way.
+// Besides a timer's close, a re-admission shows it: after an admitted call
+// failed and requests were turned away again, the next one was let
+// through far sooner than the first was after the open. A breaker that
+// probes waits at least its cooldown again after a failed probe; one whose
+// failures expire lets a call through whenever the next remembered
+// failure is forgotten, which can be moments later.
+func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
+	c := u.c
+	expires := false
+	for _, cy := range cycles {
+		if adm, ok := u.expiryCandidate(cy); ok && (!cy.maybeProbe || u.quickReadmission(cy, adm)) {
+			expires = true
+			break
+		}
+	}
+	var out []*cyc
+	for _, cy := range cycles {
+		adm, ok := u.expiryCandidate(cy)
+		if ok && cy.maybeProbe && expires {
+			// Read as the upstream's other cycles show: the failures
+			// expired, and the close came before the first resumed call.
+			cy.maybeProbe, cy.expiryByOthers = false, true
+		}
+		if !ok || len(adm) == 0 || cy.maybeProbe {
+			out = append(out, cy)
+			continue
+		}
+		cur := cy
+		final := *cy
+		for g := 0; g < len(adm); {
+			// A run: admitted calls with no blocked request between them.
+			h := g + 1
+			for h < len(adm) && !cy.blockedBetween(c.calls[adm[h-1]].t, c.calls[adm[h]].t) {
+				h++
+			}
+			first, last := adm[g], adm[h-1]
+			ft := c.calls[first].t
+			// Close the current segment at the run's first arrival.
+			lb := time.Duration(-1)
+			for _, b := range cy.blockedAt {
+				if b < ft {
+					lb = b
+				}
+			}
+			nb := cy.nextBlocked(c.calls[last].t)
+			next := newCycBounded(u.openBounds(nb, nb, last))
+			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
+			cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = ft, max(lb, cur.openAt), -1, false
+			cur.admitted = map[int32]bool{}
+			out = append(out, cur)
+			cur = next
+			g = h
+		}
+		// The last segment ends as the whole cycle did.
+		cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = final.closeAt, final.closeLo, final.closeBy, final.maybeProbe
+		cur.sinceClose = final.sinceClose
+		cur.lb, cur.fr, cur.nx, cur.react, cur.th = final.lb, final.fr, final.nx, final.react, final.th
+		out = append(out, cur)
+		// Blocked requests to the segment they fell in.
+		redistributeBlocked(out[len(out)-countRuns(cy, adm, c)-1:], cy)
+	}
+	return out
+}
+
+// expiryCandidate reports whether cy may be a passive-expiry cycle (it
+// closed with no success to close on, its admissions untagged and no
+// ramp among them) and returns its admitted calls in arrival order.
+func (u *upstreamRun) expiryCandidate(cy *cyc) ([]int32, bool) {
+	c := u.c
+	if cy.closeAt < 0 || cy.closeBy >= 0 {
+		return nil, false
+	}
+	adm := make([]int32, 0, len(cy.admitted))
+	for i := range cy.admitted {
+		if c.calls[i].tagged {
+			return nil, false
+		}
+		adm = append(adm, i)
+	}
+	sort.Slice(adm, func(a, b int) bool { return c.calls[adm[a]].t < c.calls[adm[b]].t })
+	if ramp, _ := u.rampEvidence(cy, adm); ramp {
+		// Successes let through while still turning requests away: a
+		// ramp, not expiries.
+		return nil, false
+	}
+	return adm, true
+}
+
+// quickReadmission reports whether, after an admitted call of cy failed
+// and a request was turned away, the next admission came sooner than half
+// the wait from the open to the first one.
+func (u *upstreamRun) quickReadmission(cy *cyc, adm []int32) bool {
+	c := u.c
+	if len(adm) < 2 {
+		return false
+	}
+	first := c.calls[adm[0]].t - cy.openAt
+	for i := 0; i+1 < len(adm); i++ {
+		k, n := &c.calls[adm[i]], &c.calls[adm[i+1]]
+		if !k.failed || !k.hasEnd || n.t <= k.end || !cy.blockedBetween(k.end, n.t) {
+			continue
+		}
+		if 2*(n.t-k.end) < first {
+			return true
+		}
+	}
+	return false
+}
+
+// nextBlocked is the first request the cycle blocked after t.
+func (cy *cyc) nextBlocked(t time.Duration) time.Duration {
+	i := sort.Search(len(cy.blockedAt), func(i int) bool { return cy.blockedAt[i] > t })
+	if i < len(cy.blockedAt) {
+		return cy.blockedAt[i]
+	}
+	return t
+}
+
+// countRuns counts the runs of admitted calls splitExpiry split at.
+func countRuns(cy *cyc, adm []int32, c *collector) int {
+	n := 0
+	for g := 0; g < len(adm); {
+		h := g + 1
+		for h < len(adm) && !cy.blockedBetween(c.calls[adm[h-1]].t, c.calls[adm[h]].t) {
+			h++
+		}
+		n++
+		g = h
+	}
+	return n
+}
+
+// redistributeBlocked gives each segment of a split cycle the blocked
+// requests sent while it was open.
+func redistributeBlocked(segs []*cyc, whole *cyc) {
+	all, allDone, ffRatio := whole.blockedAt, whole.blockedDone, whole.ff
+	for _, s := range segs {
+		s.blockedAt, s.blockedDone, s.blocked = nil, nil, 0
+	}
+	for j, b := range all {
+		for _, s := range segs {
+			end := s.closeAt
+			if end < 0 {
+				end = 1<<63 - 1
+			}
+			if b >= s.openAt-closeSlack && b < end {
+				s.blockedAt = append(s.blockedAt, b)
+				s.blockedDone = append(s.blockedDone, allDone[j])
+				s.blocked++
+				break
+			}
+		}
+	}
+	// Fast-fails are not kept per request: share them in proportion.
+	if n := int64(len(all)); n > 0 {
+		left := ffRatio
+		for i, s := range segs {
+			if i == len(segs)-1 {
+				s.ff = left
+				break
+			}
+			s.ff = ffRatio * s.blocked / n
+			left -= s.ff
+		}
+	}
+}

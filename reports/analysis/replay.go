@@ -1,0 +1,276 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/halfopen/rehearse/internal/stats"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/reports/num"
+)
+
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(24*time.Hour/time.Microsecond), 3)
+}
+
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	us := max(int64(d/time.Microsecond), 0)
+	_ = h.RecordValue(min(us, h.HighestTrackableValue()))
+}
+
+// percentiles reads a µs histogram as milliseconds.
+func percentiles(h *hdrhistogram.Histogram, p90 bool) Percentiles {
+	if h.TotalCount() == 0 {
+		return Percentiles{}
+	}
+	f := func(q float64) *float64 { return Ptr(num.Round3(float64(h.ValueAtQuantile(q)) / 1000)) }
+	p := Percentiles{P50: f(50), P99: f(99), Max: Ptr(num.Round3(float64(h.Max()) / 1000))}
+	if p90 {
+		p.P90 = f(90)
+	}
+	return p
+}
+
+func (c *collector) replayStats(a *Analysis) {
+	rs := &a.Replay
+	rs.AskedRatePerS = a.Run.RatePerS
+	h := newHist()
+	sends := make([]time.Duration, 0, len(c.reqs)) // grown by appends, 5× its size in garbage
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		rs.Due++
+		if r.late {
+			rs.Late++
+		}
+		if r.outcome == outDropped || r.sent == 0 {
+			rs.Dropped++
+			continue
+		}
+		rs.Sent++
+		record(h, r.sent-r.sched)
+		sends = append(sends, r.sent)
+	}
+	rs.LatenessMs = percentiles(h, false)
+	// The achieved rate and the gaps come from when requests actually
+	// went out, not from the schedule: a stalled replayer sends late, not
+	// less, and only the send times show it.
+	slices.Sort(sends)
+	if n := len(sends); n > 1 && sends[n-1] > sends[0] {
+		rs.ObservedRatePerS = num.Round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
+		var gap, at time.Duration
+		for i := 1; i < n; i++ {
+			if d := sends[i] - sends[i-1]; d > gap {
+				gap, at = d, sends[i-1]
+			}
+		}
+		rs.LongestSendGapMs = Ptr(ms(gap))
+		rs.LongestSendGapAtS = Ptr(seconds(at))
+	}
+	for i := range c.calls {
+		if c.calls[i].hasSeq {
+			rs.SeqForwarded = true
+			break
+		}
+	}
+	if note := c.replayStall(sends, rs); note != "" {
+		a.Notes = append(a.Notes, note)
+	}
+}
+
+// NoteReplayStalled begins the note of a run whose replay sent nothing for
+// longer than the analysis can see through (replayStall).
+const NoteReplayStalled = "the replay stalled"
+
+// replayStall says, as a note, when requests were due and none went out
+// for longer than max(GapFactor × the schedule's interval, MinGap): a
+// stalled replayer or machine (or a full in-flight cap). That is the span
+// the analysis itself reads as a breaker turning traffic away when it has
+// nothing else to go on, so an open or a close inside it goes unseen, and
+// the breaker figures around it are only as good as the few requests
+// either side. sends are the send times, sorted; c.reqs are in schedule
+// order. Empty when the replay kept up.
+func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
+	if len(c.reqs) < 2 {
+		return ""
+	}
+	// The schedule's interval: the asked rate's, or (a capture's own
+	// timing) the median spacing of the due times.
+	var iv time.Duration
+	if rs.AskedRatePerS > 0 {
+		iv = time.Duration(float64(time.Second) / rs.AskedRatePerS)
+	} else {
+		var sp []time.Duration
+		for i := 1; i < len(c.reqs); i++ {
+			if d := c.reqs[i].sched - c.reqs[i-1].sched; d > 0 {
+				sp = append(sp, d)
+			}
+		}
+		if len(sp) == 0 {
+			return ""
+		}
+		iv = num.Median(sp)
+	}
+	limit := max(GapFactor*iv, MinGap)
+	// The longest a due request waited for the next send at or after its
+	// due time: a request late itself, or dropped while nothing went out.
+	// A stall is one such wait per next send (the requests due before the
+	// same send waited in the same stall).
+	var hole, from time.Duration
+	stalls, last := 0, -1
+	for i := range c.reqs {
+		due := c.reqs[i].sched
+		j, _ := slices.BinarySearch(sends, due)
+		if j == len(sends) {
+			break // nothing sent after it: the replay's end, not a stall
+		}
+		d := sends[j] - due
+		if d <= limit {
+			continue
+		}
+		if j != last {
+			stalls, last = stalls+1, j
+		}
+		if d > hole {
+			hole, from = d, due
+		}
+	}
+	if stalls == 0 {
+		return ""
+	}
+	spans := "once"
+	if stalls > 1 {
+		spans = fmt.Sprintf("%d times, the longest", stalls)
+	}
+	return fmt.Sprintf("%s: requests were due and none was sent for longer than %s (%d × the %s between requests, at least %s) %s for %s from %s into the run (%d of %d requests dropped); the analysis cannot see through that: an open or a close of a breaker in such a span is unseen, and the breaker figures around it rest on the few requests either side",
+		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), spans, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
+}
+
+// phases computes client figures before, during and after the faults.
+func (c *collector) phases(a *Analysis, fr frame) {
+	type span struct {
+		name       string
+		start, end time.Duration
+	}
+	runEnd := fr.end
+	spans := []span{{"before", 0, runEnd + 1}}
+	if fr.faultStart >= 0 {
+		spans = []span{{"before", 0, fr.faultStart}, {"during", fr.faultStart, fr.faultEnd}, {"after", fr.faultEnd, runEnd + 1}}
+	}
+	var totalCalls, totalReqs int64
+	for _, sp := range spans {
+		ps := &PhaseStats{StartS: seconds(sp.start), EndS: seconds(min(sp.end, runEnd)), Outcomes: map[string]int64{}}
+		h := newHist()
+		var ok, sent int64
+		lo := sort.Search(len(c.reqs), func(i int) bool { return c.reqs[i].sched >= sp.start })
+		for i := lo; i < len(c.reqs) && c.reqs[i].sched < sp.end; i++ {
+			r := &c.reqs[i]
+			ps.Requests++
+			ps.Outcomes[r.outcome.Value()]++
+			if r.outcome == outOK {
+				ok++
+			}
+			if r.sent > 0 {
+				sent++
+			}
+			if r.done > 0 {
+				record(h, r.lat())
+			}
+		}
+		lo = sort.Search(len(c.calls), func(i int) bool { return c.calls[i].t >= sp.start })
+		for i := lo; i < len(c.calls) && c.calls[i].t < sp.end; i++ {
+			if !c.calls[i].health {
+				ps.UpstreamCalls++
+			}
+		}
+		ps.SuccessRatio = ratio(ok, ps.Requests)
+		ps.LatencyMs = percentiles(h, true)
+		ps.Amplification = ratio(ps.UpstreamCalls, sent)
+		a.Phases[sp.name] = ps
+		totalCalls += ps.UpstreamCalls
+		totalReqs += sent
+		switch sp.name {
+		case "before":
+			a.Amplification.Before = ps.Amplification
+		case "during":
+			a.Amplification.During = ps.Amplification
+		case "after":
+			a.Amplification.After = ps.Amplification
+		}
+	}
+	a.Amplification.Overall = ratio(totalCalls, totalReqs)
+}
+
+// clientGroup maps an outcome to a timeline lane group.
+func clientGroup(o string) string {
+	switch journal.Outcome(o) {
+	case journal.OutcomeOK:
+		return "ok"
+	case journal.OutcomeFastFail:
+		return "fast_fail"
+	case journal.OutcomeHTTP5xx:
+		return "http_5xx"
+	case journal.OutcomeHTTP4xx:
+		return "http_4xx"
+	case journal.OutcomeDropped:
+		return "dropped"
+	default:
+		return "transport"
+	}
+}
+
+// ClientGroups are the client outcome groups of the timeline, bottom up.
+var ClientGroups = []string{"ok", "fast_fail", "http_4xx", "http_5xx", "transport", "dropped"}
+
+func (c *collector) clientTimeline(tl *Timeline) {
+	for _, g := range ClientGroups {
+		tl.Client[g] = make([]int32, tl.Seconds)
+	}
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		// Binned by when the request went out, so that a stall and the
+		// burst after it show; a request never sent is binned when due.
+		t := r.sent
+		if t == 0 {
+			t = r.sched
+		}
+		s := int(t / time.Second)
+		if s < 0 || s >= tl.Seconds {
+			continue
+		}
+		g := clientGroup(r.outcome.Value())
+		if r.fastFail {
+			g = "fast_fail"
+		}
+		tl.Client[g][s]++
+	}
+}
+
+// duringRun summarises the platform samples taken through the run.
+func duringRun(samples []*journal.PlatformSample) (*TimerDuringRun, *LoadDuringRun) {
+	var p50, p99, load []float64
+	maxMs := 0.0
+	for _, s := range samples {
+		if t := s.Timer; t != nil {
+			p50, p99 = append(p50, ms(t.P50)), append(p99, ms(t.P99))
+			maxMs = math.Max(maxMs, ms(t.Max))
+		}
+		if s.Load1 != nil {
+			load = append(load, *s.Load1)
+		}
+	}
+	var tr *TimerDuringRun
+	var lr *LoadDuringRun
+	if len(p50) > 0 {
+		tr = &TimerDuringRun{Bursts: len(p50), P50Ms: num.Round3(stats.Summarize([][]float64{p50}).Median),
+			P99Ms: num.Round3(stats.Summarize([][]float64{p99}).Median), MaxMs: num.Round3(maxMs)}
+	}
+	if len(load) > 0 {
+		ls := stats.Summarize([][]float64{load})
+		lr = &LoadDuringRun{Samples: len(load), Median: num.Round3(ls.Median), Max: num.Round3(slices.Max(load))}
+	}
+	return tr, lr
+}
