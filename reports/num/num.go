@@ -117,14 +117,6 @@ func NumP(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-// IntP is *p, or a dash when unknown.
-func IntP(p *int) string {
-	if p == nil {
-		return "—"
-	}
-	return fmt.Sprint(*p)
-}
-
 // PctP is the ratio *p as a percentage with one decimal, or a dash.
 func PctP(p *float64) string {
 	if p == nil {
@@ -150,14 +142,6 @@ func Tri(p *bool, yes, no string) string {
 		return yes
 	}
 	return no
-}
-
-// Int64P is *p, or a dash when unknown.
-func Int64P(p *int64) string {
-	if p == nil {
-		return "—"
-	}
-	return fmt.Sprint(*p)
 }
 
 // OrDash is s, or a dash when s is empty.
