@@ -246,12 +246,6 @@ func (l *retryLog) failedCall(c *rCall) bool {
 	return o != journal.OutcomeUpstreamComplete && o != ""
 }
 
-// retryKey names one client request's calls at one upstream.
-type retryKey struct {
-	up  uint16
-	seq uint64
-}
-
 // retryIndex is the calls of the log grouped by upstream and client request.
 type retryIndex struct {
 	l *retryLog

@@ -260,27 +260,22 @@ func lastShape(ep *Episode) string {
 	return ""
 }
 
-// openAt estimates when the breaker opened, given the first blocked
+// openBounds estimates when the breaker opened, given the first blocked
 // request and the last call a request reached before it. Breakers trip on
 // a failure's response: a failed call that ended before the first blocked
 // request and not before the last forwarded request arrived (the breaker
 // was still closed then); calls forwarded earlier may still be in flight,
 // so it need not be the last passed one. When several did, the earliest
-// is the estimate and the latest the bound (openBounds): the trip is any
-// of them, and calls in flight that fail one after another at the request
-// rate (timeouts of calls let through before the trip) bring the count to
-// the threshold at the first one after the last forwarded request. Without
-// one, the first blocked request.
-func (u *upstreamRun) openAt(firstBlocked time.Duration, lastPassed int32) time.Duration {
-	lo, _ := u.openBounds(firstBlocked, firstBlocked, lastPassed)
-	return lo
-}
-
-// openBounds is openAt with the latest failure that fits (hi == lo when
-// one does). answered is when the gateway answered the first blocked
-// request: it decided to turn it away somewhere between the client's send
-// and then (a loaded gateway takes a request in late), so a failure that
-// ended before that may have tripped it.
+// is the estimate (lo) and the latest the bound (hi; hi == lo when one
+// does): the trip is any of them, and calls in flight that fail one after
+// another at the request rate (timeouts of calls let through before the
+// trip) bring the count to the threshold at the first one after the last
+// forwarded request. Without one, the first blocked request.
+//
+// answered is when the gateway answered the first blocked request: it
+// decided to turn it away somewhere between the client's send and then (a
+// loaded gateway takes a request in late), so a failure that ended before
+// that may have tripped it.
 func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPassed int32) (lo, hi time.Duration) {
 	answered = max(answered, firstBlocked)
 	c, ci := u.c, u.calls
