@@ -80,3 +80,50 @@ func largeCorpus(t *testing.T, gaps bool) {
 		}
 	}
 }
+
+// BenchmarkTemplate is what a send costs to get its request ready: from
+// templates prepared up front (a corpus of up to maxTemplates), or
+// decoded from a compressed capture.Corpus and prepared on the send
+// (larger corpora), requests read in order as a replay reads them.
+//
+//	go test -run '^$' -bench Template -benchmem ./replay
+func BenchmarkTemplate(b *testing.B) {
+	mk := func(i int) *capture.Request {
+		return &capture.Request{Method: "POST", Target: "/tools/search", Proto: "HTTP/1.1", Host: "gw.internal:8080",
+			Header: []capture.HeaderField{{Name: "Host", Value: "gw.internal:8080"}, {Name: "User-Agent", Value: "openclaw-agent/0.9"},
+				{Name: "Accept", Value: "application/json"}, {Name: "Content-Type", Value: "application/json"},
+				{Name: "X-Request-Id", Value: fmt.Sprintf("req-%06d", i)}, {Name: "Authorization", Value: fmt.Sprintf("Bearer sk-fake-%08x", i)},
+				{Name: "Content-Length", Value: "96"}},
+			Body: fmt.Appendf(nil, `{"tool_call_id":"call_%04d","name":"search","arguments":{"query":"retry budget","top_k":5}}`, i)}
+	}
+	u, _ := url.Parse("http://127.0.0.1:1")
+	opt := Options{Target: u, Rate: 10, AllowWrites: true, Duration: time.Second}
+	small := make(Requests, maxTemplates)
+	var big capture.Corpus
+	for i := range 100_000 {
+		if i < maxTemplates {
+			small[i] = mk(i)
+		}
+		big.Append(mk(i))
+	}
+	big.Done()
+	for _, tc := range []struct {
+		name string
+		src  Source
+	}{{"prepared", small}, {"corpus", &big}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r, err := NewFrom(tc.src, opt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := uint64(0)
+			for b.Loop() {
+				if t := r.template(i); t.method != "POST" {
+					b.Fatal(t.method)
+				}
+				i++
+			}
+		})
+	}
+}
