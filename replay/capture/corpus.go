@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"time"
 
@@ -47,11 +48,18 @@ const (
 	corpusCache = 8
 )
 
-// The zstd encoder and decoder are shared: EncodeAll and DecodeAll are
-// safe for concurrent use.
+// The zstd encoder and decoder are shared (EncodeAll and DecodeAll are
+// safe for concurrent use), made on first use: a program that only
+// streams captures does not pay for them.
 var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
+	zenc = sync.OnceValue(func() *zstd.Encoder {
+		e, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		return e
+	})
+	zdec = sync.OnceValue(func() *zstd.Decoder {
+		d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
+		return d
+	})
 )
 
 // Len returns the number of requests.
@@ -96,9 +104,9 @@ func (c *Corpus) seal() {
 	if c.cur == nil {
 		return
 	}
-	z := zenc.EncodeAll(c.cur, c.cur[len(c.cur):len(c.cur)])
+	z := zenc().EncodeAll(c.cur, c.cur[len(c.cur):len(c.cur)])
 	if len(z) > cap(c.cur)-len(c.cur) {
-		z = zenc.EncodeAll(c.cur, nil) // did not fit after the block
+		z = zenc().EncodeAll(c.cur, nil) // did not fit after the block
 	}
 	b := c.arenaFor().alloc(len(z))
 	copy(b, z)
@@ -163,7 +171,10 @@ func (c *Corpus) block(b int) ([]byte, error) {
 		}
 	}
 	c.mu.Unlock()
-	data, err := zdec.DecodeAll(c.blocks[b], make([]byte, 0, corpusBlock+corpusBlock/4))
+	data, err := zdec().DecodeAll(c.blocks[b], make([]byte, 0, corpusBlock+corpusBlock/4))
+	// The block is in the arena, which c's cleanup unmaps once c is
+	// unreachable: c must stay reachable until the block is read.
+	runtime.KeepAlive(c)
 	if err != nil {
 		return nil, err
 	}
