@@ -18,7 +18,7 @@ import (
 // panic, and every error must be a capture error wrapping
 // rehearse.ErrInvalid with what was recovered before it.
 func FuzzExtract(f *testing.F) {
-	for _, name := range []string{"edge-sll.pcap", "edge-ipv6.pcapng", "snaplen-120.pcap"} {
+	for _, name := range []string{"edge-sll.pcap", "edge-ipv6.pcapng", "snaplen-120.pcap", "socks.pcap", "resync.pcap"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)

@@ -59,7 +59,7 @@ func FuzzSOCKSHandshake(f *testing.F) {
 }
 
 // FuzzRequestLine: a request line Go's net/http server takes (HTTP/1.x,
-// a method of fewer than maxMethod bytes) is taken by the tolerant
+// a method of fewer than maxMethod bytes, a target) is taken by the tolerant
 // scanner too, and whatever the scanner takes splits into a token method,
 // a target and the version, and is never reported malformed.
 func FuzzRequestLine(f *testing.F) {
@@ -94,7 +94,9 @@ func FuzzRequestLine(f *testing.F) {
 			}
 		}
 		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b)))
-		if err == nil && req.ProtoMajor == 1 && len(req.Method) < maxMethod && !ok {
+		// ReadRequest takes "CONNECT  HTTP/1.0" (two spaces) with an
+		// empty target; a line without a target is reported malformed.
+		if err == nil && req.ProtoMajor == 1 && len(req.Method) < maxMethod && req.RequestURI != "" && !ok {
 			t.Fatalf("%q: net/http takes it (%s %q %s), the scanner does not (malformed: %q)", line, req.Method, req.RequestURI, req.Proto, what)
 		}
 	})
