@@ -1,6 +1,9 @@
 package capture
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+)
 
 // A request line is taken as a tolerant server takes it: what Go's
 // net/http server or nginx accepts, whichever is more lenient, so that a
@@ -181,4 +184,68 @@ func shapedLike(b []byte, what string) (string, bool) {
 		}
 	}
 	return what, false
+}
+
+// canonicalLine reports whether block's request line is exactly method
+// SP target SP proto and a line end, as net/http parses it.
+func canonicalLine(block []byte, method, target, proto string) bool {
+	n := lineEnd(block)
+	line := block[:n]
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	return len(line) == len(method)+len(target)+len(proto)+2 && string(line[len(line)-len(proto):]) == proto
+}
+
+// withLine returns block with its request line replaced by method SP
+// target SP proto CRLF.
+func withLine(block []byte, method, target, proto string) []byte {
+	rest := block[lineEnd(block):]
+	fixed := make([]byte, 0, len(method)+len(target)+len(proto)+4+len(rest))
+	fixed = append(fixed, method...)
+	fixed = append(fixed, ' ')
+	fixed = append(fixed, target...)
+	fixed = append(fixed, ' ')
+	fixed = append(fixed, proto...)
+	fixed = append(fixed, "\r\n"...)
+	return append(fixed, rest...)
+}
+
+// tolerated counts the forms of a request line net/http refuses and
+// nginx takes.
+func (p *httpParser) tolerated(bits int) {
+	if bits == 0 {
+		return
+	}
+	for _, t := range toleratedNames {
+		if bits&t.bit != 0 {
+			p.x.st.ToleratedLines[t.name]++
+		}
+	}
+}
+
+// malformedLine reports the line at buf[0], which has a request line's
+// shape but which no tolerant server takes (what says which part), as a
+// malformed request (incomplete: never replayed), and looks for the next
+// request line after it.
+func (p *httpParser) malformedLine(what string) {
+	m := p.markAt(p.base)
+	method, target, proto, ok := splitRequestLine(p.buf)
+	if !ok {
+		first, _, _ := bytes.Cut(p.buf[:lineEnd(p.buf)], []byte(" "))
+		method, target = string(first), ""
+	}
+	why := "malformed request line: " + what
+	if what == "version" {
+		why += " " + strconv.Quote(cell(proto, 16))
+	}
+	r := &Request{Time: m.ts, Flow: p.flow, Method: method, Target: target, Proto: proto, pkt: m.pkt,
+		Incomplete: true, Problem: why}
+	p.x.st.MalformedLines[what]++
+	p.x.warn(p.flow, why+"; resynchronising on the next request line")
+	n := lineEnd(p.buf)
+	p.emit(r)
+	p.x.st.SkippedBytes += int64(n)
+	p.consume(n)
+	p.state = psResync
+	p.resyncing = true
 }
