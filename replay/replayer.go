@@ -171,16 +171,8 @@ func NewFrom(src Source, opt Options, opts ...Option) (*Replayer, error) {
 	if r.n == 0 {
 		return nil, fmt.Errorf("%w: replay: no request of the corpus can be sent as captured: %v", rehearse.ErrInvalid, r.unsendable)
 	}
-	if r.cfg.pacer == nil {
-		if o.Timing == TimingOriginal {
-			p, err := newOriginalPacer(times, o.Speed)
-			if err != nil {
-				return nil, err
-			}
-			r.cfg.pacer = p
-		} else {
-			r.cfg.pacer = ConstantPacer{Rate: o.Rate}
-		}
+	if err := r.defaultPacer(times); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.Transport != nil:
@@ -196,6 +188,25 @@ func NewFrom(src Source, opt Options, opts ...Option) (*Replayer, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// defaultPacer sets the pacer the options ask for unless one was given:
+// the capture's spacing (from the sendable requests' times) or a
+// constant rate.
+func (r *Replayer) defaultPacer(times []time.Time) error {
+	if r.cfg.pacer != nil {
+		return nil
+	}
+	if r.opt.Timing != TimingOriginal {
+		r.cfg.pacer = ConstantPacer{Rate: r.opt.Rate}
+		return nil
+	}
+	p, err := newOriginalPacer(times, r.opt.Speed)
+	if err != nil {
+		return err
+	}
+	r.cfg.pacer = p
+	return nil
 }
 
 // ownTransport is a transport of the replayer's own: its connections are
