@@ -332,9 +332,9 @@ type tsharkLoses string
 // pipelining tshark prints the values of several requests in one line
 // and leaves out absent ones, so a frame's Content-Length values are only
 // attributable when there is one per request.
-// extra are more tshark options (decode-as for tunnels on ports tshark
-// does not know).
-func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bool, loses tsharkLoses, extra ...string) {
+// decodeAs are more decode-as rules ("udp.port==8472,vxlan": tunnels on
+// ports tshark does not know).
+func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bool, loses tsharkLoses, decodeAs ...string) {
 	t.Helper()
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark not installed: cannot compare with it (apt-get install tshark)")
@@ -350,7 +350,7 @@ func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bo
 		ours = append(ours, line)
 		oursCL = append(oursCL, line+" "+r.Get("Content-Length"))
 	}
-	var decodes []string
+	decodes := slices.Clone(decodeAs)
 	for p := range ports {
 		decodes = append(decodes, fmt.Sprintf("tcp.port==%d,http", p))
 	}
@@ -384,7 +384,6 @@ func tsharkRequests(t *testing.T, path string, decodes ...string) (theirs, their
 	for _, d := range decodes {
 		args = append(args, "-d", d)
 	}
-	args = append(args, extra...)
 	out, err := exec.Command("tshark", args...).Output()
 	if err != nil {
 		t.Fatalf("tshark %v: %v", args, err)
