@@ -34,7 +34,7 @@ type tunnelCase struct {
 	tunnels map[string]int64
 	skipped map[string]int64
 	link    string
-	// tshark holds the options tshark needs to find the requests.
+	// tshark holds the decode-as rules tshark needs to find the requests.
 	tshark []string
 }
 
