@@ -34,6 +34,10 @@ func TestGatewayCmdErrors(t *testing.T) {
 		{"gateway", "--upstream", "search"},
 		{"gateway", "--upstream", "search=ftp://x"},
 		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--failure-ratio", "2"},
+		// strconv.ParseFloat accepts NaN and Inf, and NaN passes every
+		// comparison: the flag is refused like the YAML's .nan.
+		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--failure-ratio", "NaN"},
+		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--probe-deadline-factor", "+Inf"},
 		{"gateway", "--config", filepath.Join(dir, "missing.yaml")},
 	} {
 		if _, _, code := execute(t, args...); code != rehearse.ExitInvalid {
