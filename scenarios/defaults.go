@@ -17,6 +17,7 @@ import (
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
+	"github.com/halfopen/rehearse/replay/capture"
 )
 
 // Defaults of a scenario, in one place. The replay defaults are the
@@ -251,8 +252,10 @@ func (s *Scenario) Validate() error {
 
 	r := s.Replay
 	if !strings.HasPrefix(r.Capture, "builtin:") {
-		if _, err := os.Stat(s.CapturePath()); err != nil {
+		if fi, err := os.Stat(s.CapturePath()); err != nil {
 			add("replay.capture", fmt.Errorf("cannot read capture %s: %v", s.CapturePath(), errors.Unwrap(err)))
+		} else if err := capture.NotRegular(fi); err != nil {
+			add("replay.capture", fmt.Errorf("capture %w", err))
 		}
 	} else if _, err := OpenBuiltinCapture(strings.TrimPrefix(r.Capture, "builtin:")); err != nil {
 		add("replay.capture", err)
@@ -403,7 +406,7 @@ func (s *Scenario) OpenCapture() (io.ReadCloser, string, error) {
 		return rc, c, err
 	}
 	p := s.CapturePath()
-	f, err := os.Open(p)
+	f, err := capture.OpenFile(p)
 	if err != nil {
 		return nil, p, fmt.Errorf("%w: capture: %w", rehearse.ErrInvalid, err)
 	}
