@@ -157,7 +157,27 @@ func TestOverrideResultIsValidated(t *testing.T) {
 	// own validation says so.
 	s := parseT(t, "replay: {rate: 3}\n")
 	err := override(t, "rate", "200000").Apply(s)
-	if !errors.Is(err, rehearse.ErrInvalid) || !strings.Contains(err.Error(), "replay.rate") {
+	if !errors.Is(err, rehearse.ErrInvalid) || !strings.HasPrefix(err.Error(), "--rate: ") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestOverrideErrorNamesTheFlag: a value given on the command line that
+// validation refuses is reported as the flag, not at the line and column
+// of the file's value it replaced (which is not what is wrong).
+func TestOverrideErrorNamesTheFlag(t *testing.T) {
+	s := parseT(t, "version: 1\nreplay:\n  rate: 5\n")
+	err := override(t, "rate", "200000").Apply(s)
+	want := "--rate: want a rate between 0 and 100000 requests per second, got 200000"
+	if err == nil || err.Error() != want || !errors.Is(err, rehearse.ErrInvalid) {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+	// An error about a key of the file keeps its place, also when a
+	// flag's value is what makes it wrong.
+	s = parseT(t, "version: 1\nfaults:\n  - {type: status, upstream: search, at: 30s, params: {code: 503}}\n")
+	err = override(t, "duration", "20s").Apply(s)
+	want = "test.yaml:3:42: faults[0].at: the fault starts at 30s but the replay ends at 20s"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
 	}
 }
