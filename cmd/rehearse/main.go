@@ -31,11 +31,9 @@ func run() int {
 	// SIGINT, SIGTERM and SIGHUP (the terminal closed) cancel the context;
 	// commands stop cleanly, keep what they recorded, and return an error
 	// that maps to exit code 130.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-
 	root := newRootCmd(os.Stdout, os.Stderr)
-	err := root.ExecuteContext(ctx)
+	ctx := stopOnSignals(promisesOutcome(root, os.Args[1:]))
+	err := executeRoot(ctx, root)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, rehearse.ErrInterrupted) {
 		err = fmt.Errorf("%w: %w", rehearse.ErrInterrupted, err)
 	}
@@ -43,4 +41,30 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "rehearse:", redact.Text(err.Error()))
 	}
 	return rehearse.ExitCode(err)
+}
+
+// stopOnSignals returns a context cancelled by the first SIGINT, SIGTERM
+// or SIGHUP. A second one ends the process at once with exit code 130: a
+// command blocked where no context reaches (a read of standard input that
+// never comes, the open of a named pipe) would otherwise swallow every
+// signal but SIGKILL. What was written stays; the journal is line by
+// line, so it is a valid prefix, as after kill -9.
+//
+// outcome says whether the command promises an outcome line, which the
+// forced exit then prints.
+func stopOnSignals(outcome bool) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		<-sigs
+		cancel()
+		sig := <-sigs
+		fmt.Fprintf(os.Stderr, "rehearse: %v again: stopping now, without cleanup\n", sig)
+		if outcome {
+			fmt.Fprintln(os.Stdout, "outcome: interrupted")
+		}
+		os.Exit(rehearse.ExitInterrupted)
+	}()
+	return ctx
 }

@@ -69,8 +69,11 @@ func newRunCmd() *cobra.Command {
 		Long:    runLong,
 		Example: runExamples,
 		Args:    cobra.ExactArgs(1),
+		// Until RunE runs, executeRoot prints the outcome line.
+		Annotations: map[string]string{outcomeAnnotation: "pending"},
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			var res *rehearsal.Result
+			cmd.Annotations[outcomeAnnotation] = "own"
 			// Whatever happens, the last line on stdout says how it ended,
 			// in words: a log scrolled past or a CI console shows it.
 			defer func() {
@@ -186,7 +189,10 @@ func outcomeLine(res *rehearsal.Result, err error) string {
 	case rehearse.ExitInterrupted:
 		return "outcome: interrupted"
 	case rehearse.ExitInvalid:
-		return "outcome: invalid input: " + firstLine(err.Error())
+		// As below: an error that begins with its class
+		// ("invalid input: --out and --archive are exclusive") would
+		// say "invalid input: invalid input:".
+		return "outcome: invalid input: " + firstLine(strings.TrimPrefix(err.Error(), rehearse.ErrInvalid.Error()+": "))
 	default:
 		// The class is in the words already: "harness failure:
 		// environment failure: …" would say it twice.

@@ -328,3 +328,38 @@ func TestValidateSaysWhatIsReplayed(t *testing.T) {
 		t.Errorf("validate: %v\n got %q\nwant %q", err, out, want)
 	}
 }
+
+// TestRunOutcomeLineOnEveryPath: whatever refuses a run, cobra (a bad
+// flag, a missing argument, a bad global flag) or the run itself, stdout
+// ends with exactly one outcome line, with the class said once and a flag's
+// value reported as the flag.
+func TestRunOutcomeLineOnEveryPath(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok.yaml")
+	if err := os.WriteFile(ok, []byte("version: 1\nreplay:\n  rate: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", ok, "--bogus"}, "outcome: invalid input: unknown flag: --bogus"},
+		{[]string{"run"}, "outcome: invalid input: accepts 1 arg(s), received 0"},
+		{[]string{"--log-level", "loud", "run", ok}, `outcome: invalid input: --log-level "loud": want debug, info, warn or error`},
+		{[]string{"run", ok, "--rate", "0"}, `outcome: invalid input: invalid argument "0" for "--rate" flag: must be a positive number of requests per second, got 0`},
+		{[]string{"run", ok, "--rate", "200000", "--dry-run"}, "outcome: invalid input: --rate: want a rate between 0 and 100000 requests per second, got 200000"},
+		{[]string{"run", ok, "--out", filepath.Join(dir, "a"), "--archive", filepath.Join(dir, "b")}, "outcome: invalid input: --out and --archive are exclusive"},
+		{[]string{"run", filepath.Join(dir, "nope.yaml")}, "outcome: invalid input: scenario " + filepath.Join(dir, "nope.yaml") + ": no such file (built-in drills: rehearse scenarios list)"},
+	} {
+		out, _, code := execute(t, tt.args...)
+		if code != rehearse.ExitInvalid {
+			t.Errorf("%v: exit %d, want 2", tt.args, code)
+		}
+		if n := strings.Count(out, "outcome:"); n != 1 {
+			t.Errorf("%v: %d outcome lines in\n%s", tt.args, n, out)
+		}
+		if last := lastLine(out); last != tt.want {
+			t.Errorf("%v: last stdout line\n got %q\nwant %q", tt.args, last, tt.want)
+		}
+	}
+}
