@@ -55,13 +55,19 @@ type Plan struct {
 // would send (TLS, HTTP/2 or other protocols only, everything filtered out
 // or incomplete, writes refused), and a plan that can only fail
 // (scenarios.CheckObservable: an expectation the run cannot observe,
-// upstreams an external gateway cannot be pointed at). Every refusal is
+// upstreams an external gateway cannot be pointed at), and a listen
+// address beyond loopback without sc.AllowRemote. Every refusal is
 // invalid input (exit code 2), placed at the scenario key it comes from.
 // Check sends nothing and creates nothing. It is the one check of every
 // command that runs a scenario or schedules one: validate, run (before
 // anything starts), run --dry-run, and launchd and systemd print and
 // install.
 func Check(ctx context.Context, sc *scenarios.Scenario) (*Plan, error) {
+	// Before the capture is read: what would listen beyond loopback
+	// needs the command line's consent (sc.AllowRemote).
+	if err := sc.CheckListeners(); err != nil {
+		return nil, err
+	}
 	opt, err := sc.CaptureOptions()
 	if err != nil {
 		return nil, err

@@ -275,7 +275,7 @@ func (c *conductor) prepare(ctx context.Context) error {
 	}
 	listen := c.sc.GatewayListen()
 	for i := 0; i < b.Instances; i++ {
-		ln, err := net.Listen("tcp", listen)
+		ln, err := rehearse.Listen(listen)
 		if err != nil {
 			return fmt.Errorf("%w: built-in gateway: listen %s: %w", rehearse.ErrEnvironment, listen, err)
 		}

@@ -62,6 +62,7 @@ func newRunCmd() *cobra.Command {
 		keepFor  string
 		notifyTo string
 		dryRun   bool
+		remote   bool
 	)
 	cmd := &cobra.Command{
 		Use:     "run SCENARIO",
@@ -103,6 +104,7 @@ func newRunCmd() *cobra.Command {
 			if err := ov.Apply(sc); err != nil {
 				return err
 			}
+			sc.AllowRemote = remote
 			// The capture is checked before anything is created: a bad
 			// one leaves no run directory and no archive entry.
 			plan, err := rehearsal.Check(cmd.Context(), sc)
@@ -166,6 +168,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
+	f.BoolVar(&remote, "allow-remote", false, "allow the scenario's upstreams and built-in gateway to listen beyond loopback (they have no authentication)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (capture summary, gateway, upstreams and ports, fault timeline, expectations) and exit: 0 valid, 2 invalid; nothing is sent or written")
 	f.StringVar(&notifyTo, "notify", "", "when the run ends, POST a JSON summary to this webhook URL (Slack or any JSON receiver); a failed delivery is logged, the exit code is the run's")
 	return cmd

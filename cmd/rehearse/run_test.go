@@ -363,3 +363,23 @@ func TestRunOutcomeLineOnEveryPath(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesRemoteListenWithoutFlag: a scenario upstream on 0.0.0.0
+// needs --allow-remote in run and validate, as inject serve does; run
+// bound every address without asking.
+func TestRunRefusesRemoteListenWithoutFlag(t *testing.T) {
+	scenario := filepath.Join(t.TempDir(), "remote.yaml")
+	if err := os.WriteFile(scenario, []byte("version: 1\nupstreams:\n  - name: search\n    listen: 0.0.0.0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := scenario + ":4:13: upstreams[0].listen: 0.0.0.0:0 is not a loopback address"
+	for _, args := range [][]string{{"run", scenario, "--dry-run"}, {"validate", scenario}} {
+		_, err := executeErr(t, args...)
+		if rehearse.ExitCode(err) != rehearse.ExitInvalid || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("%v: %v, want exit 2 and %s", args, err, want)
+		}
+		if _, err := executeErr(t, append(args, "--allow-remote")...); err != nil {
+			t.Errorf("%v --allow-remote: %v", args, err)
+		}
+	}
+}
