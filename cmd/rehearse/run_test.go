@@ -383,3 +383,29 @@ func TestRunRefusesRemoteListenWithoutFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesJournalLink: a dangling journal.jsonl link in --out made
+// the journal land outside the run directory. The run is refused as a
+// harness failure and nothing is written where the link points.
+func TestRunRefusesJournalLink(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside.jsonl")
+	if err := os.Symlink(outside, filepath.Join(out, "journal.jsonl")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	scenario := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scenario, []byte("version: 1\nreplay: {duration: 1s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, code := execute(t, "run", scenario, "--out", out, "--quiet")
+	if code != rehearse.ExitEnvironment || !strings.Contains(lastLine(stdout), "is a symbolic link") {
+		t.Fatalf("exit %d, last line %q; want 3 naming the link", code, lastLine(stdout))
+	}
+	if _, err := os.Lstat(outside); !os.IsNotExist(err) {
+		t.Fatalf("the journal was written outside the run directory: %v", err)
+	}
+}
