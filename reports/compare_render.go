@@ -11,6 +11,7 @@ import (
 
 	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/canvas"
+	"github.com/halfopen/rehearse/internal/printable"
 	"github.com/halfopen/rehearse/internal/stats"
 )
 
@@ -358,5 +359,5 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 		Stats    string
 	}{c, template.CSS(reportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), shortDigest(c.Digest),
 		DocsURL(c.Version, "analysis.md"), DocsURL(c.Version, "cross-platform.md")})
-	return b.Bytes(), err
+	return printable.Bytes(b.Bytes()), err // as in HTML
 }

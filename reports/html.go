@@ -4,6 +4,8 @@ import (
 	"bytes"
 	_ "embed"
 	"html/template"
+
+	"github.com/halfopen/rehearse/internal/printable"
 )
 
 //go:embed assets/report.css
@@ -80,5 +82,7 @@ func HTML(a *Analysis) ([]byte, error) {
 		Desc []string
 		Docs string
 	}{v, template.CSS(reportCSS), template.HTML(TimelineSVG(a, SVGOptions{})), paragraphs(v.Description), DocsURL(a.Run.Version, "analysis.md")})
-	return b.Bytes(), err
+	// html/template leaves control characters as they are; no template
+	// writes one, so any in the page came from the journal.
+	return printable.Bytes(b.Bytes()), err
 }

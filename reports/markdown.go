@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/halfopen/rehearse/internal/printable"
 )
 
 // mdEscape makes text from the journal inert in Markdown while leaving
@@ -14,9 +16,12 @@ import (
 // break, a heading or quote at the start of a line). Renderers that do not
 // implement CommonMark's escapes (Confluence's, plain viewers) then show
 // "<=", "fast_fail" and "p99" as written, and a hostile name still cannot
-// inject markup (TestMarkdownCommonMark). Newlines become spaces.
+// inject markup (TestMarkdownCommonMark). Newlines become spaces; other
+// control characters show as their control pictures (printable.String).
 func mdEscape(s string) string {
-	r := []rune(s)
+	// Control characters (an ESC in a fault name) become visible: a
+	// terminal showing report.md would obey them.
+	r := []rune(printable.String(s))
 	var b strings.Builder
 	b.Grow(len(s))
 	alnum := func(i int) bool {

@@ -190,6 +190,9 @@ func (s *Scenario) Validate() error {
 		errs = append(errs, s.at(path, err))
 	}
 
+	if err := rehearse.CheckName(s.Name); err != nil {
+		add("name", err)
+	}
 	if s.Version != Version {
 		add("version", fmt.Errorf("unsupported version %d; this rehearse reads version %d", s.Version, Version))
 	}
