@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,7 +34,18 @@ func run() int {
 	// that maps to exit code 130.
 	root := newRootCmd(os.Stdout, os.Stderr)
 	ctx := stopOnSignals(promisesOutcome(root, os.Args[1:]))
+	// A reader that goes away (rehearse inspect … | head -1) made the
+	// next write to stdout kill the process with SIGPIPE (exit 141),
+	// before the deferred clean-ups ran (inspect builtin:'s temporary
+	// capture stayed in /tmp). With SIGPIPE caught, the write returns
+	// EPIPE, the command returns, its clean-ups run, and the end is
+	// quiet (closedOutput). Notify rather than Ignore: an ignored signal
+	// stays ignored in child processes (redis-server, launchctl).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err := executeRoot(ctx, root)
+	if closedOutput(err) {
+		return rehearse.ExitOK
+	}
 	if err != nil && ctx.Err() != nil && !errors.Is(err, rehearse.ErrInterrupted) {
 		err = fmt.Errorf("%w: %w", rehearse.ErrInterrupted, err)
 	}
@@ -41,6 +53,16 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "rehearse:", redact.Text(err.Error()))
 	}
 	return rehearse.ExitCode(err)
+}
+
+// closedOutput reports whether err is a write to a standard output or
+// error whose reader has gone, which ends a command as a pipe's reader
+// wished: quietly, exit 0, as cat or grep do. A broken pipe to anything
+// else (a socket to the gateway) is the command's own error.
+func closedOutput(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Op == "write" && (pe.Path == os.Stdout.Name() || pe.Path == os.Stderr.Name()) &&
+		errors.Is(pe.Err, syscall.EPIPE)
 }
 
 // stopOnSignals returns a context cancelled by the first SIGINT, SIGTERM

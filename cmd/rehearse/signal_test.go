@@ -348,3 +348,39 @@ func TestValidateFIFOCaptureEnds(t *testing.T) {
 		t.Fatal("validate still running after 20 s on a FIFO capture")
 	}
 }
+
+// TestClosedStdoutEndsQuietly: "inspect builtin:… | head -1" died of
+// SIGPIPE (exit 141) at the first write after head left, and left its
+// temporary copy of the capture behind. Now the write fails with EPIPE,
+// the command returns, the copy is removed, and the exit is 0 with no
+// error: the reader had what it wanted.
+func TestClosedStdoutEndsQuietly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := rehearseBinary(t)
+	tmp := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No reader at all: the first write to stdout breaks the pipe.
+	r.Close()
+	cmd := exec.Command(bin, "inspect", "builtin:agent-gateway", "--format", "jsonl")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Stdout = w
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	w.Close()
+	if err != nil {
+		t.Fatalf("exit: %v, want 0; stderr:\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "rehearse:") {
+		t.Errorf("an error was printed for a reader that left:\n%s", stderr.String())
+	}
+	left, _ := os.ReadDir(tmp)
+	for _, e := range left {
+		t.Errorf("temporary file left behind: %s", e.Name())
+	}
+}
