@@ -181,3 +181,22 @@ func TestOverrideErrorNamesTheFlag(t *testing.T) {
 		t.Fatalf("error %v, want %s", err, want)
 	}
 }
+
+// TestSeedFlagOutOfRange: a --seed beyond int64 says so, as the file's
+// seed does, instead of "want a whole number" for a whole number.
+func TestSeedFlagOutOfRange(t *testing.T) {
+	var seed *Override
+	for _, f := range NewOverrides().Flags() {
+		if f.Name == "seed" {
+			seed = f
+		}
+	}
+	err := seed.Set("99999999999999999999")
+	want := "out of range: want an integer from -9223372036854775808 to 9223372036854775807, got 99999999999999999999"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+	if err := seed.Set("-9223372036854775808"); err != nil {
+		t.Fatalf("the least int64: %v", err)
+	}
+}
