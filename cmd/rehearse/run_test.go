@@ -385,8 +385,9 @@ func TestRunRefusesRemoteListenWithoutFlag(t *testing.T) {
 }
 
 // TestRunRefusesJournalLink: a dangling journal.jsonl link in --out made
-// the journal land outside the run directory. The run is refused as a
-// harness failure and nothing is written where the link points.
+// the journal land outside the run directory. The run is refused (the
+// directory reads as holding a run, exit 2; were it not, journal.Create
+// refuses the link, exit 3) and nothing is written where the link points.
 func TestRunRefusesJournalLink(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run")
@@ -402,10 +403,33 @@ func TestRunRefusesJournalLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, _, code := execute(t, "run", scenario, "--out", out, "--quiet")
-	if code != rehearse.ExitEnvironment || !strings.Contains(lastLine(stdout), "is a symbolic link") {
-		t.Fatalf("exit %d, last line %q; want 3 naming the link", code, lastLine(stdout))
+	if code == rehearse.ExitOK || !strings.Contains(lastLine(stdout), "journal.jsonl") {
+		t.Fatalf("exit %d, last line %q; want a refusal naming journal.jsonl", code, lastLine(stdout))
 	}
 	if _, err := os.Lstat(outside); !os.IsNotExist(err) {
 		t.Fatalf("the journal was written outside the run directory: %v", err)
+	}
+}
+
+// TestReplayRefusesJournalLink: replay --out writes its journal with
+// journal.Create, which never follows a link: a dangling journal.jsonl
+// link is a harness failure and its target is never created.
+func TestReplayRefusesJournalLink(t *testing.T) {
+	_, target := serveRecorder(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside.jsonl")
+	if err := os.Symlink(outside, filepath.Join(out, "journal.jsonl")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	_, err := executeErr(t, "replay", secretsCapture, "--target", target, "--once", "--allow-writes", "--quiet", "--out", out)
+	if rehearse.ExitCode(err) != rehearse.ExitEnvironment || !strings.Contains(fmt.Sprint(err), "is a symbolic link") {
+		t.Fatalf("error %v, want exit 3 naming the link", err)
+	}
+	if _, err := os.Lstat(outside); !os.IsNotExist(err) {
+		t.Fatalf("the journal was written through the link: %v", err)
 	}
 }
