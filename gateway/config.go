@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -463,7 +464,7 @@ func (c Config) Validate() error {
 		return bad("breaker.window", "must be positive")
 	case b.MinSamples < 1:
 		return bad("breaker.min_samples", "must be at least 1, got %d", b.MinSamples)
-	case b.FailureRatio <= 0 || b.FailureRatio > 1:
+	case !(b.FailureRatio > 0 && b.FailureRatio <= 1): // NaN too (a flag can say NaN)
 		return bad("breaker.failure_ratio", "must be in (0, 1], got %g", b.FailureRatio)
 	case b.ConsecutiveFailures < 1:
 		return bad("breaker.consecutive_failures", "must be at least 1, got %d", b.ConsecutiveFailures)
@@ -475,8 +476,8 @@ func (c Config) Validate() error {
 		return bad("breaker.probe_interval", "must be positive")
 	case b.SuccessesToClose < 1:
 		return bad("breaker.successes_to_close", "must be at least 1, got %d", b.SuccessesToClose)
-	case b.ProbeDeadlineFactor < 1:
-		return bad("breaker.probe_deadline_factor", "must be at least 1, got %g", b.ProbeDeadlineFactor)
+	case !(b.ProbeDeadlineFactor >= 1) || math.IsInf(b.ProbeDeadlineFactor, 1):
+		return bad("breaker.probe_deadline_factor", "must be a finite number at least 1, got %g", b.ProbeDeadlineFactor)
 	case b.ProbeDeadlineMin <= 0:
 		return bad("breaker.probe_deadline_min", "must be positive")
 	case b.ProbeDeadlineMax < b.ProbeDeadlineMin:

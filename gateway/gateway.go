@@ -281,7 +281,7 @@ func (g *Gateway) Serve(ln net.Listener) error {
 // gracefully. A taken port wraps rehearse.ErrEnvironment. ready, if not
 // nil, is called with the bound address once listening.
 func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
-	ln, err := net.Listen("tcp", g.cfg.Listen)
+	ln, err := rehearse.Listen(g.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("%w: gateway listen %s: %w", rehearse.ErrEnvironment, g.cfg.Listen, err)
 	}

@@ -226,6 +226,9 @@ func (u UpstreamConfig) withDefaults() (UpstreamConfig, error) {
 	if u.Name == "" {
 		return u, &rehearse.ConfigError{Path: "name", Err: errors.New("missing: every upstream needs a name")}
 	}
+	if err := rehearse.CheckName(u.Name); err != nil {
+		return u, &rehearse.ConfigError{Path: "name", Err: err}
+	}
 	if u.Listen == "" {
 		u.Listen = DefaultListen
 	}

@@ -66,6 +66,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`5:9: faults[0].at: duration must be a string with a unit`},
 		{"wrong kind", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    probability: lots\n",
 			`5:18: faults[0].probability: want a number, got "lots"`},
+		{"control character in an upstream name", "upstreams: [{name: \"a\\e\"}]\n",
+			`1:20: upstreams[0].name: contains the control character U+001B at byte 1`},
 		{"probability range", "upstreams: [{name: a}]\nfaults:\n  - type: status\n    upstream: a\n    probability: 1.5\n",
 			`5:18: faults[0].probability: want a number between 0 and 1, got 1.5`},
 		{"unknown upstream field", "upstreams:\n  - name: a\n    port: 80\n",
@@ -180,6 +182,12 @@ func TestFaultDecodedAndBuiltOnce(t *testing.T) {
 	}
 	err = json.Unmarshal([]byte(`{"type": "status", "upstream": "a", "params": {"cod": 1}}`), &spec)
 	if err == nil || !strings.Contains(err.Error(), `params.cod: unknown field "cod"; allowed: body, code, headers`) {
+		t.Fatalf("JSON error: %v", err)
+	}
+	// A fault posted to the control API is a name in the journal and the
+	// reports: no control characters.
+	err = json.Unmarshal([]byte(`{"name": "evil\u001b[31m", "type": "status", "upstream": "a"}`), &spec)
+	if err == nil || !strings.Contains(err.Error(), `name: contains the control character U+001B at byte 4`) {
 		t.Fatalf("JSON error: %v", err)
 	}
 }

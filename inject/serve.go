@@ -142,7 +142,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	ctlErr := make(chan error, 1)
 	if o.Control != "" {
-		ln, err := net.Listen("tcp", o.Control)
+		ln, err := rehearse.Listen(o.Control)
 		if err != nil {
 			tw.Flush()
 			return finish(journal.EndFailed, fmt.Errorf("%w: control API: cannot listen on %s: %w", rehearse.ErrEnvironment, o.Control, err))
@@ -201,14 +201,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 // other machines can reach ("" and "0.0.0.0" mean every interface).
 func loopbackOnly(control string, upstreams []UpstreamConfig) error {
 	check := func(what, addr string) error {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return fmt.Errorf("%w: %s %q: want host:port", rehearse.ErrInvalid, what, addr)
 		}
-		if host == "localhost" {
-			return nil
-		}
-		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		if rehearse.CheckLoopback(addr) == nil { // the one rule of every listener
 			return nil
 		}
 		return fmt.Errorf("%w: %s %s is not a loopback address: the upstreams answer anyone and the control API injects faults for whoever reaches it, so other machines must not reach them; give --allow-remote to listen there anyway (the control API then requires a token)", rehearse.ErrInvalid, what, addr)

@@ -128,6 +128,9 @@ func (f *FaultSpec) validateEnvelope() error {
 	if f.Upstream == "" {
 		return bad("upstream", errors.New("missing: name the upstream the fault applies to"))
 	}
+	if err := rehearse.CheckName(f.Name); err != nil {
+		return bad("name", err)
+	}
 	if f.At < 0 {
 		return bad("at", fmt.Errorf("must not be negative, got %s", f.At))
 	}

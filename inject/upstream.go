@@ -114,7 +114,7 @@ func (u *upstream) Addr() string {
 }
 
 func (u *upstream) start() error {
-	ln, err := net.Listen("tcp", u.cfg.Listen)
+	ln, err := rehearse.Listen(u.cfg.Listen)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (u *upstream) Resume() error {
 
 // relisten binds u.addr again and serves it; the caller holds u.mu.
 func (u *upstream) relisten() bool {
-	ln, err := net.Listen("tcp", u.addr)
+	ln, err := rehearse.Listen(u.addr)
 	if err != nil {
 		return false
 	}

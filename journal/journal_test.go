@@ -392,3 +392,36 @@ func BenchmarkRedactPayload(b *testing.B) {
 		}
 	}
 }
+
+// TestCreateRefusesSymlink: a journal.jsonl link in a run directory,
+// dangling or not, made the journal land wherever it pointed. Create
+// refuses it and writes nothing there.
+func TestCreateRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "elsewhere.jsonl")
+	existing := filepath.Join(t.TempDir(), "kept.txt")
+	if err := os.WriteFile(existing, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{outside, existing} {
+		link := filepath.Join(dir, "journal.jsonl")
+		os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+		w, err := Create(link, NewClock(time.Now()))
+		if err == nil {
+			w.Close()
+			t.Fatalf("%s: journal created through a link", target)
+		}
+		if !strings.Contains(err.Error(), "is a symbolic link") {
+			t.Errorf("error %v does not say why", err)
+		}
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep me" {
+		t.Errorf("the link's target was truncated: %q", b)
+	}
+}

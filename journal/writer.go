@@ -98,10 +98,24 @@ func NewWriter(w io.Writer, clock *Clock, opts ...WriterOption) *Writer {
 }
 
 // Create creates (or truncates) the journal file at path and returns a
-// Writer on it.
+// Writer on it. A symbolic link at path is refused, never followed: a
+// dangling journal.jsonl link left in a run directory made the journal,
+// and everything the run recorded, land wherever it pointed.
 func Create(path string, clock *Clock, opts ...WriterOption) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	isLink := func() bool {
+		fi, err := os.Lstat(path)
+		return err == nil && fi.Mode()&os.ModeSymlink != 0
+	}
+	// The Lstat says why; O_NOFOLLOW (on Unix) closes the race between
+	// the two.
+	if isLink() {
+		return nil, fmt.Errorf("journal: %s is a symbolic link: a journal is never written through one (remove it)", path)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND|noFollow, 0o644)
 	if err != nil {
+		if isLink() {
+			return nil, fmt.Errorf("journal: %s is a symbolic link: a journal is never written through one (remove it)", path)
+		}
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	return NewWriter(f, clock, opts...), nil

@@ -43,7 +43,10 @@ type Plan struct {
 	// send as captured.
 	Unsendable map[string]int
 
-	corpus []*capture.Request
+	// corpus holds the requests compressed (capture.Corpus): a capture
+	// of a million requests is held in tens of megabytes, not the
+	// gigabyte its *capture.Request values took.
+	corpus *capture.Corpus
 }
 
 // Check reads the scenario's capture as Run would and refuses, with the
@@ -52,13 +55,19 @@ type Plan struct {
 // would send (TLS, HTTP/2 or other protocols only, everything filtered out
 // or incomplete, writes refused), and a plan that can only fail
 // (scenarios.CheckObservable: an expectation the run cannot observe,
-// upstreams an external gateway cannot be pointed at). Every refusal is
+// upstreams an external gateway cannot be pointed at), and a listen
+// address beyond loopback without sc.AllowRemote. Every refusal is
 // invalid input (exit code 2), placed at the scenario key it comes from.
 // Check sends nothing and creates nothing. It is the one check of every
 // command that runs a scenario or schedules one: validate, run (before
 // anything starts), run --dry-run, and launchd and systemd print and
 // install.
 func Check(ctx context.Context, sc *scenarios.Scenario) (*Plan, error) {
+	// Before the capture is read: what would listen beyond loopback
+	// needs the command line's consent (sc.AllowRemote).
+	if err := sc.CheckListeners(); err != nil {
+		return nil, err
+	}
 	opt, err := sc.CaptureOptions()
 	if err != nil {
 		return nil, err
@@ -68,41 +77,13 @@ func Check(ctx context.Context, sc *scenarios.Scenario) (*Plan, error) {
 		return nil, sc.ErrorAt("replay.capture", err)
 	}
 	defer rc.Close()
-	p := &Plan{Scenario: sc, Capture: sc.Replay.Capture}
-	corpus, stats, err := capture.ReadAll(ctx, rc, opt)
-	p.Stats = stats
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: reading capture %s: %w", rehearse.ErrInterrupted, name, ctx.Err())
-		}
-		return nil, sc.ErrorAt("replay.capture", fmt.Errorf("capture %s: %s", name, readProblem(err, stats)))
-	}
-	if len(corpus) == 0 {
-		key := "replay.capture"
-		if stats.Filtered > 0 && stats.Filtered == stats.Requests-stats.Incomplete {
-			key = "replay.filter"
-		}
-		return nil, sc.ErrorAt(key, fmt.Errorf("capture %s: 0 replayable requests: %s", name, nothingWhy(sc, stats)))
-	}
-	// The replayer's own checks (incomplete requests, writes, targets
-	// net/http cannot send), with a stand-in target: the real one is known
-	// only once the gateway listens, and no check depends on it.
-	rp, err := replay.New(corpus, sc.ReplayOptions(planTarget(sc), "check"))
-	if err != nil {
-		key := "replay"
-		if errors.Is(err, replay.ErrWritesRefused) {
-			key = "replay.allow_writes"
-		}
-		return nil, sc.ErrorAt(key, fmt.Errorf("capture %s: %w", name, err))
-	}
-	p.Replayable = rp.Corpus()
-	p.Unsendable = rp.Unsendable()
-	p.corpus = corpus
-	p.Hosts = map[string]int{}
+	p := &Plan{Scenario: sc, Capture: sc.Replay.Capture, Hosts: map[string]int{}}
+	corpus := &capture.Corpus{}
 	var first, last time.Time
-	for _, q := range corpus {
+	stats, err := capture.Extract(ctx, rc, opt, func(q *capture.Request) error {
+		corpus.Append(q)
 		if q.Incomplete {
-			continue
+			return nil
 		}
 		p.Hosts[q.Host]++
 		if isWrite(q.Method) {
@@ -114,7 +95,37 @@ func Check(ctx context.Context, sc *scenarios.Scenario) (*Plan, error) {
 		if q.Time.After(last) {
 			last = q.Time
 		}
+		return nil
+	})
+	corpus.Done()
+	p.Stats = stats
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: reading capture %s: %w", rehearse.ErrInterrupted, name, ctx.Err())
+		}
+		return nil, sc.ErrorAt("replay.capture", fmt.Errorf("capture %s: %s", name, readProblem(err, stats)))
 	}
+	if corpus.Len() == 0 {
+		key := "replay.capture"
+		if stats.Filtered > 0 && stats.Filtered == stats.Requests-stats.Incomplete {
+			key = "replay.filter"
+		}
+		return nil, sc.ErrorAt(key, fmt.Errorf("capture %s: 0 replayable requests: %s", name, nothingWhy(sc, stats)))
+	}
+	// The replayer's own checks (incomplete requests, writes, targets
+	// net/http cannot send), with a stand-in target: the real one is known
+	// only once the gateway listens, and no check depends on it.
+	rp, err := replay.NewFrom(corpus, sc.ReplayOptions(planTarget(sc), "check"))
+	if err != nil {
+		key := "replay"
+		if errors.Is(err, replay.ErrWritesRefused) {
+			key = "replay.allow_writes"
+		}
+		return nil, sc.ErrorAt(key, fmt.Errorf("capture %s: %w", name, err))
+	}
+	p.Replayable = rp.Corpus()
+	p.Unsendable = rp.Unsendable()
+	p.corpus = corpus
 	p.Span = last.Sub(first)
 	// Last, with the capture's size known (a replay.once run lasts as
 	// long as its requests take): expectations the run could not observe,

@@ -279,7 +279,7 @@ func (c *conductor) prepare(ctx context.Context) error {
 	}
 	listen := c.sc.GatewayListen()
 	for i := 0; i < b.Instances; i++ {
-		ln, err := net.Listen("tcp", listen)
+		ln, err := rehearse.Listen(listen)
 		if err != nil {
 			return fmt.Errorf("%w: built-in gateway: listen %s: %w", rehearse.ErrEnvironment, listen, err)
 		}
@@ -408,7 +408,7 @@ func (c *conductor) startObservers(ctx context.Context) error {
 }
 
 // replay adds the fault timeline and runs the replay.
-func (c *conductor) replay(ctx context.Context, corpus []*capture.Request) (*replay.Summary, error) {
+func (c *conductor) replay(ctx context.Context, corpus *capture.Corpus) (*replay.Summary, error) {
 	sc := c.sc
 	target, err := url.Parse(c.target)
 	if err != nil {
@@ -420,11 +420,11 @@ func (c *conductor) replay(ctx context.Context, corpus []*capture.Request) (*rep
 	if c.live != nil {
 		ropts = append(ropts, replay.WithProgressFunc(c.live.setReplay))
 	}
-	rp, err := replay.New(corpus, opts, ropts...)
+	rp, err := replay.NewFrom(corpus, opts, ropts...)
 	if err != nil {
 		return nil, err
 	}
-	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", len(corpus))})
+	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", corpus.Len())})
 	if c.live != nil {
 		c.opt.Status.Start(c.live.Line)
 		defer c.opt.Status.Stop()

@@ -21,7 +21,7 @@ import (
 )
 
 // parse builds a scenario from YAML for a test.
-func parse(t *testing.T, src string) *scenarios.Scenario {
+func parse(t testing.TB, src string) *scenarios.Scenario {
 	t.Helper()
 	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), "s.yaml"), []byte(src))
 	if err != nil {

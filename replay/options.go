@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -254,9 +255,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Timing != TimingRate && o.Timing != TimingOriginal {
 		return o, fmt.Errorf("%w: replay: timing %q: want %q or %q", rehearse.ErrInvalid, o.Timing, TimingRate, TimingOriginal)
 	}
-	if o.Rate < 0 || o.Speed < 0 || o.Duration < 0 || o.MaxInFlight < 0 || o.Deadline < 0 ||
+	if !(o.Rate >= 0) || !(o.Speed >= 0) || math.IsInf(o.Speed, 1) || o.Duration < 0 || o.MaxInFlight < 0 || o.Deadline < 0 ||
 		o.ConnectTimeout < 0 || o.DrainTimeout < 0 || o.LateThreshold < 0 || o.MaxLateness < 0 {
-		return o, fmt.Errorf("%w: replay: rate, speed, duration, max in flight, deadline and thresholds must not be negative", rehearse.ErrInvalid)
+		// !(x >= 0) refuses NaN too, which a flag can give ("--rate NaN"):
+		// it passes every comparison and then cannot be journaled.
+		return o, fmt.Errorf("%w: replay: rate, speed, duration, max in flight, deadline and thresholds must be finite and not negative", rehearse.ErrInvalid)
 	}
 	// A zero field is unset (negatives were refused above): its default.
 	o.Rate = cmp.Or(o.Rate, DefaultRate)

@@ -53,24 +53,33 @@ type OriginalPacer struct {
 // corpus. Timestamps that go backwards (requests from different flows
 // captured out of order) are clamped so the schedule never goes backwards.
 func NewOriginalPacer(corpus []*capture.Request, speed float64) (*OriginalPacer, error) {
-	if len(corpus) == 0 {
+	times := make([]time.Time, len(corpus))
+	for i, r := range corpus {
+		times[i] = r.Time
+	}
+	return newOriginalPacer(times, speed)
+}
+
+// newOriginalPacer builds the schedule from capture timestamps.
+func newOriginalPacer(times []time.Time, speed float64) (*OriginalPacer, error) {
+	if len(times) == 0 {
 		return nil, fmt.Errorf("%w: replay: original timing needs at least one request", rehearse.ErrInvalid)
 	}
 	if speed <= 0 {
 		return nil, fmt.Errorf("%w: replay: speed %g must be positive", rehearse.ErrInvalid, speed)
 	}
-	p := &OriginalPacer{offsets: make([]time.Duration, len(corpus))}
-	first := corpus[0].Time
+	p := &OriginalPacer{offsets: make([]time.Duration, len(times))}
+	first := times[0]
 	var prev time.Duration
-	for i, r := range corpus {
-		off := time.Duration(float64(r.Time.Sub(first)) / speed)
+	for i, ts := range times {
+		off := time.Duration(float64(ts.Sub(first)) / speed)
 		if off < prev {
 			off = prev
 		}
 		p.offsets[i] = off
 		prev = off
 	}
-	n := len(corpus)
+	n := len(times)
 	span := p.offsets[n-1]
 	if n > 1 && span > 0 {
 		p.period = span + span/time.Duration(n-1)

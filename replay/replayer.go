@@ -51,8 +51,17 @@ func (e *WritesRefusedError) Is(target error) bool {
 // Replayer sends a corpus of captured requests to a target on a fixed
 // schedule. Build one with New; Run it once.
 type Replayer struct {
-	opt       Options
-	cfg       config
+	opt Options
+	cfg config
+	// src holds the corpus; one pass sends n of its requests: those at
+	// the indexes in sendable, or the first n when sendable is nil (every
+	// request sendable, the common case: no index to hold). templates
+	// holds them prepared when the corpus is small (maxTemplates); a large
+	// one is prepared request by request as it is sent, so that memory
+	// stays what the corpus takes.
+	src       Source
+	n         int
+	sendable  []int32
 	templates []template
 	skipped   int
 	// unsendable counts, by reason, complete requests net/http cannot
@@ -64,25 +73,57 @@ type Replayer struct {
 	started    atomic.Bool
 }
 
+// Source is a corpus the replayer reads by index, in capture order:
+// Requests (a slice) or a *capture.Corpus (compressed, for large
+// captures). At returns a request the replayer does not change.
+type Source interface {
+	Len() int
+	At(i int) *capture.Request
+}
+
+// Requests is a Source over a slice of requests.
+type Requests []*capture.Request
+
+// Len implements Source.
+func (rs Requests) Len() int { return len(rs) }
+
+// At implements Source.
+func (rs Requests) At(i int) *capture.Request { return rs[i] }
+
+// maxTemplates is the largest corpus whose requests New prepares once
+// for every pass (about 1 KB each: the target URL and the header map);
+// a larger one is prepared as it is sent (a few microseconds and
+// allocations a send, before its due time), so that a capture of a
+// million requests costs what its Source holds, not a gigabyte.
+const maxTemplates = 4096
+
 // New prepares a replay of corpus. It refuses a corpus with write requests
 // unless opt.AllowWrites (a *WritesRefusedError), and skips incomplete
 // requests (counted in the Summary). Every returned error wraps
 // rehearse.ErrInvalid except a metrics registration failure.
 func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, error) {
+	return NewFrom(Requests(corpus), opt, opts...)
+}
+
+// NewFrom is New on a Source.
+func NewFrom(src Source, opt Options, opts ...Option) (*Replayer, error) {
 	o, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	r := &Replayer{opt: o}
+	r := &Replayer{opt: o, src: src}
 	for _, f := range opts {
 		f(&r.cfg)
 	}
 	if r.cfg.rec == nil {
 		r.cfg.rec = journal.Discard
 	}
-	usable := make([]*capture.Request, 0, len(corpus))
 	writes := &WritesRefusedError{ByMethod: map[string]int{}}
-	for _, q := range corpus {
+	var times []time.Time // of the sendable requests, for original timing
+	keep := src.Len() <= maxTemplates
+	complete := 0
+	for i := range src.Len() {
+		q := src.At(i)
 		if q == nil {
 			continue
 		}
@@ -90,21 +131,11 @@ func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, err
 			r.skipped++
 			continue
 		}
+		complete++
 		if isWrite(q.Method) {
 			writes.Count++
 			writes.ByMethod[strings.ToUpper(q.Method)]++
 		}
-		usable = append(usable, q)
-	}
-	if len(usable) == 0 {
-		return nil, fmt.Errorf("%w: replay: no complete requests to replay (%d in the corpus, %d incomplete)", rehearse.ErrInvalid, len(corpus), r.skipped)
-	}
-	if writes.Count > 0 && !o.AllowWrites {
-		return nil, writes
-	}
-	r.templates = make([]template, 0, len(usable))
-	sendable := usable[:0]
-	for _, q := range usable {
 		t, why := prepare(q, &r.opt)
 		if why != "" {
 			if r.unsendable == nil {
@@ -113,23 +144,35 @@ func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, err
 			r.unsendable[why]++
 			continue
 		}
-		r.templates = append(r.templates, t)
-		sendable = append(sendable, q)
+		if r.sendable == nil && i != r.n {
+			// The first gap: from now on the indexes are listed.
+			r.sendable = make([]int32, r.n, r.n+(src.Len()-i))
+			for k := range r.sendable {
+				r.sendable[k] = int32(k)
+			}
+		}
+		if r.sendable != nil {
+			r.sendable = append(r.sendable, int32(i))
+		}
+		r.n++
+		if keep {
+			r.templates = append(r.templates, t)
+		}
+		if o.Timing == TimingOriginal && r.cfg.pacer == nil {
+			times = append(times, q.Time)
+		}
 	}
-	usable = sendable
-	if len(usable) == 0 {
+	if complete == 0 {
+		return nil, fmt.Errorf("%w: replay: no complete requests to replay (%d in the corpus, %d incomplete)", rehearse.ErrInvalid, src.Len(), r.skipped)
+	}
+	if writes.Count > 0 && !o.AllowWrites {
+		return nil, writes
+	}
+	if r.n == 0 {
 		return nil, fmt.Errorf("%w: replay: no request of the corpus can be sent as captured: %v", rehearse.ErrInvalid, r.unsendable)
 	}
-	if r.cfg.pacer == nil {
-		if o.Timing == TimingOriginal {
-			p, err := NewOriginalPacer(usable, o.Speed)
-			if err != nil {
-				return nil, err
-			}
-			r.cfg.pacer = p
-		} else {
-			r.cfg.pacer = ConstantPacer{Rate: o.Rate}
-		}
+	if err := r.defaultPacer(times); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.Transport != nil:
@@ -145,6 +188,25 @@ func New(corpus []*capture.Request, opt Options, opts ...Option) (*Replayer, err
 		return nil, err
 	}
 	return r, nil
+}
+
+// defaultPacer sets the pacer the options ask for unless one was given:
+// the capture's spacing (from the sendable requests' times) or a
+// constant rate.
+func (r *Replayer) defaultPacer(times []time.Time) error {
+	if r.cfg.pacer != nil {
+		return nil
+	}
+	if r.opt.Timing != TimingOriginal {
+		r.cfg.pacer = ConstantPacer{Rate: r.opt.Rate}
+		return nil
+	}
+	p, err := newOriginalPacer(times, r.opt.Speed)
+	if err != nil {
+		return err
+	}
+	r.cfg.pacer = p
+	return nil
 }
 
 // ownTransport is a transport of the replayer's own: its connections are
@@ -190,7 +252,20 @@ func newTransport(o *Options) *http.Transport {
 }
 
 // Corpus returns the number of requests one pass of the corpus holds.
-func (r *Replayer) Corpus() int { return len(r.templates) }
+func (r *Replayer) Corpus() int { return r.n }
+
+// template returns send i's request prepared for the target.
+func (r *Replayer) template(i uint64) *template {
+	k := int(i % uint64(r.n))
+	if r.templates != nil {
+		return &r.templates[k]
+	}
+	if r.sendable != nil {
+		k = int(r.sendable[k])
+	}
+	t, _ := prepare(r.src.At(k), &r.opt)
+	return &t
+}
 
 // Unsendable counts, by reason, the complete requests of the corpus that
 // net/http cannot send as captured and New left out; nil when none.
@@ -262,7 +337,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 
 	var count uint64
 	if r.opt.Once {
-		count = uint64(len(r.templates))
+		count = uint64(r.n)
 	}
 	s := &scheduler{
 		pacer:       r.cfg.pacer,
@@ -282,7 +357,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		stopProgress = ru.showProgress(r.cfg.progress)
 	}
 	slog.Debug("replay starting", "target", redact.URL(r.opt.Target.String()), "timing", r.opt.Timing, "rate", r.opt.Rate,
-		"duration", r.opt.Duration, "corpus", len(r.templates))
+		"duration", r.opt.Duration, "corpus", r.n)
 
 	ru.work = make(chan job)
 	_, err := s.run(ctx)
@@ -361,7 +436,7 @@ func (ru *run) worker(first job) {
 }
 
 func (ru *run) drop(i uint64, due, now time.Duration, reason string) {
-	t := &ru.r.templates[i%uint64(len(ru.r.templates))]
+	t := ru.r.template(i)
 	ru.st.dropped(reason)
 	label := "in_flight_cap"
 	if reason != dropInFlight {
@@ -386,7 +461,7 @@ func (ru *run) send(i uint64, due time.Duration) {
 	defer ru.wg.Done()
 	defer ru.inFlight.Add(-1)
 	r := ru.r
-	t := &r.templates[i%uint64(len(r.templates))]
+	t := r.template(i)
 	ev := &journal.ClientRequest{
 		Seq:       i,
 		Method:    t.method,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -163,6 +164,9 @@ func TestOptionsErrors(t *testing.T) {
 		{"no target", Options{}, "target URL"},
 		{"bad scheme", Options{Target: mustURL("ftp://h")}, "scheme"},
 		{"negative rate", Options{Target: mustURL("http://h"), Rate: -1}, "negative"},
+		{"NaN rate", Options{Target: mustURL("http://h"), Rate: math.NaN()}, "finite"},
+		{"NaN speed", Options{Target: mustURL("http://h"), Timing: TimingOriginal, Speed: math.NaN()}, "finite"},
+		{"infinite speed", Options{Target: mustURL("http://h"), Timing: TimingOriginal, Speed: math.Inf(1)}, "finite"},
 		{"bad timing", Options{Target: mustURL("http://h"), Timing: "fast"}, "timing"},
 		{"bad route", Options{Target: mustURL("http://h"), Routes: []RouteMap{{Pattern: "("}}}, "routes[0]"},
 		{"route both", Options{Target: mustURL("http://h"), Routes: []RouteMap{{Pattern: "a", Prefix: "/"}}}, "exactly one"},

@@ -17,6 +17,7 @@ import (
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
+	"github.com/halfopen/rehearse/replay/capture"
 )
 
 // Defaults of a scenario, in one place. The replay defaults are the
@@ -189,6 +190,9 @@ func (s *Scenario) Validate() error {
 		errs = append(errs, s.at(path, err))
 	}
 
+	if err := rehearse.CheckName(s.Name); err != nil {
+		add("name", err)
+	}
 	if s.Version != Version {
 		add("version", fmt.Errorf("unsupported version %d; this rehearse reads version %d", s.Version, Version))
 	}
@@ -251,8 +255,10 @@ func (s *Scenario) Validate() error {
 
 	r := s.Replay
 	if !strings.HasPrefix(r.Capture, "builtin:") {
-		if _, err := os.Stat(s.CapturePath()); err != nil {
+		if fi, err := os.Stat(s.CapturePath()); err != nil {
 			add("replay.capture", fmt.Errorf("cannot read capture %s: %v", s.CapturePath(), errors.Unwrap(err)))
+		} else if err := capture.NotRegular(fi); err != nil {
+			add("replay.capture", fmt.Errorf("capture %w", err))
 		}
 	} else if _, err := OpenBuiltinCapture(strings.TrimPrefix(r.Capture, "builtin:")); err != nil {
 		add("replay.capture", err)
@@ -403,7 +409,7 @@ func (s *Scenario) OpenCapture() (io.ReadCloser, string, error) {
 		return rc, c, err
 	}
 	p := s.CapturePath()
-	f, err := os.Open(p)
+	f, err := capture.OpenFile(p)
 	if err != nil {
 		return nil, p, fmt.Errorf("%w: capture: %w", rehearse.ErrInvalid, err)
 	}

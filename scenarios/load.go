@@ -83,6 +83,11 @@ func (s *Scenario) ErrorAt(path string, err error) *rehearse.ConfigError {
 
 func (s *Scenario) at(path string, err error) *rehearse.ConfigError {
 	ce := rehearse.AtPath(path, err)
+	for p := ce.Path; p != ""; p = parentPath(p) {
+		if flag, ok := s.flags[p]; ok {
+			return &rehearse.ConfigError{Path: "--" + flag, Err: ce.Err}
+		}
+	}
 	ce.File = displayName(s.File)
 	if ce.Line > 0 {
 		return ce

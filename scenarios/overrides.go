@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -163,6 +164,10 @@ func parseDurationOverride(raw string) (func(*Scenario) error, error) {
 
 func parseSeedOverride(raw string) (func(*Scenario) error, error) {
 	seed, err := strconv.ParseInt(raw, 0, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		// As the file's seed: out of range is said so, never clamped.
+		return nil, fmt.Errorf("out of range: want an integer from %d to %d, got %s", math.MinInt64, math.MaxInt64, raw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("want a whole number, got %q", raw)
 	}

@@ -157,7 +157,46 @@ func TestOverrideResultIsValidated(t *testing.T) {
 	// own validation says so.
 	s := parseT(t, "replay: {rate: 3}\n")
 	err := override(t, "rate", "200000").Apply(s)
-	if !errors.Is(err, rehearse.ErrInvalid) || !strings.Contains(err.Error(), "replay.rate") {
+	if !errors.Is(err, rehearse.ErrInvalid) || !strings.HasPrefix(err.Error(), "--rate: ") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestOverrideErrorNamesTheFlag: a value given on the command line that
+// validation refuses is reported as the flag, not at the line and column
+// of the file's value it replaced (which is not what is wrong).
+func TestOverrideErrorNamesTheFlag(t *testing.T) {
+	s := parseT(t, "version: 1\nreplay:\n  rate: 5\n")
+	err := override(t, "rate", "200000").Apply(s)
+	want := "--rate: want a rate between 0 and 100000 requests per second, got 200000"
+	if err == nil || err.Error() != want || !errors.Is(err, rehearse.ErrInvalid) {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+	// An error about a key of the file keeps its place, also when a
+	// flag's value is what makes it wrong.
+	s = parseT(t, "version: 1\nfaults:\n  - {type: status, upstream: search, at: 30s, params: {code: 503}}\n")
+	err = override(t, "duration", "20s").Apply(s)
+	want = "test.yaml:3:42: faults[0].at: the fault starts at 30s but the replay ends at 20s"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+}
+
+// TestSeedFlagOutOfRange: a --seed beyond int64 says so, as the file's
+// seed does, instead of "want a whole number" for a whole number.
+func TestSeedFlagOutOfRange(t *testing.T) {
+	var seed *Override
+	for _, f := range NewOverrides().Flags() {
+		if f.Name == "seed" {
+			seed = f
+		}
+	}
+	err := seed.Set("99999999999999999999")
+	want := "out of range: want an integer from -9223372036854775808 to 9223372036854775807, got 99999999999999999999"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+	if err := seed.Set("-9223372036854775808"); err != nil {
+		t.Fatalf("the least int64: %v", err)
 	}
 }

@@ -43,6 +43,11 @@ type Scenario struct {
 	// File is the path the scenario was read from ("" for a built-in drill
 	// or bytes).
 	File string `yaml:"-" json:"-"`
+	// AllowRemote lets the scenario's listeners (upstreams, the built-in
+	// gateway) bind beyond loopback. It comes from the command line
+	// (--allow-remote), never from the file: a file someone hands over
+	// must not open the machine to the network by itself.
+	AllowRemote bool `yaml:"-" json:"-"`
 	// Builtin is the drill name when the scenario is a built-in drill.
 	Builtin string `yaml:"-" json:"-"`
 	// positions maps field paths to their place in the file, for

@@ -129,6 +129,9 @@ type gatewayCmdOptions struct {
 	configPath string
 	instance   string
 	upstreams  []string
+	// allowRemote lets --listen (or the file's listen) be beyond
+	// loopback, as inject serve and run ask.
+	allowRemote bool
 	// cfg is what the config flags are bound to; cfgFlags names them.
 	cfg      gateway.Config
 	cfgFlags map[string]bool
@@ -195,7 +198,9 @@ pass-through, fallback provider) behind one circuit breaker per dependency,
 with /metrics (openclaw_breaker_*) and /healthz (synthetic canary). The
 breaker follows the field's reference practice; every parameter has a flag
 and a YAML key (see docs/gateway.md). Flags override the config file.
-Stops gracefully on Ctrl-C.`,
+It listens on loopback unless --allow-remote is given, and binds exactly the
+address asked (0.0.0.0 is every IPv4 address, not IPv6 too). Stops gracefully
+on Ctrl-C.`,
 		Example: `  rehearse gateway --upstream search=http://127.0.0.1:9001 --upstream weather=http://127.0.0.1:9002
   rehearse gateway --config gateway.yaml --listen 127.0.0.1:8088
   rehearse gateway --config gateway.yaml --coord redis://127.0.0.1:6379/0 --instance gw-2`,
@@ -204,6 +209,11 @@ Stops gracefully on Ctrl-C.`,
 			cfg, err := o.config(cmd.Flags())
 			if err != nil {
 				return err
+			}
+			if !o.allowRemote {
+				if err := rehearse.CheckLoopback(cfg.WithDefaults().Listen); err != nil {
+					return fmt.Errorf("%w: listen: %w", rehearse.ErrInvalid, err)
+				}
 			}
 			opts := []gateway.Option{gateway.WithLogger(slog.Default())}
 			if o.instance != "" {
@@ -222,6 +232,7 @@ Stops gracefully on Ctrl-C.`,
 	f.StringVarP(&o.configPath, "config", "c", "", "gateway config file (YAML; the gateway.builtin section of a scenario)")
 	f.StringVar(&o.instance, "instance", "", "instance name in Via headers, logs and fleet leases (default hostname-pid)")
 	f.StringArrayVar(&o.upstreams, "upstream", nil, "upstream as name=url (repeatable; adds to or replaces the config's)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a --listen address beyond loopback (the gateway has no authentication)")
 	o.cfgFlags = bindGatewayFlags(f, &o.cfg)
 	return cmd
 }

@@ -34,7 +34,14 @@ func TestGatewayCmdErrors(t *testing.T) {
 		{"gateway", "--upstream", "search"},
 		{"gateway", "--upstream", "search=ftp://x"},
 		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--failure-ratio", "2"},
+		// strconv.ParseFloat accepts NaN and Inf, and NaN passes every
+		// comparison: the flag is refused like the YAML's .nan.
+		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--failure-ratio", "NaN"},
+		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--probe-deadline-factor", "+Inf"},
 		{"gateway", "--config", filepath.Join(dir, "missing.yaml")},
+		// Beyond loopback needs --allow-remote, as everywhere.
+		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--listen", "0.0.0.0:0"},
+		{"gateway", "--upstream", "search=http://127.0.0.1:1", "--listen", ":0"},
 	} {
 		if _, _, code := execute(t, args...); code != rehearse.ExitInvalid {
 			t.Errorf("%v: exit %d, want 2", args, code)
@@ -142,5 +149,35 @@ func TestGatewayCmdServes(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("gateway returned %v", err)
+	}
+}
+
+// TestGatewayCmdBindsWhatWasAsked: --listen 0.0.0.0 (with --allow-remote)
+// binds every IPv4 address and says so; it bound the dual-stack [::].
+func TestGatewayCmdBindsWhatWasAsked(t *testing.T) {
+	var out, errb testutil.SyncBuffer
+	root := newRootCmd(&out, &errb)
+	root.SetArgs([]string{"gateway", "--upstream", "search=http://127.0.0.1:1", "--canary-interval", "0s",
+		"--listen", "0.0.0.0:0", "--allow-remote", "--log-level", "warn"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "listening on") {
+		select {
+		case err := <-done:
+			t.Fatalf("gateway exited: %v\n%s", err, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address printed:\n%s", errb.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if !strings.Contains(out.String(), "listening on http://0.0.0.0:") {
+		t.Fatalf("bound %q, want 0.0.0.0", out.String())
 	}
 }

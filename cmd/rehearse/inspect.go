@@ -61,6 +61,15 @@ parser refuses ("GET /%") are marked: the replayer sends them verbatim.`,
 				return err
 			}
 			defer cleanup()
+			if file != "-" {
+				// A path that is no capture file (a directory, a pipe)
+				// is refused before the table's header is printed.
+				f, err := capture.OpenFile(file)
+				if err != nil {
+					return fmt.Errorf("%w: capture: %w", rehearse.ErrInvalid, err)
+				}
+				f.Close()
+			}
 			_, err = capture.Inspect(cmd.Context(), file, opt)
 			return err
 		},

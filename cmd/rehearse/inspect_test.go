@@ -100,6 +100,8 @@ func TestInspectErrors(t *testing.T) {
 		{[]string{"inspect", bundled, "--path", "("}, "--path"},
 		{[]string{"inspect", bundled, "--format", "xml"}, `format "xml"`},
 		{[]string{"inspect"}, "accepts 1 arg"},
+		// A directory read as an empty file: "file truncated: 0 bytes".
+		{[]string{"inspect", "testdata"}, "testdata is a directory: want a regular pcap or pcapng file"},
 	} {
 		var out, errb bytes.Buffer
 		root := newRootCmd(&out, &errb)
@@ -110,6 +112,9 @@ func TestInspectErrors(t *testing.T) {
 		}
 		if strings.Contains(errb.String(), "0 packets") {
 			t.Errorf("%v: a summary of nothing: %q", tc.args, errb.String())
+		}
+		if tc.args[len(tc.args)-1] == "testdata" && out.Len() > 0 {
+			t.Errorf("%v: output before the refusal: %q", tc.args, out.String())
 		}
 	}
 }

@@ -34,7 +34,7 @@ func executeWith(t *testing.T, replace []*cobra.Command, args ...string) (stdout
 		root.AddCommand(c)
 	}
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	err := executeRoot(context.Background(), root)
 	if err != nil {
 		errb.WriteString(err.Error())
 	}

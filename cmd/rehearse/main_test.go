@@ -19,7 +19,7 @@ func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
 	root := newRootCmd(&out, &errb)
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	err := executeRoot(context.Background(), root)
 	return out.String(), errb.String(), rehearse.ExitCode(err)
 }
 
@@ -30,7 +30,7 @@ func executeErr(t *testing.T, args ...string) (stdout string, err error) {
 	var out, errb bytes.Buffer
 	root := newRootCmd(&out, &errb)
 	root.SetArgs(args)
-	err = root.ExecuteContext(context.Background())
+	err = executeRoot(context.Background(), root)
 	return out.String(), err
 }
 

@@ -135,7 +135,7 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 			if format != "md" && format != "json" {
 				return fmt.Errorf("%w: --format %q: want md or json", rehearse.ErrInvalid, format)
 			}
-			if level <= 0 || level >= 1 {
+			if !(level > 0 && level < 1) { // NaN too
 				return fmt.Errorf("%w: --level %v: want a confidence level between 0 and 1, e.g. 0.95", rehearse.ErrInvalid, level)
 			}
 			opt := compare.CompareOptions{Scenario: scenario, Force: force, Stats: stats.Options{Level: level}, Version: buildVersion()}

@@ -81,6 +81,7 @@ func TestReportCompare(t *testing.T) {
 		{"bad threshold value", []string{a, b, "--threshold", "probe_interval_s.p50=fast"}},
 		{"no such directory", []string{a, filepath.Join(root, "nope")}},
 		{"not a run", []string{a, t.TempDir()}},
+		{"NaN level", []string{a, b, "--level", "NaN"}},
 	} {
 		if _, errOut, code := executeWith(t, nil, append([]string{"report", "compare"}, c.args...)...); code != 2 {
 			t.Errorf("%s: exit %d, want 2 (%s)", c.name, code, errOut)

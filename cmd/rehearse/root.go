@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,6 +35,31 @@ const rootExamples = `  # Inspect what a capture holds before replaying it
 
   # Schedule it weekly on a Mac
   rehearse launchd install --scenario weekly.yaml --weekly "Mon 03:00"`
+
+// outcomeAnnotation marks a command whose last stdout line states how it
+// ended (run; docs/failures.md). Its value is "pending" until the
+// command's own code takes over printing the line ("own"), so that
+// executeRoot can print it when cobra refused the command's flags or
+// arguments before the command ran.
+const outcomeAnnotation = "rehearse.outcome"
+
+// executeRoot runs the command tree, and gives a command that promises an
+// outcome line that line on every path: "rehearse run --bogus" or
+// "rehearse run" with no scenario end on stdout as any invalid run does.
+func executeRoot(ctx context.Context, root *cobra.Command) error {
+	c, err := root.ExecuteContextC(ctx)
+	if err != nil && c != nil && c.Annotations[outcomeAnnotation] == "pending" {
+		fmt.Fprintln(c.OutOrStdout(), redact.Text(outcomeLine(nil, err)))
+	}
+	return err
+}
+
+// promisesOutcome reports whether the command args name promises an
+// outcome line.
+func promisesOutcome(root *cobra.Command, args []string) bool {
+	c, _, err := root.Find(args)
+	return err == nil && c.Annotations[outcomeAnnotation] != ""
+}
 
 // globalFlags are the flags every command shares.
 type globalFlags struct {

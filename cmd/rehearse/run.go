@@ -62,6 +62,7 @@ func newRunCmd() *cobra.Command {
 		keepFor  string
 		notifyTo string
 		dryRun   bool
+		remote   bool
 	)
 	cmd := &cobra.Command{
 		Use:     "run SCENARIO",
@@ -69,8 +70,11 @@ func newRunCmd() *cobra.Command {
 		Long:    runLong,
 		Example: runExamples,
 		Args:    cobra.ExactArgs(1),
+		// Until RunE runs, executeRoot prints the outcome line.
+		Annotations: map[string]string{outcomeAnnotation: "pending"},
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			var res *rehearsal.Result
+			cmd.Annotations[outcomeAnnotation] = "own"
 			// Whatever happens, the last line on stdout says how it ended,
 			// in words: a log scrolled past or a CI console shows it.
 			defer func() {
@@ -100,6 +104,7 @@ func newRunCmd() *cobra.Command {
 			if err := ov.Apply(sc); err != nil {
 				return err
 			}
+			sc.AllowRemote = remote
 			// The capture is checked before anything is created: a bad
 			// one leaves no run directory and no archive entry.
 			plan, err := rehearsal.Check(cmd.Context(), sc)
@@ -163,6 +168,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&keepFor, "keep-for", "", `with --archive: keep runs younger than this, e.g. "8w", "30d" or "720h" (empty: no age limit)`)
 	f.StringVar(&junit, "junit", "", "also write the JUnit XML to this file")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
+	f.BoolVar(&remote, "allow-remote", false, "allow the scenario's upstreams and built-in gateway to listen beyond loopback (they have no authentication)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (capture summary, gateway, upstreams and ports, fault timeline, expectations) and exit: 0 valid, 2 invalid; nothing is sent or written")
 	f.StringVar(&notifyTo, "notify", "", "when the run ends, POST a JSON summary to this webhook URL (Slack or any JSON receiver); a failed delivery is logged, the exit code is the run's")
 	return cmd
@@ -186,7 +192,10 @@ func outcomeLine(res *rehearsal.Result, err error) string {
 	case rehearse.ExitInterrupted:
 		return "outcome: interrupted"
 	case rehearse.ExitInvalid:
-		return "outcome: invalid input: " + firstLine(err.Error())
+		// As below: an error that begins with its class
+		// ("invalid input: --out and --archive are exclusive") would
+		// say "invalid input: invalid input:".
+		return "outcome: invalid input: " + firstLine(strings.TrimPrefix(err.Error(), rehearse.ErrInvalid.Error()+": "))
 	default:
 		// The class is in the words already: "harness failure:
 		// environment failure: …" would say it twice.

@@ -328,3 +328,108 @@ func TestValidateSaysWhatIsReplayed(t *testing.T) {
 		t.Errorf("validate: %v\n got %q\nwant %q", err, out, want)
 	}
 }
+
+// TestRunOutcomeLineOnEveryPath: whatever refuses a run, cobra (a bad
+// flag, a missing argument, a bad global flag) or the run itself, stdout
+// ends with exactly one outcome line, with the class said once and a flag's
+// value reported as the flag.
+func TestRunOutcomeLineOnEveryPath(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok.yaml")
+	if err := os.WriteFile(ok, []byte("version: 1\nreplay:\n  rate: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", ok, "--bogus"}, "outcome: invalid input: unknown flag: --bogus"},
+		{[]string{"run"}, "outcome: invalid input: accepts 1 arg(s), received 0"},
+		{[]string{"--log-level", "loud", "run", ok}, `outcome: invalid input: --log-level "loud": want debug, info, warn or error`},
+		{[]string{"run", ok, "--rate", "0"}, `outcome: invalid input: invalid argument "0" for "--rate" flag: must be a positive number of requests per second, got 0`},
+		{[]string{"run", ok, "--rate", "200000", "--dry-run"}, "outcome: invalid input: --rate: want a rate between 0 and 100000 requests per second, got 200000"},
+		{[]string{"run", ok, "--out", filepath.Join(dir, "a"), "--archive", filepath.Join(dir, "b")}, "outcome: invalid input: --out and --archive are exclusive"},
+		{[]string{"run", filepath.Join(dir, "nope.yaml")}, "outcome: invalid input: scenario " + filepath.Join(dir, "nope.yaml") + ": no such file (built-in drills: rehearse scenarios list)"},
+	} {
+		out, _, code := execute(t, tt.args...)
+		if code != rehearse.ExitInvalid {
+			t.Errorf("%v: exit %d, want 2", tt.args, code)
+		}
+		if n := strings.Count(out, "outcome:"); n != 1 {
+			t.Errorf("%v: %d outcome lines in\n%s", tt.args, n, out)
+		}
+		if last := lastLine(out); last != tt.want {
+			t.Errorf("%v: last stdout line\n got %q\nwant %q", tt.args, last, tt.want)
+		}
+	}
+}
+
+// TestRunRefusesRemoteListenWithoutFlag: a scenario upstream on 0.0.0.0
+// needs --allow-remote in run and validate, as inject serve does; run
+// bound every address without asking.
+func TestRunRefusesRemoteListenWithoutFlag(t *testing.T) {
+	scenario := filepath.Join(t.TempDir(), "remote.yaml")
+	if err := os.WriteFile(scenario, []byte("version: 1\nupstreams:\n  - name: search\n    listen: 0.0.0.0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := scenario + ":4:13: upstreams[0].listen: 0.0.0.0:0 is not a loopback address"
+	for _, args := range [][]string{{"run", scenario, "--dry-run"}, {"validate", scenario}} {
+		_, err := executeErr(t, args...)
+		if rehearse.ExitCode(err) != rehearse.ExitInvalid || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("%v: %v, want exit 2 and %s", args, err, want)
+		}
+		if _, err := executeErr(t, append(args, "--allow-remote")...); err != nil {
+			t.Errorf("%v --allow-remote: %v", args, err)
+		}
+	}
+}
+
+// TestRunRefusesJournalLink: a dangling journal.jsonl link in --out made
+// the journal land outside the run directory. The run is refused (the
+// directory reads as holding a run, exit 2; were it not, journal.Create
+// refuses the link, exit 3) and nothing is written where the link points.
+func TestRunRefusesJournalLink(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside.jsonl")
+	if err := os.Symlink(outside, filepath.Join(out, "journal.jsonl")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	scenario := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scenario, []byte("version: 1\nreplay: {duration: 1s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, code := execute(t, "run", scenario, "--out", out, "--quiet")
+	if code == rehearse.ExitOK || !strings.Contains(lastLine(stdout), "journal.jsonl") {
+		t.Fatalf("exit %d, last line %q; want a refusal naming journal.jsonl", code, lastLine(stdout))
+	}
+	if _, err := os.Lstat(outside); !os.IsNotExist(err) {
+		t.Fatalf("the journal was written outside the run directory: %v", err)
+	}
+}
+
+// TestReplayRefusesJournalLink: replay --out writes its journal with
+// journal.Create, which never follows a link: a dangling journal.jsonl
+// link is a harness failure and its target is never created.
+func TestReplayRefusesJournalLink(t *testing.T) {
+	_, target := serveRecorder(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside.jsonl")
+	if err := os.Symlink(outside, filepath.Join(out, "journal.jsonl")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	_, err := executeErr(t, "replay", secretsCapture, "--target", target, "--once", "--allow-writes", "--quiet", "--out", out)
+	if rehearse.ExitCode(err) != rehearse.ExitEnvironment || !strings.Contains(fmt.Sprint(err), "is a symbolic link") {
+		t.Fatalf("error %v, want exit 3 naming the link", err)
+	}
+	if _, err := os.Lstat(outside); !os.IsNotExist(err) {
+		t.Fatalf("the journal was written through the link: %v", err)
+	}
+}

@@ -274,3 +274,113 @@ func processRuns(pid int) bool {
 	}
 	return true
 }
+
+// TestSecondSignalEndsAtOnce: a command blocked where no context reaches
+// (here inspect reading a standard input that never sends anything) took
+// the first SIGTERM and then swallowed every further one; only SIGKILL
+// ended it. The second signal now ends it at once with exit code 130.
+func TestSecondSignalEndsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := rehearseBinary(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close() // open, silent: the read blocks
+	cmd := exec.Command(bin, "inspect", "-")
+	cmd.Stdin = r
+	var stdout, stderr testutil.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer cmd.Process.Kill()
+	// The first signal is taken (the context is cancelled); give the
+	// process time to install its handler and take it.
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	stopExits130(t, cmd, syscall.SIGTERM, stderr.String)
+	if !strings.Contains(stderr.String(), "again: stopping now") {
+		t.Errorf("stderr does not say why it stopped:\n%s", stderr.String())
+	}
+	if strings.Contains(stdout.String(), "outcome:") {
+		t.Errorf("inspect's output got an outcome line:\n%s", stdout.String())
+	}
+}
+
+// TestValidateFIFOCaptureEnds: a named pipe as capture hung validate for
+// good (in open(2)); it is refused at once, at the replay.capture key.
+func TestValidateFIFOCaptureEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := rehearseBinary(t)
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "live.pcap"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scenario := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scenario, []byte("version: 1\nreplay:\n  capture: live.pcap\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "validate", scenario)
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "s.yaml:3:12: replay.capture: capture live.pcap is a named pipe (FIFO)") {
+			t.Fatalf("exit %v, stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("validate still running after 20 s on a FIFO capture")
+	}
+}
+
+// TestClosedStdoutEndsQuietly: "inspect builtin:… | head -1" died of
+// SIGPIPE (exit 141) at the first write after head left, and left its
+// temporary copy of the capture behind. Now the write fails with EPIPE,
+// the command returns, the copy is removed, and the exit is 0 with no
+// error: the reader had what it wanted.
+func TestClosedStdoutEndsQuietly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := rehearseBinary(t)
+	tmp := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No reader at all: the first write to stdout breaks the pipe.
+	r.Close()
+	cmd := exec.Command(bin, "inspect", "builtin:agent-gateway", "--format", "jsonl")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Stdout = w
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	w.Close()
+	if err != nil {
+		t.Fatalf("exit: %v, want 0; stderr:\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "rehearse:") {
+		t.Errorf("an error was printed for a reader that left:\n%s", stderr.String())
+	}
+	left, _ := os.ReadDir(tmp)
+	for _, e := range left {
+		t.Errorf("temporary file left behind: %s", e.Name())
+	}
+}

@@ -12,7 +12,8 @@ import (
 )
 
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
+	var remote bool
+	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check scenario files without running them",
 		Long: `Check scenario files strictly, as rehearse run would: unknown fields, wrong
@@ -27,7 +28,8 @@ or metrics_lag_max with a fault that lasts to the replay's end;
 healthy_unaffected or cost_amplification_max with a fault from the replay's
 start) and, for a gateway given by url, upstreams on ports picked at start. run, run --dry-run
 and the launchd and systemd print and install commands make the same check.
-Exit code 2 when any file is invalid.`,
+A listen address beyond loopback is refused unless --allow-remote is given, as
+run refuses it. Exit code 2 when any file is invalid.`,
 		Example: "  rehearse validate scenarios/*.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +40,7 @@ Exit code 2 when any file is invalid.`,
 					errs = append(errs, err)
 					continue
 				}
+				sc.AllowRemote = remote
 				plan, err := rehearsal.Check(cmd.Context(), sc)
 				if err != nil {
 					errs = append(errs, err)
@@ -49,6 +52,8 @@ Exit code 2 when any file is invalid.`,
 			return errors.Join(errs...)
 		},
 	}
+	cmd.Flags().BoolVar(&remote, "allow-remote", false, "accept listen addresses beyond loopback, as run --allow-remote does")
+	return cmd
 }
 
 // skippedText says, for validate's ok line, what of the capture will not

@@ -50,3 +50,36 @@ func TestWriteErrorsAreEnvironment(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestWriteNeverFollowsALink: a report.html link in a run directory is
+// replaced by the report (rename replaces the link itself), and what it
+// pointed at is neither created nor changed; the temp file is created
+// exclusively, so a planted link cannot catch it either.
+func TestWriteNeverFollowsALink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "outside.html")
+	existing := filepath.Join(t.TempDir(), "kept.txt")
+	if err := os.WriteFile(existing, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{outside, existing} {
+		path := filepath.Join(dir, "report.html")
+		os.Remove(path)
+		if err := os.Symlink(target, path); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+		if err := Write(path, []byte("report"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			t.Fatalf("%s is still a link (%v)", path, err)
+		}
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep me" {
+		t.Errorf("the link's target was changed: %q", b)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html"
 	"strconv"
+
+	"github.com/halfopen/rehearse/internal/printable"
 )
 
 // FontFamily is the SVG's font stack: the Go font the layout was measured
@@ -107,4 +109,6 @@ func sign(v float64) float64 {
 	return 1
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc makes text inert in SVG: markup escaped, control characters made
+// visible (XML allows none, not even as a reference).
+func esc(s string) string { return html.EscapeString(printable.String(s)) }

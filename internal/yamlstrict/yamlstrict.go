@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -204,11 +205,67 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 		if n.Kind != yaml.ScalarNode {
 			return d.fail(n, path, fmt.Errorf("want %s, got %s", KindName(t), Describe(n)))
 		}
-		if err := n.Decode(v.Addr().Interface()); err != nil {
-			return d.fail(n, path, fmt.Errorf("want %s, got %q", KindName(t), n.Value))
+		if err := scalar(n, v); err != nil {
+			return d.fail(n, path, err)
 		}
 		return nil
 	}
+}
+
+// scalar decodes a plain value strictly. yaml.v3 alone lets through what
+// later breaks a run or silently changes it: .nan and .inf in a float (a
+// rate of NaN passes every "< 0" check and then cannot be written to the
+// journal), a fraction in an integer (1.5 becomes 1), and an integer just
+// beyond int64 written as -9223372036854775809 or 9223372036854775807.0,
+// which it resolves as a float and wraps or clamps. Every number of every
+// config passes here, so no field can forget the check.
+func scalar(n *yaml.Node, v reflect.Value) error {
+	t := v.Type()
+	want := fmt.Errorf("want %s, got %q", KindName(t), n.Value)
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		switch n.Tag {
+		case "!!int":
+			if n.Decode(v.Addr().Interface()) != nil {
+				// The text is an integer (yaml.v3 resolved it as one)
+				// that does not fit this field.
+				return outOfRange(n, t)
+			}
+			return nil
+		case "!!float":
+			if integerText.MatchString(n.Value) {
+				// yaml.v3 resolves an integer too large for 64 bits
+				// as a float.
+				return outOfRange(n, t)
+			}
+		}
+		return want
+	case reflect.Float32, reflect.Float64:
+		if n.Decode(v.Addr().Interface()) != nil {
+			return want
+		}
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("want a finite number, got %s", n.Value)
+		}
+		return nil
+	}
+	if n.Decode(v.Addr().Interface()) != nil {
+		return want
+	}
+	return nil
+}
+
+// integerText is a decimal integer as YAML writes one.
+var integerText = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
+// outOfRange says which integers a field holds.
+func outOfRange(n *yaml.Node, t reflect.Type) error {
+	bits := t.Bits()
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		return fmt.Errorf("out of range: want an integer from 0 to %d, got %s", uint64(1)<<bits-1, n.Value)
+	}
+	return fmt.Errorf("out of range: want an integer from %d to %d, got %s", -(int64(1) << (bits - 1)), int64(1)<<(bits-1)-1, n.Value)
 }
 
 func (d *Decoder) structValue(n *yaml.Node, v reflect.Value, path string) error {

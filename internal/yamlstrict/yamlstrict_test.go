@@ -156,3 +156,53 @@ g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
 		t.Fatalf("alias bomb: %v", errs)
 	}
 }
+
+// TestStrictNumbers: every number of every config passes here, so a value
+// that would crash a run (NaN cannot be written to the journal) or change
+// it silently (a fraction truncated, an integer beyond 64 bits wrapped)
+// is refused at its place.
+func TestStrictNumbers(t *testing.T) {
+	type nums struct {
+		F  float64  `yaml:"f"`
+		PF *float64 `yaml:"pf"`
+		I  int64    `yaml:"i"`
+		PI *int64   `yaml:"pi"`
+		N  int      `yaml:"n"`
+		U  uint16   `yaml:"u"`
+		S  int8     `yaml:"s"`
+	}
+	for _, tt := range []struct{ src, want string }{
+		{"f: .nan", "f.yaml:1:4: f: want a finite number, got .nan"},
+		{"f: .NaN", "f.yaml:1:4: f: want a finite number, got .NaN"},
+		{"f: .inf", "f.yaml:1:4: f: want a finite number, got .inf"},
+		{"f: -.Inf", "f.yaml:1:4: f: want a finite number, got -.Inf"},
+		{"f: +.inf", "f.yaml:1:4: f: want a finite number, got +.inf"},
+		{"pf: .nan", "f.yaml:1:5: pf: want a finite number, got .nan"},
+		{"f: 1e400", `f.yaml:1:4: f: want a number, got "1e400"`},
+		{"i: -9223372036854775809", "f.yaml:1:4: i: out of range: want an integer from -9223372036854775808 to 9223372036854775807, got -9223372036854775809"},
+		{"pi: 9223372036854775808", "f.yaml:1:5: pi: out of range: want an integer from -9223372036854775808 to 9223372036854775807, got 9223372036854775808"},
+		{"pi: 99999999999999999999999", "f.yaml:1:5: pi: out of range: want an integer from -9223372036854775808 to 9223372036854775807, got 99999999999999999999999"},
+		{"i: 9223372036854775807.0", `f.yaml:1:4: i: want an integer, got "9223372036854775807.0"`},
+		{"n: 1.5", `f.yaml:1:4: n: want an integer, got "1.5"`},
+		{"n: .inf", `f.yaml:1:4: n: want an integer, got ".inf"`},
+		{"u: 65536", "f.yaml:1:4: u: out of range: want an integer from 0 to 65535, got 65536"},
+		{"u: -1", "f.yaml:1:4: u: out of range: want an integer from 0 to 65535, got -1"},
+		{"s: -129", "f.yaml:1:4: s: out of range: want an integer from -128 to 127, got -129"},
+	} {
+		var v nums
+		d := Decoder{File: "f.yaml"}
+		errs := d.Decode(node(t, tt.src), &v, "")
+		if len(errs) != 1 || errs[0].Error() != tt.want {
+			t.Errorf("%s: %v\nwant %s", tt.src, errs, tt.want)
+		}
+	}
+	var v nums
+	var d Decoder
+	src := "{f: 2.5, pf: -1e300, i: -9223372036854775808, pi: 0x7fffffffffffffff, n: 1_000, u: 65535, s: -128}"
+	if errs := d.Decode(node(t, src), &v, ""); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if v.F != 2.5 || *v.PF != -1e300 || v.I != -9223372036854775808 || *v.PI != 9223372036854775807 || v.N != 1000 || v.U != 65535 || v.S != -128 {
+		t.Fatalf("decoded %+v", v)
+	}
+}

@@ -332,9 +332,9 @@ type tsharkLoses string
 // pipelining tshark prints the values of several requests in one line
 // and leaves out absent ones, so a frame's Content-Length values are only
 // attributable when there is one per request.
-// extra are more tshark options (decode-as for tunnels on ports tshark
-// does not know).
-func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bool, loses tsharkLoses, extra ...string) {
+// decodeAs are more decode-as rules ("udp.port==8472,vxlan": tunnels on
+// ports tshark does not know).
+func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bool, loses tsharkLoses, decodeAs ...string) {
 	t.Helper()
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark not installed: cannot compare with it (apt-get install tshark)")
@@ -350,17 +350,44 @@ func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bo
 		ours = append(ours, line)
 		oursCL = append(oursCL, line+" "+r.Get("Content-Length"))
 	}
+	decodes := slices.Clone(decodeAs)
+	for p := range ports {
+		decodes = append(decodes, fmt.Sprintf("tcp.port==%d,http", p))
+	}
+	theirs, theirsCL := tsharkRequests(t, path, decodes...)
+	slices.Sort(theirs)
+	slices.Sort(ours)
+	if loses != "" {
+		t.Logf("tshark finds %d requests, we find %d: %s", len(theirs), len(ours), loses)
+		if missing := minus(theirs, ours); len(missing) > 0 {
+			t.Errorf("tshark finds requests we do not:\n  %s", strings.Join(missing, "\n  "))
+		}
+		return
+	}
+	if !slices.Equal(theirs, ours) {
+		t.Errorf("tshark disagrees on %s:\ntshark:\n  %s\nours:\n  %s", path, strings.Join(theirs, "\n  "), strings.Join(ours, "\n  "))
+	}
+	if missing := minus(theirsCL, oursCL); len(missing) > 0 {
+		t.Errorf("Content-Length: tshark has\n  %s\nours:\n  %s", strings.Join(missing, "\n  "), strings.Join(oursCL, "\n  "))
+	}
+}
+
+// tsharkRequests returns the requests `tshark -Y http.request` finds in
+// path, with the given decode-as rules ("tcp.port==1080,socks"), as
+// "METHOD TARGET HOST" lines, and those lines with the Content-Length
+// where tshark's output attributes one. The caller has checked that
+// tshark is installed.
+func tsharkRequests(t *testing.T, path string, decodes ...string) (theirs, theirsCL []string) {
+	t.Helper()
 	args := []string{"-r", path, "-n", "-Y", "http.request", "-T", "fields", "-E", "separator=/t", "-E", "aggregator=|",
 		"-e", "http.request.method", "-e", "http.request.uri", "-e", "http.host", "-e", "http.content_length_header"}
-	for p := range ports {
-		args = append(args, "-d", fmt.Sprintf("tcp.port==%d,http", p))
+	for _, d := range decodes {
+		args = append(args, "-d", d)
 	}
-	args = append(args, extra...)
 	out, err := exec.Command("tshark", args...).Output()
 	if err != nil {
 		t.Fatalf("tshark %v: %v", args, err)
 	}
-	var theirs, theirsCL []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if line == "" {
 			continue
@@ -382,21 +409,7 @@ func compareTshark(t *testing.T, path string, reqs []*Request, dropIncomplete bo
 			}
 		}
 	}
-	slices.Sort(theirs)
-	slices.Sort(ours)
-	if loses != "" {
-		t.Logf("tshark finds %d requests, we find %d: %s", len(theirs), len(ours), loses)
-		if missing := minus(theirs, ours); len(missing) > 0 {
-			t.Errorf("tshark finds requests we do not:\n  %s", strings.Join(missing, "\n  "))
-		}
-		return
-	}
-	if !slices.Equal(theirs, ours) {
-		t.Errorf("tshark disagrees on %s:\ntshark:\n  %s\nours:\n  %s", path, strings.Join(theirs, "\n  "), strings.Join(ours, "\n  "))
-	}
-	if missing := minus(theirsCL, oursCL); len(missing) > 0 {
-		t.Errorf("Content-Length: tshark has\n  %s\nours:\n  %s", strings.Join(missing, "\n  "), strings.Join(oursCL, "\n  "))
-	}
+	return theirs, theirsCL
 }
 
 // asTshark writes a target as tshark 4.0 prints it: each byte outside

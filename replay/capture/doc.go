@@ -11,7 +11,8 @@
 // limits. Stats counts what each stage saw — packets → TCP segments →
 // streams → requests → incomplete — and explains an empty result (TLS,
 // HTTP/2, no TCP), naming why packets were skipped (Stats.Skipped). Inspect
-// is the `rehearse inspect` command.
+// is the `rehearse inspect` command. Corpus holds requests compressed, for a
+// replay that keeps a large capture.
 //
 // Formats, link types, how gaps are handled, the limits and where tshark
 // disagrees are described in docs/capture.md.

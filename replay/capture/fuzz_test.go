@@ -18,7 +18,7 @@ import (
 // panic, and every error must be a capture error wrapping
 // rehearse.ErrInvalid with what was recovered before it.
 func FuzzExtract(f *testing.F) {
-	for _, name := range []string{"edge-sll.pcap", "edge-ipv6.pcapng", "snaplen-120.pcap"} {
+	for _, name := range []string{"edge-sll.pcap", "edge-ipv6.pcapng", "snaplen-120.pcap", "socks.pcap", "resync.pcap"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -66,6 +66,12 @@ func FuzzHTTPStream(f *testing.F) {
 	f.Add([]byte("POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3;x\r\nabc\r\n0\r\nT: 1\r\n\r\nOPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n"), []byte{50, 51, 52, 70})
 	f.Add([]byte("junk\r\nGET http://x/y HTTP/1.1\r\nhost: x\r\n\r\n"), []byte{3})
 	f.Add([]byte("\x16\x03\x01\x00\x05hello"), []byte{1})
+	// A SOCKS5 handshake with a password, then HTTP; a SOCKS4a one.
+	f.Add([]byte("\x05\x02\x00\x02\x01\x05alice\x04pass\x05\x01\x00\x03\x01h\x00\x50GET / HTTP/1.0\r\n\r\n"), []byte{2, 3, 9})
+	f.Add([]byte("\x04\x01\x00\x50\x00\x00\x00\x01u\x00h\x00GET / HTTP/1.1\r\nHost: h\r\n\r\n"), []byte{4, 8})
+	// Lines nginx takes, then lines no server takes, each followed by a
+	// request to resynchronise on.
+	f.Add([]byte("GET  /a HTTP/1.10  \r\nHost: h\r\n\r\nGET /v HTTP/1.0.8\r\nHost: h\r\n\r\nG@T /m HTTP/1.1\r\nX: y\r\n\r\nGET /b HTTP/1.1\r\n\r\n"), []byte{6, 30, 31, 60})
 	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
 		if len(stream) == 0 || bytes.Contains(bytes.ToLower(stream), []byte("100-continue")) {
 			// Expect: 100-continue is decided on what has arrived when the
@@ -95,7 +101,8 @@ func summary(t *testing.T, capt []byte) string {
 	for _, r := range reqs {
 		fmt.Fprintf(&b, "%s %q %s %q %v body=%q chunked=%v trailer=%v incomplete=%v\n", r.Method, r.Target, r.Proto, r.Host, r.Header, r.Body, r.Chunked, r.Trailer, r.Incomplete)
 	}
-	fmt.Fprintf(&b, "tls=%d h2=%d other=%d", st.TLSStreams, st.HTTP2Streams, st.OtherStreams)
+	fmt.Fprintf(&b, "tls=%d h2=%d other=%d socks=%v malformed=%v tolerated=%v resync=%d", st.TLSStreams, st.HTTP2Streams, st.OtherStreams,
+		st.SOCKS, st.MalformedLines, st.ToleratedLines, st.ResyncBytes)
 	return b.String()
 }
 

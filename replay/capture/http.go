@@ -22,6 +22,7 @@ const (
 	psBody          // header parsed; wait for the body
 	psDead          // not HTTP/1.x (or a tunnel): ignore the rest
 	psServer        // the server's direction: ignore
+	psSOCKS         // a SOCKS handshake: wait for the whole client side
 )
 
 // mark maps a stream offset to the packet that carried it.
@@ -77,6 +78,12 @@ type httpParser struct {
 	// methods are those of the requests not yet answered, oldest first,
 	// for the response tracker (HEAD and CONNECT change response framing).
 	methods []string
+
+	// socks is the SOCKS handshake the stream began with, if any.
+	socks *socksState
+	// resyncing: the parser is skipping to the next request line after a
+	// line it could not take (the bytes count in Stats.ResyncBytes).
+	resyncing bool
 }
 
 func newParser(x *extractor, flow Flow, midStream bool) *httpParser {
@@ -205,10 +212,22 @@ func (p *httpParser) finish(why string) {
 	if p.inRequest() {
 		p.emitPartial(why)
 	} else if p.state == psResync || p.state == psStart {
-		p.x.st.SkippedBytes += int64(len(p.buf))
+		p.skip(len(p.buf))
+	}
+	if p.socks != nil {
+		p.socks.outcome(p.x, "handshake incomplete (the connection or the capture ends first)")
 	}
 	p.consume(len(p.buf))
 	p.state = psDead
+}
+
+// skip drops n bytes that are not part of any request.
+func (p *httpParser) skip(n int) {
+	p.x.st.SkippedBytes += int64(n)
+	if p.resyncing {
+		p.x.st.ResyncBytes += int64(n)
+	}
+	p.consume(n)
 }
 
 func (p *httpParser) inRequest() bool {
@@ -224,6 +243,10 @@ func (p *httpParser) process() {
 			}
 		case psResync:
 			if !p.resync() {
+				return
+			}
+		case psSOCKS:
+			if !p.socksClient() {
 				return
 			}
 		case psHeader:
@@ -269,6 +292,11 @@ func (p *httpParser) process() {
 // classify looks at the first bytes a client sent.
 func (p *httpParser) classify() bool {
 	b := p.buf
+	if p.socks != nil && len(b) > 0 {
+		// The first bytes through a SOCKS tunnel: it opened (whether
+		// the server's reply was captured or not).
+		p.socks.outcome(p.x, "followed")
+	}
 	switch {
 	case len(b) == 0:
 		return false
@@ -285,8 +313,14 @@ func (p *httpParser) classify() bool {
 		p.x.st.HTTP2Streams++
 		p.dead()
 		return false
+	case (b[0] == 4 || b[0] == 5) && p.socks == nil && p.base == 0:
+		if _, _, res := parseSOCKSClient(b); res != socksNot {
+			p.socks = &socksState{version: int(b[0])}
+			p.state = psSOCKS
+			return true
+		}
 	}
-	ok, more := isRequestLine(b)
+	_, ok, more, what := scanRequestLine(b)
 	switch {
 	case ok:
 		p.state = psHeader
@@ -317,6 +351,10 @@ func (p *httpParser) classify() bool {
 		return true
 	} else if n < 0 {
 		return false // wait for the line's end
+	}
+	if what != "" {
+		p.malformedLine(what)
+		return true
 	}
 	p.x.st.OtherStreams++
 	if name := guessProtocol(b); name != "" {
@@ -409,22 +447,27 @@ func (p *httpParser) resync() bool {
 	if !p.atLineStart {
 		nl := bytes.IndexByte(b, '\n')
 		if nl < 0 {
-			p.x.st.SkippedBytes += int64(len(b))
-			p.consume(len(b))
+			p.skip(len(b))
 			return false
 		}
 		i = nl + 1
 	}
 	for i < len(b) {
-		ok, more := isRequestLine(b[i:])
+		_, ok, more, what := scanRequestLine(b[i:])
 		if ok {
-			p.x.st.SkippedBytes += int64(i)
-			p.consume(i)
+			p.skip(i)
+			p.resyncing = false
 			p.state = psHeader
 			return true
 		}
 		if more {
 			break
+		}
+		if what != "" && !p.damaged {
+			// Another line a server would have refused: reported too.
+			p.skip(i)
+			p.malformedLine(what)
+			return true
 		}
 		if p.requests == 0 && isStatusLine(b[i:]) {
 			p.server()
@@ -437,8 +480,7 @@ func (p *httpParser) resync() bool {
 		}
 		i += nl + 1
 	}
-	p.x.st.SkippedBytes += int64(i)
-	p.consume(i)
+	p.skip(i)
 	return false
 }
 
@@ -456,12 +498,18 @@ func (p *httpParser) header() bool {
 	if len(b) == 0 {
 		return false
 	}
-	if ok, more := isRequestLine(b); !ok {
+	line, ok, more, what := scanRequestLine(b)
+	if !ok {
 		if more {
 			return false
 		}
+		if what != "" {
+			p.malformedLine(what)
+			return true
+		}
 		p.x.warn(p.flow, "bytes where a request should start are not a request line; resynchronising")
 		p.state = psResync
+		p.resyncing = true
 		return true
 	}
 	end := headerEnd(b, p.scan)
@@ -489,6 +537,7 @@ func (p *httpParser) header() bool {
 		p.state = psResync
 		return true
 	}
+	p.tolerated(line.tolerated)
 	p.req = req
 	p.targetErr = targetErr
 	p.hdrLen = end
@@ -600,12 +649,29 @@ func (p *httpParser) body() bool {
 func (p *httpParser) parseRequest(block []byte) (req *http.Request, targetErr string, err error) {
 	method, target, proto, ok := splitRequestLine(block)
 	why := ""
+	goProto := proto
+	if _, _, good := http.ParseHTTPVersion(proto); !good && ok {
+		// "HTTP/1.10", which nginx takes: the minor version plays no
+		// part in a request's framing.
+		goProto = "HTTP/1.1"
+	}
 	if ok && strings.IndexByte(target, ' ') >= 0 {
 		// net/http would take the rest of the target for the version.
 		why = "target contains spaces"
 		err = errors.New(why)
 	} else {
-		req, err = p.x.readRequest(block)
+		if ok && !canonicalLine(block, method, target, goProto) {
+			// A line nginx takes and net/http does not (several
+			// spaces, spaces after the version, "HTTP/1.10"): net/http
+			// parses the same request on a canonical line; the request
+			// keeps its target and version as written.
+			req, err = p.x.readRequest(withLine(block, method, target, goProto))
+			if err == nil {
+				req.Proto = proto
+			}
+		} else {
+			req, err = p.x.readRequest(block)
+		}
 		var ue *url.Error
 		if err == nil || !errors.As(err, &ue) || !ok {
 			return req, "", err
@@ -619,14 +685,12 @@ func (p *httpParser) parseRequest(block []byte) (req *http.Request, targetErr st
 		auth := rest[:strings.IndexAny(rest+"/", "/?")]
 		stand = target[:i+3] + auth + "/"
 	}
-	fixed := make([]byte, 0, len(block))
-	fixed = append(fixed, method+" "+stand+" "+proto+"\r\n"...)
-	fixed = append(fixed, block[lineEnd(block):]...)
-	req, err2 := p.x.readRequest(fixed)
+	req, err2 := p.x.readRequest(withLine(block, method, stand, goProto))
 	if err2 != nil {
 		return nil, "", err // refused for more than its target
 	}
 	req.RequestURI = target
+	req.Proto = proto
 	return req, why, nil
 }
 
@@ -760,6 +824,11 @@ func (p *httpParser) emitPartial(why string) {
 }
 
 func (p *httpParser) emit(r *Request) {
+	if r.Host == "" && p.socks != nil {
+		// No Host header and no absolute-form target (HTTP/1.0):
+		// the SOCKS request named the server.
+		r.Host = p.socks.hello.target
+	}
 	p.requests++
 	p.sent(r.Method)
 	p.state = psHeader
@@ -802,54 +871,13 @@ func lineEnd(b []byte) int {
 // maxRequestLine bounds the request line the resynchroniser waits for.
 const maxRequestLine = 16 << 10
 
-// isRequestLine reports whether b starts with an HTTP/1.x request line
-// (method SP target SP HTTP/1.d CRLF), or that more bytes are needed to
-// tell. The target runs to the last space of the line: real clients send
+// isRequestLine reports whether b starts with a request line a tolerant
+// server takes (scanRequestLine), or that more bytes are needed to tell.
+// The target runs to the last space of the line: real clients send
 // targets with spaces in them, which are kept (and replayed) as written.
 func isRequestLine(b []byte) (ok, more bool) {
-	i := 0
-	for ; i < len(b) && i < 24; i++ {
-		c := b[i]
-		if !(c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
-			break
-		}
-	}
-	if i == len(b) {
-		return false, i < 24
-	}
-	if i == 0 || b[i] != ' ' {
-		return false, false
-	}
-	// The line end.
-	j := i + 1
-	for ; j < len(b) && j < maxRequestLine; j++ {
-		if c := b[j]; c == '\n' || c == '\r' {
-			break
-		}
-	}
-	if j == len(b) {
-		return false, j < maxRequestLine
-	}
-	if b[j] == '\r' {
-		if j+1 == len(b) {
-			return false, true
-		}
-		if b[j+1] != '\n' {
-			return false, false
-		}
-	} else if b[j] != '\n' {
-		return false, false // over the length limit
-	}
-	line := b[i+1 : j]
-	const proto = " HTTP/1."
-	if len(line) < len(proto)+2 {
-		return false, false
-	}
-	v := line[len(line)-len(proto)-1:]
-	if string(v[:len(proto)]) != proto || (v[len(proto)] != '0' && v[len(proto)] != '1') {
-		return false, false
-	}
-	return len(line)-len(proto)-1 > 0 && line[0] != ' ', false
+	_, ok, more, _ = scanRequestLine(b)
+	return ok, more
 }
 
 // isStatusLine reports whether b starts like an HTTP/1.x response.
@@ -863,16 +891,20 @@ func isTLSRecord(b []byte) bool {
 	return len(b) >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 3 && b[2] <= 4
 }
 
-// splitRequestLine splits the first line of b at its first and last
-// spaces (a target may hold spaces).
+// splitRequestLine splits the first line of b into method, target and
+// version: the method ends at the first space, the version is the last
+// word, and the target is what is between, runs of spaces around it
+// dropped (nginx takes several; a target may hold spaces).
 func splitRequestLine(b []byte) (method, target, proto string, ok bool) {
 	line := strings.TrimRight(string(b[:lineEnd(b)]), "\r\n")
+	line = strings.TrimRight(line, " ")
 	method, rest, ok1 := strings.Cut(line, " ")
+	rest = strings.TrimLeft(rest, " ")
 	k := strings.LastIndexByte(rest, ' ')
 	if !ok1 || k < 0 || method == "" {
 		return "", "", "", false
 	}
-	return method, rest[:k], rest[k+1:], true
+	return method, strings.TrimRight(rest[:k], " "), rest[k+1:], true
 }
 
 // rawFields splits a header (or trailer) block into fields, keeping order

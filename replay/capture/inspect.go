@@ -277,6 +277,7 @@ func writeStats(w io.Writer, st *Stats, m *mix) {
 	fmt.Fprintf(tw, "  started mid-stream\t%d\n", st.MidStream)
 	fmt.Fprintf(tw, "  flushed idle / over the flow limit\t%d / %d\n", st.FlushedIdle, st.FlushedLimit)
 	fmt.Fprintf(tw, "  bytes skipped (not in a request)\t%d\n", st.SkippedBytes)
+	writeRecoveryStats(tw, st)
 	fmt.Fprintf(tw, "requests\t%d\n", st.Requests)
 	fmt.Fprintf(tw, "  incomplete\t%d\n", st.Incomplete)
 	fmt.Fprintf(tw, "  filtered out\t%d\n", st.Filtered)
@@ -358,4 +359,23 @@ func sum(m map[string]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// writeRecoveryStats writes what the reader did with proxies and request
+// lines a strict parser would refuse: SOCKS tunnels by outcome, request
+// lines tolerated as nginx tolerates them, malformed ones by what was
+// malformed, and the bytes skipped to find the next request after them.
+func writeRecoveryStats(tw io.Writer, st *Stats) {
+	for _, c := range sortedCounts(st.SOCKS) {
+		fmt.Fprintf(tw, "  %s\t%d\n", c.Name, c.Count)
+	}
+	for _, c := range sortedCounts(st.ToleratedLines) {
+		fmt.Fprintf(tw, "  request line tolerated\t%d  %s\n", c.Count, c.Name)
+	}
+	for _, c := range sortedCounts(st.MalformedLines) {
+		fmt.Fprintf(tw, "  malformed request line\t%d  %s (reported incomplete; the next request found after it)\n", c.Count, c.Name)
+	}
+	if len(st.MalformedLines) > 0 || st.ResyncBytes > 0 {
+		fmt.Fprintf(tw, "  bytes skipped to resynchronise\t%d  after lines that were not request lines\n", st.ResyncBytes)
+	}
 }

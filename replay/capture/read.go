@@ -40,7 +40,7 @@ func ExtractFile(ctx context.Context, path string, opt Options, fn func(*Request
 	if path == "-" {
 		return Extract(ctx, os.Stdin, opt, fn)
 	}
-	f, err := os.Open(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return newStats(), fmt.Errorf("capture: %w: %w", rehearse.ErrInvalid, err)
 	}

@@ -93,8 +93,26 @@ func (c *conn) httpSeen() bool {
 	return p != nil && (p.state == psHeader || p.state == psBody || p.requests > 0)
 }
 
+// socks returns the SOCKS handshake the client's direction began with,
+// or nil.
+func (c *conn) socks() *socksState {
+	if c.client < 0 || c.h[c.client].parser == nil {
+		return nil
+	}
+	return c.h[c.client].parser.socks
+}
+
 // serverData takes a segment of the server's direction.
 func (x *extractor) serverData(c *conn, d int, s *segment) {
+	seq, data := s.seq, s.payload
+	if s.flags&tcpSYN != 0 {
+		seq++
+	}
+	if ss := c.socks(); ss != nil && !ss.replyDone {
+		if data, seq = x.socksServer(c, d, ss, s); len(data) == 0 {
+			return
+		}
+	}
 	if !c.httpSeen() {
 		return
 	}
@@ -103,10 +121,6 @@ func (x *extractor) serverData(c *conn, d int, s *segment) {
 	if t == nil {
 		t = &respTracker{}
 		c.resp = t
-	}
-	seq, data := s.seq, s.payload
-	if s.flags&tcpSYN != 0 {
-		seq++
 	}
 	if !t.known {
 		t.known, t.next = true, seq

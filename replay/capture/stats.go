@@ -147,6 +147,27 @@ type Stats struct {
 	// (before resynchronising on a request line after a gap or a
 	// mid-stream start).
 	SkippedBytes int64 `json:"skipped_bytes"`
+
+	// Proxies and tolerant request lines (docs/capture.md).
+	//
+	// SOCKS counts the client streams that began with a SOCKS handshake,
+	// by version and outcome in words: "SOCKS5: followed" (the tunnel
+	// opened and what it carries is read like any stream), "SOCKS4:
+	// handshake failed: request rejected or failed", "SOCKS5: unsupported
+	// command BIND", "SOCKS5: handshake incomplete (…)".
+	SOCKS map[string]int64 `json:"socks,omitempty"`
+	// MalformedLines counts, by what was malformed ("method", "target",
+	// "version", "bare CR in the request line"), the lines that have a
+	// request line's shape but that neither Go's net/http nor nginx
+	// takes; each is delivered as an incomplete request and the parser
+	// resynchronises on the next request line. ResyncBytes counts the
+	// bytes skipped to get there (also in SkippedBytes).
+	MalformedLines map[string]int64 `json:"malformed_lines,omitempty"`
+	ResyncBytes    int64            `json:"resync_bytes"`
+	// ToleratedLines counts, by form, the request lines net/http refuses
+	// and nginx takes (several spaces, "HTTP/1.10"), read as nginx reads
+	// them.
+	ToleratedLines map[string]int64 `json:"tolerated_lines,omitempty"`
 	// FlushedIdle counts flows closed because they were idle longer than
 	// Options.IdleTimeout; FlushedLimit those closed to stay under
 	// Options.MaxFlows.
@@ -189,7 +210,8 @@ type Stats struct {
 func newStats() *Stats {
 	return &Stats{LinkTypes: map[string]int64{}, Methods: map[string]int64{}, FragmentsDropped: map[string]int64{}, RequestsRefused: map[string]int64{},
 		OtherProtocols: map[string]int64{}, ResponseStatus: map[string]int64{}, StreamingResponses: map[string]int64{},
-		Tunnels: map[string]int64{}, Skipped: map[string]int64{}}
+		Tunnels: map[string]int64{}, Skipped: map[string]int64{},
+		SOCKS: map[string]int64{}, MalformedLines: map[string]int64{}, ToleratedLines: map[string]int64{}}
 }
 
 func (s *Stats) warn(max int, w Warning) {
@@ -320,6 +342,9 @@ func (s *Stats) streams(others bool) []string {
 		parts = append(parts, fmt.Sprintf("%d HTTP/2 %s (not replayed: capture HTTP/1.1)",
 			s.HTTP2Streams, plural(s.HTTP2Streams, "stream", "streams")))
 	}
+	if n := s.socksNotFollowed(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d SOCKS %s not followed (%s)", n, plural(n, "tunnel", "tunnels"), s.socksWhy()))
+	}
 	if others && s.OtherStreams > 0 {
 		parts = append(parts, fmt.Sprintf("%d TCP %s not HTTP/1.x%s", s.OtherStreams, plural(s.OtherStreams, "stream", "streams"), s.ProtocolsText()))
 	}
@@ -368,4 +393,27 @@ func sortedCounts(m map[string]int64) []struct {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// socksNotFollowed counts the SOCKS handshakes whose tunnel was not read
+// (failed, unsupported command, cut short).
+func (s *Stats) socksNotFollowed() int64 {
+	var n int64
+	for k, v := range s.SOCKS {
+		if !strings.HasSuffix(k, ": followed") {
+			n += v
+		}
+	}
+	return n
+}
+
+// socksWhy says why SOCKS tunnels were not followed, one clause a cause.
+func (s *Stats) socksWhy() string {
+	var parts []string
+	for _, c := range sortedCounts(s.SOCKS) {
+		if !strings.HasSuffix(c.Name, ": followed") {
+			parts = append(parts, fmt.Sprintf("%d %s", c.Count, c.Name))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

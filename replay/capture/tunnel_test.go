@@ -34,7 +34,7 @@ type tunnelCase struct {
 	tunnels map[string]int64
 	skipped map[string]int64
 	link    string
-	// tshark holds the options tshark needs to find the requests.
+	// tshark holds the decode-as rules tshark needs to find the requests.
 	tshark []string
 }
 
@@ -43,7 +43,7 @@ func tunnelCases() []tunnelCase {
 		{file: "vxlan4.pcap", want: exchange("vxlan4"), link: "EN10MB", tunnels: map[string]int64{"VXLAN": 19},
 			skipped: map[string]int64{"not IP: ARP (ethertype 0x0806)": 2}},
 		{file: "vxlan6-8472.pcap", want: exchange("vxlan6"), link: "EN10MB", tunnels: map[string]int64{"VXLAN": 21},
-			tshark: []string{"-d", "udp.port==8472,vxlan"}},
+			tshark: []string{"udp.port==8472,vxlan"}},
 		{file: "any-vxlan.pcap", want: exchange("anyvx"), link: "LINUX_SLL2", tunnels: map[string]int64{"VXLAN": 17}},
 		{file: "nflog.pcap", want: append(exchange("nflog4"), exchange("nflog6")...), link: "NFLOG"},
 		{file: "plain4.pcap", want: exchange("plain4"), link: "EN10MB"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/halfopen/rehearse/internal/atomicfile"
 	"github.com/halfopen/rehearse/internal/canvas"
+	"github.com/halfopen/rehearse/internal/printable"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/reports/num"
 )
@@ -391,5 +392,5 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 		Stats    string
 	}{c, template.CSS(render.ReportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), ShortDigest(c.Digest),
 		analysis.DocsURL(c.Version, "analysis.md"), analysis.DocsURL(c.Version, "cross-platform.md")})
-	return b.Bytes(), err
+	return printable.Bytes(b.Bytes()), err // as in HTML
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/atomicfile"
+	"github.com/halfopen/rehearse/internal/printable"
 	"github.com/halfopen/rehearse/internal/stats"
 	"github.com/halfopen/rehearse/reports/num"
 )
@@ -530,7 +531,7 @@ func HistoryHTML(h *HistoryIndex) ([]byte, error) {
 		Unreadable []*HistoryRun
 		NoReport   []*HistoryRun
 	}{h, template.CSS(render.ReportCSS), h.scenarios(), groups, h.Unreadable, h.NoReport})
-	return b.Bytes(), err
+	return printable.Bytes(b.Bytes()), err // as in HTML
 }
 
 // WriteHistory writes index.html and index.md into dir, atomically.

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"html/template"
 
+	"github.com/halfopen/rehearse/internal/printable"
 	"github.com/halfopen/rehearse/reports/analysis"
 )
 
@@ -82,5 +83,7 @@ func HTML(a *analysis.Analysis) ([]byte, error) {
 		Desc []string
 		Docs string
 	}{v, template.CSS(ReportCSS), template.HTML(TimelineSVG(a, SVGOptions{})), paragraphs(v.Description), analysis.DocsURL(a.Run.Version, "analysis.md")})
-	return b.Bytes(), err
+	// html/template leaves control characters as they are; no template
+	// writes one, so any in the page came from the journal.
+	return printable.Bytes(b.Bytes()), err
 }

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/halfopen/rehearse/internal/printable"
 	"github.com/halfopen/rehearse/reports/analysis"
-
 	"github.com/halfopen/rehearse/reports/expect"
-
 	"github.com/halfopen/rehearse/reports/num"
 )
 
@@ -20,9 +19,12 @@ import (
 // break, a heading or quote at the start of a line). Renderers that do not
 // implement CommonMark's escapes (Confluence's, plain viewers) then show
 // "<=", "fast_fail" and "p99" as written, and a hostile name still cannot
-// inject markup (TestMarkdownCommonMark). Newlines become spaces.
+// inject markup (TestMarkdownCommonMark). Newlines become spaces; other
+// control characters show as their control pictures (printable.String).
 func MdEscape(s string) string {
-	r := []rune(s)
+	// Control characters (an ESC in a fault name) become visible: a
+	// terminal showing report.md would obey them.
+	r := []rune(printable.String(s))
 	var b strings.Builder
 	b.Grow(len(s))
 	alnum := func(i int) bool {

@@ -11,7 +11,10 @@
 //	go run ./scripts/capturegen -o scenarios/captures/agent-gateway.pcapng -pcapng
 //	go run ./scripts/capturegen -mode edge -iface any -o /tmp/edge-sll2.pcap
 //
-// It needs root (or CAP_NET_RAW) for the capture tool.
+// It needs root (or CAP_NET_RAW) for the capture tool. -mode synth is the
+// exception: it writes the gateway mix of -n requests straight to a pcap
+// file (synth.go), for memory benchmarks on captures of a million
+// requests that a real recording would take hours to make.
 package main
 
 import (
@@ -43,7 +46,7 @@ import (
 func main() {
 	var (
 		out     = flag.String("o", "", "output capture file (required)")
-		mode    = flag.String("mode", "gateway", "traffic: gateway (agent-gateway mix), edge (pipelining, chunked, 100-continue, absolute-form, OPTIONS *, HTTP/1.0, big body, TLS) or secrets (tool calls carrying the SecretsCaptured credentials)")
+		mode    = flag.String("mode", "gateway", "traffic: gateway (agent-gateway mix), synth (the gateway mix written with pcapgo, no capture tool), edge (pipelining, chunked, 100-continue, absolute-form, OPTIONS *, HTTP/1.0, big body, TLS) or secrets (tool calls carrying the SecretsCaptured credentials)")
 		n       = flag.Int("n", 200, "gateway mode: number of requests")
 		conns   = flag.Int("conns", 4, "gateway mode: keep-alive connections")
 		seed    = flag.Uint64("seed", 1, "gateway mode: random seed of the request mix")
@@ -59,6 +62,12 @@ func main() {
 	if *out == "" {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *mode == "synth" {
+		if err := synthGateway(*out, *n, *conns, *seed); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	if err := run(*out, *mode, *n, *conns, *seed, *iface, *tool, *extra, *ipv6, *pcapng, *snaplen, *bigBody); err != nil {
 		log.Fatal(err)
@@ -239,8 +248,30 @@ var (
 // gatewayTraffic sends n requests over conns keep-alive connections.
 func gatewayTraffic(base string, n, conns int, seed uint64) error {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	// Exact shares of the mix, shuffled: 35 % search, 20 % weather, 15 %
-	// vectors, 10 % GET weather, 20 % chat completions (half streaming).
+	kinds := gatewayKinds(n, rng)
+	var reqs []*http.Request
+	for i, kind := range kinds {
+		method, path, body := gatewayRequest(rng, i, kind)
+		var rb io.Reader
+		if body != "" {
+			rb = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, base+path, rb)
+		if err != nil {
+			return err
+		}
+		for _, h := range gatewayHeaders(rng, i, body != "") {
+			req.Header.Set(h[0], h[1])
+		}
+		reqs = append(reqs, req)
+	}
+	return sendAll(reqs, conns, rng)
+}
+
+// gatewayKinds is the shuffled mix of n request kinds: 35 % search, 20 %
+// weather, 15 % vectors, 10 % GET weather, 20 % chat completions (half
+// streaming).
+func gatewayKinds(n int, rng *mrand.Rand) []int {
 	kinds := make([]int, 0, n)
 	for k, share := range []int{35, 20, 15, 10, 10, 10} {
 		for range n * share / 100 {
@@ -251,47 +282,50 @@ func gatewayTraffic(base string, n, conns int, seed uint64) error {
 		kinds = append(kinds, 0)
 	}
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
-	var reqs []*http.Request
-	for i, kind := range kinds {
-		var method, path, body string
-		switch kind {
-		case 0:
-			method, path = "POST", "/tools/search"
-			body = fmt.Sprintf(`{"tool_call_id":"call_%04d","name":"search","arguments":{"query":%q,"top_k":%d}}`, i, queries[rng.IntN(len(queries))], 3+rng.IntN(8))
-		case 1:
-			method, path = "POST", "/tools/weather"
-			body = fmt.Sprintf(`{"tool_call_id":"call_%04d","name":"weather","arguments":{"city":%q,"units":"metric"}}`, i, cities[rng.IntN(len(cities))])
-		case 2:
-			method, path = "POST", "/tools/vectors"
-			body = fmt.Sprintf(`{"tool_call_id":"call_%04d","name":"vectors","arguments":{"collection":"runbooks","vector":[%.3f,%.3f,%.3f,%.3f],"k":5}}`, i, rng.Float64(), rng.Float64(), rng.Float64(), rng.Float64())
-		case 3:
-			method, path = "GET", "/tools/weather?city="+strings.ReplaceAll(cities[rng.IntN(len(cities))], "ø", "%C3%B8")
-		default:
-			method, path = "POST", "/v1/chat/completions"
-			body = fmt.Sprintf(`{"model":"gpt-4o-mini","stream":%t,"messages":[{"role":"system","content":"You are an on-call assistant."},{"role":"user","content":"Summarise incident %d and suggest a next step."}],"tools":[{"type":"function","function":{"name":"search"}}]}`, kind == 5, 1000+i)
-		}
-		var rb io.Reader
-		if body != "" {
-			rb = strings.NewReader(body)
-		}
-		req, err := http.NewRequest(method, base+path, rb)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("User-Agent", "openclaw-agent/0.9")
-		req.Header.Set("Accept", "application/json")
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("X-Request-Id", fmt.Sprintf("req-%06d", i))
-		switch rng.IntN(3) {
-		case 0:
-			req.Header.Set("Authorization", fmt.Sprintf("Bearer sk-fake-%08x", rng.Uint32()))
-		case 1:
-			req.Header.Set("X-Api-Key", fmt.Sprintf("fake-key-%08x", rng.Uint32()))
-		}
-		reqs = append(reqs, req)
+	return kinds
+}
+
+// gatewayRequest is request i of the gateway mix, of the given kind.
+func gatewayRequest(rng *mrand.Rand, i, kind int) (method, path, body string) {
+	switch kind {
+	case 0:
+		method, path = "POST", "/tools/search"
+		body = fmt.Sprintf(`{"tool_call_id":"call_%04d","name":"search","arguments":{"query":%q,"top_k":%d}}`, i, queries[rng.IntN(len(queries))], 3+rng.IntN(8))
+	case 1:
+		method, path = "POST", "/tools/weather"
+		body = fmt.Sprintf(`{"tool_call_id":"call_%04d","name":"weather","arguments":{"city":%q,"units":"metric"}}`, i, cities[rng.IntN(len(cities))])
+	case 2:
+		method, path = "POST", "/tools/vectors"
+		body = fmt.Sprintf(`{"tool_call_id":"call_%04d","name":"vectors","arguments":{"collection":"runbooks","vector":[%.3f,%.3f,%.3f,%.3f],"k":5}}`, i, rng.Float64(), rng.Float64(), rng.Float64(), rng.Float64())
+	case 3:
+		method, path = "GET", "/tools/weather?city="+strings.ReplaceAll(cities[rng.IntN(len(cities))], "ø", "%C3%B8")
+	default:
+		method, path = "POST", "/v1/chat/completions"
+		body = fmt.Sprintf(`{"model":"gpt-4o-mini","stream":%t,"messages":[{"role":"system","content":"You are an on-call assistant."},{"role":"user","content":"Summarise incident %d and suggest a next step."}],"tools":[{"type":"function","function":{"name":"search"}}]}`, kind == 5, 1000+i)
 	}
+	return method, path, body
+}
+
+// gatewayHeaders are the header fields of request i of the gateway mix
+// (besides Host and Content-Length), in the order Go's client writes
+// them.
+func gatewayHeaders(rng *mrand.Rand, i int, body bool) [][2]string {
+	h := [][2]string{{"User-Agent", "openclaw-agent/0.9"}, {"Accept", "application/json"}}
+	if body {
+		h = append(h, [2]string{"Content-Type", "application/json"})
+	}
+	h = append(h, [2]string{"X-Request-Id", fmt.Sprintf("req-%06d", i)})
+	switch rng.IntN(3) {
+	case 0:
+		h = append(h, [2]string{"Authorization", fmt.Sprintf("Bearer sk-fake-%08x", rng.Uint32())})
+	case 1:
+		h = append(h, [2]string{"X-Api-Key", fmt.Sprintf("fake-key-%08x", rng.Uint32())})
+	}
+	return h
+}
+
+// sendAll sends reqs over conns keep-alive connections, spread in time.
+func sendAll(reqs []*http.Request, conns int, rng *mrand.Rand) error {
 	ch := make(chan *http.Request)
 	var wg sync.WaitGroup
 	errs := make(chan error, conns)
