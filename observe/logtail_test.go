@@ -123,7 +123,7 @@ func TestLogObserverOpenClawStates(t *testing.T) {
 	}
 	series := strings.Join(seriesLines(evs), "\n")
 	for _, w := range []string{
-		"t=5.06s log_retry primary=2500",       // delayMs from the retry line
+		"t=5.06s log_retry primary=2500",         // delayMs from the retry line
 		"t=5.05s log_fetch_response primary=429", // a failed call: status as the value
 		"t=1s log_fetch_start primary=10000",     // timeoutMs
 		"t=7.71s log_fallback primary=1",
