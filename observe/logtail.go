@@ -89,7 +89,7 @@ func (l *LogObserver) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			l.poll()
-			l.expire(l.o.clock.Time(l.o.clock.Now()))
+			l.expire(l.o.now())
 			l.o.logger.Debug("log observer stopped", "source", l.source, "stats", l.stats)
 			return nil
 		case <-tick:
@@ -97,7 +97,7 @@ func (l *LogObserver) Run(ctx context.Context) error {
 			// A window's end is recorded once no line stamped before
 			// it can still be on its way (OpenClaw queues its file
 			// writes); a line read later would be held to it.
-			l.expire(l.o.clock.Time(l.o.clock.Now() - l.grace()))
+			l.expire(l.o.now().Add(-l.grace()))
 		}
 	}
 }

@@ -20,7 +20,10 @@ import (
 // log on this machine), with the messages and fields of its source for a
 // 429 on the primary provider: a cooldown of 30 s, a failed probe and a
 // second cooldown of 60 s, a fallback decision to backup, and a
-// successful probe. They are not a recording of a faulted run.
+// successful probe. They are not a recording of a faulted run (that is
+// testdata/openclaw-real-429.log, TestLogObserverRealOpenClaw), but they
+// hold what the real run did not reach: a failed probe, a second window,
+// an in-turn retry and a close.
 
 // logBase is the time of testdata/openclaw-429.log's run start.
 var logBase = time.Date(2026, 12, 4, 22, 40, 0, 0, time.UTC)
@@ -38,10 +41,18 @@ type logRun struct {
 
 func startLogRun(t *testing.T, cfg LogConfig) *logRun {
 	t.Helper()
+	return startLogRunAt(t, cfg, logBase.Add(time.Hour))
+}
+
+// startLogRunAt is startLogRun with the wall clock that ends open windows
+// stopped at wall.
+func startLogRunAt(t *testing.T, cfg LogConfig, wall time.Time) *logRun {
+	t.Helper()
 	clock := journal.NewClock(logBase)
 	mem := journal.NewMemory(clock)
 	tick := newManualTicker()
-	obs, err := NewLogObserver(cfg, WithRecorder(mem), WithClock(clock), WithUpstreams("primary", "backup"), tick.option())
+	now := func(o *options) { o.now = func() time.Time { return wall } }
+	obs, err := NewLogObserver(cfg, WithRecorder(mem), WithClock(clock), WithUpstreams("primary", "backup"), tick.option(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,5 +289,59 @@ func TestLogTimeFormats(t *testing.T) {
 		if err != nil || !got.Equal(tc.want) {
 			t.Errorf("%s %q: %v, %v; want %v", tc.format, tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestLogObserverRealOpenClaw reads testdata/openclaw-real-429.log: the
+// 42 lines the openclaw preset knows, unchanged, from the log of a real
+// OpenClaw 2026.9.6 run by e2e's TestOpenClawLogStates
+// (REHEARSE_OPENCLAW_KEEP_LOG; 429 Retry-After 120 on primary, 6 turns
+// at 0.5/s, keys as auth profiles, logging.level debug). OpenClaw opened
+// one 30 s cooldown and extended nothing: the five later failures of
+// turns admitted before the trip reuse the window (windowReused true,
+// the same cooldownUntil).
+func TestLogObserverRealOpenClaw(t *testing.T) {
+	dir := t.TempDir()
+	base := logBase
+	logBase = time.Date(2026, 12, 4, 22, 49, 20, 0, time.UTC)
+	defer func() { logBase = base }()
+	r := startLogRun(t, LogConfig{Path: filepath.Join(dir, "openclaw.log"), Preset: PresetOpenClaw})
+	r.sh(dir, "cat "+abs(t, "testdata/openclaw-real-429.log")+" >> openclaw.log")
+	evs := r.finish()
+	want := []string{
+		"t=5.868s primary/primary open",       // auth profile failure state updated, errorCount 1
+		"t=7.416s backup/backup closed",       // the first 2xx from backup
+		"t=35.863s primary/primary half_open", // cooldownUntil 1796424595863
+	}
+	if got := stateLines(evs); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("states:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	count := map[string]int{}
+	for _, l := range seriesLines(evs) {
+		f := strings.Fields(l)
+		name, dep, _ := strings.Cut(f[1]+" "+f[2], " ")
+		dep, _, _ = strings.Cut(dep, "=")
+		count[name+" "+dep]++
+	}
+	for k, n := range map[string]int{"log_fetch_start primary": 6, "log_fetch_start backup": 6, "log_fetch_response primary": 6,
+		"log_fetch_ok backup": 6, "log_cooldown primary": 6, "log_fallback primary": 6, "log_fallback backup": 6} {
+		if count[k] != n {
+			t.Errorf("%s: %d series, want %d (all %v)", k, count[k], n, count)
+		}
+	}
+}
+
+// A cooldown that has not ended when the run does is still open: its
+// half_open is not recorded ahead of time.
+func TestLogObserverWindowOpenAtTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	base := logBase
+	logBase = time.Date(2026, 12, 4, 22, 49, 20, 0, time.UTC)
+	defer func() { logBase = base }()
+	r := startLogRunAt(t, LogConfig{Path: filepath.Join(dir, "openclaw.log"), Preset: PresetOpenClaw}, logBase.Add(20*time.Second))
+	r.sh(dir, "cat "+abs(t, "testdata/openclaw-real-429.log")+" >> openclaw.log")
+	want := "t=5.868s primary/primary open\nt=7.416s backup/backup closed"
+	if got := strings.Join(stateLines(r.finish()), "\n"); got != want {
+		t.Errorf("states:\n%s\nwant:\n%s", got, want)
 	}
 }
