@@ -21,6 +21,7 @@ import (
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
+	"github.com/halfopen/rehearse/reports"
 )
 
 // TestOpenClawLogStates: a 429 with Retry-After on the primary provider of
@@ -270,4 +271,30 @@ func checkOpenClawLog(t *testing.T, path string, clock *journal.Clock, mem *jour
 		}
 	}
 	t.Logf("cooldown lines %d, opens %v, retries %d, calls %v, fetch starts %v", len(cooldowns), opens, len(retries), calls, logStarts)
+
+	// The reports read the log's states as they read a scrape's: the
+	// breaker lane of primary shows the open from OpenClaw's line.
+	evs := append([]journal.Event{{Payload: &journal.RunStart{RunID: "openclaw-log", Scenario: "openclaw-429",
+		WallStart: clock.Start(), Upstreams: []string{"primary", "backup"}}}}, mem.Events()...)
+	evs = append(evs, journal.Event{T: clock.Now(), Payload: &journal.RunEnd{Reason: "completed"}})
+	a, err := reports.AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane := a.Timeline.Upstreams["primary"]
+	if lane == nil || len(lane.Metrics) == 0 {
+		t.Fatalf("the report has no state lane for primary: %+v", lane)
+	}
+	var laneOpen []float64
+	for _, iv := range lane.Metrics {
+		if iv.State == journal.StateOpen {
+			laneOpen = append(laneOpen, iv.StartS)
+		}
+	}
+	if len(laneOpen) == 0 || laneOpen[0] != float64(opens[0].Round(time.Millisecond))/float64(time.Second) {
+		t.Errorf("report's state lane for primary %+v: want an open from %v", lane.Metrics, opens[0])
+	}
+	for _, ep := range a.Upstreams["primary"].Episodes {
+		t.Logf("episode %s: opened %v, metrics open lag %v s", ep.Fault, ep.Opened, deref(ep.MetricsOpenLagS))
+	}
 }
