@@ -345,3 +345,21 @@ func TestLogObserverWindowOpenAtTheEnd(t *testing.T) {
 		t.Errorf("states:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestReadLog reads a whole text log once: a line over MaxLogLineBytes is
+// skipped and counted, the lines around it are read.
+func TestReadLog(t *testing.T) {
+	in := "2026-12-04T22:40:01Z breaker primary open\n" + strings.Repeat("y", MaxLogLineBytes+5) + " primary open\n" +
+		"2026-12-04T22:40:02Z primary closed"
+	var got []string
+	st, err := ReadLog(textCfg("unused"), strings.NewReader(in), []string{"primary"}, func(e LogEntry) {
+		got = append(got, fmt.Sprintf("%s %s/%s %s", e.Time.Format(time.RFC3339), e.Dependency, e.Upstream, e.State))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[2026-12-04T22:40:01Z primary/primary open 2026-12-04T22:40:02Z primary/primary closed]"
+	if fmt.Sprint(got) != want || st.TooLong != 1 || st.Lines != 2 {
+		t.Errorf("entries %v, stats %+v; want %s, 1 too long, 2 lines", got, st, want)
+	}
+}
