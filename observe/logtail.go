@@ -37,6 +37,7 @@ type LogObserver struct {
 	fi      os.FileInfo
 	off     int64
 	partial []byte
+	buf     []byte // one read's chunk, reused
 	// skipping is set while the rest of an over-long line is dropped.
 	skipping bool
 	state    map[string]string
@@ -163,12 +164,14 @@ func (l *LogObserver) poll() {
 // readToEnd reads from the offset to the end in bounded chunks and
 // handles each complete line.
 func (l *LogObserver) readToEnd() {
-	buf := make([]byte, 64<<10)
+	if l.buf == nil {
+		l.buf = make([]byte, 64<<10)
+	}
 	for {
-		n, err := l.f.ReadAt(buf, l.off)
+		n, err := l.f.ReadAt(l.buf, l.off)
 		if n > 0 {
 			l.off += int64(n)
-			l.feed(buf[:n])
+			l.feed(l.buf[:n])
 		}
 		if err != nil || n == 0 {
 			if err != nil && !errors.Is(err, io.EOF) {
