@@ -120,7 +120,7 @@ func TestOpenClawLogStates(t *testing.T) {
 	<-obsDone
 	checkOpenClawLog(t, logFile, clock, mem, obs.Stats())
 	// REHEARSE_OPENCLAW_KEEP_LOG=PATH keeps OpenClaw's log of this run,
-	// the source of observe/testdata/openclaw-real-429.log.
+	// the source of observe/testdata/openclaw-real-429.jsonl.
 	if keep := os.Getenv("REHEARSE_OPENCLAW_KEEP_LOG"); keep != "" {
 		if b, err := os.ReadFile(logFile); err == nil {
 			_ = os.WriteFile(keep, b, 0o600)

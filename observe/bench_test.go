@@ -67,7 +67,7 @@ func BenchmarkScrapeLoopback(b *testing.B) {
 // BenchmarkLogLineOpenClaw parses the lines of a real OpenClaw run with
 // the openclaw preset: the observer's cost per log line.
 func BenchmarkLogLineOpenClaw(b *testing.B) {
-	data, err := os.ReadFile("testdata/openclaw-real-429.log")
+	data, err := os.ReadFile("testdata/openclaw-real-429.jsonl")
 	if err != nil {
 		b.Fatal(err)
 	}

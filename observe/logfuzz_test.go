@@ -14,7 +14,7 @@ import (
 // text config: no line may panic, and a recognised line has a time, a
 // finite value and labels a journal can encode.
 func FuzzLogLine(f *testing.F) {
-	for _, name := range []string{"testdata/openclaw-429.log", "testdata/openclaw-real-429.log", "testdata/openclaw-startup.log"} {
+	for _, name := range []string{"testdata/openclaw-429.jsonl", "testdata/openclaw-real-429.jsonl", "testdata/openclaw-startup.jsonl"} {
 		fh, err := os.Open(name)
 		if err != nil {
 			f.Fatal(err)

@@ -13,19 +13,19 @@ import (
 	"github.com/halfopen/rehearse/journal"
 )
 
-// The OpenClaw lines in testdata/openclaw-429.log are written in the exact
+// The OpenClaw lines in testdata/openclaw-429.jsonl are written in the exact
 // record shape of a real OpenClaw 2026.9.6 file log (envelope members "0",
 // "1", "2", "_meta", "time", "hostname", "message" as in
-// testdata/openclaw-startup.log, three lines copied from a real gateway's
+// testdata/openclaw-startup.jsonl, three lines copied from a real gateway's
 // log on this machine), with the messages and fields of its source for a
 // 429 on the primary provider: a cooldown of 30 s, a failed probe and a
 // second cooldown of 60 s, a fallback decision to backup, and a
 // successful probe. They are not a recording of a faulted run (that is
-// testdata/openclaw-real-429.log, TestLogObserverRealOpenClaw), but they
+// testdata/openclaw-real-429.jsonl, TestLogObserverRealOpenClaw), but they
 // hold what the real run did not reach: a failed probe, a second window,
 // an in-turn retry and a close.
 
-// logBase is the time of testdata/openclaw-429.log's run start.
+// logBase is the time of testdata/openclaw-429.jsonl's run start.
 var logBase = time.Date(2026, 12, 4, 22, 40, 0, 0, time.UTC)
 
 // logRun runs a LogObserver on path, with polls driven by the test:
@@ -113,12 +113,12 @@ func seriesLines(evs []journal.Event) []string {
 func TestLogObserverOpenClawStates(t *testing.T) {
 	dir := t.TempDir()
 	// The file exists with lines from before the run: they are skipped.
-	if err := exec.Command("cp", "testdata/openclaw-429.log", filepath.Join(dir, "openclaw.log")).Run(); err != nil {
+	if err := exec.Command("cp", "testdata/openclaw-429.jsonl", filepath.Join(dir, "openclaw.log")).Run(); err != nil {
 		t.Fatal(err)
 	}
 	r := startLogRun(t, LogConfig{Path: filepath.Join(dir, "openclaw.log"), Preset: PresetOpenClaw})
-	r.sh(dir, "cat "+abs(t, "testdata/openclaw-startup.log")+" >> openclaw.log")
-	r.sh(dir, "cat "+abs(t, "testdata/openclaw-429.log")+" >> openclaw.log")
+	r.sh(dir, "cat "+abs(t, "testdata/openclaw-startup.jsonl")+" >> openclaw.log")
+	r.sh(dir, "cat "+abs(t, "testdata/openclaw-429.jsonl")+" >> openclaw.log")
 	evs := r.finish()
 	want := []string{
 		"t=1.12s primary/primary closed",
@@ -292,7 +292,7 @@ func TestLogTimeFormats(t *testing.T) {
 	}
 }
 
-// TestLogObserverRealOpenClaw reads testdata/openclaw-real-429.log: the
+// TestLogObserverRealOpenClaw reads testdata/openclaw-real-429.jsonl: the
 // 42 lines the openclaw preset knows, unchanged, from the log of a real
 // OpenClaw 2026.9.6 run by e2e's TestOpenClawLogStates
 // (REHEARSE_OPENCLAW_KEEP_LOG; 429 Retry-After 120 on primary, 6 turns
@@ -306,7 +306,7 @@ func TestLogObserverRealOpenClaw(t *testing.T) {
 	logBase = time.Date(2026, 12, 4, 22, 49, 20, 0, time.UTC)
 	defer func() { logBase = base }()
 	r := startLogRun(t, LogConfig{Path: filepath.Join(dir, "openclaw.log"), Preset: PresetOpenClaw})
-	r.sh(dir, "cat "+abs(t, "testdata/openclaw-real-429.log")+" >> openclaw.log")
+	r.sh(dir, "cat "+abs(t, "testdata/openclaw-real-429.jsonl")+" >> openclaw.log")
 	evs := r.finish()
 	want := []string{
 		"t=5.868s primary/primary open",       // auth profile failure state updated, errorCount 1
@@ -339,7 +339,7 @@ func TestLogObserverWindowOpenAtTheEnd(t *testing.T) {
 	logBase = time.Date(2026, 12, 4, 22, 49, 20, 0, time.UTC)
 	defer func() { logBase = base }()
 	r := startLogRunAt(t, LogConfig{Path: filepath.Join(dir, "openclaw.log"), Preset: PresetOpenClaw}, logBase.Add(20*time.Second))
-	r.sh(dir, "cat "+abs(t, "testdata/openclaw-real-429.log")+" >> openclaw.log")
+	r.sh(dir, "cat "+abs(t, "testdata/openclaw-real-429.jsonl")+" >> openclaw.log")
 	want := "t=5.868s primary/primary open\nt=7.416s backup/backup closed"
 	if got := strings.Join(stateLines(r.finish()), "\n"); got != want {
 		t.Errorf("states:\n%s\nwant:\n%s", got, want)

@@ -9,7 +9,7 @@ import (
 	"github.com/halfopen/rehearse"
 )
 
-const realOpenClawLog = "../../observe/testdata/openclaw-real-429.log"
+const realOpenClawLog = "../../observe/testdata/openclaw-real-429.jsonl"
 
 func TestLogStatesCmd(t *testing.T) {
 	out, errOut, code := execute(t, "log-states", realOpenClawLog, "--map", "primary=search")
@@ -19,7 +19,7 @@ func TestLogStatesCmd(t *testing.T) {
 	for _, want := range []string{
 		"2026-12-04T22:49:25.868Z  cooldown  primary     search    open    until 2026-12-04T22:49:55.863Z",
 		"2026-12-04T22:49:27.416Z  fetch_ok  backup      -         closed  value 42",
-		"openclaw-real-429.log: 42 lines, 42 recognised\n",
+		"openclaw-real-429.jsonl: 42 lines, 42 recognised\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
