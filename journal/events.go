@@ -392,6 +392,11 @@ func (*UpstreamRequest) Kind() Kind { return KindUpstreamRequest }
 // selected series and, where a preset applies, breaker states.
 type MetricsSample struct {
 	Source string `json:"source"`
+	// Origin says where the states came from: OriginLog for a line of
+	// the gateway's log (Source is then the log file), empty for a
+	// metrics scrape or a Prometheus query. Readers that predate it
+	// ignore it, and a sample from a log reads like any other.
+	Origin string `json:"origin,omitempty"`
 	// Series are the selected raw series.
 	Series []Series `json:"series,omitempty"`
 	// States are breaker states derived by the preset, one per dependency.
@@ -403,6 +408,10 @@ type MetricsSample struct {
 
 // Kind implements Payload.
 func (*MetricsSample) Kind() Kind { return KindMetricsSample }
+
+// OriginLog is MetricsSample.Origin for a sample read from the gateway's
+// log file rather than its metrics.
+const OriginLog = "log"
 
 // Series is one metric sample.
 type Series struct {

@@ -63,3 +63,24 @@ func BenchmarkScrapeLoopback(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLogLineOpenClaw parses the lines of a real OpenClaw run with
+// the openclaw preset: the observer's cost per log line.
+func BenchmarkLogLineOpenClaw(b *testing.B) {
+	data, err := os.ReadFile("testdata/openclaw-real-429.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	c, err := LogConfig{Path: "x", Preset: PresetOpenClaw}.compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data) / len(lines)))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, ok, err := c.parseLine(lines[i%len(lines)]); !ok || err != nil {
+			b.Fatal("line not recognised", err)
+		}
+	}
+}

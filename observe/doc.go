@@ -8,6 +8,10 @@
 //     (reference, haproxy, caddy, resilience4j, envoy, or a custom one), or
 //     reads the same series from a Prometheus server's HTTP API for fleets
 //     that are already scraped;
+//   - a LogObserver tails the gateway's log file (JSON lines or text) for
+//     gateways without an exporter, such as OpenClaw, and records the
+//     state changes its patterns recognise as samples like a scrape's,
+//     stamped with each line's own time;
 //   - a Canary GETs the gateway's health URL at an interval;
 //   - Facts describes the machine (OS, kernel, CPU, Go version, measured
 //     timer granularity, TCP keepalive settings) so that a macOS run and a

@@ -374,8 +374,8 @@ func (c *conductor) startGateways(cfg gateway.Config) error {
 	return nil
 }
 
-// startObservers starts metrics scraping and the health canary; they run
-// until stopObservers.
+// startObservers starts metrics scraping, the gateway log observer and the
+// health canary; they run until stopObservers.
 func (c *conductor) startObservers(ctx context.Context) error {
 	obsCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.obsStop = cancel
@@ -395,6 +395,17 @@ func (c *conductor) startObservers(ctx context.Context) error {
 		c.scrapers = append(c.scrapers, s)
 		c.obsWG.Add(1)
 		go func() { defer c.obsWG.Done(); _ = s.Run(obsCtx) }()
+	}
+	if lc := c.sc.LogConfig(); lc != nil {
+		// The gateway's log as a state source: read from now on, each
+		// state stamped with its line's time.
+		lo, err := observe.NewLogObserver(*lc, observe.WithRecorder(c.rec), observe.WithClock(c.clock),
+			observe.WithLogger(c.log), observe.WithUpstreams(names...))
+		if err != nil {
+			return err
+		}
+		c.obsWG.Add(1)
+		go func() { defer c.obsWG.Done(); _ = lo.Run(obsCtx) }()
 	}
 	if health := c.sc.HealthConfig(c.target); health != nil {
 		cn, err := observe.NewCanary(*health, observe.WithRecorder(c.rec), observe.WithClock(c.clock), observe.WithLogger(c.log))

@@ -190,6 +190,20 @@ func (s *Scenario) ScrapeConfigs(instanceURLs []string) []observe.ScrapeConfig {
 	return []observe.ScrapeConfig{mc}
 }
 
+// LogConfig returns the gateway log observer's configuration, nil when
+// none, with a relative path resolved against the scenario's directory.
+func (s *Scenario) LogConfig() *observe.LogConfig {
+	l := s.Gateway.Log
+	if l == nil {
+		return nil
+	}
+	lc := *l
+	if lc.Path != "" && !filepath.IsAbs(lc.Path) {
+		lc.Path = filepath.Join(s.Dir(), lc.Path)
+	}
+	return &lc
+}
+
 // ReadyCheck is how to tell that the gateway answers before the replay.
 type ReadyCheck struct {
 	// URL is polled until it answers.

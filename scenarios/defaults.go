@@ -244,6 +244,11 @@ func (s *Scenario) Validate() error {
 	if m := g.Metrics; m != nil && g.Builtin == nil && m.URL == "" && m.PromQuery == nil {
 		add("gateway.metrics.url", errors.New("required for a gateway given by url (e.g. http://127.0.0.1:8080/metrics)"))
 	}
+	if g.Log != nil {
+		if err := g.Log.Validate(); err != nil {
+			add("gateway.log", err)
+		}
+	}
 	if h := g.Health; h != nil && g.Builtin == nil && h.URL == "" {
 		add("gateway.health.url", errors.New("required for a gateway given by url (e.g. http://127.0.0.1:8080/healthz)"))
 	}

@@ -56,15 +56,16 @@ func (s *Scenario) CheckObservable(requests int, span time.Duration) error {
 	var errs rehearse.ConfigErrors
 	add := func(path string, err error) { errs = append(errs, s.at(path, err)) }
 	if e := s.Expectations; e != nil {
-		if e.MetricsLagMax != nil && s.Gateway.Metrics == nil {
-			add("expectations.metrics_lag_max", errors.New("cannot be observed: it compares the gateway's metrics with what the harness sees, and this scenario reads no metrics: set gateway.metrics (url and preset), or remove metrics_lag_max"))
+		stateSource := s.Gateway.Metrics != nil || s.Gateway.Log != nil
+		if e.MetricsLagMax != nil && !stateSource {
+			add("expectations.metrics_lag_max", errors.New("cannot be observed: it compares the gateway's metrics with what the harness sees, and this scenario reads no metrics: set gateway.metrics (url and preset) or gateway.log (path and preset), or remove metrics_lag_max"))
 		}
 		if end, why, ok := s.replayEnd(requests, span); ok {
 			set := map[string]bool{
 				"closes_within":          e.ClosesWithin != nil,
 				"successes_to_close_min": e.SuccessesToCloseMin != nil,
 				// Without metrics it is refused above already.
-				"metrics_lag_max": e.MetricsLagMax != nil && s.Gateway.Metrics != nil,
+				"metrics_lag_max": e.MetricsLagMax != nil && stateSource,
 			}
 			if late := s.faultsOutlasting(end); len(late) > 0 {
 				for _, key := range recoveryExpectations {

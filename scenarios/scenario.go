@@ -71,6 +71,10 @@ type GatewaySpec struct {
 	// none for a URL gateway, and the reference preset on /metrics for the
 	// built-in one.
 	Metrics *observe.ScrapeConfig `yaml:"metrics,omitempty" json:"metrics,omitempty" doc:"metrics scraping and breaker-state preset"`
+	// Log is the gateway's log file, tailed for breaker states as an
+	// alternative (or addition) to Metrics, for gateways without an
+	// exporter (OpenClaw); nil means none.
+	Log *observe.LogConfig `yaml:"log,omitempty" json:"log,omitempty" doc:"the gateway's log file, tailed for breaker states (an alternative to metrics)"`
 	// Health is the gateway's health URL, probed as a canary; nil means
 	// none for a URL gateway and /healthz for the built-in one.
 	Health *observe.HealthConfig `yaml:"health,omitempty" json:"health,omitempty" doc:"health canary"`

@@ -108,6 +108,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newLaunchdCmd(),
 		newSystemdCmd(),
 		newMetricsCmd(),
+		newLogStatesCmd(),
 		newGatewayCmd(),
 	)
 	for _, c := range root.Commands() {
