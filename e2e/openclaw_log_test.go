@@ -21,7 +21,7 @@ import (
 	"github.com/halfopen/rehearse/observe"
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
-	"github.com/halfopen/rehearse/reports"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // TestOpenClawLogStates: a 429 with Retry-After on the primary provider of
@@ -277,7 +277,7 @@ func checkOpenClawLog(t *testing.T, path string, clock *journal.Clock, mem *jour
 	evs := append([]journal.Event{{Payload: &journal.RunStart{RunID: "openclaw-log", Scenario: "openclaw-429",
 		WallStart: clock.Start(), Upstreams: []string{"primary", "backup"}}}}, mem.Events()...)
 	evs = append(evs, journal.Event{T: clock.Now(), Payload: &journal.RunEnd{Reason: "completed"}})
-	a, err := reports.AnalyzeEvents(evs)
+	a, err := analysis.AnalyzeEvents(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
