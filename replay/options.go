@@ -86,6 +86,11 @@ type Options struct {
 	// Seed seeds a random Schedule (a scenario's seed): the same seed,
 	// the same send times.
 	Seed int64
+	// KeepHeaders names response headers whose values each
+	// client.request event records (journal.ClientRequest.Headers): a
+	// gateway's chosen-target header, say. At most MaxKeepHeaders names,
+	// none a secret header (internal/redact); see keep.go.
+	KeepHeaders []string
 	// MaxInFlight caps the requests in flight; a request due while the cap
 	// is reached is dropped and recorded. Zero means DefaultMaxInFlight.
 	MaxInFlight int
@@ -283,6 +288,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Schedule != ScheduleFixed && o.Timing != TimingRate {
 		return o, fmt.Errorf("%w: replay: schedule %q applies to timing %q; timing %q keeps the capture's own spacing", rehearse.ErrInvalid, o.Schedule, TimingRate, o.Timing)
 	}
+	keep, err := checkKeepHeaders(o.KeepHeaders)
+	if err != nil {
+		return o, err
+	}
+	o.KeepHeaders = keep
 	if o.Duration == 0 && !o.Once {
 		o.Duration = DefaultDuration
 	}

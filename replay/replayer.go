@@ -573,6 +573,7 @@ func (ru *run) send(i uint64, due time.Duration) {
 	}
 	ev.HeadersAt = ru.base + ru.clock.Now()
 	ev.Status = resp.StatusCode
+	ev.Headers = keptHeaders(r.opt.KeepHeaders, resp.Header)
 	ev.Expected = resp.ContentLength
 	if req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		ev.Expected = 0
