@@ -71,6 +71,7 @@ func TestRunBadOverrideExits2(t *testing.T) {
 		{"--duration", "0s"},
 		{"--gateway", "127.0.0.1:8080"},
 		{"--gateway-mode", "fancy"},
+		{"--schedule", "bursty"},
 		{"--gateway", "http://127.0.0.1:1", "--gateway-mode", "naive"},
 	} {
 		out := filepath.Join(dir, "run")
