@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -228,20 +229,25 @@ func TestRandomScheduleStallKeepsOwnDue(t *testing.T) {
 // TestRandomScheduleRealSockets replays at 25/s on each random schedule
 // into a loopback server and holds the server's arrival times to the
 // schedule: the journal's scheduled times are the pacer's, lateness is
-// measured against each send's own due time, and the arrivals keep the
-// schedule's spacing.
+// measured against each send's own due time, and each request arrives at
+// its due time plus what the journal says of it. A loaded machine may
+// stall a send; the journal must then say so (its sent time), so the
+// bound on each arrival is its recorded lateness plus the loopback
+// delivery, and at least half arrive within 5 ms of their due time.
 func TestRandomScheduleRealSockets(t *testing.T) {
 	for _, kind := range []string{SchedulePoisson, ScheduleJittered} {
 		t.Run(kind, func(t *testing.T) {
+			clock := journal.NewClock(time.Now())
 			var mu sync.Mutex
-			var arrivals []time.Time
+			arrived := map[uint64]time.Duration{}
 			u := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				at := clock.Now()
+				seq, _ := strconv.ParseUint(r.Header.Get(DefaultSeqHeader), 10, 64)
 				mu.Lock()
-				arrivals = append(arrivals, time.Now())
+				arrived[seq] = at
 				mu.Unlock()
 				io.WriteString(w, "ok")
 			}))
-			clock := journal.NewClock(time.Now())
 			mem := journal.NewMemory(clock)
 			_, sum := replayed(t, []*capture.Request{getReq("/a")},
 				Options{Target: u, Rate: 25, Duration: 2 * time.Second, Schedule: kind, Seed: 3, MaxLateness: time.Second},
@@ -251,16 +257,15 @@ func TestRandomScheduleRealSockets(t *testing.T) {
 			}
 			p, _ := NewRatePacer(kind, 25, 3)
 			evs := mem.OfKind(journal.KindClientRequest)
-			if len(evs) != sum.Scheduled || sum.Sent != sum.Scheduled || len(arrivals) != sum.Sent {
-				t.Fatalf("%d events, %d arrivals, summary %+v", len(evs), len(arrivals), sum)
+			if len(evs) != sum.Scheduled || sum.Sent != sum.Scheduled || len(arrived) != sum.Sent {
+				t.Fatalf("%d events, %d arrivals, summary %+v", len(evs), len(arrived), sum)
 			}
-			var base time.Duration
 			byseq := make([]*journal.ClientRequest, len(evs))
 			for _, e := range evs {
 				ev := e.(*journal.ClientRequest)
 				byseq[ev.Seq] = ev
 			}
-			base = byseq[0].Scheduled - mustDue(t, p, 0)
+			base := byseq[0].Scheduled - mustDue(t, p, 0)
 			var off []time.Duration
 			for i, ev := range byseq {
 				if want := base + mustDue(t, p, uint64(i)); ev.Scheduled != want {
@@ -272,19 +277,15 @@ func TestRandomScheduleRealSockets(t *testing.T) {
 				if late := ev.Sent-ev.Scheduled > DefaultLateThreshold; late != ev.Late {
 					t.Errorf("seq %d late=%v, lateness %v", i, ev.Late, ev.Sent-ev.Scheduled)
 				}
-			}
-			// Arrivals in order keep the schedule's spacing: each
-			// within 20 ms of its due time relative to the first (a
-			// loaded machine may stall a few; 90 % must hold).
-			slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
-			for i, a := range arrivals {
-				got := a.Sub(arrivals[0])
-				want := byseq[i].Scheduled - byseq[0].Scheduled
-				off = append(off, (got - want).Abs())
+				at := arrived[uint64(i)]
+				if at < ev.Scheduled || at-ev.Sent > 250*time.Millisecond {
+					t.Errorf("seq %d arrived at %v: due %v, sent %v", i, at, ev.Scheduled, ev.Sent)
+				}
+				off = append(off, at-ev.Scheduled)
 			}
 			slices.Sort(off)
-			if p90 := off[len(off)*9/10]; p90 > 20*time.Millisecond {
-				t.Errorf("arrivals off their schedule by %v at p90 (median %v)", p90, off[len(off)/2])
+			if med := off[len(off)/2]; med > 5*time.Millisecond {
+				t.Errorf("arrivals %v after their due times at the median", med)
 			}
 		})
 	}
