@@ -3,7 +3,9 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -84,6 +86,18 @@ func appendClientRequest(b []byte, p *ClientRequest) []byte {
 	b = appendBoolOmit(b, `,"idempotency_key":`, p.IdempotencyKey)
 	b = appendIntOmit(b, `,"deadline_ns":`, int64(p.Deadline))
 	b = appendBoolOmit(b, `,"body_stamp":`, p.BodyStamp)
+	if len(p.Headers) > 0 {
+		// encoding/json writes a map's keys sorted.
+		b = append(b, `,"headers":{`...)
+		for i, k := range slices.Sorted(maps.Keys(p.Headers)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendString(b, k), ':')
+			b = appendString(b, p.Headers[k])
+		}
+		b = append(b, '}')
+	}
 	return b
 }
 
@@ -490,6 +504,28 @@ func (s *scanner) escapedString(start int) []byte {
 	return nil
 }
 
+// stringMap reads an object of strings into *m (a new map, as
+// encoding/json makes for a nil one; a repeated key's last value wins, as
+// there). A null value fails: encoding/json's handling of it is its call.
+func (s *scanner) stringMap(m *map[string]string) {
+	s.expect('{')
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	for first := true; !s.bad && s.i < len(s.b) && s.b[s.i] != '}'; first = false {
+		if !first {
+			s.expect(',')
+		}
+		k := s.internStr()
+		s.expect(':')
+		if s.bad {
+			return
+		}
+		(*m)[k] = s.internStr()
+	}
+	s.expect('}')
+}
+
 func (s *scanner) str() string {
 	v := s.rawString()
 	if s.bad {
@@ -772,11 +808,12 @@ const (
 	crIdempotencyKey
 	crDeadline
 	crBodyStamp
+	crHeaders
 )
 
 var crKeys = newKeySet("seq", "method", "route", "upstream", "scheduled", "sent", "headers_at", "done", "latency_ns",
 	"service_ns", "status", "bytes", "expected", "fraction", "sse_events", "outcome", "fast_fail", "fast_fail_code",
-	"late", "error", "resent", "idempotency_key", "deadline_ns", "body_stamp")
+	"late", "error", "resent", "idempotency_key", "deadline_ns", "body_stamp", "headers")
 
 // decodeClientRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeClientRequest(s *scanner) *ClientRequest {
@@ -842,6 +879,8 @@ func decodeClientRequest(s *scanner) *ClientRequest {
 			p.Deadline = time.Duration(s.int64())
 		case crBodyStamp:
 			p.BodyStamp = s.bool()
+		case crHeaders:
+			s.stringMap(&p.Headers)
 		default:
 			return false
 		}

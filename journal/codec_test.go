@@ -16,6 +16,11 @@ func clientFrom(seq uint64, method, route, errText string, a, b, c int64, status
 	for i := range resent % 4 {
 		p.Resent = append(p.Resent, time.Duration(a+int64(i)))
 	}
+	if resent%2 == 1 {
+		// Kept response headers: keys sorted by the encoder as
+		// encoding/json sorts them, strings escaped alike.
+		p.Headers = map[string]string{route: errText, "X-Chosen-Target": method, "A": ""}
+	}
 	return p
 }
 
@@ -118,6 +123,12 @@ func FuzzDecodeFast(f *testing.F) {
 		`{"t":1,"kind":"upstream.request","seq":18446744073709551616}`,
 		`{"t":1,"kind":"upstream.request","seq":-1}`,
 		`{"t":1,"kind":"client.request"} `,
+		`{"t":1,"kind":"client.request","seq":1,"outcome":"ok","headers":{"X-Chosen-Target":"backup","\u00e9":"a\nb"}}`,
+		`{"t":1,"kind":"client.request","headers":{"A":"1","A":"2"}}`,
+		`{"t":1,"kind":"client.request","headers":{"A":null}}`,
+		`{"t":1,"kind":"client.request","headers":{}}`,
+		`{"t":1,"kind":"client.request","headers":null}`,
+		`{"t":1,"kind":"client.request","headers":{"A":1}}`,
 	} {
 		f.Add([]byte(s))
 	}

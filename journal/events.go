@@ -304,6 +304,13 @@ type ClientRequest struct {
 	// attributed, and when none is, the stamp did not survive the
 	// gateway (rather than was never sent).
 	BodyStamp bool `json:"body_stamp,omitempty"`
+	// Headers holds the response headers the scenario names
+	// (replay.keep_headers) that the answer carried: canonical name →
+	// value, several values joined by ", ", each cut to 256 bytes. Absent
+	// when the answer carried none of them (or none was asked for: the
+	// run.start config says which were); never a secret header, and
+	// every value passes the redaction rule.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Kind implements Payload.

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 
 	"github.com/halfopen/rehearse/internal/redact"
 )
@@ -21,7 +22,8 @@ func redactPayload(p Payload) Payload {
 	switch e := p.(type) {
 	case *ClientRequest:
 		r := redact.Text(e.Error)
-		return changed(e, r == e.Error, func(c *ClientRequest) { c.Error = r })
+		h, same := redactHeaders(e.Headers)
+		return changed(e, r == e.Error && same, func(c *ClientRequest) { c.Error, c.Headers = r, h })
 	case *UpstreamRequest:
 		path := redact.Query(e.Path)
 		return changed(e, path == e.Path, func(c *UpstreamRequest) { c.Path = path })
@@ -67,6 +69,33 @@ func changed[T any, P interface {
 	*c = *e
 	set(c)
 	return c
+}
+
+// redactHeaders applies the rule to kept response headers
+// (replay.keep_headers): a secret header's value is hidden whatever it is
+// (the replayer refuses to keep one; a Go caller might not), and every
+// other value is free text (a Location with a password). same reports that
+// nothing was hidden; then h itself is returned, without allocating.
+func redactHeaders(h map[string]string) (map[string]string, bool) {
+	var out map[string]string
+	for k, v := range h {
+		r := v
+		if redact.IsSecretHeader(k) {
+			r = redact.Marker
+		} else {
+			r = redact.Text(v)
+		}
+		if r != v && out == nil {
+			out = maps.Clone(h)
+		}
+		if out != nil {
+			out[k] = r
+		}
+	}
+	if out == nil {
+		return h, true
+	}
+	return out, false
 }
 
 // redactRaw redacts an embedded JSON document; nil and JSON null stay.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/internal/redact"
+	"github.com/halfopen/rehearse/replay"
 )
 
 // WriteText prints the plan for a person, as rehearse run --dry-run shows
@@ -57,7 +58,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 		shape = "once"
 	}
 	ew.printf("\nreplay: %s for %s (the capture %s), deadline %s per request, at most %d in flight\n",
-		timing(r.Timing, r.Rate, r.Speed), r.Duration, shape, r.Deadline, r.MaxInFlight)
+		timing(r.Timing, r.Rate, r.Speed, r.Schedule, *sc.Seed), r.Duration, shape, r.Deadline, r.MaxInFlight)
+	if len(r.KeepHeaders) > 0 {
+		ew.printf("  response headers kept in the journal: %s\n", strings.Join(r.KeepHeaders, ", "))
+	}
 
 	target := planTarget(sc).String()
 	// A built-in gateway on a free port has no address yet: its URLs are
@@ -185,9 +189,14 @@ func (p *Plan) Skipped() []string {
 	return out
 }
 
-func timing(mode string, rate, speed float64) string {
-	if mode == "original" {
+// timing says how the requests are paced; a random schedule names itself
+// and its seed (the fixed grid, the default, is just the rate).
+func timing(mode string, rate, speed float64, schedule string, seed int64) string {
+	switch {
+	case mode == "original":
 		return fmt.Sprintf("the capture's own spacing ÷ %g", speed)
+	case schedule != "" && schedule != replay.ScheduleFixed:
+		return fmt.Sprintf("%g req/s on a %s schedule (seed %d)", rate, schedule, seed)
 	}
 	return fmt.Sprintf("%g req/s", rate)
 }

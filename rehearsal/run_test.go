@@ -2,6 +2,7 @@ package rehearsal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/reports/expect"
 	"github.com/halfopen/rehearse/scenarios"
 )
@@ -236,5 +238,71 @@ func TestBadCaptureLeavesNoRunDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("run directory created for a run that never started: %v", err)
+	}
+}
+
+// TestRunScheduleAndKeptHeaders runs a short storm on a jittered schedule
+// with the gateway's breaker header kept: the scenario's schedule and
+// seed reach the replay (every send due where the seeded pacer puts it),
+// run.start's config names the schedule, and the breaker's fast-fails
+// carry their X-Breaker-State value in the journal.
+func TestRunScheduleAndKeptHeaders(t *testing.T) {
+	sc := parse(t, `
+name: jittered-storm
+seed: 11
+gateway:
+  builtin:
+    config:
+      breaker: {cooldown: 5s, consecutive_failures: 3, min_samples: 5, window: 5s}
+replay:
+  rate: 20
+  duration: 4s
+  schedule: jittered
+  keep_headers: [X-Breaker-State, Retry-After]
+faults:
+  - {name: storm, type: status, upstream: search, at: 500ms, for: 3s, params: {code: 503}}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := Run(context.Background(), sc, Options{OutDir: dir}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	events := checkRunDir(t, dir)
+	var cfg struct {
+		Replay struct {
+			Schedule string `json:"schedule"`
+		} `json:"replay"`
+	}
+	if err := json.Unmarshal(events[0].Payload.(*journal.RunStart).Config, &cfg); err != nil || cfg.Replay.Schedule != "jittered" {
+		t.Errorf("run.start config schedule %q (%v)", cfg.Replay.Schedule, err)
+	}
+	p := replay.NewJitteredPacer(20, 11)
+	var reqs []*journal.ClientRequest
+	var base time.Duration
+	for _, e := range events {
+		if ev, ok := e.Payload.(*journal.ClientRequest); ok {
+			reqs = append(reqs, ev)
+			if ev.Seq == 0 {
+				due, _ := p.Due(0)
+				base = ev.Scheduled - due
+			}
+		}
+	}
+	if len(reqs) != 80 {
+		t.Errorf("%d client requests, want 80 (20/s for 4 s: one per slot)", len(reqs))
+	}
+	var fastFails, kept int
+	for _, ev := range reqs {
+		if due, _ := p.Due(ev.Seq); ev.Scheduled-base != due {
+			t.Errorf("seq %d scheduled %v after the start, the seeded pacer says %v", ev.Seq, ev.Scheduled-base, due)
+		}
+		if ev.FastFail {
+			fastFails++
+			if ev.Headers["X-Breaker-State"] != "" && ev.Headers["Retry-After"] != "" {
+				kept++
+			}
+		}
+	}
+	if fastFails == 0 || kept != fastFails {
+		t.Errorf("%d fast-fails, %d with X-Breaker-State and Retry-After kept", fastFails, kept)
 	}
 }

@@ -127,6 +127,7 @@ func RunFile(ctx context.Context, fr FileRun) (*Summary, error) {
 	rec.Record(&journal.RunStart{
 		RunID:     o.RunID,
 		Scenario:  "replay",
+		Seed:      r.opt.Seed,
 		WallStart: clock.Start(),
 		Version:   fr.Version,
 		Target:    redact.URL(r.opt.Target.String()),
@@ -186,6 +187,7 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		Once           bool              `json:"once,omitempty"`
 		Timing         string            `json:"timing"`
 		Speed          float64           `json:"speed,omitempty"`
+		Schedule       string            `json:"schedule,omitempty"`
 		MaxInFlight    int               `json:"max_in_flight"`
 		Deadline       rehearse.Duration `json:"deadline"`
 		ConnectTimeout rehearse.Duration `json:"connect_timeout"`
@@ -200,9 +202,10 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		IdemKeys       *IdempotencyKeys  `json:"idempotency_keys,omitempty"`
 		DeadlineHeader string            `json:"deadline_header,omitempty"`
 		Identity       Identity          `json:"identity"`
-	}{target, o.Rate, rehearse.Duration(o.Duration), o.Once, o.Timing, o.Speed, o.MaxInFlight,
+		KeepHeaders    []string          `json:"keep_headers,omitempty"`
+	}{target, o.Rate, rehearse.Duration(o.Duration), o.Once, o.Timing, o.Speed, scheduleOf(&o), o.MaxInFlight,
 		rehearse.Duration(o.Deadline), rehearse.Duration(o.ConnectTimeout), rehearse.Duration(o.LateThreshold),
-		o.SeqHeader, o.RunHeader, o.RunID, o.PreserveHost, o.AllowWrites, o.Routes, o.FastFail, idemKeys(&o), o.DeadlineHeader, o.Identity})
+		o.SeqHeader, o.RunHeader, o.RunID, o.PreserveHost, o.AllowWrites, o.Routes, o.FastFail, idemKeys(&o), o.DeadlineHeader, o.Identity, o.KeepHeaders})
 }
 
 func idemKeys(o *Options) *IdempotencyKeys {
@@ -210,6 +213,14 @@ func idemKeys(o *Options) *IdempotencyKeys {
 		return nil
 	}
 	return &o.IdempotencyKeys
+}
+
+// scheduleOf is the schedule the sends kept: none in original timing.
+func scheduleOf(o *Options) string {
+	if o.Timing == TimingOriginal {
+		return ""
+	}
+	return o.Schedule
 }
 
 func rateOf(o *Options) float64 {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,19 @@ type Options struct {
 	// Speed divides the capture's spacing in TimingOriginal mode (2 is
 	// twice as fast). Zero means DefaultSpeed.
 	Speed float64
+	// Schedule is where the sends of TimingRate fall: ScheduleFixed
+	// (default when empty) on the grid i/Rate, SchedulePoisson with
+	// exponential gaps, ScheduleJittered uniformly within each slot
+	// (random_pacer.go). Only TimingRate has one.
+	Schedule string
+	// Seed seeds a random Schedule (a scenario's seed): the same seed,
+	// the same send times.
+	Seed int64
+	// KeepHeaders names response headers whose values each
+	// client.request event records (journal.ClientRequest.Headers): a
+	// gateway's chosen-target header, say. At most MaxKeepHeaders names,
+	// none a secret header (internal/redact); see keep.go.
+	KeepHeaders []string
 	// MaxInFlight caps the requests in flight; a request due while the cap
 	// is reached is dropped and recorded. Zero means DefaultMaxInFlight.
 	MaxInFlight int
@@ -267,6 +281,18 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: replay: rate %g/s is above the supported 1000000/s", rehearse.ErrInvalid, o.Rate)
 	}
 	o.Speed = cmp.Or(o.Speed, DefaultSpeed)
+	o.Schedule = cmp.Or(o.Schedule, ScheduleFixed)
+	if !slices.Contains(Schedules(), o.Schedule) {
+		return o, fmt.Errorf("%w: replay: schedule %q: want fixed, poisson or jittered", rehearse.ErrInvalid, o.Schedule)
+	}
+	if o.Schedule != ScheduleFixed && o.Timing != TimingRate {
+		return o, fmt.Errorf("%w: replay: schedule %q applies to timing %q; timing %q keeps the capture's own spacing", rehearse.ErrInvalid, o.Schedule, TimingRate, o.Timing)
+	}
+	keep, err := checkKeepHeaders(o.KeepHeaders)
+	if err != nil {
+		return o, err
+	}
+	o.KeepHeaders = keep
 	if o.Duration == 0 && !o.Once {
 		o.Duration = DefaultDuration
 	}

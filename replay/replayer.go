@@ -191,14 +191,18 @@ func NewFrom(src Source, opt Options, opts ...Option) (*Replayer, error) {
 }
 
 // defaultPacer sets the pacer the options ask for unless one was given:
-// the capture's spacing (from the sendable requests' times) or a
-// constant rate.
+// the capture's spacing (from the sendable requests' times) or the rate
+// on its schedule (fixed, poisson or jittered).
 func (r *Replayer) defaultPacer(times []time.Time) error {
 	if r.cfg.pacer != nil {
 		return nil
 	}
 	if r.opt.Timing != TimingOriginal {
-		r.cfg.pacer = ConstantPacer{Rate: r.opt.Rate}
+		p, err := NewRatePacer(r.opt.Schedule, r.opt.Rate, r.opt.Seed)
+		if err != nil {
+			return err
+		}
+		r.cfg.pacer = p
 		return nil
 	}
 	p, err := newOriginalPacer(times, r.opt.Speed)
@@ -301,8 +305,12 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	}
 	var spin, lead time.Duration
 	if r.cfg.waiter == nil {
-		// Calibrates once per process, before the start.
-		if d, ok := r.cfg.pacer.Due(1); ok {
+		// Calibrates once per process, before the start. A random
+		// schedule is sized by its mean interval: Due(1) is one random
+		// gap, and the spin's share of a core is the mean's.
+		if m, ok := r.cfg.pacer.(meanIntervaler); ok {
+			spin, lead = spinFor(m.meanInterval()), leadFor(m.meanInterval())
+		} else if d, ok := r.cfg.pacer.Due(1); ok {
 			spin, lead = spinFor(d), leadFor(d)
 		}
 	}
@@ -392,6 +400,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		sum.Speed = r.opt.Speed
 	} else {
 		sum.Rate = r.opt.Rate
+		sum.Schedule = r.opt.Schedule
 	}
 	sum.Duration = r.opt.Duration
 	sum.DurationS = r.opt.Duration.Seconds()
@@ -564,6 +573,7 @@ func (ru *run) send(i uint64, due time.Duration) {
 	}
 	ev.HeadersAt = ru.base + ru.clock.Now()
 	ev.Status = resp.StatusCode
+	ev.Headers = keptHeaders(r.opt.KeepHeaders, resp.Header)
 	ev.Expected = resp.ContentLength
 	if req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		ev.Expected = 0

@@ -23,6 +23,9 @@ type Summary struct {
 	Timing string  `json:"timing"`
 	Rate   float64 `json:"rate_per_s,omitempty"`
 	Speed  float64 `json:"speed,omitempty"`
+	// Schedule is where the sends of timing rate fell: fixed, poisson
+	// or jittered (Options.Schedule); empty in original timing.
+	Schedule string `json:"schedule,omitempty"`
 	// Duration is the planned duration (0: none, with once).
 	Duration time.Duration `json:"-"`
 	// Elapsed is the time from the first due slot to the end of the last

@@ -180,3 +180,37 @@ func TestRunStart(t *testing.T) {
 		t.Fatalf("built-in run.start %+v", rs)
 	}
 }
+
+// The schedule, its seed and the headers to keep reach the replayer, and
+// the journal's copy of the scenario says which schedule the sends kept
+// (fixed written out when the file left it out).
+func TestReplayScheduleAndKeptHeaders(t *testing.T) {
+	s := loadT(t, filepath.Join("testdata", "valid-schedule.yaml"))
+	target, _ := url.Parse("http://127.0.0.1:8080")
+	o := s.ReplayOptions(target, "run-1")
+	if o.Schedule != replay.SchedulePoisson || o.Seed != 7 || len(o.KeepHeaders) != 2 || o.KeepHeaders[1] != "x-retry-count" {
+		t.Fatalf("options schedule %q seed %d keep %v", o.Schedule, o.Seed, o.KeepHeaders)
+	}
+	for file, want := range map[string]string{"valid-schedule.yaml": "poisson", "valid-minimal.yaml": "fixed"} {
+		rs, err := loadT(t, filepath.Join("testdata", file)).RunStart()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Replay struct {
+				Schedule    string   `json:"schedule"`
+				KeepHeaders []string `json:"keep_headers"`
+			} `json:"replay"`
+		}
+		if err := json.Unmarshal(rs.Config, &cfg); err != nil || cfg.Replay.Schedule != want {
+			t.Errorf("%s: run.start config replay %+v (%v), want schedule %s", file, cfg.Replay, err, want)
+		}
+	}
+	// Original timing has no schedule.
+	o2 := loadT(t, filepath.Join("testdata", "valid-minimal.yaml"))
+	o2.Replay.Timing, o2.Replay.Schedule = replay.TimingOriginal, ""
+	o2.ApplyDefaults()
+	if o2.Replay.Schedule != "" {
+		t.Errorf("original timing given schedule %q", o2.Replay.Schedule)
+	}
+}

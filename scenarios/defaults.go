@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,6 +96,11 @@ func (s *Scenario) ApplyDefaults() {
 	}
 	if r.Rate == 0 {
 		r.Rate = DefaultRate
+	}
+	if r.Schedule == "" && r.Timing == replay.TimingRate {
+		// Written out, so that the journal's copy of the scenario says
+		// which schedule the sends kept.
+		r.Schedule = replay.ScheduleFixed
 	}
 	if r.Duration == 0 && !r.Once {
 		r.Duration = rehearse.Duration(DefaultDuration)
@@ -277,8 +283,28 @@ func (s *Scenario) Validate() error {
 		if r.Speed < 0 {
 			add("replay.speed", fmt.Errorf("must not be negative, got %g", r.Speed))
 		}
+		if r.Schedule != "" {
+			add("replay.schedule", fmt.Errorf("applies to timing rate; timing original keeps the capture's own spacing"))
+		}
 	default:
 		add("replay.timing", fmt.Errorf("unknown timing %q; allowed: rate, original", r.Timing))
+	}
+	if r.Schedule != "" && !slices.Contains(replay.Schedules(), r.Schedule) {
+		add("replay.schedule", fmt.Errorf("unknown schedule %q; allowed: %s", r.Schedule, strings.Join(replay.Schedules(), ", ")))
+	}
+	if len(r.KeepHeaders) > replay.MaxKeepHeaders {
+		add("replay.keep_headers", fmt.Errorf("%d headers; at most %d", len(r.KeepHeaders), replay.MaxKeepHeaders))
+	}
+	keep := map[string]bool{}
+	for i, h := range r.KeepHeaders {
+		p := fmt.Sprintf("replay.keep_headers[%d]", i)
+		if err := replay.CheckKeepHeader(h); err != nil {
+			add(p, fmt.Errorf("%q: %w", h, err))
+		} else if c := http.CanonicalHeaderKey(h); keep[c] {
+			add(p, fmt.Errorf("%q is named twice", h))
+		} else {
+			keep[c] = true
+		}
 	}
 	if k := r.IdempotencyKeys; k != nil && (k.Share < 0 || k.Share > 1) {
 		add("replay.idempotency_keys.share", fmt.Errorf("must be a fraction between 0 and 1, got %g", k.Share))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/inject"
+	rreplay "github.com/halfopen/rehearse/replay"
 )
 
 // DigestPrefix starts every scenario digest.
@@ -40,6 +41,13 @@ func (s *Scenario) Digest() (string, error) {
 	}
 	replay := s.Replay
 	replay.Capture = DigestPrefix + hex.EncodeToString(ch.Sum(nil))
+	// The fixed schedule is what every run before replay.schedule
+	// existed kept: its digest is theirs. The headers the journal keeps
+	// change nothing the gateways see.
+	if replay.Schedule == rreplay.ScheduleFixed {
+		replay.Schedule = ""
+	}
+	replay.KeepHeaders = nil
 	drill := struct {
 		Version   int                     `json:"version"`
 		Replay    ReplaySpec              `json:"replay"`

@@ -77,9 +77,30 @@ expectations:
 		{"another capture", []string{"CAPTURE", capC}, false},
 		{"another rate", []string{"RATE", "10"}, false},
 		{"the fault at another time", []string{"AT", "2s"}, false},
+		{"the fixed schedule written out", []string{"RATE", "20\n  schedule: fixed"}, true},
+		{"response headers kept in the journal", []string{"RATE", "20\n  keep_headers: [X-Chosen-Target]"}, true},
+		{"a Poisson schedule", []string{"RATE", "20\n  schedule: poisson"}, false},
+		{"a jittered schedule", []string{"RATE", "20\n  schedule: jittered"}, false},
 	} {
 		if got := digest(c.kv...); (got == ref) != c.same {
 			t.Errorf("%s: digest %s vs %s, want same=%v", c.name, got, ref, c.same)
+		}
+	}
+}
+
+// TestDigestFixedScheduleUnchanged pins the digest of a drill on the
+// fixed schedule to the one it had before replay.schedule existed
+// (computed on main at 5af14e1), so that runs recorded before and after
+// still compare as the same drill.
+func TestDigestFixedScheduleUnchanged(t *testing.T) {
+	const before = "sha256:703c59b2b9d0440c6c11a336648b299cca7037465f7a0cb1fc60e43068ce5eff"
+	for _, src := range []string{"replay: {duration: 9s, rate: 5}\n", "replay: {duration: 9s, rate: 5, schedule: fixed}\n"} {
+		s, err := Parse("a.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := s.Digest(); err != nil || d != before {
+			t.Errorf("%q: digest %s (%v), want %s as before schedules", src, d, err, before)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +15,8 @@ import (
 )
 
 // Overrides are the command-line values that win over a scenario file
-// (rehearse run --gateway, --rate, --duration, --seed, --gateway-mode).
+// (rehearse run --gateway, --rate, --schedule, --duration, --seed,
+// --gateway-mode).
 // Each is a flag value (it implements pflag.Value): the CLI binds every
 // one of Flags, and Apply changes the scenario by the flags that were
 // given, and only by those. A flag never given leaves the file's value, so
@@ -54,6 +56,7 @@ func NewOverrides() *Overrides {
 	return &Overrides{flags: []*Override{
 		{Name: "gateway", path: "gateway.url", typ: "string", Usage: "base URL of the gateway under test (replaces the scenario's gateway)", parse: parseGatewayOverride},
 		{Name: "rate", path: "replay.rate", typ: "float64", Usage: "requests per second (default: the scenario's)", parse: parseRateOverride},
+		{Name: "schedule", path: "replay.schedule", typ: "string", Usage: "where the sends of the rate fall: fixed, poisson or jittered (default: the scenario's, else fixed)", parse: parseScheduleOverride},
 		{Name: "duration", path: "replay.duration", typ: "duration", Usage: "replay duration, e.g. 30s, 5m (default: the scenario's)", parse: parseDurationOverride},
 		{Name: "seed", path: "seed", typ: "int64", Usage: fmt.Sprintf("seed of every random decision (default: the scenario's, else %d)", DefaultSeed), parse: parseSeedOverride},
 		{Name: "gateway-mode", path: "gateway.builtin.config.mode", typ: "string", Usage: "built-in gateway mode: reference or naive (fixed 200ms retries ×3, no deadline, no breaker), to compare the two", parse: parseModeOverride},
@@ -144,6 +147,19 @@ func parseRateOverride(raw string) (func(*Scenario) error, error) {
 			return fmt.Errorf("the scenario replays with timing %q; a rate applies to timing %q", s.Replay.Timing, replay.TimingRate)
 		}
 		s.Replay.Rate = v
+		return nil
+	}, nil
+}
+
+func parseScheduleOverride(raw string) (func(*Scenario) error, error) {
+	if !slices.Contains(replay.Schedules(), raw) {
+		return nil, fmt.Errorf("want one of %s, got %q", strings.Join(replay.Schedules(), ", "), raw)
+	}
+	return func(s *Scenario) error {
+		if s.Replay.Timing != "" && s.Replay.Timing != replay.TimingRate {
+			return fmt.Errorf("the scenario replays with timing %q; a schedule applies to timing %q", s.Replay.Timing, replay.TimingRate)
+		}
+		s.Replay.Schedule = raw
 		return nil
 	}, nil
 }

@@ -200,3 +200,24 @@ func TestSeedFlagOutOfRange(t *testing.T) {
 		t.Fatalf("the least int64: %v", err)
 	}
 }
+
+func TestOverrideSchedule(t *testing.T) {
+	s := parseT(t, "replay: {rate: 5, duration: 40s}\n")
+	if err := override(t, "schedule", "jittered").Apply(s); err != nil || s.Replay.Schedule != "jittered" {
+		t.Fatalf("--schedule jittered: schedule %q (%v)", s.Replay.Schedule, err)
+	}
+	o := NewOverrides()
+	for _, f := range o.Flags() {
+		if f.Name == "schedule" {
+			if err := f.Set("bursty"); err == nil || !strings.Contains(err.Error(), "fixed, poisson, jittered") {
+				t.Errorf("--schedule bursty: %v", err)
+			}
+		}
+	}
+	// A schedule the replay would not use is refused, not ignored.
+	orig := parseT(t, "replay: {timing: original, once: true}\n")
+	err := override(t, "schedule", "poisson").Apply(orig)
+	if !errors.Is(err, rehearse.ErrInvalid) || !strings.Contains(err.Error(), "--schedule: the scenario replays with timing \"original\"") {
+		t.Errorf("--schedule on timing original: %v", err)
+	}
+}

@@ -118,6 +118,11 @@ type ReplaySpec struct {
 	Timing string `yaml:"timing,omitempty" json:"timing" doc:"rate (default) or original"`
 	// Speed divides the capture's spacing in original timing; 0 means 1.
 	Speed float64 `yaml:"speed,omitempty" json:"speed,omitempty" doc:"speed factor for original timing (default 1)"`
+	// Schedule is where the sends of timing rate fall: "fixed" (the
+	// default for timing rate: on the grid i/rate), "poisson"
+	// (exponential gaps of the same mean) or "jittered" (uniformly within
+	// each slot), seeded from Seed. Empty for timing original.
+	Schedule string `yaml:"schedule,omitempty" json:"schedule,omitempty" doc:"timing rate only: fixed (default: request i at i/rate), poisson (exponential gaps of the same mean rate) or jittered (uniformly within each slot), seeded from seed"`
 	// Once replays the capture once instead of looping it.
 	Once bool `yaml:"once,omitempty" json:"once,omitempty" doc:"replay the capture once instead of looping"`
 	// Deadline bounds each request; 0 means 10s.
@@ -144,6 +149,10 @@ type ReplaySpec struct {
 	// gateways that forward no client header (AI agent runtimes); nil
 	// means body: auto.
 	Identity *IdentitySpec `yaml:"identity,omitempty" json:"identity,omitempty" doc:"where the sequence stamp goes in request bodies (default: the last user message of OpenAI/Anthropic chat requests)"`
+	// KeepHeaders names response headers whose values the journal keeps
+	// on each answer's client.request event (a gateway's chosen-target
+	// header, say); at most replay.MaxKeepHeaders, no secret header.
+	KeepHeaders []string `yaml:"keep_headers,omitempty" json:"keep_headers,omitempty" doc:"response headers whose values the journal keeps on each answer (e.g. X-Chosen-Target); at most 8, values cut to 256 bytes, no secret header"`
 	// Routes map request paths to upstreams, for the analysis; empty means
 	// /tools/<name> → <name> and /v1/chat/completions → the primary model
 	// provider (built-in gateway) for every upstream of the scenario.

@@ -13,6 +13,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/replay"
 	"github.com/halfopen/rehearse/replay/capture"
+	"github.com/halfopen/rehearse/scenarios"
 )
 
 func newReplayCmd() *cobra.Command {
@@ -32,7 +33,10 @@ open-loop rate (10 requests per second for five minutes by default), looping ove
 the capture, without faults or a harness gateway: the sending side of a rehearsal
 on its own.
 
-Request i is due at start + i/rate whatever the responses do. A request that
+Request i is due at start + i/rate whatever the responses do (--schedule fixed);
+--schedule poisson draws exponential gaps of the same mean rate, --schedule
+jittered puts each request at a random moment of its slot, both from --seed, so
+that a gateway's fixed retry waits cannot meet the replay's own grid. A request that
 starts more than --late-threshold after its due time is counted late; one that
 would exceed --max-in-flight, or whose slot passed while the replayer was stalled,
 is dropped and counted — a catch-up after a stall never spans more than
@@ -50,7 +54,8 @@ each value is replaced by REDACTED, as 'rehearse run' does, so that production
 credentials never reach a test gateway by accident. Give the gateway a test
 credential with --set-header (sent exactly as written), or pass --send-credentials
 to send the captured ones. Nothing is written with a credential in it: the
-journal and the summary record no headers.
+journal and the summary record no request headers, and of the responses only the
+headers named by --keep-header (never a secret one).
 
 POST, PUT, PATCH and DELETE requests are refused unless --allow-writes is given.
 With --out DIR the journal (journal.jsonl) and summary (summary.json) are written
@@ -122,6 +127,9 @@ partial summary (exit code 130).`,
 	f.BoolVar(&o.Once, "once", false, "send each request of the capture once instead of looping")
 	f.StringVar(&o.Timing, "timing", replay.TimingRate, "rate (fixed rate) or original (the capture's own spacing)")
 	f.Float64Var(&o.Speed, "speed", replay.DefaultSpeed, "speed factor with --timing original")
+	f.StringVar(&o.Schedule, "schedule", replay.ScheduleFixed, "with --timing rate: fixed (request i at i/rate), poisson (exponential gaps of the same mean) or jittered (uniformly within each slot)")
+	f.Int64Var(&o.Seed, "seed", scenarios.DefaultSeed, "seed of a poisson or jittered --schedule: the same seed, the same send times")
+	f.StringSliceVar(&o.KeepHeaders, "keep-header", nil, "response header whose value the journal keeps on each answer, e.g. X-Chosen-Target (repeatable; at most 8, no secret header)")
 	f.IntVar(&o.MaxInFlight, "max-in-flight", replay.DefaultMaxInFlight, "cap on requests in flight; due requests beyond it are dropped")
 	f.DurationVar(&o.Deadline, "deadline", replay.DefaultDeadline, "per-request deadline, to the last body byte")
 	f.DurationVar(&o.ConnectTimeout, "connect-timeout", replay.DefaultConnectTimeout, "connection establishment timeout")

@@ -99,10 +99,65 @@ func TestReplayCommandUsage(t *testing.T) {
 		{"replay", replayCapture, "--target", "http://127.0.0.1:1", "--timing", "fast"},
 		{"replay", "no-such-file.pcap", "--target", "http://127.0.0.1:1"},
 		{"replay", replayCapture, "--target", "http://127.0.0.1:1", "--rate", "-1"},
+		{"replay", replayCapture, "--target", "http://127.0.0.1:1", "--schedule", "bursty"},
+		{"replay", replayCapture, "--target", "http://127.0.0.1:1", "--timing", "original", "--schedule", "poisson"},
+		{"replay", replayCapture, "--target", "http://127.0.0.1:1", "--keep-header", "Authorization"},
 	} {
 		if _, stderr, code := execute(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
 		}
+	}
+}
+
+// --schedule, --seed and --keep-header reach the replay: the summary
+// names the schedule, run.start's config holds it and the seed, and each
+// answer's event holds the kept header's value.
+func TestReplayCommandScheduleAndKeptHeaders(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Chosen-Target", "backup")
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	dir := t.TempDir()
+	out, stderr, code := execute(t, "replay", replayCapture, "--target", "http://"+ln.Addr().String(), "--once", "--rate", "50",
+		"--method", "GET", "--schedule", "jittered", "--seed", "5", "--keep-header", "x-chosen-target", "--out", dir, "--json", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum struct {
+		Schedule string `json:"schedule"`
+		Sent     int    `json:"sent"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Schedule != "jittered" || sum.Sent == 0 {
+		t.Fatalf("summary %s (%v)", out, err)
+	}
+	evs, _, err := journal.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers int
+	for _, e := range evs {
+		switch p := e.Payload.(type) {
+		case *journal.RunStart:
+			if p.Seed != 5 || !strings.Contains(string(p.Config), `"schedule":"jittered"`) ||
+				!strings.Contains(string(p.Config), `"keep_headers":["X-Chosen-Target"]`) {
+				t.Errorf("run.start seed %d config %s", p.Seed, p.Config)
+			}
+		case *journal.ClientRequest:
+			if p.Status == 200 {
+				answers++
+				if p.Headers["X-Chosen-Target"] != "backup" {
+					t.Errorf("seq %d headers %v", p.Seq, p.Headers)
+				}
+			}
+		}
+	}
+	if answers == 0 {
+		t.Error("no answer in the journal")
 	}
 }
 

@@ -71,6 +71,7 @@ func TestRunBadOverrideExits2(t *testing.T) {
 		{"--duration", "0s"},
 		{"--gateway", "127.0.0.1:8080"},
 		{"--gateway-mode", "fancy"},
+		{"--schedule", "bursty"},
 		{"--gateway", "http://127.0.0.1:1", "--gateway-mode", "naive"},
 	} {
 		out := filepath.Join(dir, "run")
@@ -252,7 +253,7 @@ name: dry
 gateway:
   url: http://ci:s3cret@` + gw + `
   metrics: {url: http://` + gw + `/metrics, preset: reference}
-replay: {rate: 20, duration: 90s, filter: {methods: [GET]}}
+replay: {rate: 20, duration: 90s, filter: {methods: [GET]}, keep_headers: [X-Chosen-Target]}
 upstreams:
   - {name: search, mode: proxy, target: "http://` + real + `", listen: "` + ups[0] + `"}
   - {name: weather, listen: "` + ups[1] + `"}
@@ -274,6 +275,7 @@ expectations: {upstreams: [search], opens_within: 20s}
 		"capture builtin:agent-gateway (pcapng): 20 replayable requests",
 		"180 requests filtered out by replay.filter (methods GET)",
 		"replay: 20 req/s for 1m30s",
+		"  response headers kept in the journal: X-Chosen-Target\n",
 		"gateway: http://ci:REDACTED@" + gw + " (under test)",
 		"metrics: http://" + gw + "/metrics (preset reference)",
 		"search   proxy  " + ups[0] + "  → http://" + real,
@@ -431,5 +433,17 @@ func TestReplayRefusesJournalLink(t *testing.T) {
 	}
 	if _, err := os.Lstat(outside); !os.IsNotExist(err) {
 		t.Fatalf("the journal was written through the link: %v", err)
+	}
+}
+
+// The plan names a random schedule and its seed, given on the command line.
+func TestRunDryRunSchedule(t *testing.T) {
+	t.Chdir(t.TempDir())
+	out, err := executeErr(t, "run", "weekly", "--dry-run", "--schedule", "poisson", "--seed", "7", "--rate", "5")
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "replay: 5 req/s on a poisson schedule (seed 7) for ") {
+		t.Errorf("plan lacks the schedule:\n%s", out)
 	}
 }
