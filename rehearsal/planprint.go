@@ -6,13 +6,13 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halfopen/rehearse/inject"
 	"github.com/halfopen/rehearse/internal/redact"
 	"github.com/halfopen/rehearse/replay"
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // WriteText prints the plan for a person, as rehearse run --dry-run shows
@@ -34,7 +34,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		ew.printf(" (%d writes)", p.Writes)
 	}
 	ew.printf(", %s apart from first to last, from %d packets in %d TCP streams\n",
-		p.Span.Round(time.Millisecond), st.Packets, st.Streams)
+		num.Sec(p.Span.Seconds()), st.Packets, st.Streams)
 	var hosts []string
 	for _, h := range p.sortedHosts() {
 		name := h

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"syscall"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // resourceUsage reports the harness's own CPU time and peak memory, so a
@@ -20,5 +22,5 @@ func resourceUsage() string {
 		maxRSS = ru.Maxrss // bytes on macOS
 	}
 	cpu := float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-	return fmt.Sprintf("harness resource usage: cpu %.2fs (user+system), max RSS %.1f MB", cpu, float64(maxRSS)/(1<<20))
+	return fmt.Sprintf("harness resource usage: cpu %s (user+system), max RSS %.1f MB", num.Sec(cpu), float64(maxRSS)/(1<<20))
 }

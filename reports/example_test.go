@@ -49,6 +49,6 @@ func ExampleEvaluate() {
 		fmt.Printf("%s passed=%v observed=%s want=%s\n", r.Name, r.Passed, r.Observed, r.Want)
 	}
 	// Output:
-	// opens_within passed=true observed=505ms want=<= 2s
-	// closes_within passed=true observed=405ms want=<= 5s
+	// opens_within passed=true observed=505 ms want=<= 2 s
+	// closes_within passed=true observed=405 ms want=<= 5 s
 }

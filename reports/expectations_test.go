@@ -37,7 +37,7 @@ func TestEvaluateCleanRun(t *testing.T) {
 	if res[0].Passed || res[0].Name != "honours_retry_after" || !strings.Contains(res[0].Message, "no upstream served a 429") {
 		t.Errorf("honours_retry_after without 429: %+v", res[0])
 	}
-	if res[1].Passed || !strings.Contains(res[1].Message, "search episode 1 (storm)") || res[1].Want != "<= 5s" {
+	if res[1].Passed || !strings.Contains(res[1].Message, "search episode 1 (storm)") || res[1].Want != "<= 5 s" {
 		t.Errorf("closes_within: %+v", res[1])
 	}
 	if err := expect.Failed(res); err == nil || rehearse.ExitCode(err) != rehearse.ExitExpectations {

@@ -161,17 +161,17 @@ func TestBoundedOpenFigures(t *testing.T) {
 	for k, want := range map[string]string{
 		"opened_after_s":           "520 ms (520 ms – 580 ms)",
 		"failures_before_open":     "6 (6 – 7)",
-		"first_probe_after_open_s": "2.1 s (2.0 s – 2.1 s)",
+		"first_probe_after_open_s": "2.08 s (2.02 s – 2.08 s)",
 		"metrics_open_lag_s":       "480 ms (420 ms – 480 ms) / ",
 	} {
 		if !strings.HasPrefix(cells[k], want) {
 			t.Errorf("report cell %s = %q, want %q", k, cells[k], want)
 		}
 	}
-	if c := cells["cooldowns_s"]; !strings.Contains(c, "(the first 2.0 s – 2.1 s)") {
+	if c := cells["cooldowns_s"]; !strings.Contains(c, "(the first 2.02 s – 2.08 s)") {
 		t.Errorf("cooldown cell %q does not give the first one's bounds", c)
 	}
-	for _, w := range []string{"or as late as 580 ms after", "then 7 failed calls before", "first 2.1 s after opening (as little as 2.0 s after an open as late as it may have been)"} {
+	for _, w := range []string{"or as late as 580 ms after", "then 7 failed calls before", "first 2.08 s after opening (as little as 2.02 s after an open as late as it may have been)"} {
 		if !strings.Contains(ep.Statement, w) {
 			t.Errorf("statement lacks %q:\n%s", w, ep.Statement)
 		}
@@ -191,7 +191,7 @@ func TestBoundedOpenFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, doc := range map[string]string{"report.md": string(md), "report.html": string(h)} {
-		for _, w := range []string{"6 (6 – 7)", "2.1 s (2.0 s – 2.1 s)", "or as late as 580 ms after"} {
+		for _, w := range []string{"6 (6 – 7)", "2.08 s (2.02 s – 2.08 s)", "or as late as 580 ms after"} {
 			if !strings.Contains(doc, w) {
 				t.Errorf("%s lacks %q", name, w)
 			}

@@ -17,20 +17,8 @@ import (
 
 	"github.com/halfopen/rehearse/reports/expect"
 
-	"github.com/halfopen/rehearse/reports/num"
-
 	"github.com/halfopen/rehearse/journal"
 )
-
-// TestFmtDurBelowMillisecond: a lateness p99 of 0.124 ms is shown in µs,
-// not rounded to "0s".
-func TestFmtDurBelowMillisecond(t *testing.T) {
-	for s, want := range map[float64]string{0.000124: "124µs", 0.0421: "42ms", 1.5: "1.5s", 0: "0s"} {
-		if got := num.Dur(s); got != want {
-			t.Errorf("fmtDur(%g) = %q, want %q", s, got, want)
-		}
-	}
-}
 
 // expirySim is a passive breaker whose failures expire (Caddy's
 // max_fails/fail_duration, generalised): every failure is remembered for

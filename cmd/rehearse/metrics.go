@@ -13,6 +13,7 @@ import (
 
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/observe"
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // newMetricsCmd scrapes a gateway's metrics once and shows the breaker
@@ -92,7 +93,7 @@ the scrape fails.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s: %d series kept in %s\n", sample.Source, len(sample.Series), sample.Took.Round(time.Millisecond))
+			fmt.Fprintf(out, "%s: %d series kept in %s\n", sample.Source, len(sample.Series), num.Sec(sample.Took.Seconds()))
 			if len(sample.States) == 0 {
 				fmt.Fprintf(out, "no breaker states: no usable %s series (wrong preset or URL?)\n", s.StateMetric())
 			} else {

@@ -16,6 +16,7 @@ import (
 	"github.com/halfopen/rehearse/internal/runs"
 	"github.com/halfopen/rehearse/notify"
 	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/reports/num"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -224,7 +225,7 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 	}
 	fmt.Fprintf(w, "run %s: %s\n", state, res.Dir)
 	if r := res.Replay; r != nil {
-		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %.2f ms\n", r.Sent, r.Dropped, r.Lateness.P99)
+		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %s\n", r.Sent, r.Dropped, num.Ms(r.Lateness.P99))
 	}
 	if harness != "" {
 		// Expectations judged nothing: listing them as FAIL would blame

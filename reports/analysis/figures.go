@@ -269,7 +269,7 @@ var Figures = []Figure{
 			if l.Lockstep != nil {
 				verdict = map[bool]string{true: "yes", false: "no"}[*l.Lockstep]
 			}
-			return fmt.Sprintf("%s (%.0f%% within %g ms; %.0f%% if independent)", verdict, *l.CoincidentShare*100, l.WindowMs, *l.IndependentShare*100)
+			return fmt.Sprintf("%s (%.0f%% within %s; %.0f%% if independent)", verdict, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.IndependentShare*100)
 		}), In: InReport | InCompare, CompareLabel: "retries within 10 ms of another's"},
 	{Key: "retries.write_retries.post_patch.without_key", Label: "writes sent again without a key", Unit: Count,
 		Value: retryFig(func(r *RetryFigures) *float64 { return Ptr(float64(r.Writes.PostPatch.WithoutKey)) }),

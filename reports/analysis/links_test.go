@@ -10,7 +10,7 @@ import (
 )
 
 func TestProgressionSummarised(t *testing.T) {
-	if got := progression([]float64{1, 2, 4}); got != "1.0 s → 2.0 s → 4.0 s" {
+	if got := progression([]float64{1, 2, 4}); got != "1 s → 2 s → 4 s" {
 		t.Errorf("short: %q", got)
 	}
 	long := make([]float64, 99)
@@ -19,7 +19,7 @@ func TestProgressionSummarised(t *testing.T) {
 	}
 	long[50] = 0.5
 	got := progression(long)
-	if !strings.HasPrefix(got, "1.0 s → 2.0 s → 3.0 s → 4.0 s → 5.0 s → 6.0 s → … 93 more (min 500 ms, max 7.0 s over all 99") {
+	if !strings.HasPrefix(got, "1 s → 2 s → 3 s → 4 s → 5 s → 6 s → … 93 more (min 500 ms, max 7 s over all 99") {
 		t.Errorf("long: %q", got)
 	}
 	if strings.Count(got, "→") > progressionShown {

@@ -45,8 +45,8 @@ func (r *Resilience) statements() []string {
 			}
 		}
 		if l := f.Lockstep; l.Lockstep != nil && *l.Lockstep {
-			out = append(out, fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %g ms of another request's retry, where independent jittered retries would give %.0f%%.",
-				name, *l.CoincidentShare*100, l.Retries, l.WindowMs, *l.IndependentShare*100))
+			out = append(out, fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %s of another request's retry, where independent jittered retries would give %.0f%%.",
+				name, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.IndependentShare*100))
 		}
 		out = append(out, PrefixAll(name+": ", f.Writes.Examples)...)
 		if n := f.Writes.PutDelete.WithoutKey; n > 0 {

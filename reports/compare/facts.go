@@ -195,11 +195,7 @@ func (c *Comparison) explain() {
 			continue
 		}
 		if r.Clear || r.Note != "" {
-			unit := " ms"
-			if r.Unit != UnitMs {
-				unit = ""
-			}
-			platform = append(platform, fmt.Sprintf("%s: %s%s vs %s%s (median)", r.Label, num.Num(*r.A.Median), unit, num.Num(*r.B.Median), unit))
+			platform = append(platform, fmt.Sprintf("%s: %s vs %s (median)", r.Label, FmtValue(*r.A.Median, r.Unit), FmtValue(*r.B.Median, r.Unit)))
 		}
 	}
 	var facts []string

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
-	"time"
 )
 
 // Plural says "1 call", "2 calls".
@@ -19,23 +19,69 @@ func Plural(n int64, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// Sec formats seconds for people: "4.2 s", "350 ms".
-func Sec(s float64) string {
-	if s < 1 && s > -1 {
-		return fmt.Sprintf("%.0f ms", s*1000)
+// Sec is the one text of a duration in every report (Markdown, HTML,
+// SVG titles and axis, JUnit, compare, history, stdout): seconds in,
+// "4.25 s", "350 ms", "0.054 ms", "2 min 5 s" out. The rule:
+//   - three significant digits, trailing zeros dropped ("4.2 s" is
+//     4.20 s, "4 s" is 4.00 s), never finer than a microsecond (the
+//     finest resolution any figure is measured at);
+//   - milliseconds below one second, seconds from one second, minutes
+//     and whole seconds from one minute (three digits of a second count
+//     are whole seconds there anyway); the unit is chosen after rounding,
+//     so 999.6 ms is "1 s" and 59.96 s is "1 min";
+//   - zero is "0 ms", a negative value has a leading "-", an infinity is
+//     "∞" and NaN "—".
+//
+// Machine-read text is not this: run.json keeps numbers, scenarios and
+// flags keep Go duration strings ("250ms") that users type.
+func Sec(s float64) string { return durText(s * 1000) }
+
+// Ms is Sec of a value held in milliseconds.
+func Ms(ms float64) string { return durText(ms) }
+
+func durText(ms float64) string {
+	switch {
+	case math.IsNaN(ms):
+		return "—"
+	case math.IsInf(ms, 0):
+		if ms < 0 {
+			return "-∞"
+		}
+		return "∞"
 	}
-	return fmt.Sprintf("%.1f s", s)
+	sign := ""
+	if ms < 0 {
+		sign, ms = "-", -ms
+	}
+	ms = math.Round(ms*1000) / 1000 // the microsecond resolution
+	if ms == 0 {
+		return "0 ms"
+	}
+	if v, text := sig3(ms, 3); v < 1000 {
+		return sign + text + " ms"
+	}
+	if v, text := sig3(ms/1000, 2); v < 60 {
+		return sign + text + " s"
+	}
+	total := int64(math.Round(ms / 1000))
+	m, sec := total/60, total%60
+	if sec == 0 {
+		return fmt.Sprintf("%s%d min", sign, m)
+	}
+	return fmt.Sprintf("%s%d min %d s", sign, m, sec)
 }
 
-// Dur formats seconds as a Go-style duration string rounded to the ms,
-// or to the µs below a millisecond (a lateness p99 of 0.124 ms is
-// "124µs", not "0s").
-func Dur(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	if d > -time.Millisecond && d < time.Millisecond {
-		return d.Round(time.Microsecond).String()
+// sig3 rounds v > 0 to three significant digits, at most maxDec
+// decimals, and gives the rounded value and its text without trailing
+// zeros.
+func sig3(v float64, maxDec int) (float64, string) {
+	dec := min(max(2-int(math.Floor(math.Log10(v))), 0), maxDec)
+	text := strconv.FormatFloat(v, 'f', dec, 64)
+	if strings.Contains(text, ".") {
+		text = strings.TrimRight(strings.TrimRight(text, "0"), ".")
 	}
-	return d.Round(time.Millisecond).String()
+	r, _ := strconv.ParseFloat(text, 64)
+	return r, text
 }
 
 // Median is the one median of the reports: the middle value, or for an
@@ -58,28 +104,6 @@ func Median[T ~float64 | ~int64](vs []T) T {
 		return max(a, b)
 	}
 	return (a + b) / 2
-}
-
-// Ms formats milliseconds for people: "0.054 ms", "3.2 ms", "460 ms",
-// "4.25 s".
-func Ms(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 10000:
-		return fmt.Sprintf("%.1f s", v/1000)
-	case a >= 1000:
-		return fmt.Sprintf("%.2f s", v/1000)
-	case a >= 100:
-		return fmt.Sprintf("%.0f ms", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f ms", v)
-	case a >= 1:
-		return fmt.Sprintf("%.2f ms", v)
-	case a == 0:
-		return "0 ms"
-	default:
-		return fmt.Sprintf("%.3f ms", v)
-	}
 }
 
 // Num formats a count or ratio with up to 3 significant digits, never
@@ -125,12 +149,12 @@ func PctP(p *float64) string {
 	return fmt.Sprintf("%.1f%%", 100**p)
 }
 
-// MsP is *p milliseconds with one decimal, or a dash.
+// MsP is Ms of *p, or a dash when unknown.
 func MsP(p *float64) string {
 	if p == nil {
 		return "—"
 	}
-	return fmt.Sprintf("%.1f ms", *p)
+	return Ms(*p)
 }
 
 // Tri is yes or no for a known answer, a dash for an unknown one.

@@ -295,7 +295,7 @@ func (w *tlw) faultLanes(tl *analysis.Timeline, ups []string) {
 		for _, b := range bars {
 			y := w.y + float64(b.row)*rowH
 			w.d.Rect(b.x0, y, b.x1-b.x0, barH, canvas.Style{Fill: Hex(b.colour), Class: "fault",
-				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, num.Dur(b.f.StartS-w.origin), num.Dur(b.f.EndS-w.origin))})
+				Title: fmt.Sprintf("%s (%s) on %s, %s–%s", b.f.Name, b.f.Type, u, num.Sec(b.f.StartS-w.origin), num.Sec(b.f.EndS-w.origin))})
 			fill := Hex(colText)
 			if b.inside {
 				fill = canvas.ReadableOn(Hex(b.colour))
@@ -353,7 +353,7 @@ func (w *tlw) clientLane(tl *analysis.Timeline, b bins) {
 		}
 		peak = max(peak, tot)
 	}
-	w.label(fmt.Sprintf("clients/%ds (max %d)", b.per, peak), ch)
+	w.label(fmt.Sprintf("clients/%s (max %d)", num.Sec(float64(b.per)), peak), ch)
 	w.lane(ch)
 	for i := 0; i < b.n; i++ {
 		x, bw := b.x(i)
@@ -385,7 +385,7 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 		}
 		x0, x1 := w.x(op.StartS), w.x(op.EndS)
 		w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: Hex(colOpenBand), Class: "open",
-			Title: fmt.Sprintf("black-box open %s–%s", num.Dur(op.StartS-w.origin), num.Dur(op.EndS-w.origin))})
+			Title: fmt.Sprintf("black-box open %s–%s", num.Sec(op.StartS-w.origin), num.Sec(op.EndS-w.origin))})
 		w.used["open"] = true
 	}
 	w.pauses(a.Upstreams[u])
@@ -400,7 +400,7 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 			c, k = colProbeFail, "probe_failed"
 		}
 		w.d.Polygon(diamond(x, w.y-1), canvas.Style{Fill: Hex(c), Stroke: canvas.White, StrokeWidth: 0.5, Class: "probe",
-			Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Dur(p.AtS-w.origin), okWord(p.OK))})
+			Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Sec(p.AtS-w.origin), okWord(p.OK))})
 		w.used[k] = true
 	}
 	w.y += uh + 2
@@ -425,7 +425,7 @@ func (w *tlw) pauses(ua *analysis.UpstreamAnalysis) {
 			}
 			x0, x1 := w.x(ra.AtS), w.x(ra.AtS+ra.RetryAfterS)
 			w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: Hex(colPause + "8c"),
-				Title: fmt.Sprintf("Retry-After %s from %s", num.Dur(ra.RetryAfterS), num.Dur(ra.AtS-w.origin))})
+				Title: fmt.Sprintf("Retry-After %s from %s", num.Sec(ra.RetryAfterS), num.Sec(ra.AtS-w.origin))})
 			w.used["pause"] = true
 		}
 	}
@@ -602,19 +602,12 @@ func niceStep(raw float64) float64 {
 	return steps[i]
 }
 
+// axisLabel is a tick's text: num.Sec, but the origin is a bare "0" (a
+// zero needs no unit, and "0 ms" would read as the scale of a seconds
+// axis).
 func axisLabel(v float64) string {
 	if v == 0 {
 		return "0"
 	}
-	sign := ""
-	if v < 0 {
-		sign, v = "−", -v
-	}
-	if v >= 60 && math.Mod(v, 60) == 0 {
-		return fmt.Sprintf("%s%.0fm", sign, v/60)
-	}
-	if v >= 60 {
-		return fmt.Sprintf("%s%dm%02.0fs", sign, int(v)/60, math.Mod(v, 60))
-	}
-	return fmt.Sprintf("%s%.0fs", sign, v)
+	return num.Sec(v)
 }

@@ -208,7 +208,7 @@ func TestTimelineLegendExplainsEveryMark(t *testing.T) {
 // UTC+2 at 01:00 UTC on 2026-03-29).
 func TestTimelineWallClockAxis(t *testing.T) {
 	svg := string(TimelineSVG(synthTimeline(), SVGOptions{}))
-	for _, want := range []string{">run time<", ">UTC<", ">Europe/Berlin<", ">00:59:00<", ">01:59:00<", ">01:00:00<", ">03:00:00<", ">1m<"} {
+	for _, want := range []string{">run time<", ">UTC<", ">Europe/Berlin<", ">00:59:00<", ">01:59:00<", ">01:00:00<", ">03:00:00<", ">1 min<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("timeline lacks %s", want)
 		}

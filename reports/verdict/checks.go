@@ -107,9 +107,9 @@ var checks = []check{
 			case !ep.EndedByRun && ev.a.Run.DurationS-ep.EndS > lim:
 				// Still open longer than the bound after the fault ended:
 				// a breach, whenever it would have closed.
-				return breach(r.label(), fmt.Sprintf("still open %s after the fault ended (the run ended then)", num.Dur(ev.a.Run.DurationS-ep.EndS)))
+				return breach(r.label(), fmt.Sprintf("still open %s after the fault ended (the run ended then)", num.Sec(ev.a.Run.DurationS-ep.EndS)))
 			}
-			return unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", num.Dur(max(ev.a.Run.DurationS-ep.EndS, 0))))
+			return unseen(r.label(), neverClosed+fmt.Sprintf(", %s after the fault ended", num.Sec(max(ev.a.Run.DurationS-ep.EndS, 0))))
 		}), noEpisode, "episodes"), true
 	}},
 	{"open_time_max", evalOpenTime},
@@ -138,7 +138,7 @@ var checks = []check{
 		var obs []observation
 		for _, name := range slices.Sorted(maps.Keys(ev.a.Upstreams)) {
 			if m := ev.a.Upstreams[name].HealthDisagreementMaxS; m != nil {
-				obs = append(obs, seenNote(name, *m, "health and breaker disagreed for "+num.Dur(*m)))
+				obs = append(obs, seenNote(name, *m, "health and breaker disagreed for "+num.Sec(*m)))
 			}
 		}
 		res := judge("health_disagreement_max", durAtMost(e.HealthDisagreementMax.D()), obs, "no upstream saw health checks", "upstreams")
@@ -486,9 +486,9 @@ func evalOpenTime(ev *evaluation, e expect.Expectations) (expect.ExpectationResu
 		}
 		least := openAtLeast(ep, ev.a.Run.DurationS)
 		if least > lim {
-			return breach(r.label(), fmt.Sprintf("open at least %s and still open when the run ended", num.Dur(least)))
+			return breach(r.label(), fmt.Sprintf("open at least %s and still open when the run ended", num.Sec(least)))
 		}
-		return unseen(r.label(), neverClosed+fmt.Sprintf(" (open at least %s when the run ended)", num.Dur(least)))
+		return unseen(r.label(), neverClosed+fmt.Sprintf(" (open at least %s when the run ended)", num.Sec(least)))
 	}), noEpisode, "episodes"), true
 }
 

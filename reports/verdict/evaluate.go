@@ -62,7 +62,7 @@ func (ev *evaluation) perEpisode(read func(r episodeRef) observation) []observat
 func (ev *evaluation) unstartedObs() []observation {
 	var out []observation
 	for _, f := range ev.unstarted {
-		out = append(out, unseen(f.Upstream+" fault "+f.Label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, num.Dur(ev.a.Run.DurationS))))
+		out = append(out, unseen(f.Upstream+" fault "+f.Label(), fmt.Sprintf("planned at %s, never started: the run ended at %s", f.At, num.Sec(ev.a.Run.DurationS))))
 	}
 	return out
 }

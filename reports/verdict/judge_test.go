@@ -29,7 +29,7 @@ func TestJudge(t *testing.T) {
 			t.Errorf("%+v: %+v, want %s", c.obs, r, c.want)
 		}
 	}
-	if r := judge("x", b, []observation{seen("a", 2), unseen("b", "gone")}, "", ""); !strings.Contains(r.Message, "a: 2s") || !strings.Contains(r.Message, "b: gone") {
+	if r := judge("x", b, []observation{seen("a", 2), unseen("b", "gone")}, "", ""); !strings.Contains(r.Message, "a: 2 s") || !strings.Contains(r.Message, "b: gone") {
 		t.Errorf("message %q names neither the breach nor the missing figure", r.Message)
 	}
 }

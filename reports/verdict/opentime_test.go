@@ -49,11 +49,11 @@ func TestOpenTimeMax(t *testing.T) {
 		{"two short cycles", &analysis.Episode{Cycles: []*analysis.Cycle{
 			{OpenedAtS: 11, ClosedAtS: f64(14)}, {OpenedAtS: 15, ClosedAtS: f64(21)}}}, expect.Met, ""},
 		{"reopened past the cap", &analysis.Episode{Cycles: []*analysis.Cycle{
-			{OpenedAtS: 11, ClosedAtS: f64(16)}, {OpenedAtS: 17, ClosedAtS: f64(23)}}}, expect.NotMet, "11s"},
+			{OpenedAtS: 11, ClosedAtS: f64(16)}, {OpenedAtS: 17, ClosedAtS: f64(23)}}}, expect.NotMet, "11 s"},
 		{"bounds straddle the cap", &analysis.Episode{Cycles: []*analysis.Cycle{{OpenedAtS: 11, ClosedAtS: f64(20)}},
-			OpenTimeBoundsS: &analysis.Bounds{Min: f64(9)}}, expect.NotObservable, "between 9s and unknown"},
+			OpenTimeBoundsS: &analysis.Bounds{Min: f64(9)}}, expect.NotObservable, "between 9 s and unknown"},
 		{"still open, long past the cap", &analysis.Episode{Cycles: []*analysis.Cycle{{OpenedAtS: 11}}}, expect.NotMet, "still open when the run ended"},
-		{"still open, briefly", &analysis.Episode{Cycles: []*analysis.Cycle{{OpenedAtS: 55}}}, expect.NotObservable, "open at least 5s"},
+		{"still open, briefly", &analysis.Episode{Cycles: []*analysis.Cycle{{OpenedAtS: 55}}}, expect.NotObservable, "open at least 5 s"},
 	} {
 		a := runWith(c.ep)
 		if c.ep.OpenTimeBoundsS != nil {

@@ -184,8 +184,8 @@ func evalNoLockstep(ev *evaluation, e expect.Expectations) (expect.ExpectationRe
 		if l.Lockstep == nil {
 			continue
 		}
-		d := fmt.Sprintf("%s: %.0f%% of %d retries within %g ms of another request's retry, %.0f%% expected of independent ones",
-			n, *l.CoincidentShare*100, l.Retries, l.WindowMs, *l.IndependentShare*100)
+		d := fmt.Sprintf("%s: %.0f%% of %d retries within %s of another request's retry, %.0f%% expected of independent ones",
+			n, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.IndependentShare*100)
 		judged = append(judged, d)
 		if *l.Lockstep {
 			inStep = append(inStep, d)

@@ -183,6 +183,6 @@ func judge(name string, b bound, obs []observation, none, noun string) expect.Ex
 
 // durAtMost and durAtLeast build bounds on durations (figures in
 // seconds); fmtCount writes a count bound.
-func durAtMost(d time.Duration) bound  { return atMost(d.Seconds(), num.Dur) }
-func durAtLeast(d time.Duration) bound { return atLeast(d.Seconds(), num.Dur) }
+func durAtMost(d time.Duration) bound  { return atMost(d.Seconds(), num.Sec) }
+func durAtLeast(d time.Duration) bound { return atLeast(d.Seconds(), num.Sec) }
 func fmtCount(v float64) string        { return fmt.Sprint(int64(v)) }
