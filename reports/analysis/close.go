@@ -72,6 +72,32 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	cy.closeLo, cy.closeAt, cy.closeBy, cy.maybeProbe, cy.closeInFlight = lastBlocked, hi, -1, false, false
 	cy.pending, cy.pendingEnd, cy.closeFirst = false, -1, -1
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
+	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })
+	if best, first, by := u.successesIn(cy, lo, lastBlocked, hi); best >= 0 {
+		cy.closeBy = by
+		cy.closeAt = min(best, hi)
+		cy.closeLo = cy.closeAt
+		if first >= 0 && first < best && !c.calls[cy.closeBy].health {
+			cy.closeFirst = min(first, hi)
+		}
+		u.pendingAt(cy, lo, hi)
+		return
+	}
+	if by := u.successInFlight(cy, lo, hi); by >= 0 {
+		cy.closeBy, cy.closeInFlight = by, true
+		return
+	}
+	cy.maybeProbe = u.resumedOnProbe(cy, fr, next)
+}
+
+// successesIn finds the successful calls that may have closed cy: those
+// the open breaker let through (admitted live calls, tagged probes, and
+// health checks when the checks are the gate) that ended in the close
+// window (lastBlocked, hi], with slack. It gives the last end (best, -1
+// for none) and its call (by), and the first end of a call that is not
+// a health check (first, -1 for none).
+func (u *upstreamRun) successesIn(cy *cyc, lo int, lastBlocked, hi time.Duration) (best, first time.Duration, by int32) {
+	c := u.c
 	checksGate := !cy.noChecks
 	for i := range cy.admitted {
 		if !c.calls[i].tagged {
@@ -79,9 +105,8 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 			break
 		}
 	}
-	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })
-	best, first := time.Duration(-1), time.Duration(-1)
-	for _, i := range ci[lo:] {
+	best, first, by = -1, -1, -1
+	for _, i := range u.calls[lo:] {
 		k := &c.calls[i]
 		if k.t >= hi {
 			break
@@ -110,45 +135,45 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 				first = e
 			}
 			if e > best {
-				best, cy.closeBy = e, i
+				best, by = e, i
 			}
 		}
 	}
-	if best >= 0 {
-		cy.closeAt = min(best, hi)
-		cy.closeLo = cy.closeAt
-		if first >= 0 && first < best && !c.calls[cy.closeBy].health {
-			cy.closeFirst = min(first, hi)
-		}
-		u.pendingAt(cy, lo, hi)
-		return
-	}
-	// A successful call the open breaker let through was still in flight
-	// by the upstream's record when traffic resumed: the gateway had its
-	// answer already (the upstream stamps an end once its handler has
-	// returned, which a loaded machine can delay by far more than
-	// closeSlackLate). The breaker closed on that answer, somewhere in
-	// the window: the success counts, the moment is bounded.
-	for _, i := range ci[lo:] {
+	return best, first, by
+}
+
+// successInFlight is the last successful call the open breaker let
+// through that was still in flight by the upstream's record when traffic
+// resumed at hi, or -1. The gateway had its answer already (the upstream
+// stamps an end once its handler has returned, which a loaded machine
+// can delay by far more than closeSlackLate). The breaker closed on that
+// answer, somewhere in the window: the success counts, the moment is
+// bounded.
+func (u *upstreamRun) successInFlight(cy *cyc, lo int, hi time.Duration) int32 {
+	c, by := u.c, int32(-1)
+	for _, i := range u.calls[lo:] {
 		k := &c.calls[i]
 		if k.t >= hi {
 			break
 		}
 		if cy.admitted[i] && !k.tagged && !k.failed && k.hasEnd && k.end > hi {
-			cy.closeBy, cy.closeInFlight = i, true
+			by = i
 		}
 	}
-	if cy.closeBy >= 0 {
-		return
-	}
-	// No success in the window. If fr itself was alone in flight (it
-	// ended before the next call came), it may have been the probe after
-	// which the breaker closed (on its success, or on a failure the
-	// gateway does not count) or the first call after a timer closed it:
-	// the bounds cover both.
+	return by
+}
+
+// resumedOnProbe says, when no success fell in the close window, whether
+// the first resumed call fr may have been the probe the breaker closed
+// after rather than the first call after a timer closed it.
+func (u *upstreamRun) resumedOnProbe(cy *cyc, fr, next int32) bool {
+	c := u.c
+	// If fr was alone in flight (it ended before the next call came), it
+	// may have been the probe after which the breaker closed (on its
+	// success, or on a failure the gateway does not count) or the first
+	// call after a timer closed it: the bounds cover both.
 	if k := &c.calls[fr]; next < 0 || k.end <= c.calls[next].t {
-		cy.maybeProbe = true
-		return
+		return true
 	}
 	// fr and the next were in flight together. Had a half-open let both
 	// through as probes, it closed on their successes: if one of them
@@ -158,10 +183,11 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	if th := cy.th; th >= 0 {
 		for _, i := range [2]int32{fr, next} {
 			if k := &c.calls[i]; !k.failed && k.hasEnd && k.end <= c.calls[th].t {
-				cy.maybeProbe = true
+				return true
 			}
 		}
 	}
+	return false
 }
 
 // pendingAt marks cy pending when a call the open breaker let through
