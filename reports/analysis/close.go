@@ -195,10 +195,10 @@ func (u *upstreamRun) resumedOnProbe(cy *cyc, fr, next int32) bool {
 // record, when traffic resumed with the call that arrived at hi, although
 // a success had ended in the close window. A half-open that needs all the
 // calls it let through to succeed turns requests away until the last has
-// (gobreaker's MaxRequests), so traffic resuming first means the breaker
+// (a fixed admission count), so traffic resuming first means the breaker
 // had closed on the success that ended, or was letting the next call in
-// on a slot that success gave back (failsafe-go's half-open: several
-// executions at once, each giving its permit back as it ends) and closed
+// on a slot that success gave back (a half-open admitting several
+// calls at once, each giving its permit back as it ends) and closed
 // on a later answer — the one still in flight, or a later call's.
 // Nothing seen from outside tells these apart. The close lies between the
 // success's end and the end of the last call in flight (if all of them

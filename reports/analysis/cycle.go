@@ -211,7 +211,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 			// away) and by this probe's end: this one's, or another's —
 			// a probe in flight with it, or a call let through before
 			// the open that ended then, which a breaker without
-			// generations counts (failsafe-go). The cooldown ran from
+			// generations counts against the new state. The cooldown ran from
 			// one of those ends.
 			var bnd *Bounds
 			let := u.letFrom(probes[i+1])
@@ -314,7 +314,7 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 // before the upstream stamped that success's end, or a moment after (a
 // gateway forwards what it let through a little late), in a half-open
 // that let several calls through at once, so it may have been let in on
-// the slot an earlier success gave back (failsafe-go's permits) rather
+// the slot an earlier success gave back (permits returned as calls end) rather
 // than after the close. Callers check that there was an earlier success.
 func (u *upstreamRun) resumedOnASlot(cy *cyc, out *Cycle) bool {
 	fr, c := cy.fr, u.c

@@ -38,7 +38,7 @@ func (u *upstreamRun) checksGate(cycles []*cyc) {
 	}
 	if consistent && rise >= 0 && !u.checksFailedNear(cycles) && !u.checksTrackState(cycles) {
 		// The checks passed throughout: the gateway may close on them
-		// (HAProxy's observe with rise) or on a timer of its own beside
+		// (a run of passing checks) or on a timer of its own beside
 		// which a check happened to end, each time. Only a chance of
 		// that too small to credit keeps the checks as the gate.
 		chance := u.coincidence(cycles, byCheck)
@@ -143,8 +143,8 @@ func (u *upstreamRun) checkSpacing(cycles []*cyc) time.Duration {
 }
 
 // checksTrackState reports whether the gateway checks at another pace
-// while its breaker is open than while it is closed (HAProxy's fastinter
-// and downinter, Envoy's unhealthy_interval): checks tied to the
+// while its breaker is open than while it is closed (a faster or slower
+// check interval while a target is down): checks tied to the
 // breaker's state are what it acts on.
 func (u *upstreamRun) checksTrackState(cycles []*cyc) bool {
 	in, out, _ := u.checkSpacings(cycles)

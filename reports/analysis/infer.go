@@ -94,7 +94,7 @@ type cyc struct {
 	// call the open breaker let through was still in flight when traffic
 	// resumed; pendingEnd is the latest end among those (-1: one of them
 	// failed or never ended). A half-open that lets several calls through
-	// at once and another in as each ends (failsafe-go's permits), or
+	// at once and another in as each ends (permits given back), or
 	// that needs more successes than had ended, closes on a later answer:
 	// the close is bounded, the success count unknown.
 	pending    bool
@@ -467,8 +467,8 @@ func (c *collector) routeUpstreams(a *Analysis) []name {
 // client request's sequence number that the upstream finished only after
 // the gateway had already answered that client request with a 5xx of its
 // own (not a recognised fast-fail). The upstream cannot always see a
-// gateway hang up: one that times out (HAProxy's "timeout server", nginx's
-// proxy_read_timeout) closes a connection the upstream only notices if a
+// gateway hang up: one that times out (a read timeout on the upstream
+// connection) closes a connection the upstream only notices if a
 // write fails, and a delayed handler that has not read the request body
 // gets no cancellation. The gateway's answer to the client tells.
 func (c *collector) markAbandoned() {

@@ -17,21 +17,22 @@ const (
 	// User-Agent); it closes on a probe's success.
 	ShapeTaggedProbe = "tagged_probe"
 	// ShapeHealthCheck: the gateway's health checks decide; it closes on
-	// a passing check (HAProxy's rise).
+	// a passing check, or a run of them.
 	ShapeHealthCheck = "health_check"
 	// ShapeLiveProbe: one live client request at a time is let through
-	// as the probe; it closes on that probe's success (nginx's
-	// max_fails/fail_timeout, Hystrix, resilience4j with one call).
+	// as the probe; it closes on that probe's success (a classic
+	// one-trial half-open; a failure-count window that lets one call by).
 	ShapeLiveProbe = "live_probe"
 	// ShapeLiveProbes: a half-open that lets several live requests
-	// through at once (gobreaker's MaxRequests, resilience4j's
-	// permittedNumberOfCallsInHalfOpenState).
+	// through at once (a configured number of trial calls, each
+	// counted, or permits given back as calls end).
 	ShapeLiveProbes = "live_probes"
 	// ShapeExpiry: no probes: the failures are forgotten after a period
-	// and traffic resumes on that timer (Caddy's passive health checks).
+	// and traffic resumes on that timer (passive health checks that
+	// expire failures).
 	ShapeExpiry = "expiry"
 	// ShapeRamp: a growing share of the traffic is let through over a
-	// recovery period (Traefik's CircuitBreaker).
+	// recovery period.
 	ShapeRamp = "ramp"
 	// ShapeUnknown: the evidence fits more than one shape; the figures
 	// that differ between them are given as bounds or left null.
@@ -91,9 +92,9 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 // the breaker let another call through beside, and that twice or more with
 // no failure in between. A breaker that closes on a success would have
 // closed; one that reopens on a failure had none to reopen on; a half-open
-// that lets a fixed number of calls through (gobreaker's MaxRequests)
+// that lets a fixed number of calls through
 // admits none after turning one away, and one that lets the next call in
-// as each ends (failsafe-go's permits) turns requests away only while as
+// as each ends (permits given back) turns requests away only while as
 // many calls are in flight as it ever admits beside. Only a breaker
 // admitting a share of the traffic turns a request away with fewer in
 // flight. Refusals that may have come before the gateway read the
