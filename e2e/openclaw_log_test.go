@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"os/exec"
@@ -34,44 +33,22 @@ func TestOpenClawLogStates(t *testing.T) {
 	if !inLoopbackNetns(t) {
 		return
 	}
-	primary, backup := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	clock := journal.NewClock(time.Now())
-	mem := journal.NewMemory(clock)
-	ups := []inject.UpstreamConfig{
-		{Name: "primary", Listen: primary, API: inject.APIOpenAI},
-		{Name: "backup", Listen: backup, API: inject.APIOpenAI},
-	}
 	faults := []inject.FaultSpec{{Name: "quota", Type: "retry_after", Upstream: "primary",
 		Params: &inject.RetryAfterParams{After: rehearse.Duration(120 * time.Second)}}}
-	srv, err := inject.New(ups, faults, inject.WithRecorder(mem), inject.WithClock(clock), inject.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	primary, backup, clock, mem := openclawProviders(t, faults)
 
 	home := t.TempDir()
 	logFile := filepath.Join(home, "openclaw.log")
 	gwAddr := testutil.FreeAddr(t)
 	_, port, _ := strings.Cut(gwAddr, ":")
-	cfgPath := filepath.Join(home, ".openclaw", "openclaw.json")
 	// Debug for the [model-fetch] lines; a fixed file name (the default
 	// changes at local midnight). Keys as auth profiles, not inline:
 	// OpenClaw keeps cooldowns only for auth profiles.
 	cfg := openclawConfig(primary, backup, port)
 	cfg = strings.Replace(cfg, "  update: {", fmt.Sprintf("  logging: { level: \"debug\", file: %q },\n  update: {", logFile), 1)
 	cfg = strings.ReplaceAll(cfg, `apiKey: "sk-local", `, "")
-	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	env := openclawHome(t, dir, home, cfg)
 	node := filepath.Join(dir, openclawNode)
-	env := []string{"HOME=" + home, "OPENCLAW_CONFIG_PATH=" + cfgPath, "PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH"),
-		"OPENCLAW_SKIP_CHANNELS=1", "OPENCLAW_NO_AUTO_UPDATE=1", "DO_NOT_TRACK=1"}
 	for _, p := range []string{"primary", "backup"} {
 		cmd := exec.Command(node, filepath.Join(dir, openclawMain), "models", "auth", "paste-api-key", "--provider", p)
 		cmd.Env = append(os.Environ(), env...)
@@ -80,11 +57,7 @@ func TestOpenClawLogStates(t *testing.T) {
 			t.Fatalf("openclaw models auth paste-api-key --provider %s: %v\n%s", p, err, out)
 		}
 	}
-	started := time.Now()
-	gw := startProc(t, "openclaw", node, []string{filepath.Join(dir, openclawMain), "gateway", "--port", port}, env,
-		func() string { return cfg })
-	waitHTTP(t, "http://"+gwAddr+"/healthz", 90*time.Second, gw)
-	t.Logf("OpenClaw healthy after %v", time.Since(started).Round(time.Millisecond))
+	startOpenClaw(t, dir, gwAddr, env, cfg)
 
 	obs, err := observe.NewLogObserver(observe.LogConfig{Path: logFile, Preset: observe.PresetOpenClaw},
 		observe.WithRecorder(mem), observe.WithClock(clock), observe.WithUpstreams("primary", "backup"))
@@ -95,14 +68,9 @@ func TestOpenClawLogStates(t *testing.T) {
 	obsDone := make(chan struct{})
 	go func() { defer close(obsDone); _ = obs.Run(obsCtx) }()
 
-	turn := func(n int) *capture.Request {
-		body := fmt.Sprintf(`{"model":"openclaw","messages":[{"role":"user","content":"Summarise incident %d."}]}`, n)
-		return &capture.Request{Method: "POST", Target: "/v1/chat/completions", Body: []byte(body), Header: []capture.HeaderField{
-			{Name: "Content-Type", Value: "application/json"}, {Name: "Authorization", Value: "Bearer " + openclawToken}}}
-	}
 	var turns []*capture.Request
 	for i := range 6 {
-		turns = append(turns, turn(i))
+		turns = append(turns, chatTurn(i, false))
 	}
 	target, _ := url.Parse("http://" + gwAddr)
 	r, err := replay.New(turns, replay.Options{Target: target, Once: true, Rate: 0.5, Deadline: 90 * time.Second, AllowWrites: true},

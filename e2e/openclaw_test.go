@@ -118,51 +118,18 @@ func TestOpenClawSeqFromBodyStamp(t *testing.T) {
 	if !inLoopbackNetns(t) {
 		return
 	}
-	primary, backup := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	clock := journal.NewClock(time.Now())
-	mem := journal.NewMemory(clock)
-	ups := []inject.UpstreamConfig{
-		{Name: "primary", Listen: primary, API: inject.APIOpenAI},
-		{Name: "backup", Listen: backup, API: inject.APIOpenAI},
-	}
-	srv, err := inject.New(ups, nil, inject.WithRecorder(mem), inject.WithClock(clock), inject.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-
+	primary, backup, clock, mem := openclawProviders(t, nil)
 	home := t.TempDir()
 	gwAddr := testutil.FreeAddr(t)
 	_, port, _ := strings.Cut(gwAddr, ":")
-	cfgPath := filepath.Join(home, ".openclaw", "openclaw.json")
 	cfg := openclawConfig(primary, backup, port)
-	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	node := filepath.Join(dir, openclawNode)
-	started := time.Now()
-	gw := startProc(t, "openclaw", node, []string{filepath.Join(dir, openclawMain), "gateway", "--port", port},
-		[]string{"HOME=" + home, "OPENCLAW_CONFIG_PATH=" + cfgPath, "PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH"),
-			"OPENCLAW_SKIP_CHANNELS=1", "OPENCLAW_NO_AUTO_UPDATE=1", "DO_NOT_TRACK=1"},
-		func() string { return cfg })
-	waitHTTP(t, "http://"+gwAddr+"/healthz", 90*time.Second, gw)
-	t.Logf("OpenClaw healthy after %v", time.Since(started).Round(time.Millisecond))
+	env := openclawHome(t, dir, home, cfg)
+	startOpenClaw(t, dir, gwAddr, env, cfg)
 
 	// Two turns, one asking for a stream, a second apart: a fresh
 	// OpenClaw's first turn takes 7-17 s.
-	turn := func(stream bool, n int) *capture.Request {
-		body := fmt.Sprintf(`{"model":"openclaw","stream":%v,"messages":[{"role":"user","content":"Summarise incident %d."}]}`, stream, n)
-		return &capture.Request{Method: "POST", Target: "/v1/chat/completions", Body: []byte(body), Header: []capture.HeaderField{
-			{Name: "Content-Type", Value: "application/json"}, {Name: "Authorization", Value: "Bearer " + openclawToken}}}
-	}
 	target, _ := url.Parse("http://" + gwAddr)
-	r, err := replay.New([]*capture.Request{turn(false, 1), turn(true, 2), turn(true, 3)},
+	r, err := replay.New([]*capture.Request{chatTurn(1, false), chatTurn(2, true), chatTurn(3, true)},
 		replay.Options{Target: target, Once: true, Rate: 1, Deadline: 60 * time.Second, AllowWrites: true},
 		replay.WithRecorder(mem), replay.WithClock(clock))
 	if err != nil {
@@ -190,4 +157,63 @@ func TestOpenClawSeqFromBodyStamp(t *testing.T) {
 			t.Errorf("turn %d: no provider call carries its seq (calls by seq: %v)", seq, seen)
 		}
 	}
+}
+
+// openclawProviders starts the two provider fakes OpenClaw is pointed at
+// (primary and its configured fallback, backup), OpenAI-shaped, with
+// faults, recording into one journal; they stop after OpenClaw does.
+func openclawProviders(t *testing.T, faults []inject.FaultSpec) (primary, backup string, clock *journal.Clock, mem *journal.Memory) {
+	t.Helper()
+	primary, backup = testutil.FreeAddr(t), testutil.FreeAddr(t)
+	clock = journal.NewClock(time.Now())
+	mem = journal.NewMemory(clock)
+	ups := []inject.UpstreamConfig{
+		{Name: "primary", Listen: primary, API: inject.APIOpenAI},
+		{Name: "backup", Listen: backup, API: inject.APIOpenAI},
+	}
+	srv, err := inject.New(ups, faults, inject.WithRecorder(mem), inject.WithClock(clock), inject.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return primary, backup, clock, mem
+}
+
+// openclawHome writes cfg as OpenClaw's config under home and returns the
+// environment every openclaw command of the test runs with (channels,
+// updates and telemetry off; the pinned Node first on PATH).
+func openclawHome(t *testing.T, dir, home, cfg string) []string {
+	t.Helper()
+	cfgPath := filepath.Join(home, ".openclaw", "openclaw.json")
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(dir, openclawNode)
+	return []string{"HOME=" + home, "OPENCLAW_CONFIG_PATH=" + cfgPath, "PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH"),
+		"OPENCLAW_SKIP_CHANNELS=1", "OPENCLAW_NO_AUTO_UPDATE=1", "DO_NOT_TRACK=1"}
+}
+
+// startOpenClaw starts OpenClaw's gateway on gwAddr and waits until its
+// /healthz answers (7-40 s here).
+func startOpenClaw(t *testing.T, dir, gwAddr string, env []string, cfg string) {
+	t.Helper()
+	_, port, _ := strings.Cut(gwAddr, ":")
+	started := time.Now()
+	gw := startProc(t, "openclaw", filepath.Join(dir, openclawNode), []string{filepath.Join(dir, openclawMain), "gateway", "--port", port}, env,
+		func() string { return cfg })
+	waitHTTP(t, "http://"+gwAddr+"/healthz", 90*time.Second, gw)
+	t.Logf("OpenClaw healthy after %v", time.Since(started).Round(time.Millisecond))
+}
+
+// chatTurn is one client turn on OpenClaw's OpenAI-compatible endpoint.
+func chatTurn(n int, stream bool) *capture.Request {
+	body := fmt.Sprintf(`{"model":"openclaw","stream":%v,"messages":[{"role":"user","content":"Summarise incident %d."}]}`, stream, n)
+	return &capture.Request{Method: "POST", Target: "/v1/chat/completions", Body: []byte(body), Header: []capture.HeaderField{
+		{Name: "Content-Type", Value: "application/json"}, {Name: "Authorization", Value: "Bearer " + openclawToken}}}
 }
