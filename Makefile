@@ -18,7 +18,7 @@ SCENARIO ?= weekly
 # Where make drills keeps its run directories (one per drill).
 DRILLS_OUT ?= runs/drills-$(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all build rehearse test drills bench bench-go lint lint-workflows print-actionlint cross fuzz-smoke clean
+.PHONY: all build rehearse test drills drills-openclaw bench bench-go lint lint-workflows print-actionlint cross fuzz-smoke clean
 
 all: lint test build
 
@@ -42,6 +42,15 @@ test:
 # stay in $(DRILLS_OUT) for the reports.
 drills:
 	REHEARSE_DRILLS_OUT=$(abspath $(DRILLS_OUT)) $(GO) test -count=1 -run '^TestDrillVerdicts$$' -parallel 2 -timeout 40m -v ./rehearsal
+
+# The OpenClaw drills (e2e/openclaw_drills_test.go): the real OpenClaw,
+# installed by .ci/run in /opt/openclaw, in a network namespace with only
+# loopback (root), each drill's figures held to OpenClaw's own log. About
+# 8 minutes one after another (OpenClaw's shortest cooldown is 30 s).
+# OPENCLAW_COUNT=3 runs each three times (the same shape run after run).
+OPENCLAW_COUNT ?= 1
+drills-openclaw:
+	REHEARSE_OPENCLAW_DRILLS=1 $(GO) test -count=$(OPENCLAW_COUNT) -run '^TestOpenClawDrill' -timeout 60m -v ./e2e
 
 # The harness against Vegeta, Toxiproxy and tshark in one run, paired and
 # alternating, with ratios (scripts/bench.sh; BENCHFLAGS="-rounds 5" etc.).

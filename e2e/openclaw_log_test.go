@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,22 +40,9 @@ func TestOpenClawLogStates(t *testing.T) {
 	logFile := filepath.Join(home, "openclaw.log")
 	gwAddr := testutil.FreeAddr(t)
 	_, port, _ := strings.Cut(gwAddr, ":")
-	// Debug for the [model-fetch] lines; a fixed file name (the default
-	// changes at local midnight). Keys as auth profiles, not inline:
-	// OpenClaw keeps cooldowns only for auth profiles.
-	cfg := openclawConfig(primary, backup, port)
-	cfg = strings.Replace(cfg, "  update: {", fmt.Sprintf("  logging: { level: \"debug\", file: %q },\n  update: {", logFile), 1)
-	cfg = strings.ReplaceAll(cfg, `apiKey: "sk-local", `, "")
+	cfg := openclawLoggedConfig(openclawConfig(primary, backup, port), logFile)
 	env := openclawHome(t, dir, home, cfg)
-	node := filepath.Join(dir, openclawNode)
-	for _, p := range []string{"primary", "backup"} {
-		cmd := exec.Command(node, filepath.Join(dir, openclawMain), "models", "auth", "paste-api-key", "--provider", p)
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Stdin = strings.NewReader("sk-local\n")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("openclaw models auth paste-api-key --provider %s: %v\n%s", p, err, out)
-		}
-	}
+	openclawAuthProfiles(t, dir, env)
 	startOpenClaw(t, dir, gwAddr, env, cfg)
 
 	obs, err := observe.NewLogObserver(observe.LogConfig{Path: logFile, Preset: observe.PresetOpenClaw},
@@ -101,6 +87,7 @@ func TestOpenClawLogStates(t *testing.T) {
 // preset uses.
 type ocLine struct {
 	t   time.Duration
+	at  time.Time // the line's own time (OpenClaw's wall clock)
 	msg string
 	obj map[string]any
 }
@@ -126,7 +113,7 @@ func readOpenClawLog(t *testing.T, path string, clock *journal.Clock) []ocLine {
 			t.Fatalf("OpenClaw log line without an RFC 3339 time: %s", sc.Text())
 		}
 		msg, _ := obj["message"].(string)
-		out = append(out, ocLine{t: clock.At(tm), msg: msg, obj: obj})
+		out = append(out, ocLine{t: clock.At(tm), at: tm, msg: msg, obj: obj})
 	}
 	return out
 }

@@ -201,7 +201,7 @@ func openclawHome(t *testing.T, dir, home, cfg string) []string {
 
 // startOpenClaw starts OpenClaw's gateway on gwAddr and waits until its
 // /healthz answers (7-40 s here).
-func startOpenClaw(t *testing.T, dir, gwAddr string, env []string, cfg string) {
+func startOpenClaw(t *testing.T, dir, gwAddr string, env []string, cfg string) *proc {
 	t.Helper()
 	_, port, _ := strings.Cut(gwAddr, ":")
 	started := time.Now()
@@ -209,6 +209,32 @@ func startOpenClaw(t *testing.T, dir, gwAddr string, env []string, cfg string) {
 		func() string { return cfg })
 	waitHTTP(t, "http://"+gwAddr+"/healthz", 90*time.Second, gw)
 	t.Logf("OpenClaw healthy after %v", time.Since(started).Round(time.Millisecond))
+	return gw
+}
+
+// openclawLoggedConfig is cfg with OpenClaw's debug log in logFile (the
+// [model-fetch] lines are debug lines; a fixed file name, since the
+// default changes at local midnight) and without inline keys: the keys
+// become auth profiles (openclawAuthProfiles), because OpenClaw keeps
+// cooldowns only for auth profiles.
+func openclawLoggedConfig(cfg, logFile string) string {
+	cfg = strings.Replace(cfg, "  update: {", fmt.Sprintf("  logging: { level: \"debug\", file: %q },\n  update: {", logFile), 1)
+	return strings.ReplaceAll(cfg, `apiKey: "sk-local", `, "")
+}
+
+// openclawAuthProfiles stores the providers' key as auth profiles, as a
+// user does with `openclaw models auth paste-api-key`.
+func openclawAuthProfiles(t *testing.T, dir string, env []string) {
+	t.Helper()
+	node := filepath.Join(dir, openclawNode)
+	for _, p := range []string{"primary", "backup"} {
+		cmd := exec.Command(node, filepath.Join(dir, openclawMain), "models", "auth", "paste-api-key", "--provider", p)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdin = strings.NewReader("sk-local\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("openclaw models auth paste-api-key --provider %s: %v\n%s", p, err, out)
+		}
+	}
 }
 
 // chatTurn is one client turn on OpenClaw's OpenAI-compatible endpoint.

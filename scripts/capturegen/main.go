@@ -9,6 +9,7 @@
 // same port, waits until the marker is in the file, and stops the tool.
 //
 //	go run ./scripts/capturegen -o scenarios/captures/agent-gateway.pcapng -pcapng
+//	go run ./scripts/capturegen -mode chat -n 60 -conns 2 -o scenarios/captures/ai-chat.pcapng -pcapng
 //	go run ./scripts/capturegen -mode edge -iface any -o /tmp/edge-sll2.pcap
 //
 // It needs root (or CAP_NET_RAW) for the capture tool. -mode synth is the
@@ -46,7 +47,7 @@ import (
 func main() {
 	var (
 		out     = flag.String("o", "", "output capture file (required)")
-		mode    = flag.String("mode", "gateway", "traffic: gateway (agent-gateway mix), synth (the gateway mix written with pcapgo, no capture tool), edge (pipelining, chunked, 100-continue, absolute-form, OPTIONS *, HTTP/1.0, big body, TLS) or secrets (tool calls carrying the SecretsCaptured credentials)")
+		mode    = flag.String("mode", "gateway", "traffic: gateway (agent-gateway mix), synth (the gateway mix written with pcapgo, no capture tool), chat (chat turns for an AI agent gateway: model openclaw, half streaming), edge (pipelining, chunked, 100-continue, absolute-form, OPTIONS *, HTTP/1.0, big body, TLS) or secrets (tool calls carrying the SecretsCaptured credentials)")
 		n       = flag.Int("n", 200, "gateway mode: number of requests")
 		conns   = flag.Int("conns", 4, "gateway mode: keep-alive connections")
 		seed    = flag.Uint64("seed", 1, "gateway mode: random seed of the request mix")
@@ -158,6 +159,8 @@ func run(out, mode string, n, conns int, seed uint64, iface, tool, extra string,
 	switch mode {
 	case "gateway":
 		err = gatewayTraffic(base, n, conns, seed)
+	case "chat":
+		err = chatTraffic(base, n, conns, seed)
 	case "edge":
 		err = edgeTraffic(base, ln.Addr().String(), tlsLn.Addr().String(), bigBody)
 	case "secrets":
@@ -358,6 +361,32 @@ func sendAll(reqs []*http.Request, conns int, rng *mrand.Rand) error {
 	default:
 	}
 	return nil
+}
+
+// chatTraffic sends n chat turns on an AI agent gateway's OpenAI-compatible
+// endpoint over conns keep-alive connections: what a client of OpenClaw
+// sends. The model is "openclaw" (OpenClaw refuses any other name than
+// openclaw or openclaw/<agentId>: the gateway picks the provider), every
+// other turn asks for a stream, and no client tools are sent (an agent
+// runtime answers those itself). Each turn carries a fake bearer token,
+// which the replay redacts and a scenario replaces with rewrite.set.
+func chatTraffic(base string, n, conns int, seed uint64) error {
+	rng := mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	topics := []string{"the checkout latency spike", "the 429s from the model provider", "the failed deploy", "the queue backlog", "the certificate expiry", "the cache stampede"}
+	var reqs []*http.Request
+	for i := range n {
+		body := fmt.Sprintf(`{"model":"openclaw","stream":%t,"messages":[{"role":"user","content":"Summarise incident %d (%s) in two sentences."}]}`,
+			i%2 == 1, 2000+i, topics[rng.IntN(len(topics))])
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", "rehearse-chat-client/1")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer oc-fake-%08x", rng.Uint32()))
+		reqs = append(reqs, req)
+	}
+	return sendAll(reqs, conns, rng)
 }
 
 // SecretsCaptured are the credentials -mode secrets puts on the wire, in

@@ -1,0 +1,476 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/reports/analysis"
+)
+
+// The OpenClaw drills' figures against OpenClaw's log: each row is a
+// figure as the log gives it and as the harness measured it (the report,
+// run.json, or where the report has no such figure the journal it is
+// made from), within max(5 %, 20 ms) or a stated bound.
+
+// bound records a figure the harness gives as bounds, and fails the test
+// when the log's value is outside them.
+func (c *comparer) bound(what string, log, lo, hi float64) {
+	c.t.Helper()
+	in := log >= lo-tolerance(lo) && log <= hi+tolerance(hi)
+	c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", log), fmt.Sprintf("%.3f – %.3f", lo, hi), "bound " + yes(in)})
+	if !in {
+		c.t.Errorf("%s: the log's %.3f is outside the harness's %.3f – %.3f", what, log, lo, hi)
+	}
+}
+
+// within records a harness figure that must lie within bounds the log
+// gives (the log stamps a moment only up to an interval).
+func (c *comparer) within(what string, measured, lo, hi float64) {
+	c.t.Helper()
+	in := measured >= lo-tolerance(lo) && measured <= hi+tolerance(hi)
+	c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f – %.3f", lo, hi), fmt.Sprintf("%.3f", measured), "bound " + yes(in)})
+	if !in {
+		c.t.Errorf("%s: measured %.3f, outside the log's %.3f – %.3f", what, measured, lo, hi)
+	}
+}
+
+// spread is min / median / max of xs, in ms.
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "—"
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	return fmt.Sprintf("%.0f / %.0f / %.0f ms (n=%d)", s[0]*1000, median(s)*1000, s[len(s)-1]*1000, len(s))
+}
+
+func (r *ocRun) primaryEpisode(t *testing.T) *analysis.Episode {
+	t.Helper()
+	ua := r.res.Analysis.Upstreams["primary"]
+	if ua == nil || len(ua.Episodes) != 1 {
+		t.Fatalf("want one fault episode on primary, the analysis has %+v", ua)
+	}
+	return ua.Episodes[0]
+}
+
+// compareCommon holds what every drill shows to the log: the provider
+// calls, the turns, the attempts of each turn and the waits between
+// them, the in-turn retries.
+func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
+	t.Helper()
+	tr := openclawTruth(t, r.lines)
+	h := readHarnessRun(t, r.res.Dir)
+	c := &comparer{t: t}
+	a := r.res.Analysis
+	c.note("load", "—", loadText(a))
+	for _, up := range []string{"primary", "backup"} {
+		c.exact("provider calls to "+up, len(tr.calls(up)), len(h.upstreamCalls(up)))
+	}
+	pairs, unmatched := matchTurns(tr, h)
+	c.exact("turns that reached a provider, unmatched to a client request", 0, len(unmatched))
+	turns, seqs := tr.turns(), h.bySeq()
+	same, per := 0, 0
+	var w ocWaits
+	delays, delaysIn := 0, 0
+	retriesBy := map[string][]ocRetry{}
+	for _, rt := range tr.retries {
+		retriesBy[rt.trace] = append(retriesBy[rt.trace], rt)
+	}
+	for trace, seq := range pairs {
+		fs, cs := turns[trace], seqs[seq]
+		per++
+		if len(fs) != len(cs) {
+			t.Errorf("turn %s (seq %d): %d provider calls in OpenClaw's log, %d at the fakes", trace, seq, len(fs), len(cs))
+			continue
+		}
+		same++
+		for i := 1; i < len(fs); i++ {
+			if fs[i].provider == fs[i-1].provider { // else a failover, not a retry
+				w.add(t, seq, i, fs[i-1], fs[i], cs[i].at-cs[i-1].done)
+			}
+		}
+		// OpenClaw's delayMs is the sleep it chose; the wait the fakes
+		// see contains it (and OpenClaw's own work before the next call).
+		for i, rt := range retriesBy[trace] {
+			if i+1 < len(cs) {
+				delays++
+				if w := cs[i+1].at - cs[i].done; w >= rt.delayMs/1000-0.020 {
+					delaysIn++
+				} else {
+					t.Errorf("turn seq %d, retry %d: delayMs=%g, but the fakes saw the next call %.3f s after", seq, rt.n, rt.delayMs, w)
+				}
+			}
+		}
+	}
+	c.rows = append(c.rows, [4]string{"turns whose calls match one by one (count)", fmt.Sprint(per), fmt.Sprint(same), yes(same == per)})
+	w.rows(c)
+	c.rows = append(c.rows, [4]string{"OpenClaw's delayMs contained in the wait", fmt.Sprintf("%d retries", delays), fmt.Sprintf("%d contain it", delaysIn), "bound " + yes(delaysIn == delays)})
+	r.compareRetryFigures(c, tr, &w)
+	return c, tr, h
+}
+
+// ocWaits are the waits between consecutive calls of a turn to the same
+// provider, from the fakes and from OpenClaw's log. After an error status
+// (429, 503) the log stamps the call's end (its response line): the wait
+// is exact. After a call that failed inside its 200 (a stream cut, a
+// timeout) the log stamps only when the turn's run noticed ("agent end",
+// "prompt end"), after the call ended: the wait is bounded, between the
+// next start less that line and the next start less the call's start.
+// (Not its response line: on a loaded machine Node logs a response line
+// after the event loop gets to it, 370 ms after the fake had already
+// reset the stream in one run at load 15.)
+type ocWaits struct {
+	exactLog, exactH   []float64
+	lo, hi, boundH     []float64
+	exactOK, boundedOK int
+}
+
+func (w *ocWaits) add(t *testing.T, seq int64, i int, prev, next *ocFetch, hw float64) {
+	t.Helper()
+	if prev.failed < 0 {
+		lw := next.start - prev.end
+		w.exactLog, w.exactH = append(w.exactLog, lw), append(w.exactH, hw)
+		if math.Abs(hw-lw) <= tolerance(lw) {
+			w.exactOK++
+		} else {
+			t.Errorf("turn seq %d, wait before call %d: the fakes saw %.3f s, OpenClaw's log %.3f s", seq, i+1, hw, lw)
+		}
+		return
+	}
+	lo, hi := next.start-prev.failed, next.start-prev.start
+	w.lo, w.hi, w.boundH = append(w.lo, lo), append(w.hi, hi), append(w.boundH, hw)
+	if hw >= lo-tolerance(lo) && hw <= hi+tolerance(hi) {
+		w.boundedOK++
+	} else {
+		t.Errorf("turn seq %d, wait before call %d (after a call failed inside its 200): the fakes saw %.3f s, OpenClaw's log allows %.3f – %.3f s", seq, i+1, hw, lo, hi)
+	}
+}
+
+func (w *ocWaits) rows(c *comparer) {
+	if len(w.exactLog) > 0 {
+		c.rows = append(c.rows, [4]string{"waits after an error status (each within tolerance)", spread(w.exactLog), spread(w.exactH),
+			fmt.Sprintf("%d/%d %s", w.exactOK, len(w.exactLog), yes(w.exactOK == len(w.exactLog)))})
+	}
+	if len(w.lo) > 0 {
+		c.rows = append(c.rows, [4]string{"waits after a call failed inside its 200 (each within the log's bounds)", spread(w.lo) + " – " + spread(w.hi), spread(w.boundH),
+			fmt.Sprintf("bound %d/%d %s", w.boundedOK, len(w.lo), yes(w.boundedOK == len(w.lo)))})
+	}
+}
+
+// compareRetryFigures holds the report's retry figures for primary to the
+// log's: attempts per turn, the retries, the waits.
+func (r *ocRun) compareRetryFigures(c *comparer, tr *ocTruth, w *ocWaits) {
+	dist := map[string]int64{}
+	for _, fs := range tr.turns() {
+		n := 0
+		for _, f := range fs {
+			if f.provider == "primary" {
+				n++
+			}
+		}
+		if n > 0 {
+			dist[fmt.Sprint(n)]++
+		}
+	}
+	retries := len(tr.retries) // every retry line here is for primary/fake-model
+	res := r.res.Analysis.Resilience
+	if res == nil || res.Upstreams["primary"] == nil {
+		c.rows = append(c.rows, [4]string{"attempts per turn on primary", fmt.Sprint(dist), "absent", "OFF"})
+		c.t.Errorf("the report has no retry figures for primary")
+		return
+	}
+	rf := res.Upstreams["primary"]
+	got := map[string]int64{}
+	for k, v := range rf.Distribution {
+		if k != "0" {
+			got[k] = v
+		}
+	}
+	c.exact("attempts per turn on primary (turns by attempts)", sortedMap(dist), sortedMap(got))
+	c.exact("in-turn retries (transient same-model retry lines)", retries, rf.Backoff.Retries)
+	if rf.Backoff.MinMs == nil {
+		return
+	}
+	figs := []float64{*rf.Backoff.MinMs / 1000, *rf.Backoff.P50Ms / 1000, *rf.Backoff.MaxMs / 1000}
+	names := []string{"min", "median", "max"}
+	if len(w.lo) == 0 && len(w.exactLog) > 0 {
+		s := slices.Clone(w.exactLog)
+		sort.Float64s(s)
+		for i, want := range []float64{s[0], median(s), s[len(s)-1]} {
+			c.num("report's wait before a retry, "+names[i]+" (s)", want, figs[i], true)
+		}
+		return
+	}
+	// Some waits are bounded: the report's figure must lie between the
+	// same statistic of the waits' lower and upper bounds.
+	lo, hi := append(slices.Clone(w.exactLog), w.lo...), append(slices.Clone(w.exactLog), w.hi...)
+	sort.Float64s(lo)
+	sort.Float64s(hi)
+	if len(lo) == 0 {
+		return
+	}
+	los := []float64{lo[0], median(lo), lo[len(lo)-1]}
+	his := []float64{hi[0], median(hi), hi[len(hi)-1]}
+	for i := range figs {
+		c.within("report's wait before a retry, "+names[i]+" (s)", figs[i], los[i], his[i])
+	}
+}
+
+func sortedMap(m map[string]int64) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if len(ks[i]) != len(ks[j]) {
+			return len(ks[i]) < len(ks[j])
+		}
+		return ks[i] < ks[j]
+	})
+	var b strings.Builder
+	for i, k := range ks {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s:%d", k, m[k])
+	}
+	return "{" + b.String() + "}"
+}
+
+// primaryCooldowns are the log's cooldowns of primary's auth profile.
+func (tr *ocTruth) primaryCooldowns() []ocCooldown {
+	var out []ocCooldown
+	for _, cd := range tr.cooldowns {
+		if cd.provider == "primary" {
+			out = append(out, cd)
+		}
+	}
+	return out
+}
+
+// compareNoCooldown: a drill in which OpenClaw keeps no cooldown (503,
+// stalls, resets: it retries in place) must not read as an open breaker.
+func compareNoCooldown(c *comparer, tr *ocTruth, ep *analysis.Episode, a *analysis.Analysis) {
+	c.exact("cooldowns of primary (auth profile failure state updated)", len(tr.primaryCooldowns()), len(ep.Cycles))
+	c.exact("opened", len(tr.primaryCooldowns()) > 0, ep.Opened)
+	opens := 0
+	for _, mt := range a.Upstreams["primary"].MetricsTransitions {
+		if mt.To == journal.StateOpen {
+			opens++
+		}
+	}
+	c.exact("open states read from the log (observer)", len(tr.primaryCooldowns()), opens)
+}
+
+// compare429 holds the 429 drill's breaker and failover figures to the
+// log: the open, each cooldown and probe, failover and fail-back.
+func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *analysis.Analysis) {
+	t := c.t
+	cds := tr.primaryCooldowns()
+	var probes []*ocFetch // the first call to primary after each cooldown
+	prim := tr.calls("primary")
+	for _, cd := range cds {
+		for _, f := range prim {
+			if f.start >= cd.until {
+				probes = append(probes, f)
+				break
+			}
+		}
+	}
+	var first429 *ocFetch
+	for _, f := range prim {
+		if f.status == 429 {
+			first429 = f
+			break
+		}
+	}
+	if len(cds) == 0 || first429 == nil {
+		t.Fatalf("OpenClaw's log has no cooldown of primary (%d) or no 429 (%v)", len(cds), first429)
+	}
+	var configured []string
+	for _, cd := range cds {
+		configured = append(configured, fmt.Sprintf("%.1f s", cd.until-cd.at))
+	}
+	c.note("cooldowns OpenClaw set (cooldownUntil − line)", strings.Join(configured, ", "), "—")
+	c.exact("opened", true, ep.Opened)
+	if ep.OpenedAtS == nil {
+		t.Fatal("no open in the report")
+	}
+	c.num("open (s): the 429 that tripped it", first429.end, *ep.OpenedAtS, true)
+	cy := ep.Cycles[0]
+	hi := cy.OpenedAtS
+	if b := cy.OpenBoundsS; b != nil && b.Max != nil {
+		hi = *b.Max
+	}
+	c.bound("open (s): OpenClaw's cooldown line within the open's bounds", cds[0].at, cy.OpenedAtS, hi)
+
+	// Each cooldown as the harness measures one: from the failure to the
+	// next call let through (the probe).
+	var logCooldowns []float64
+	fail := first429.end
+	var hProbes []analysis.Probe
+	for _, cyc := range ep.Cycles {
+		hProbes = append(hProbes, cyc.Probes...)
+	}
+	for _, p := range probes {
+		logCooldowns = append(logCooldowns, p.start-fail)
+		fail = p.over()
+	}
+	var hCooldowns []float64
+	for _, cyc := range ep.Cycles {
+		hCooldowns = append(hCooldowns, cyc.CooldownsS...)
+	}
+	c.exact("cooldowns (count)", len(logCooldowns), len(hCooldowns))
+	for i, lc := range logCooldowns {
+		c.num(fmt.Sprintf("cooldown %d, failure to probe (s)", i+1), lc, at(hCooldowns, i), i < len(hCooldowns))
+	}
+	okProbes := 0
+	for _, p := range probes {
+		if p.status/100 == 2 {
+			okProbes++
+		}
+	}
+	c.exact("probes (count)", len(probes), len(hProbes))
+	c.exact("probes that succeeded", okProbes, ep.ProbeOutcomes.OK)
+	for i, p := range probes {
+		var got float64
+		if i < len(hProbes) {
+			got = hProbes[i].AtS
+		}
+		c.num(fmt.Sprintf("probe %d at (s), status %d", i+1, p.status), p.start, got, i < len(hProbes))
+	}
+	// Fail-back: the probe whose 2xx ended the cooldown.
+	var back *ocFetch
+	for _, p := range probes {
+		if p.status/100 == 2 {
+			back = p
+		}
+	}
+	if back != nil {
+		c.num("fail-back (s): the probe's 2xx", back.end, val(ep.ClosedAtS), ep.ClosedAtS != nil)
+	} else {
+		c.exact("closed", false, ep.Closed)
+	}
+	compareFailover(c, tr, h, first429, back)
+}
+
+func at(xs []float64, i int) float64 {
+	if i < len(xs) {
+		return xs[i]
+	}
+	return math.NaN()
+}
+
+// compareFailover: when the turns moved to backup and back, and how many
+// backup served, from the fakes' calls against the log's.
+func compareFailover(c *comparer, tr *ocTruth, h *hRun, trip, back *ocFetch) {
+	lb, hb := tr.calls("backup"), h.upstreamCalls("backup")
+	if len(lb) == 0 || len(hb) == 0 {
+		c.exact("calls to backup", len(lb), len(hb))
+		return
+	}
+	c.num("failover (s): first call to backup", lb[0].start, hb[0].at, true)
+	c.num("failover, trip to first backup call (s)", lb[0].start-trip.end, hb[0].at-trip.end, true)
+	end := func(calls []float64, until float64) (float64, bool) {
+		last, ok := 0.0, false
+		for _, x := range calls {
+			if x <= until {
+				last, ok = x, true
+			}
+		}
+		return last, ok
+	}
+	var ls, hs []float64
+	for _, f := range lb {
+		ls = append(ls, f.start)
+	}
+	for _, x := range hb {
+		hs = append(hs, x.at)
+	}
+	limit := math.Inf(1)
+	if back != nil {
+		limit = back.start + 0.5
+	}
+	l, _ := end(ls, limit)
+	hv, ok := end(hs, limit)
+	c.num("fail-back: last call to backup (s)", l, hv, ok)
+	lt, ht := map[string]bool{}, map[int64]bool{}
+	for _, f := range lb {
+		lt[f.trace] = true
+	}
+	for _, x := range hb {
+		ht[x.seq] = true
+	}
+	c.exact("turns served by backup", len(lt), len(ht))
+	notOK := 0
+	for _, cr := range h.clients {
+		if cr.Outcome != journal.OutcomeOK {
+			notOK++
+		}
+	}
+	c.exact("turns given up (model fallback chain stopped) vs client requests not ok", len(tr.stopped), notOK)
+}
+
+// compareGiveUps: the calls OpenClaw abandoned at its timeout, against
+// the calls the fakes saw the gateway hang up on.
+func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, timeout float64) {
+	var logs []float64
+	for _, f := range tr.fetches {
+		if f.timedOut {
+			logs = append(logs, f.failed-f.start)
+		}
+	}
+	var hs []float64
+	for _, x := range h.calls {
+		if x.outcome == journal.OutcomeUpstreamGone {
+			hs = append(hs, x.done-x.at)
+		}
+	}
+	c.exact("give-ups at the timeout (count)", len(logs), len(hs))
+	c.rows = append(c.rows, [4]string{fmt.Sprintf("give-up after (timeoutSeconds %g)", timeout), spread(logs), spread(hs), "—"})
+	if len(logs) > 0 && len(hs) > 0 {
+		sort.Float64s(logs)
+		sort.Float64s(hs)
+		c.num("give-up after, median (s)", median(logs), median(hs), true)
+		c.num("give-up after, max (s)", logs[len(logs)-1], hs[len(hs)-1], true)
+	}
+}
+
+// compareFailedStreams: a streaming turn whose provider stream failed
+// after OpenClaw had passed text on cannot be retried invisibly: OpenClaw
+// answers the rest of its 200 with an error event ("cannot be represented
+// as an append-only response stream"), which it does not log. The log's
+// count is the streaming turns (those the client asked to stream: its
+// answer was an event stream) in which OpenClaw gave a call up after its
+// 200; the harness must count each as failed.
+func compareFailedStreams(c *comparer, tr *ocTruth, h *hRun) {
+	pairs, _ := matchTurns(tr, h)
+	failedAfter200 := map[string]bool{}
+	for _, f := range tr.fetches {
+		if f.failed >= 0 {
+			failedAfter200[f.trace] = true
+		}
+	}
+	logN, hN := 0, 0
+	for trace, seq := range pairs {
+		cr := h.clients[seq]
+		if cr == nil || cr.SSEEvents == 0 {
+			continue
+		}
+		if failedAfter200[trace] {
+			logN++
+		}
+	}
+	for _, cr := range h.clients {
+		switch cr.Outcome {
+		case journal.OutcomeStreamError, journal.OutcomeStreamCut, journal.OutcomeCutMidBody:
+			hN++
+		}
+	}
+	c.exact("failed streams (streaming turns with a call given up after its 200) vs client stream failures", logN, hN)
+}
