@@ -41,6 +41,16 @@ func builtinDrill(t *testing.T, name string) (sc *scenarios.Scenario, missing st
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The AI drills (ai-*) fix their providers' ports (127.0.0.1:9101,
+	// 9102) for an external AI gateway's configuration to name. The
+	// built-in gateway is given its upstreams' addresses by the harness,
+	// so here they take free ports: make drills runs two drills at once,
+	// and a fixed port may be taken on a shared machine.
+	for i, u := range sc.Upstreams {
+		if strings.HasPrefix(u.Listen, "127.0.0.1:") && !strings.HasSuffix(u.Listen, ":0") {
+			sc.Upstreams[i].Listen = "127.0.0.1:0"
+		}
+	}
 	if b := sc.Gateway.Builtin; b != nil && b.Redis == "auto" {
 		if _, err := exec.LookPath("redis-server"); err != nil {
 			missing = "redis-server not installed (apt-get install redis-server): the fleet drill needs a real Redis"
