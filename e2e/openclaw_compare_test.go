@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -24,7 +25,7 @@ func (c *comparer) bound(what string, log, lo, hi float64) {
 	in := log >= lo-tolerance(lo) && log <= hi+tolerance(hi)
 	c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", log), fmt.Sprintf("%.3f – %.3f", lo, hi), "bound " + yes(in)})
 	if !in {
-		c.t.Errorf("%s: the log's %.3f is outside the harness's %.3f – %.3f", what, log, lo, hi)
+		c.errorf("%s: the log's %.3f is outside the harness's %.3f – %.3f", what, log, lo, hi)
 	}
 }
 
@@ -35,7 +36,7 @@ func (c *comparer) within(what string, measured, lo, hi float64) {
 	in := measured >= lo-tolerance(lo) && measured <= hi+tolerance(hi)
 	c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f – %.3f", lo, hi), fmt.Sprintf("%.3f", measured), "bound " + yes(in)})
 	if !in {
-		c.t.Errorf("%s: measured %.3f, outside the log's %.3f – %.3f", what, measured, lo, hi)
+		c.errorf("%s: measured %.3f, outside the log's %.3f – %.3f", what, measured, lo, hi)
 	}
 }
 
@@ -65,15 +66,30 @@ func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
 	t.Helper()
 	tr := openclawTruth(t, r.lines)
 	h := readHarnessRun(t, r.res.Dir)
-	c := &comparer{t: t}
+	c := &comparer{t: t, soft: true}
 	a := r.res.Analysis
 	c.note("load", "—", loadText(a))
 	for _, up := range []string{"primary", "backup"} {
 		c.exact("provider calls to "+up, len(tr.calls(up)), len(h.upstreamCalls(up)))
 	}
 	pairs, unmatched := matchTurns(tr, h)
+	r.checkLogLag(t, a, tr, h, pairs)
 	c.exact("turns that reached a provider, unmatched to a client request", 0, len(unmatched))
 	turns, seqs := tr.turns(), h.bySeq()
+	for _, trace := range unmatched {
+		fs := turns[trace]
+		near, nd := int64(-1), math.Inf(1)
+		for seq, cs := range seqs {
+			if d := math.Abs(cs[0].at - fs[0].start); d < nd {
+				near, nd = seq, d
+			}
+		}
+		var starts []string
+		for _, f := range fs {
+			starts = append(starts, fmt.Sprintf("%s %.3f→%d", f.provider, f.start, f.status))
+		}
+		t.Logf("unmatched turn %s: calls %v; nearest request seq %d, %d calls, first %.3f s away", trace, starts, near, len(seqs[near]), nd)
+	}
 	same, per := 0, 0
 	var w ocWaits
 	delays, delaysIn := 0, 0
@@ -85,13 +101,13 @@ func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
 		fs, cs := turns[trace], seqs[seq]
 		per++
 		if len(fs) != len(cs) {
-			t.Errorf("turn %s (seq %d): %d provider calls in OpenClaw's log, %d at the fakes", trace, seq, len(fs), len(cs))
+			c.errorf("turn %s (seq %d): %d provider calls in OpenClaw's log, %d at the fakes", trace, seq, len(fs), len(cs))
 			continue
 		}
 		same++
 		for i := 1; i < len(fs); i++ {
 			if fs[i].provider == fs[i-1].provider { // else a failover, not a retry
-				w.add(t, seq, i, fs[i-1], fs[i], cs[i].at-cs[i-1].done)
+				w.add(c, seq, i, fs[i-1], fs[i], cs[i].at-cs[i-1].done)
 			}
 		}
 		// OpenClaw's delayMs is the sleep it chose; the wait the fakes
@@ -102,7 +118,7 @@ func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
 				if w := cs[i+1].at - cs[i].done; w >= rt.delayMs/1000-0.020 {
 					delaysIn++
 				} else {
-					t.Errorf("turn seq %d, retry %d: delayMs=%g, but the fakes saw the next call %.3f s after", seq, rt.n, rt.delayMs, w)
+					c.errorf("turn seq %d, retry %d: delayMs=%g, but the fakes saw the next call %.3f s after", seq, rt.n, rt.delayMs, w)
 				}
 			}
 		}
@@ -130,15 +146,14 @@ type ocWaits struct {
 	exactOK, boundedOK int
 }
 
-func (w *ocWaits) add(t *testing.T, seq int64, i int, prev, next *ocFetch, hw float64) {
-	t.Helper()
+func (w *ocWaits) add(c *comparer, seq int64, i int, prev, next *ocFetch, hw float64) {
 	if prev.failed < 0 {
 		lw := next.start - prev.end
 		w.exactLog, w.exactH = append(w.exactLog, lw), append(w.exactH, hw)
 		if math.Abs(hw-lw) <= tolerance(lw) {
 			w.exactOK++
 		} else {
-			t.Errorf("turn seq %d, wait before call %d: the fakes saw %.3f s, OpenClaw's log %.3f s", seq, i+1, hw, lw)
+			c.errorf("turn seq %d, wait before call %d: the fakes saw %.3f s, OpenClaw's log %.3f s", seq, i+1, hw, lw)
 		}
 		return
 	}
@@ -147,7 +162,7 @@ func (w *ocWaits) add(t *testing.T, seq int64, i int, prev, next *ocFetch, hw fl
 	if hw >= lo-tolerance(lo) && hw <= hi+tolerance(hi) {
 		w.boundedOK++
 	} else {
-		t.Errorf("turn seq %d, wait before call %d (after a call failed inside its 200): the fakes saw %.3f s, OpenClaw's log allows %.3f – %.3f s", seq, i+1, hw, lo, hi)
+		c.errorf("turn seq %d, wait before call %d (after a call failed inside its 200): the fakes saw %.3f s, OpenClaw's log allows %.3f – %.3f s", seq, i+1, hw, lo, hi)
 	}
 }
 
@@ -159,6 +174,55 @@ func (w *ocWaits) rows(c *comparer) {
 	if len(w.lo) > 0 {
 		c.rows = append(c.rows, [4]string{"waits after a call failed inside its 200 (each within the log's bounds)", spread(w.lo) + " – " + spread(w.hi), spread(w.boundH),
 			fmt.Sprintf("bound %d/%d %s", w.boundedOK, len(w.lo), yes(w.boundedOK == len(w.lo)))})
+	}
+}
+
+// ocLagMax is how late after its [model-fetch] start line a call may
+// reach the fake (p90) for OpenClaw's log to be held to 20 ms: Node
+// writes the line, then sends the request when its event loop gets to
+// it. On a machine so loaded that this lag is longer, the log's times
+// are OpenClaw's event loop's, not the calls': nothing can be held to
+// them, and the drill is skipped — but only when the machine was
+// overloaded (load average at least its CPU count), as skipIfStalled.
+const ocLagMax = 0.100
+
+func (r *ocRun) checkLogLag(t *testing.T, a *analysis.Analysis, tr *ocTruth, h *hRun, pairs map[string]int64) {
+	t.Helper()
+	turns, seqs := tr.turns(), h.bySeq()
+	var lags []float64
+	for trace, seq := range pairs {
+		fs, cs := turns[trace], seqs[seq]
+		for i := range min(len(fs), len(cs)) {
+			lags = append(lags, cs[i].at-fs[i].start)
+		}
+	}
+	if len(lags) == 0 {
+		return
+	}
+	sort.Float64s(lags)
+	r.lagP90 = lags[len(lags)*9/10]
+	t.Logf("OpenClaw's [model-fetch] start line to the call's arrival: %s, p90 %.0f ms (load %s)", spread(lags), r.lagP90*1000, loadText(a))
+}
+
+// finish prints the table and judges the drill: every failure fails it,
+// unless OpenClaw's event loop lagged past ocLagMax on an overloaded
+// machine, which skips it (the table printed, the failures listed).
+func (r *ocRun) finish(c *comparer, name string) {
+	t := c.t
+	t.Helper()
+	c.log(name)
+	if len(c.failures) == 0 {
+		return
+	}
+	a := r.res.Analysis
+	if r.lagP90 > ocLagMax {
+		if l := loadOf(a); l == nil || l.Max >= float64(runtime.NumCPU()) {
+			t.Skipf("OpenClaw's event loop lagged: its calls left %.0f ms (p90) after their log lines (load average during the run: %s, %d CPUs), so its log cannot be held to 20 ms; off:\n%s",
+				r.lagP90*1000, loadText(a), runtime.NumCPU(), strings.Join(c.failures, "\n"))
+		}
+	}
+	for _, f := range c.failures {
+		t.Error(f)
 	}
 }
 
@@ -181,7 +245,7 @@ func (r *ocRun) compareRetryFigures(c *comparer, tr *ocTruth, w *ocWaits) {
 	res := r.res.Analysis.Resilience
 	if res == nil || res.Upstreams["primary"] == nil {
 		c.rows = append(c.rows, [4]string{"attempts per turn on primary", fmt.Sprint(dist), "absent", "OFF"})
-		c.t.Errorf("the report has no retry figures for primary")
+		c.errorf("the report has no retry figures for primary")
 		return
 	}
 	rf := res.Upstreams["primary"]

@@ -51,6 +51,9 @@ type ocRun struct {
 	res   *rehearsal.Result
 	lines []ocLine
 	start time.Time
+	// lagP90 is how long after its [model-fetch] start line a call
+	// reached the fake (p90): OpenClaw's event loop lag.
+	lagP90 float64
 }
 
 // runOpenClawDrill starts a fresh OpenClaw (its auth-profile state is
@@ -194,7 +197,7 @@ func TestOpenClawDrill429(t *testing.T) {
 	c, tr, h := r.compareCommon(t)
 	ep := r.primaryEpisode(t)
 	compare429(c, tr, h, ep, r.res.Analysis)
-	c.log(t.Name())
+	r.finish(c, t.Name())
 }
 
 // TestOpenClawDrill503: attempts per turn and their waits, no cooldown.
@@ -206,7 +209,7 @@ func TestOpenClawDrill503(t *testing.T) {
 	c, tr, _ := r.compareCommon(t)
 	ep := r.primaryEpisode(t)
 	compareNoCooldown(c, tr, ep, r.res.Analysis)
-	c.log(t.Name())
+	r.finish(c, t.Name())
 }
 
 // TestOpenClawDrillStall: give-ups at timeoutSeconds and streams that
@@ -221,7 +224,7 @@ func TestOpenClawDrillStall(t *testing.T) {
 	compareNoCooldown(c, tr, ep, r.res.Analysis)
 	compareGiveUps(c, tr, h, float64(ocDrillStall.timeout))
 	compareFailedStreams(c, tr, h)
-	c.log(t.Name())
+	r.finish(c, t.Name())
 }
 
 // TestOpenClawDrillReset: streams reset mid-way, counted failed.
@@ -234,7 +237,7 @@ func TestOpenClawDrillReset(t *testing.T) {
 	ep := r.primaryEpisode(t)
 	compareNoCooldown(c, tr, ep, r.res.Analysis)
 	compareFailedStreams(c, tr, h)
-	c.log(t.Name())
+	r.finish(c, t.Name())
 }
 
 // TestOpenClawRecheck prints a drill's table again from a kept run
@@ -276,5 +279,5 @@ func TestOpenClawRecheck(t *testing.T) {
 	default:
 		t.Fatalf("%s: not an OpenClaw drill's run (scenario %q)", dir, a.Run.Scenario)
 	}
-	c.log(a.Run.Scenario + " " + a.Run.RunID)
+	r.finish(c, a.Run.Scenario+" "+a.Run.RunID)
 }

@@ -269,13 +269,15 @@ func (h *hRun) bySeq() map[int64][]*hCall {
 	return out
 }
 
-// ocMatchWindow is how far apart the log's [model-fetch] start and the
-// fake provider's arrival of the same call may be: the line is written
-// just before the request goes out, and the log has milliseconds; on a
-// loaded machine (load 15 on 2 cores) the request leaves Node's event
-// loop up to ~100 ms after its line. Turns start 1 s apart: pairing the
-// nearest first within 300 ms cannot confuse two.
-const ocMatchWindow = 0.300
+// ocMatchWindow is how long after the log's [model-fetch] start the fake
+// provider may see the same call arrive: the line is written just before
+// the request goes out (the log has milliseconds, so up to a few ms
+// before it too), but on a loaded machine the request leaves Node's event
+// loop later: ~100 ms at load 15 on 2 cores, 550 ms at load 25.
+const (
+	ocMatchBefore = 0.030
+	ocMatchWindow = 1.0
+)
 
 // matchTurns pairs each turn of the log with the harness's request whose
 // calls arrived when the log's [model-fetch] starts say: candidates are
@@ -294,10 +296,11 @@ func matchTurns(tr *ocTruth, h *hRun) (pairs map[string]int64, unmatched []strin
 	seqs := h.bySeq()
 	for trace, fs := range tr.turns() {
 		for seq, cs := range seqs {
-			d0 := math.Abs(cs[0].at - fs[0].start)
-			if d0 >= ocMatchWindow {
+			d0 := cs[0].at - fs[0].start
+			if d0 < -ocMatchBefore || d0 >= ocMatchWindow {
 				continue
 			}
+			d0 = math.Abs(d0)
 			d := d0 + 10 // a different number of calls: a last resort
 			if len(cs) == len(fs) {
 				d = 0

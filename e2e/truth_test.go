@@ -55,20 +55,35 @@ func tolerance(x float64) float64 { return max(0.05*math.Abs(x), 0.020) }
 type comparer struct {
 	t    *testing.T
 	rows [][4]string
+	// soft keeps each failure in failures instead of failing the test
+	// at once, for a caller that decides at the end (the OpenClaw
+	// drills excuse failures on an overloaded machine only).
+	soft     bool
+	failures []string
+}
+
+// errorf fails the test, or keeps the failure when c is soft.
+func (c *comparer) errorf(format string, args ...any) {
+	c.t.Helper()
+	if c.soft {
+		c.failures = append(c.failures, fmt.Sprintf(format, args...))
+		return
+	}
+	c.t.Errorf(format, args...)
 }
 
 func (c *comparer) num(what string, log, measured float64, ok bool) {
 	c.t.Helper()
 	if !ok {
 		c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", log), "absent", "no"})
-		c.t.Errorf("%s: the log says %.3f s, the analysis has no figure", what, log)
+		c.errorf("%s: the log says %.3f s, the analysis has no figure", what, log)
 		return
 	}
 	d := measured - log
 	within := math.Abs(d) <= tolerance(log)
 	c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", log), fmt.Sprintf("%.3f", measured), fmt.Sprintf("%+.0f ms %s", d*1000, yes(within))})
 	if !within {
-		c.t.Errorf("%s: measured %.3f s, the gateway's log %.3f s (off by %.0f ms, tolerance %.0f ms)", what, measured, log, d*1000, tolerance(log)*1000)
+		c.errorf("%s: measured %.3f s, the gateway's log %.3f s (off by %.0f ms, tolerance %.0f ms)", what, measured, log, d*1000, tolerance(log)*1000)
 	}
 }
 
@@ -77,7 +92,7 @@ func (c *comparer) exact(what string, log, measured any) {
 	ok := fmt.Sprint(log) == fmt.Sprint(measured)
 	c.rows = append(c.rows, [4]string{what, fmt.Sprint(log), fmt.Sprint(measured), yes(ok)})
 	if !ok {
-		c.t.Errorf("%s: measured %v, the gateway's log %v", what, measured, log)
+		c.errorf("%s: measured %v, the gateway's log %v", what, measured, log)
 	}
 }
 
