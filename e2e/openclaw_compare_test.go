@@ -336,16 +336,14 @@ func compareNoCooldown(c *comparer, tr *ocTruth, ep *analysis.Episode, a *analys
 func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *analysis.Analysis) {
 	t := c.t
 	cds := tr.primaryCooldowns()
-	var probes []*ocFetch // the first call to primary after each cooldown
+	// OpenClaw's state from its log: primary's profile is cooling down
+	// from the first cooldown line; a success of primary clears it,
+	// whichever turn it belongs to (a turn that chose primary before the
+	// cooldown was set may still call it, and its 2xx ends the cooldown:
+	// OpenClaw resets the profile's failure state on success). The
+	// probes are primary's calls after the tripping 429 up to and
+	// including that first 2xx, which is the fail-back.
 	prim := tr.calls("primary")
-	for _, cd := range cds {
-		for _, f := range prim {
-			if f.start >= cd.until {
-				probes = append(probes, f)
-				break
-			}
-		}
-	}
 	var first429 *ocFetch
 	for _, f := range prim {
 		if f.status == 429 {
@@ -356,6 +354,15 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 	if len(cds) == 0 || first429 == nil {
 		t.Fatalf("OpenClaw's log has no cooldown of primary (%d) or no 429 (%v)", len(cds), first429)
 	}
+	var probes []*ocFetch
+	for _, f := range prim {
+		if f.start > first429.end {
+			probes = append(probes, f)
+			if f.status/100 == 2 {
+				break
+			}
+		}
+	}
 	var configured []string
 	for _, cd := range cds {
 		configured = append(configured, fmt.Sprintf("%.1f s", cd.until-cd.at))
@@ -365,7 +372,7 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 	if ep.OpenedAtS == nil {
 		t.Fatal("no open in the report")
 	}
-	c.num("open (s): the 429 that tripped it", first429.end, *ep.OpenedAtS, true)
+	c.num("open, after the fault started (s): the 429 that tripped it", first429.end-ep.StartS, *ep.OpenedAtS-ep.StartS, true)
 	cy := ep.Cycles[0]
 	hi := cy.OpenedAtS
 	if b := cy.OpenBoundsS; b != nil && b.Max != nil {
@@ -406,21 +413,43 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 		if i < len(hProbes) {
 			got = hProbes[i].AtS
 		}
-		c.num(fmt.Sprintf("probe %d at (s), status %d", i+1, p.status), p.start, got, i < len(hProbes))
+		c.num(fmt.Sprintf("probe %d, after the open (s), status %d", i+1, p.status), p.start-first429.end, got-*ep.OpenedAtS, i < len(hProbes))
 	}
 	// Fail-back: the probe whose 2xx ended the cooldown.
 	var back *ocFetch
-	for _, p := range probes {
-		if p.status/100 == 2 {
-			back = p
-		}
+	if n := len(probes); n > 0 && probes[n-1].status/100 == 2 {
+		back = probes[n-1]
 	}
 	if back != nil {
-		c.num("fail-back (s): the probe's 2xx", back.end, val(ep.ClosedAtS), ep.ClosedAtS != nil)
+		c.num("fail-back, after the fault ended (s): the probe's 2xx", back.end-ep.EndS, val(ep.ClosedAtS)-ep.EndS, ep.ClosedAtS != nil)
 	} else {
 		c.exact("closed", false, ep.Closed)
 	}
-	compareFailover(c, tr, h, first429, back)
+	compareFailover(c, tr, h, first429, back, ep.EndS)
+	// The drill's shape in one line each, to compare run after run.
+	logShape := []string{"open"}
+	for i, p := range probes {
+		cd := "—"
+		for _, x := range cds {
+			if x.at < p.start {
+				cd = fmt.Sprintf("%.0f s", x.until-x.at)
+			}
+		}
+		logShape = append(logShape, fmt.Sprintf("cooldown %s, probe %d after %.1f s: %d", cd, i+1, logCooldowns[i], p.status))
+	}
+	if back != nil {
+		logShape = append(logShape, "fail-back")
+	}
+	hShape := fmt.Sprintf("%s: %d cycle(s), cooldowns %v s, probes %d (%d ok), closed %v", ep.Shape, len(ep.Cycles), roundAll(hCooldowns), len(hProbes), ep.ProbeOutcomes.OK, ep.Closed)
+	c.note("shape", strings.Join(logShape, " → "), hShape)
+}
+
+func roundAll(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Round(x*10) / 10
+	}
+	return out
 }
 
 func at(xs []float64, i int) float64 {
@@ -432,14 +461,13 @@ func at(xs []float64, i int) float64 {
 
 // compareFailover: when the turns moved to backup and back, and how many
 // backup served, from the fakes' calls against the log's.
-func compareFailover(c *comparer, tr *ocTruth, h *hRun, trip, back *ocFetch) {
+func compareFailover(c *comparer, tr *ocTruth, h *hRun, trip, back *ocFetch, faultEnd float64) {
 	lb, hb := tr.calls("backup"), h.upstreamCalls("backup")
 	if len(lb) == 0 || len(hb) == 0 {
 		c.exact("calls to backup", len(lb), len(hb))
 		return
 	}
-	c.num("failover (s): first call to backup", lb[0].start, hb[0].at, true)
-	c.num("failover, trip to first backup call (s)", lb[0].start-trip.end, hb[0].at-trip.end, true)
+	c.num("failover, the trip to the first call to backup (s)", lb[0].start-trip.end, hb[0].at-trip.end, true)
 	end := func(calls []float64, until float64) (float64, bool) {
 		last, ok := 0.0, false
 		for _, x := range calls {
@@ -462,7 +490,7 @@ func compareFailover(c *comparer, tr *ocTruth, h *hRun, trip, back *ocFetch) {
 	}
 	l, _ := end(ls, limit)
 	hv, ok := end(hs, limit)
-	c.num("fail-back: last call to backup (s)", l, hv, ok)
+	c.num("fail-back: the last call to backup, after the fault ended (s)", l-faultEnd, hv-faultEnd, ok)
 	lt, ht := map[string]bool{}, map[int64]bool{}
 	for _, f := range lb {
 		lt[f.trace] = true
@@ -481,27 +509,52 @@ func compareFailover(c *comparer, tr *ocTruth, h *hRun, trip, back *ocFetch) {
 }
 
 // compareGiveUps: the calls OpenClaw abandoned at its timeout, against
-// the calls the fakes saw the gateway hang up on.
-func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, timeout float64) {
-	var logs []float64
+// the calls the fakes saw the gateway hang up on. Each give-up, paired by
+// turn, must have lasted at least timeoutSeconds and no longer than
+// OpenClaw's own record of it (its start line to the line saying the run
+// timed out, which it writes after hanging up: on a loaded machine,
+// hundreds of ms after).
+func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, a *analysis.Analysis, timeout float64) {
+	gaveUp := func(x *hCall) bool {
+		// The gateway hung up: during the answer (client_gone), or on a
+		// stream the fault held until it did (stalled).
+		return x.outcome == journal.OutcomeUpstreamGone || x.outcome == journal.OutcomeUpstreamStalled
+	}
+	var logs, hs []float64
 	for _, f := range tr.fetches {
 		if f.timedOut {
 			logs = append(logs, f.failed-f.start)
 		}
 	}
-	var hs []float64
 	for _, x := range h.calls {
-		if x.outcome == journal.OutcomeUpstreamGone {
+		if gaveUp(x) {
 			hs = append(hs, x.done-x.at)
 		}
 	}
 	c.exact("give-ups at the timeout (count)", len(logs), len(hs))
-	c.rows = append(c.rows, [4]string{fmt.Sprintf("give-up after (timeoutSeconds %g)", timeout), spread(logs), spread(hs), "—"})
-	if len(logs) > 0 && len(hs) > 0 {
-		sort.Float64s(logs)
-		sort.Float64s(hs)
-		c.num("give-up after, median (s)", median(logs), median(hs), true)
-		c.num("give-up after, max (s)", logs[len(logs)-1], hs[len(hs)-1], true)
+	pairs, _ := matchTurns(tr, h)
+	turns, seqs := tr.turns(), h.bySeq()
+	n, in := 0, 0
+	for trace, seq := range pairs {
+		fs, cs := turns[trace], seqs[seq]
+		for i := range min(len(fs), len(cs)) {
+			if !fs[i].timedOut {
+				continue
+			}
+			n++
+			d, hi := cs[i].done-cs[i].at, fs[i].failed-fs[i].start
+			if gaveUp(cs[i]) && d >= timeout-0.020 && d <= hi+tolerance(hi) {
+				in++
+			} else {
+				c.errorf("turn seq %d, call %d: OpenClaw timed out %.3f s after its start line, the fake saw %s after %.3f s (timeoutSeconds %g)", seq, i+1, hi, cs[i].outcome, d, timeout)
+			}
+		}
+	}
+	c.rows = append(c.rows, [4]string{fmt.Sprintf("give-up after (timeoutSeconds %g ≤ fake ≤ OpenClaw's line)", timeout), spread(logs), spread(hs), fmt.Sprintf("bound %d/%d %s", in, n, yes(in == n))})
+	// What the report says of them (not judged here: run.json has no
+	// per-call timeout figure yet; gave_up_first counts failed requests).
+	if r := a.Resilience; r != nil && r.Upstreams["primary"] != nil {
+		c.note("report: resilience…deadlines.gave_up_first", fmt.Sprintf("%d calls given up", len(logs)), fmt.Sprint(r.Upstreams["primary"].Deadlines.GaveUpFirst))
 	}
 }
 

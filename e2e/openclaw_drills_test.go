@@ -222,7 +222,7 @@ func TestOpenClawDrillStall(t *testing.T) {
 	c, tr, h := r.compareCommon(t)
 	ep := r.primaryEpisode(t)
 	compareNoCooldown(c, tr, ep, r.res.Analysis)
-	compareGiveUps(c, tr, h, float64(ocDrillStall.timeout))
+	compareGiveUps(c, tr, h, r.res.Analysis, float64(ocDrillStall.timeout))
 	compareFailedStreams(c, tr, h)
 	r.finish(c, t.Name())
 }
@@ -271,7 +271,7 @@ func TestOpenClawRecheck(t *testing.T) {
 		compareNoCooldown(c, tr, ep, &a)
 	case ocDrillStall.name:
 		compareNoCooldown(c, tr, ep, &a)
-		compareGiveUps(c, tr, h, float64(ocDrillStall.timeout))
+		compareGiveUps(c, tr, h, r.res.Analysis, float64(ocDrillStall.timeout))
 		compareFailedStreams(c, tr, h)
 	case ocDrillReset.name:
 		compareNoCooldown(c, tr, ep, &a)

@@ -157,7 +157,14 @@ func openclawTruth(t *testing.T, lines []ocLine) *ocTruth {
 			// or well.
 			if f := last[l.trace()]; f != nil && f.status == 200 && f.failed < 0 && !f.ok {
 				if l.field("isError") == true || strings.Contains(l.msg, "isError=true") {
-					f.failed, f.cut = at, true
+					// "LLM request timed out." (failoverReason timeout):
+					// its timeoutSeconds; else the stream broke.
+					f.failed = at
+					if e, _ := l.field("error").(string); strings.Contains(e, "timed out") {
+						f.timedOut = true
+					} else {
+						f.cut = true
+					}
 				} else {
 					f.ok = true
 				}
@@ -169,7 +176,7 @@ func openclawTruth(t *testing.T, lines []ocLine) *ocTruth {
 				f.failed = at
 			}
 		case strings.HasPrefix(l.msg, "run cleanup:"):
-			if f := last[l.trace()]; f != nil && f.failed >= 0 && !f.cut {
+			if f := last[l.trace()]; f != nil && f.failed >= 0 && !f.cut && !f.timedOut {
 				f.timedOut = strings.Contains(l.msg, "timedOut=true")
 				if !f.timedOut {
 					f.failed = -1
