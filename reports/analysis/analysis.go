@@ -34,6 +34,9 @@ type Analysis struct {
 	Health HealthStats `json:"health"`
 	// Resilience is the retry, deadline and cost analysis (retries.go).
 	Resilience *Resilience `json:"resilience"`
+	// GiveUps are the upstream calls the gateway abandoned and the
+	// per-call timeout they show (giveups.go).
+	GiveUps *GiveUps `json:"give_ups"`
 	// Notes are plain statements about limits of this analysis (no
 	// forwarded sequence header, interrupted run, ...).
 	Notes []string `json:"notes"`
