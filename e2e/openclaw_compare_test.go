@@ -426,6 +426,7 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 		c.exact("closed", false, ep.Closed)
 	}
 	compareFailover(c, tr, h, first429, back, ep.EndS)
+	compareFailoverFigure(c, tr, ep, first429)
 	// The drill's shape in one line each, to compare run after run.
 	logShape := []string{"open"}
 	for i, p := range probes {
@@ -508,6 +509,62 @@ func compareFailover(c *comparer, tr *ocTruth, h *hRun, trip, back *ocFetch, fau
 	c.exact("turns given up (model fallback chain stopped) vs client requests not ok", len(tr.stopped), notOK)
 }
 
+// compareFailoverFigure holds the report's failover figure (episode
+// "failover") to the log: when the turns moved to backup, how many it
+// served (straight away, or after trying primary), the last it served,
+// and when primary served a turn of its own again after the fault.
+func compareFailoverFigure(c *comparer, tr *ocTruth, ep *analysis.Episode, trip *ocFetch) {
+	f := ep.Failover
+	if f == nil {
+		c.rows = append(c.rows, [4]string{"report: failover", "backup served turns", "absent", "OFF"})
+		c.errorf("the report has no failover figure for primary's episode")
+		return
+	}
+	turns := tr.turns()
+	served, after, skipped := 0, 0, 0
+	var firstBackup, lastBackup float64 = math.Inf(1), math.Inf(-1)
+	for _, fs := range turns {
+		last := fs[len(fs)-1]
+		if last.provider != "backup" {
+			continue
+		}
+		served++
+		if fs[0].provider == "primary" {
+			after++
+		} else {
+			skipped++
+		}
+		for _, x := range fs {
+			if x.provider == "backup" {
+				firstBackup = min(firstBackup, x.start)
+				lastBackup = max(lastBackup, x.start)
+			}
+		}
+	}
+	c.note("report: failover statement", "—", f.Statement)
+	c.exact("report: turns served by backup (requests_served)", served, f.Served)
+	c.exact("report: of them, after trying primary (after_primary)", after, f.AfterPrimary)
+	c.exact("report: of them, primary cooling down (primary_skipped)", skipped, f.PrimarySkipped)
+	if served > 0 {
+		c.num("report: failed over, after the trip (s)", firstBackup-trip.end, val(f.FailedOverAtS)-trip.end, f.FailedOverAtS != nil)
+		c.num("report: last call to backup, after the fault ended (s)", lastBackup-ep.EndS, val(f.LastFallbackAtS)-ep.EndS, f.LastFallbackAtS != nil)
+	}
+	// Primary serving a turn of its own again after the fault ended.
+	back := math.NaN()
+	for _, x := range tr.calls("primary") {
+		if x.start >= ep.EndS && x.status/100 == 2 {
+			back = x.start
+			break
+		}
+	}
+	if !math.IsNaN(back) {
+		c.exact("report: failed back", true, f.FailedBack)
+		c.num("report: failed back, after the fault ended (s)", back-ep.EndS, val(f.FailedBackAtS)-ep.EndS, f.FailedBackAtS != nil)
+	} else {
+		c.exact("report: failed back", false, f.FailedBack)
+	}
+}
+
 // compareGiveUps: the calls OpenClaw abandoned at its timeout, against
 // the calls the fakes saw the gateway hang up on. Each give-up, paired by
 // turn, must have lasted at least timeoutSeconds and no longer than
@@ -551,10 +608,38 @@ func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, a *analysis.Analysis, tim
 		}
 	}
 	c.rows = append(c.rows, [4]string{fmt.Sprintf("give-up after (timeoutSeconds %g ≤ fake ≤ OpenClaw's line)", timeout), spread(logs), spread(hs), fmt.Sprintf("bound %d/%d %s", in, n, yes(in == n))})
-	// What the report says of them (not judged here: run.json has no
-	// per-call timeout figure yet; gave_up_first counts failed requests).
+	// The report's give-ups (run.json "give_ups"): the calls, the
+	// per-call timeout they show, and what became of their requests.
+	var g *analysis.UpstreamGiveUps
+	if a.GiveUps != nil {
+		g = a.GiveUps.Upstreams["primary"]
+	}
+	if g == nil {
+		c.exact("report: give-ups on primary", len(logs), 0)
+		return
+	}
+	c.exact("report: give-ups on primary (seen)", len(logs), g.Seen)
+	if len(logs) > 0 {
+		sort.Float64s(logs)
+		c.within("report: the per-call timeout they show (timeout_s)", val(g.TimeoutS), timeout, median(logs))
+	}
+	// A give-up's turn still succeeded unless it was a stream that had
+	// passed text on (compareFailedStreams): then the client's 200 failed.
+	failedTurns := failedStreamTurns(tr, h)
+	onRetry, failed := 0, 0
+	for _, f := range tr.fetches {
+		if f.timedOut {
+			if failedTurns[f.trace] {
+				failed++
+			} else {
+				onRetry++
+			}
+		}
+	}
+	c.exact("report: give-ups whose turn then succeeded on a retry", onRetry, g.OnRetry)
+	c.exact("report: give-ups whose turn failed", failed, g.ThenFailed)
 	if r := a.Resilience; r != nil && r.Upstreams["primary"] != nil {
-		c.note("report: resilience…deadlines.gave_up_first", fmt.Sprintf("%d calls given up", len(logs)), fmt.Sprint(r.Upstreams["primary"].Deadlines.GaveUpFirst))
+		c.note("report: resilience…deadlines.gave_up_first", "—", fmt.Sprint(r.Upstreams["primary"].Deadlines.GaveUpFirst))
 	}
 }
 
@@ -566,6 +651,20 @@ func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, a *analysis.Analysis, tim
 // answer was an event stream) in which OpenClaw gave a call up after its
 // 200; the harness must count each as failed.
 func compareFailedStreams(c *comparer, tr *ocTruth, h *hRun) {
+	hN := 0
+	for _, cr := range h.clients {
+		switch cr.Outcome {
+		case journal.OutcomeStreamError, journal.OutcomeStreamCut, journal.OutcomeCutMidBody:
+			hN++
+		}
+	}
+	c.exact("failed streams (streaming turns with a call given up after its 200) vs client stream failures", len(failedStreamTurns(tr, h)), hN)
+}
+
+// failedStreamTurns are the log's turns that must have failed their
+// client: streaming turns (their answer was an event stream) in which
+// OpenClaw gave a call up after its 200.
+func failedStreamTurns(tr *ocTruth, h *hRun) map[string]bool {
 	pairs, _ := matchTurns(tr, h)
 	failedAfter200 := map[string]bool{}
 	for _, f := range tr.fetches {
@@ -573,21 +672,11 @@ func compareFailedStreams(c *comparer, tr *ocTruth, h *hRun) {
 			failedAfter200[f.trace] = true
 		}
 	}
-	logN, hN := 0, 0
+	out := map[string]bool{}
 	for trace, seq := range pairs {
-		cr := h.clients[seq]
-		if cr == nil || cr.SSEEvents == 0 {
-			continue
-		}
-		if failedAfter200[trace] {
-			logN++
+		if cr := h.clients[seq]; cr != nil && cr.SSEEvents > 0 && failedAfter200[trace] {
+			out[trace] = true
 		}
 	}
-	for _, cr := range h.clients {
-		switch cr.Outcome {
-		case journal.OutcomeStreamError, journal.OutcomeStreamCut, journal.OutcomeCutMidBody:
-			hN++
-		}
-	}
-	c.exact("failed streams (streaming turns with a call given up after its 200) vs client stream failures", logN, hN)
+	return out
 }
