@@ -336,13 +336,17 @@ func compareNoCooldown(c *comparer, tr *ocTruth, ep *analysis.Episode, a *analys
 func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *analysis.Analysis) {
 	t := c.t
 	cds := tr.primaryCooldowns()
-	// OpenClaw's state from its log: primary's profile is cooling down
-	// from the first cooldown line; a success of primary clears it,
-	// whichever turn it belongs to (a turn that chose primary before the
-	// cooldown was set may still call it, and its 2xx ends the cooldown:
-	// OpenClaw resets the profile's failure state on success). The
-	// probes are primary's calls after the tripping 429 up to and
-	// including that first 2xx, which is the fail-back.
+	// OpenClaw's state from its log: primary's profile cools down from
+	// each cooldown line until its cooldownUntil. A primary call while it
+	// cools down is a probe only when OpenClaw chose it as one (a
+	// "probe_cooldown_candidate" decision in the turn before the call);
+	// otherwise the turn chose primary before the cooldown was set
+	// (OpenClaw decides per turn, before its call) — admitted before,
+	// neither a probe nor a new cycle, though its 429 sets the cooldown
+	// again. The first call after a cooldown expired is the probe. The
+	// first 2xx of primary after the trip, whatever the turn, clears the
+	// cooldown (OpenClaw resets the profile's failure state on success):
+	// the fail-back.
 	prim := tr.calls("primary")
 	var first429 *ocFetch
 	for _, f := range prim {
@@ -354,15 +358,44 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 	if len(cds) == 0 || first429 == nil {
 		t.Fatalf("OpenClaw's log has no cooldown of primary (%d) or no 429 (%v)", len(cds), first429)
 	}
-	var probes []*ocFetch
-	for _, f := range prim {
-		if f.start > first429.end {
-			probes = append(probes, f)
-			if f.status/100 == 2 {
-				break
+	probeDecided := map[string]float64{} // trace -> its probe decision
+	for _, d := range tr.decisions {
+		if d.provider == "primary" && d.decision == "probe_cooldown_candidate" {
+			if _, ok := probeDecided[d.trace]; !ok {
+				probeDecided[d.trace] = d.at
 			}
 		}
 	}
+	var probes, admittedBefore []*ocFetch
+	var back *ocFetch
+	for _, f := range prim {
+		if f.start <= first429.end {
+			continue
+		}
+		// The cooldown in force when the call started: none logged yet
+		// (a call started between the trip and its cooldown line) is a
+		// turn admitted before it.
+		until := math.Inf(1)
+		for _, cd := range cds {
+			if cd.at <= f.start {
+				until = cd.until
+			}
+		}
+		if at, ok := probeDecided[f.trace]; f.start >= until || (ok && at <= f.start) {
+			probes = append(probes, f)
+		} else {
+			admittedBefore = append(admittedBefore, f)
+		}
+		if f.status/100 == 2 {
+			back = f
+			break
+		}
+	}
+	var ab []string
+	for _, f := range admittedBefore {
+		ab = append(ab, fmt.Sprintf("%.3f s: %d", f.start, f.status))
+	}
+	c.note("primary's calls of turns admitted before a cooldown", fmt.Sprintf("%d %v", len(ab), ab), "—")
 	var configured []string
 	for _, cd := range cds {
 		configured = append(configured, fmt.Sprintf("%.1f s", cd.until-cd.at))
@@ -388,9 +421,16 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 	for _, cyc := range ep.Cycles {
 		hProbes = append(hProbes, cyc.Probes...)
 	}
-	for _, p := range probes {
-		logCooldowns = append(logCooldowns, p.start-fail)
-		fail = p.over()
+	for _, f := range prim {
+		if f.start <= first429.end || (back != nil && f.start > back.start) {
+			continue
+		}
+		if slices.Contains(probes, f) {
+			logCooldowns = append(logCooldowns, f.start-fail)
+		}
+		if f.status/100 != 2 {
+			fail = f.over()
+		}
 	}
 	var hCooldowns []float64
 	for _, cyc := range ep.Cycles {
@@ -415,13 +455,9 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 		}
 		c.num(fmt.Sprintf("probe %d, after the open (s), status %d", i+1, p.status), p.start-first429.end, got-*ep.OpenedAtS, i < len(hProbes))
 	}
-	// Fail-back: the probe whose 2xx ended the cooldown.
-	var back *ocFetch
-	if n := len(probes); n > 0 && probes[n-1].status/100 == 2 {
-		back = probes[n-1]
-	}
+	// Fail-back: the 2xx that ended the cooldown.
 	if back != nil {
-		c.num("fail-back, after the fault ended (s): the probe's 2xx", back.end-ep.EndS, val(ep.ClosedAtS)-ep.EndS, ep.ClosedAtS != nil)
+		c.num("fail-back, after the fault ended (s): primary's first 2xx", back.end-ep.EndS, val(ep.ClosedAtS)-ep.EndS, ep.ClosedAtS != nil)
 	} else {
 		c.exact("closed", false, ep.Closed)
 	}
