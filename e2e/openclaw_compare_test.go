@@ -466,10 +466,18 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 	// The drill's shape in one line each, to compare run after run.
 	logShape := []string{"open"}
 	for i, p := range probes {
+		// The cooldown in force, as long as the line that set it said
+		// (a later line may repeat the same cooldownUntil).
 		cd := "—"
 		for _, x := range cds {
 			if x.at < p.start {
-				cd = fmt.Sprintf("%.0f s", x.until-x.at)
+				set := x
+				for _, y := range cds {
+					if math.Abs(y.until-x.until) < 0.002 && y.at < set.at {
+						set = y
+					}
+				}
+				cd = fmt.Sprintf("%.0f s", set.until-set.at)
 			}
 		}
 		logShape = append(logShape, fmt.Sprintf("cooldown %s, probe %d after %.1f s: %d", cd, i+1, logCooldowns[i], p.status))
