@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -243,38 +242,50 @@ func TestOpenClawDrillReset(t *testing.T) {
 // TestOpenClawRecheck prints a drill's table again from a kept run
 // directory (REHEARSE_E2E_OUT keeps them, with OpenClaw's log as
 // openclaw-debug.jsonl): REHEARSE_OPENCLAW_RECHECK=DIR go test -run
-// TestOpenClawRecheck -v ./e2e. No OpenClaw needed: it re-reads the
-// journal, run.json and the log, so a change to the analysis can be
-// checked against runs already made (rehearse report DIR rewrites
-// run.json first).
+// TestOpenClawRecheck -v ./e2e. No OpenClaw needed: the analysis is made
+// again from the journal by the code of the checkout, so a change to the
+// analysis can be held to runs already made.
 func TestOpenClawRecheck(t *testing.T) {
 	dir := os.Getenv("REHEARSE_OPENCLAW_RECHECK")
 	if dir == "" {
 		t.Skip("set REHEARSE_OPENCLAW_RECHECK to a kept OpenClaw drill's run directory")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	recheckOpenClawRun(t, dir)
+}
+
+// TestOpenClawKeptRuns holds the analysis to OpenClaw's log on three
+// runs of the drills kept in testdata/openclaw (the 503 storm, the
+// stall past timeoutSeconds 3 and the mid-stream reset, 2026-12-05, the
+// runs whose every row was within tolerance; OpenClaw's log reduced to
+// the lines the drills read): what make drills-openclaw does against
+// the real OpenClaw, without it, in every make test.
+func TestOpenClawKeptRuns(t *testing.T) {
+	for _, name := range []string{ocDrill503.name, ocDrillStall.name, ocDrillReset.name} {
+		t.Run(name, func(t *testing.T) { recheckOpenClawRun(t, filepath.Join("testdata", "openclaw", name)) })
+	}
+}
+
+func recheckOpenClawRun(t *testing.T, dir string) {
+	t.Helper()
+	a, err := analysis.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a analysis.Analysis
-	if err := json.Unmarshal(b, &a); err != nil {
-		t.Fatal(err)
-	}
-	r := &ocRun{res: &rehearsal.Result{Dir: dir, Analysis: &a}, start: a.Run.WallStart,
+	r := &ocRun{res: &rehearsal.Result{Dir: dir, Analysis: a}, start: a.Run.WallStart,
 		lines: readOpenClawLogSince(t, filepath.Join(dir, ocLogName), a.Run.WallStart)}
 	c, tr, h := r.compareCommon(t)
 	ep := r.primaryEpisode(t)
 	switch name := strings.TrimPrefix(a.Run.Scenario, "openclaw-"); name {
 	case ocDrill429.name:
-		compare429(c, tr, h, ep, &a)
+		compare429(c, tr, h, ep, a)
 	case ocDrill503.name:
-		compareNoCooldown(c, tr, ep, &a)
+		compareNoCooldown(c, tr, ep, a)
 	case ocDrillStall.name:
-		compareNoCooldown(c, tr, ep, &a)
-		compareGiveUps(c, tr, h, r.res.Analysis, float64(ocDrillStall.timeout))
+		compareNoCooldown(c, tr, ep, a)
+		compareGiveUps(c, tr, h, a, float64(ocDrillStall.timeout))
 		compareFailedStreams(c, tr, h)
 	case ocDrillReset.name:
-		compareNoCooldown(c, tr, ep, &a)
+		compareNoCooldown(c, tr, ep, a)
 		compareFailedStreams(c, tr, h)
 	default:
 		t.Fatalf("%s: not an OpenClaw drill's run (scenario %q)", dir, a.Run.Scenario)
