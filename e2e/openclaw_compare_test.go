@@ -92,6 +92,9 @@ func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
 	}
 	same, per := 0, 0
 	var w ocWaits
+	if l := loadOf(a); l != nil && l.Max >= float64(runtime.NumCPU()) {
+		w.overloaded = true
+	}
 	delays, delaysIn := 0, 0
 	retriesBy := map[string][]ocRetry{}
 	for _, rt := range tr.retries {
@@ -107,7 +110,7 @@ func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
 		same++
 		for i := 1; i < len(fs); i++ {
 			if fs[i].provider == fs[i-1].provider { // else a failover, not a retry
-				w.add(c, seq, i, fs[i-1], fs[i], cs[i].at-cs[i-1].done)
+				w.add(c, seq, i, fs[i-1], fs[i], cs[i].at-cs[i-1].done, cs[i].at-fs[i].start)
 			}
 		}
 		// OpenClaw's delayMs is the sleep it chose; the wait the fakes
@@ -144,15 +147,28 @@ type ocWaits struct {
 	exactLog, exactH   []float64
 	lo, hi, boundH     []float64
 	exactOK, boundedOK int
+	// overloaded: the load average reached the CPU count during the run;
+	// sendLate counts the waits excused by OpenClaw's send lag then.
+	overloaded bool
+	sendLate   int
 }
 
-func (w *ocWaits) add(c *comparer, seq int64, i int, prev, next *ocFetch, hw float64) {
+// sendLag is how long after its start line the next call reached the
+// fake. On an overloaded machine (w.overloaded) a wait the fakes saw
+// longer than the log's by no more than that lag is OpenClaw's event
+// loop sending the call late, not a wrong figure: it is counted apart
+// (the row says how many), and the end of the call before it is still
+// held to its response line.
+func (w *ocWaits) add(c *comparer, seq int64, i int, prev, next *ocFetch, hw, sendLag float64) {
 	if prev.failed < 0 {
 		lw := next.start - prev.end
 		w.exactLog, w.exactH = append(w.exactLog, lw), append(w.exactH, hw)
-		if math.Abs(hw-lw) <= tolerance(lw) {
+		switch d := hw - lw; {
+		case math.Abs(d) <= tolerance(lw):
 			w.exactOK++
-		} else {
+		case w.overloaded && d > 0 && d <= tolerance(lw)+sendLag:
+			w.sendLate++
+		default:
 			c.errorf("turn seq %d, wait before call %d: the fakes saw %.3f s, OpenClaw's log %.3f s", seq, i+1, hw, lw)
 		}
 		return
@@ -168,8 +184,12 @@ func (w *ocWaits) add(c *comparer, seq int64, i int, prev, next *ocFetch, hw flo
 
 func (w *ocWaits) rows(c *comparer) {
 	if len(w.exactLog) > 0 {
+		late := ""
+		if w.sendLate > 0 {
+			late = fmt.Sprintf(" (+%d longer by at most OpenClaw's send lag, overloaded machine)", w.sendLate)
+		}
 		c.rows = append(c.rows, [4]string{"waits after an error status (each within tolerance)", spread(w.exactLog), spread(w.exactH),
-			fmt.Sprintf("%d/%d %s", w.exactOK, len(w.exactLog), yes(w.exactOK == len(w.exactLog)))})
+			fmt.Sprintf("%d/%d%s %s", w.exactOK, len(w.exactLog), late, yes(w.exactOK+w.sendLate == len(w.exactLog)))})
 	}
 	if len(w.lo) > 0 {
 		c.rows = append(c.rows, [4]string{"waits after a call failed inside its 200 (each within the log's bounds)", spread(w.lo) + " – " + spread(w.hi), spread(w.boundH),
