@@ -11,6 +11,7 @@ import (
 
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // The OpenClaw drills' figures against OpenClaw's log: each row is a
@@ -47,7 +48,7 @@ func spread(xs []float64) string {
 	}
 	s := slices.Clone(xs)
 	sort.Float64s(s)
-	return fmt.Sprintf("%.0f / %.0f / %.0f ms (n=%d)", s[0]*1000, median(s)*1000, s[len(s)-1]*1000, len(s))
+	return fmt.Sprintf("%.0f / %.0f / %.0f ms (n=%d)", s[0]*1000, num.Median(s)*1000, s[len(s)-1]*1000, len(s))
 }
 
 func (r *ocRun) primaryEpisode(t *testing.T) *analysis.Episode {
@@ -285,7 +286,7 @@ func (r *ocRun) compareRetryFigures(c *comparer, tr *ocTruth, w *ocWaits) {
 	if len(w.lo) == 0 && len(w.exactLog) > 0 {
 		s := slices.Clone(w.exactLog)
 		sort.Float64s(s)
-		for i, want := range []float64{s[0], median(s), s[len(s)-1]} {
+		for i, want := range []float64{s[0], num.Median(s), s[len(s)-1]} {
 			c.num("report's wait before a retry, "+names[i]+" (s)", want, figs[i], true)
 		}
 		return
@@ -298,8 +299,10 @@ func (r *ocRun) compareRetryFigures(c *comparer, tr *ocTruth, w *ocWaits) {
 	if len(lo) == 0 {
 		return
 	}
-	los := []float64{lo[0], median(lo), lo[len(lo)-1]}
-	his := []float64{hi[0], median(hi), hi[len(hi)-1]}
+	// The report's median (reports/num.Median: the mean of the middle
+	// two of an even count), of the bounds as of the waits.
+	los := []float64{lo[0], num.Median(lo), lo[len(lo)-1]}
+	his := []float64{hi[0], num.Median(hi), hi[len(hi)-1]}
 	for i := range figs {
 		c.within("report's wait before a retry, "+names[i]+" (s)", figs[i], los[i], his[i])
 	}
@@ -688,7 +691,7 @@ func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, a *analysis.Analysis, tim
 	c.exact("report: give-ups on primary (seen)", len(logs), g.Seen)
 	if len(logs) > 0 {
 		sort.Float64s(logs)
-		c.within("report: the per-call timeout they show (timeout_s)", val(g.TimeoutS), timeout, median(logs))
+		c.within("report: the per-call timeout they show (timeout_s)", val(g.TimeoutS), timeout, num.Median(logs))
 	}
 	// A give-up's turn still succeeded unless it was a stream that had
 	// passed text on (compareFailedStreams): then the client's 200 failed.
