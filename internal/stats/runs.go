@@ -37,8 +37,8 @@ type Run struct {
 // interval, so the test keeps at most its stated error rate.
 //
 // With one run a side there is no run-to-run spread to pool: the interval
-// is the within-run two-level bootstrap of Compare, and a figure with one
-// sample a side cannot be judged (RunsToJudge says 2).
+// covers the noise within the two runs only (withinRun), and a figure with
+// one sample a side cannot be judged (RunsToJudge says 2).
 func CompareRuns(a, b []Run, th Threshold, opt Options) Result {
 	opt = opt.defaults()
 	r := Result{A: Summarize(samplesOf(a)), B: Summarize(samplesOf(b)), Level: opt.Level}
@@ -49,7 +49,7 @@ func CompareRuns(a, b []Run, th Threshold, opt Options) Result {
 	a, b = keepObserved(a), keepObserved(b)
 	r.DF = len(a) + len(b) - 2
 	if r.DF < 1 {
-		return withinRun(r, samplesOf(a), samplesOf(b), th, opt)
+		return withinRun(r, a[0], b[0], th, opt)
 	}
 	ya, yb := runValues(a), runValues(b)
 	ma, mb := mean(ya), mean(yb)

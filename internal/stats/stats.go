@@ -26,22 +26,20 @@
 // median, or a time made of many small delays).
 //
 // With one run a side there is no run-to-run spread at all: the interval
-// is a percentile bootstrap over the two runs' samples (within-run noise
-// only, which the result says), widened as Hesterberg's expanded
-// percentile interval (2015) is for few samples; one sample a side cannot
-// be judged.
+// covers the noise within the two runs only (each run's median with its
+// floor, Student's t with the smaller run's samples less one degrees of
+// freedom), which the result says; one sample a side cannot be judged.
 //
 // A difference is flagged (Beyond) only when it is statistically clear
 // (the interval excludes zero) and at least a practical threshold (a
 // Threshold: absolute, in the figure's unit, or relative to A's value,
-// whichever is larger). The fixed seed of the bootstraps makes every
+// whichever is larger). The fixed seed of the floor's bootstrap makes every
 // result a pure function of the samples: the same runs give the same
 // verdict, in CI and on a laptop.
 package stats
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -170,12 +168,16 @@ func (opt Options) defaults() Options {
 	return opt
 }
 
-// withinRun compares one run a side on the runs' samples: a percentile
-// bootstrap of the difference of medians, expanded for few samples;
-// within-run noise only.
-func withinRun(r Result, a, b [][]float64, th Threshold, opt Options) Result {
-	r.Delta = r.B.Median - r.A.Median
-	r.Threshold = th.Of(r.A.Median)
+// withinRun compares one run a side. There is no run-to-run spread to
+// measure, so the interval covers the noise within the two runs only
+// (NoteWithinRun): each run's median with the spread the floor gives it
+// (its samples' bootstrap variance and its grain), and Student's t
+// quantile with the smaller run's samples less one degrees of freedom. A
+// run of one sample has no within-run noise to show: not judged.
+func withinRun(r Result, a, b Run, th Threshold, opt Options) Result {
+	ya, yb := median(slices.Clone(a.Samples)), median(slices.Clone(b.Samples))
+	r.Delta = yb - ya
+	r.Threshold = th.Of(ya)
 	switch {
 	case r.A.N == 1 && r.B.N == 1:
 		r.Note, r.RunsToJudge = NoteOneSample, 2
@@ -184,7 +186,10 @@ func withinRun(r Result, a, b [][]float64, th Threshold, opt Options) Result {
 		r.Note, r.RunsToJudge = NoteOneSided, 2
 		return r
 	}
-	r.Lo, r.Hi = bootstrap(a, b, expandedAlpha(1-opt.Level, min(r.A.N, r.B.N)), opt)
+	fa, fb := runFloor([]Run{a}, opt), runFloor([]Run{b}, opt)
+	r.Floor = math.Sqrt((fa + fb) / 2)
+	half := tQuantile(1-opt.Level, min(len(a.Samples), len(b.Samples))-1) * math.Sqrt(fa+fb)
+	r.Lo, r.Hi = r.Delta-half, r.Delta+half
 	r.HasCI, r.Judged = true, true
 	r.Clear = r.Lo > 0 || r.Hi < 0
 	r.Beyond = r.Clear && math.Abs(r.Delta) >= r.Threshold
@@ -257,29 +262,6 @@ func thin(runs [][]float64) [][]float64 {
 	return out
 }
 
-// bootstrap returns the percentile interval of median(b*) − median(a*)
-// over two-level resamples, with tail probability alpha (both tails).
-func bootstrap(a, b [][]float64, alpha float64, opt Options) (lo, hi float64) {
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
-	bufA := make([]float64, 0, total(a))
-	bufB := make([]float64, 0, total(b))
-	d := make([]float64, opt.Resamples)
-	for i := range d {
-		bufA = resample(rng, a, bufA[:0])
-		bufB = resample(rng, b, bufB[:0])
-		d[i] = median(bufB) - median(bufA)
-	}
-	slices.Sort(d)
-	return Quantile(d, alpha/2), Quantile(d, 1-alpha/2)
-}
-
-// expandedAlpha is the tail probability of the expanded percentile
-// interval for nominal alpha and n observations (n ≥ 2).
-func expandedAlpha(alpha float64, n int) float64 {
-	x := math.Sqrt(float64(n)/float64(n-1)) * tQuantile(alpha, n-1)
-	return math.Erfc(x / math.Sqrt2) // 2Φ(−x)
-}
-
 // tQuantile returns t such that P(|T| > t) = alpha for Student's t with
 // df degrees of freedom, by bisection on tTwoSided.
 func tQuantile(alpha float64, df int) float64 {
@@ -341,26 +323,6 @@ func tCentral(t float64, df int) float64 {
 		sum += term
 	}
 	return s * sum
-}
-
-// resample draws len(runs) runs with replacement and, from each, as many
-// samples as it holds, with replacement, appending them to buf.
-func resample(rng *rand.Rand, runs [][]float64, buf []float64) []float64 {
-	for range runs {
-		run := runs[rng.IntN(len(runs))]
-		for range run {
-			buf = append(buf, run[rng.IntN(len(run))])
-		}
-	}
-	return buf
-}
-
-func total(runs [][]float64) int {
-	n := 0
-	for _, r := range runs {
-		n += len(r)
-	}
-	return n
 }
 
 // median returns the median of v, reordering v (quickselect: a bootstrap
