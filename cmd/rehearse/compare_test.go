@@ -131,7 +131,7 @@ func fmtPtr(p *float64) string {
 // tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, dir := range []string{setsRoot, binDir} {
+	for _, dir := range []string{setsRoot, coolRoot, binDir} {
 		if dir != "" {
 			os.RemoveAll(dir)
 		}
