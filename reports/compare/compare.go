@@ -29,7 +29,9 @@ type CompareOptions struct {
 	Force bool
 	// Thresholds replace DefaultThresholds per figure key (FigureKeys).
 	Thresholds map[string]stats.Threshold
-	// Stats tunes the confidence interval (level, resamples, seed).
+	// Stats tunes the statistics: Level is the comparison's (shared among
+	// its figures, Comparison.FigureLevel), Resamples and Seed the floor's
+	// bootstrap (stats.CompareRuns).
 	Stats stats.Options
 	// Version is the harness version that compares. The figures are
 	// computed anew from the journals by this build, so the documents'
@@ -111,7 +113,8 @@ type CompareRow struct {
 	// A and B summarise each side's samples.
 	A CompareSide `json:"a"`
 	B CompareSide `json:"b"`
-	// Delta is B's median − A's; [Lo, Hi] its confidence interval when
+	// Delta is B − A of the sides' run values (each run's median, averaged
+	// over the side's runs); [Lo, Hi] its confidence interval when
 	// HasCI.
 	Delta *float64 `json:"difference"`
 	Lo    *float64 `json:"ci_low"`
