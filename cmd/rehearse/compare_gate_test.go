@@ -205,6 +205,17 @@ func TestCompareOneRunSaysUndecided(t *testing.T) {
 	}
 }
 
+// TestCompareHelpSaysTheRule: --help states the runs-a-side rule and the
+// undecided gate.
+func TestCompareHelpSaysTheRule(t *testing.T) {
+	out, _, code := execute(t, "report", "compare", "--help")
+	for _, want := range []string{"--fail-on-undecided", "Two runs a side judge every figure", "cannot be judged"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("report compare --help (exit %d) lacks %q", code, want)
+		}
+	}
+}
+
 // workflow is the part of examples/ci/cross-platform.yml the gate test
 // runs.
 type workflow struct {
