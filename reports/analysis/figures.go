@@ -269,6 +269,9 @@ var Figures = []Figure{
 			if l.Lockstep != nil {
 				verdict = map[bool]string{true: "yes", false: "no"}[*l.Lockstep]
 			}
+			if l.Basis == "schedule" {
+				return fmt.Sprintf("%s (%.0f%% within %s; %.0f%% from the send schedule alone, %.0f%% if independent)", verdict, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.ScheduleShare*100, *l.IndependentShare*100)
+			}
 			return fmt.Sprintf("%s (%.0f%% within %s; %.0f%% if independent)", verdict, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.IndependentShare*100)
 		}), In: InReport | InCompare, CompareLabel: "retries within 10 ms of another's"},
 	{Key: "retries.write_retries.post_patch.without_key", Label: "writes sent again without a key", Unit: Count,
