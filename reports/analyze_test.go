@@ -519,3 +519,60 @@ func TestReplayStallFromSendTimes(t *testing.T) {
 		t.Errorf("client lane by send time: %d, %d, %d at 20, 21, 22 s; want 0, 0, the burst", total(20), total(21), total(22))
 	}
 }
+
+// TestRetryAfterAfterRecovery: a 429 announcing Retry-After 20 s during a
+// 10 s fault. A gateway that honours it calls no earlier than 20 s after
+// the last 429; a gateway with a 1 s cooldown that ignores it probes
+// early while the fault stands (violations), and after the fault ends its
+// ordinary traffic, still inside the announced pause, is counted apart
+// (issue 28, item 9: 39 "violations", mostly the latter).
+func TestRetryAfterAfterRecovery(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ignore bool
+	}{{"honours", false}, {"ignores", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			s.ignoreRA = tc.ignore
+			s.cooldown = time.Second
+			s.faults = []simFault{{name: "quota", upstream: "search", typ: "retry_after", at: 10 * time.Second, for_: 10 * time.Second, retryAfter: 20 * time.Second}}
+			a, evs := analyse(t, s)
+			ep := a.Upstreams["search"].Episodes[0]
+			// The truth, from the journal: calls of search inside a pause
+			// (a 429's end + 20 s), split at the fault's end.
+			var pauseEnd time.Duration = -1
+			var during, after int64
+			for _, ev := range evs {
+				u, ok := ev.Payload.(*journal.UpstreamRequest)
+				if !ok || u.Upstream != "search" || u.HealthCheck {
+					continue
+				}
+				if ev.T < pauseEnd-analysis.RetryAfterSlack {
+					if ev.T < 20*time.Second {
+						during++
+					} else {
+						after++
+					}
+				}
+				if u.Status == 429 {
+					pauseEnd = max(pauseEnd, u.Done+u.RetryAfter)
+				}
+			}
+			if ep.RetryAfterViolations != during || ep.RetryAfterAfterRecovery != after {
+				t.Errorf("violations %d after recovery %d, want %d and %d", ep.RetryAfterViolations, ep.RetryAfterAfterRecovery, during, after)
+			}
+			if tc.ignore {
+				if during == 0 || after == 0 || *ep.RetryAfterHonoured {
+					t.Fatalf("the sim should probe early during the fault (%d) and resume inside the pause after it (%d); honoured %v", during, after, *ep.RetryAfterHonoured)
+				}
+				if !strings.Contains(ep.Statement, "after the fault had ended") {
+					t.Errorf("statement %q", ep.Statement)
+				}
+				return
+			}
+			if during != 0 || ep.RetryAfterHonoured == nil || !*ep.RetryAfterHonoured {
+				t.Errorf("honouring gateway: %d early calls during the fault, honoured %v", during, ep.RetryAfterHonoured)
+			}
+		})
+	}
+}

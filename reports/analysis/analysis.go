@@ -361,6 +361,10 @@ type Episode struct {
 	RetryAfterHonoured   *bool        `json:"retry_after_honoured"`
 	RetryAfter           []RetryAfter `json:"retry_after"`
 	RetryAfterViolations int64        `json:"retry_after_violations"`
+	// RetryAfterAfterRecovery counts the calls inside an announced pause
+	// that came after the fault had ended (ordinary traffic after
+	// recovery); RetryAfterViolations only those while it stood.
+	RetryAfterAfterRecovery int64 `json:"retry_after_after_recovery"`
 
 	UpstreamCalls  int64    `json:"upstream_calls"`
 	ClientRequests int64    `json:"client_requests"`
@@ -502,6 +506,9 @@ type RetryAfter struct {
 	RetryAfterS float64  `json:"retry_after_s"`
 	NextCallS   *float64 `json:"next_call_after_s"`
 	Honoured    bool     `json:"honoured"`
+	// AfterRecovery: the next call came before the Retry-After elapsed,
+	// but after the fault had ended (not a violation).
+	AfterRecovery bool `json:"after_recovery,omitempty"`
 }
 
 // Timeline is per-second data for the timeline renderer.

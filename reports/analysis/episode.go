@@ -146,11 +146,14 @@ func (u *upstreamRun) retryAfter(ep *Episode, w window, spanEnd, ampEnd time.Dur
 			if j < len(live) {
 				nt := c.calls[live[j]].t
 				ra.NextCallS = Ptr(seconds(nt - p.from))
-				ra.Honoured = nt >= p.until-RetryAfterSlack
+				early := nt < p.until-RetryAfterSlack
+				ra.Honoured = !early || !faultStood(w, nt)
+				ra.AfterRecovery = early && !faultStood(w, nt)
 			}
 			ep.RetryAfter = append(ep.RetryAfter, ra)
 		}
-		// Violations: calls inside any pause that began before them.
+		// Calls inside any pause that began before them: violations while
+		// the fault stood, ordinary traffic after it ended.
 		pi := 0
 		var until time.Duration = -1
 		for _, i := range live[lo:] {
@@ -163,7 +166,11 @@ func (u *upstreamRun) retryAfter(ep *Episode, w window, spanEnd, ampEnd time.Dur
 				pi++
 			}
 			if k.t < until-RetryAfterSlack {
-				ep.RetryAfterViolations++
+				if faultStood(w, k.t) {
+					ep.RetryAfterViolations++
+				} else {
+					ep.RetryAfterAfterRecovery++
+				}
 			}
 		}
 		ep.RetryAfterHonoured = Ptr(ep.RetryAfterViolations == 0)
@@ -233,7 +240,7 @@ func statement(ep *Episode) string {
 		if ep.RetryAfterHonoured != nil && !*ep.RetryAfterHonoured {
 			s += fmt.Sprintf(" %s ignored a 429's Retry-After.", num.Plural(ep.RetryAfterViolations, "call"))
 		}
-		return s
+		return s + afterRecoveryText(ep)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Opened %s after the fault started (%s before", num.Sec(*ep.OpenedAfterS), num.Plural(*ep.FailuresBeforeOpen, "failed call"))
@@ -289,6 +296,7 @@ func statement(ep *Episode) string {
 		} else {
 			fmt.Fprintf(&b, " Retry-After violated by %s.", num.Plural(ep.RetryAfterViolations, "call"))
 		}
+		b.WriteString(afterRecoveryText(ep))
 	}
 	if ep.Closed {
 		rel := "after"
@@ -390,4 +398,23 @@ func (u *upstreamRun) healthDisagreement(ua *UpstreamAnalysis, opens [][2]time.D
 	}
 	flush(runEnd)
 	ua.HealthDisagreementMaxS = Ptr(seconds(maxD))
+}
+
+// faultStood reports whether the episode's fault still stood at t: a
+// call before an announced Retry-After elapsed is an early probe of the
+// faulted upstream only then. After the fault ended the upstream answers
+// again, and the calls that come then, inside a pause announced long
+// before (Retry-After 120 s against a 30 s cooldown), are the gateway's
+// ordinary traffic after recovery: counted apart, not as violations
+// (issue 28, item 9).
+func faultStood(w window, t time.Duration) bool { return t >= w.start && t < w.end }
+
+// afterRecoveryText says how many calls came inside an announced pause
+// after the fault had ended; "" when none did.
+func afterRecoveryText(ep *Episode) string {
+	if ep.RetryAfterAfterRecovery == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %s came before an announced Retry-After elapsed but after the fault had ended (traffic after recovery, not counted as violations).",
+		num.Plural(ep.RetryAfterAfterRecovery, "call"))
 }

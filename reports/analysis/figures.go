@@ -207,7 +207,11 @@ var Figures = []Figure{
 		}
 		return fmt.Sprint(*e.RetryAfterHonoured)
 	}, Cell: func(e *Episode) string {
-		return num.Tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", e.RetryAfterViolations))
+		s := num.Tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early while the fault stood)", e.RetryAfterViolations))
+		if e.RetryAfterHonoured != nil && e.RetryAfterAfterRecovery > 0 {
+			s += fmt.Sprintf("; %d early after recovery", e.RetryAfterAfterRecovery)
+		}
+		return s
 	}, In: InReport | InCompare},
 	{Key: "amplification", Label: "amplification (calls / request)", Unit: Ratio,
 		Value: func(e *Episode) *float64 { return e.Amplification },
