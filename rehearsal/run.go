@@ -435,17 +435,52 @@ func (c *conductor) replay(ctx context.Context, corpus *capture.Corpus) (*replay
 	if err != nil {
 		return nil, err
 	}
-	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", corpus.Len())})
 	if c.live != nil {
 		c.opt.Status.Start(c.live.Line)
 		defer c.opt.Status.Stop()
 	}
+	if wopts, ok := sc.WarmupOptions(target, c.runID); ok {
+		if err := c.warmup(ctx, corpus, wopts); err != nil {
+			return nil, err
+		}
+	}
+	// Time zero: the faults count from here, and the analysis scores
+	// from here on.
+	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", corpus.Len())})
 	for _, f := range sc.Faults {
 		if _, err := c.inject.AddFault(f); err != nil {
 			return nil, err
 		}
 	}
 	return rp.Run(ctx)
+}
+
+// warmup replays the scenario's warm-up before time zero: no fault, its
+// requests journaled as warm-up (replay.Options.Warmup), on no metrics
+// registry (the harness's replay metrics are the scored replay's). It
+// returns when every warm-up request has ended, so that time zero finds
+// none in flight; an interruption ends the run there.
+func (c *conductor) warmup(ctx context.Context, corpus *capture.Corpus, opts replay.Options) error {
+	ropts := []replay.Option{replay.WithRecorder(c.rec), replay.WithClock(c.clock)}
+	if c.live != nil {
+		ropts = append(ropts, replay.WithProgressFunc(c.live.setWarmup))
+	}
+	wp, err := replay.NewFrom(corpus, opts, ropts...)
+	if err != nil {
+		return err
+	}
+	rate := fmt.Sprintf("%g/s", opts.Rate)
+	if opts.Timing == replay.TimingOriginal {
+		rate = "the capture's spacing"
+	}
+	c.journal.Record(&journal.Phase{Name: "warmup", Detail: fmt.Sprintf("%s at %s before time zero, not scored", opts.Duration, rate)})
+	c.log.Info("warm-up", "duration", opts.Duration, "rate", rate)
+	sum, err := wp.Run(ctx)
+	if err != nil {
+		return err
+	}
+	c.log.Info("warm-up done", "sent", sum.Sent, "ok", sum.ByOutcome[journal.OutcomeOK])
+	return nil
 }
 
 // finish stops everything, closes the journal with run.end, writes the

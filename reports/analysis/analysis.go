@@ -34,6 +34,9 @@ type Analysis struct {
 	Health HealthStats `json:"health"`
 	// Resilience is the retry, deadline and cost analysis (retries.go).
 	Resilience *Resilience `json:"resilience"`
+	// Warmup sums up the scenario's warm-up before time zero, which no
+	// other figure includes (warmup.go); absent without one.
+	Warmup *WarmupStats `json:"warmup,omitempty"`
 	// Notes are plain statements about limits of this analysis (no
 	// forwarded sequence header, interrupted run, ...).
 	Notes []string `json:"notes"`
@@ -524,6 +527,9 @@ type Timeline struct {
 	Faults []FaultWindow
 	// Health are the gateway health intervals (healthy/unhealthy).
 	Health []StateInterval
+	// Warmup is the warm-up's span, drawn greyed (not scored); nil
+	// without one.
+	Warmup *WarmupWindow
 }
 
 // UpstreamTimeline is one upstream's lanes.

@@ -115,6 +115,7 @@ type collector struct {
 	upNames   map[string]bool // upstreams named in run.start
 	platform  []*journal.PlatformSample
 	rl        *retryLog // the retry, deadline and cost analysis
+	warm      warmupLog // the warm-up, kept apart (warmup.go)
 	// handles and upHandles answer nameOf and upstreamName for the names
 	// of the last lines (upHandles: names already in upstreams).
 	handles, upHandles recent[name]
@@ -175,6 +176,9 @@ func (c *collector) add(ev journal.Event) {
 	t := ev.T
 	if t > c.lastT {
 		c.lastT = t
+	}
+	if c.warm.take(ev) {
+		return // before time zero: scored nowhere
 	}
 	switch p := ev.Payload.(type) {
 	case *journal.RunStart:

@@ -159,6 +159,7 @@ func (c *collector) finish() (*Analysis, error) {
 	reqUp := c.routeUpstreams(a)
 
 	tl := c.timeline(a, runEnd)
+	c.warm.figures(a, runEnd)
 	c.analyseUpstreams(a, reqUp, wins, fr)
 	a.Resilience = c.resilience(a, wins, int64(fr.faultStart), int64(fr.faultEnd))
 	c.healthFigures(a, tl, runEnd)

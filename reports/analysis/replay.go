@@ -156,9 +156,10 @@ func (c *collector) phases(a *Analysis, fr frame) {
 		start, end time.Duration
 	}
 	runEnd := fr.end
-	spans := []span{{"before", 0, runEnd + 1}}
+	zero := c.warm.origin() // after a warm-up, "before" starts at time zero
+	spans := []span{{"before", zero, runEnd + 1}}
 	if fr.faultStart >= 0 {
-		spans = []span{{"before", 0, fr.faultStart}, {"during", fr.faultStart, fr.faultEnd}, {"after", fr.faultEnd, runEnd + 1}}
+		spans = []span{{"before", zero, fr.faultStart}, {"during", fr.faultStart, fr.faultEnd}, {"after", fr.faultEnd, runEnd + 1}}
 	}
 	var totalCalls, totalReqs int64
 	for _, sp := range spans {

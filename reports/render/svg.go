@@ -66,6 +66,10 @@ const (
 	colTick       = "#444444"
 	colGrid       = "#ebebeb"
 	colAxis       = "#555555"
+	// colWarmup greys the warm-up's span over every lane: a translucent
+	// veil (alpha below), so that what it covers stays readable.
+	colWarmup   = "#9e9e9e"
+	warmupAlpha = 0x59
 )
 
 // TimelineSVG renders the run's timeline as SVG; see timelineDrawing.
@@ -264,10 +268,27 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 		w.states(tl.Health, 10, "gateway", "gateway ")
 		w.y += 16
 	}
+	w.warmup(tl, gridTop)
 	w.axis(clock, o.Origin, gridTop, gridAt)
 	w.legend()
 	w.d.H = math.Ceil(w.y)
 	return w.d
+}
+
+// warmup greys the warm-up's span (before time zero, not scored) over
+// every lane from top, labelled at its top.
+func (w *tlw) warmup(tl *analysis.Timeline, top float64) {
+	wu := tl.Warmup
+	if wu == nil || wu.EndS <= w.from || wu.StartS >= w.to {
+		return
+	}
+	x0, x1 := w.x(max(wu.StartS, w.from)), w.x(min(wu.EndS, w.to))
+	c := Hex(colWarmup)
+	c.A = warmupAlpha
+	w.d.Rect(x0, top, x1-x0, w.y-top, canvas.Style{Fill: c, Class: "warmup",
+		Title: fmt.Sprintf("warm-up %s–%s, not scored", num.Sec(wu.StartS-w.origin), num.Sec(wu.EndS-w.origin))})
+	w.d.Text(x0+3, top+11, fitText("warm-up (not scored)", 10, x1-x0-6), canvas.TextStyle{Size: 10, Fill: Hex(colTick), Class: "warmup-label"})
+	w.used["warmup"] = true
 }
 
 // faultLanes draws the fault windows: one lane per faulted upstream (in
@@ -532,6 +553,7 @@ var legendItems = []struct {
 	shape             string // "box", "diamond", "band", "bar"
 }{
 	{"fault", "fault window (named on or beside the bar)", FaultColour[0], "box"},
+	{"warmup", "warm-up before time zero (not scored)", colWarmup, "box"},
 	{"ok", "ok / ok call", groupColour["ok"], "box"},
 	{"fast_fail", "fast-fail", groupColour["fast_fail"], "box"},
 	{"http_4xx", "4xx", groupColour["http_4xx"], "box"},
