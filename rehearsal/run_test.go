@@ -385,3 +385,38 @@ faults:
 		t.Errorf("timeline.svg lacks the warm-up band (%v)", err)
 	}
 }
+
+// TestRunInterruptedDuringWarmup: Ctrl-C during the warm-up ends the run
+// there, interrupted (exit 130) with its journal closed and its reports
+// written; no fault started, nothing was scored, and the report says the
+// run ended during the warm-up.
+func TestRunInterruptedDuringWarmup(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sc := parse(t, `
+name: interrupted-warmup
+replay: {rate: 20, duration: 1m, warmup: {duration: 1m, rate: 10}}
+faults:
+  - {type: status, upstream: search, at: 500ms, params: {code: 503}}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	res, err := Run(ctx, sc, Options{OutDir: dir})
+	if !errors.Is(err, rehearse.ErrInterrupted) || rehearse.ExitCode(err) != 130 {
+		t.Fatalf("err = %v, want interrupted (exit 130)", err)
+	}
+	events := checkRunDir(t, dir)
+	if end := events[len(events)-1].Payload.(*journal.RunEnd); end.Reason != journal.EndInterrupted {
+		t.Errorf("run.end = %+v", end)
+	}
+	if count(events, journal.KindFaultStart) != 0 {
+		t.Error("a fault started during the warm-up")
+	}
+	a := res.Analysis
+	if a.Warmup == nil || a.Warmup.Requests == 0 || a.Replay.Due != 0 {
+		t.Fatalf("warm-up %+v, replay %+v", a.Warmup, a.Replay)
+	}
+	if !strings.Contains(strings.Join(a.Notes, " "), "the run ended during the warm-up") {
+		t.Errorf("notes %q", a.Notes)
+	}
+}
