@@ -34,6 +34,10 @@ type Analysis struct {
 	Health HealthStats `json:"health"`
 	// Resilience is the retry, deadline and cost analysis (retries.go).
 	Resilience *Resilience `json:"resilience"`
+	// Saturation is the evidence on whether the gateway was already
+	// saturated before the first fault (saturation.go); null with too few
+	// answered requests there.
+	Saturation *SaturationFigures `json:"saturation"`
 	// Warmup sums up the scenario's warm-up before time zero, which no
 	// other figure includes (warmup.go); absent without one.
 	Warmup *WarmupStats `json:"warmup,omitempty"`

@@ -203,6 +203,13 @@ func (c *collector) phases(a *Analysis, fr frame) {
 		}
 	}
 	a.Amplification.Overall = ratio(totalCalls, totalReqs)
+	to := runEnd + 1
+	if fr.faultStart >= 0 {
+		to = fr.faultStart
+	}
+	if a.Saturation = c.saturation(zero, to); a.Saturation != nil && a.Saturation.Saturated {
+		a.Notes = append(a.Notes, saturationNote(a.Saturation, fr.faultStart >= 0))
+	}
 }
 
 // clientGroup maps an outcome to a timeline lane group.
