@@ -18,8 +18,8 @@ import (
 // this one can. Under the null hypothesis "each request's retries are
 // timed from that request alone", moving a request's whole chain of
 // retries to another retried request's send time (a permutation of the
-// send times among the retried requests) yields retries as likely as the
-// ones observed. The coincidence the permuted runs show is what the send
+// send times among neighbouring retried requests, gridBlock at a time)
+// yields retries as likely as the ones observed. The coincidence the permuted runs show is what the send
 // schedule gives by itself, whatever it was (fixed, jittered, Poisson, or
 // a capture's own spacing): it is read from the journal's send times, not
 // assumed. Retries that really are synchronised across requests (all at
@@ -46,6 +46,11 @@ const (
 	// observed pairs are lockstep: about 3·10⁻⁵ one-sided for a normal
 	// null, still under 10⁻³ if the estimated spread is 25 % short.
 	gridSD = 4
+	// gridBlock is how many consecutive retried requests exchange their
+	// retries in the null: 8 sends span several send slots (so that the
+	// retries of a gateway releasing them together at one instant are
+	// spread by the exchange) but little of the run (at 5/s, 1.6 s).
+	gridBlock = 8
 	// gridFactor is the practical threshold beside the statistical one,
 	// as the Poisson test's: half again as many coinciding pairs as the
 	// schedule gives, so that a huge run does not call a few per cent
@@ -89,10 +94,18 @@ func (l *retryLog) scheduleLockstep(f *LockstepFigures, retries []retryStart, w 
 	k := min(gridPermutations, max(gridMinPermutations, gridWork/len(offs)))
 	// Seeded from the input, so that a journal always renders the same.
 	rng := rand.New(rand.NewPCG(uint64(len(offs)), uint64(anchors[0])))
+	blocks := gridBlocks(anchors)
 	perm := slices.Clone(anchors)
 	var sum, sum2, shares float64
 	for range k {
-		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		for _, b := range blocks {
+			rng.Shuffle(len(b), func(i, j int) { b[i], b[j] = b[j], b[i] })
+		}
+		for _, b := range blocks {
+			for i, c := range b {
+				perm[c] = anchors[b[(i+1)%len(b)]]
+			}
+		}
 		p, s := gridStat(offs, perm, w)
 		sum += float64(p)
 		sum2 += float64(p) * float64(p)
@@ -109,6 +122,41 @@ func (l *retryLog) scheduleLockstep(f *LockstepFigures, retries []retryStart, w 
 	// never varies (sd 0), equal counts are no evidence.
 	v := float64(obsPairs) > mean+max(gridSD*sd, 1) && float64(obsPairs) > gridFactor*mean
 	f.Lockstep = &v
+}
+
+// gridBlocks groups the chains into runs of gridBlock consecutive sends
+// (chain indexes, by send time; the last run takes the remainder when
+// it would be short). Chains are exchanged only within a run, so that
+// the null keeps what changes over the run — a fault ending (later
+// requests retry less), the load of the machine (a loaded gateway
+// answers later) — and tests only how the retries of neighbouring
+// requests line up.
+func gridBlocks(anchors []int64) [][]int32 {
+	order := make([]int32, len(anchors))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmpInt64(anchors[a], anchors[b]) })
+	var out [][]int32
+	for len(order) > 0 {
+		n := gridBlock
+		if len(order) < 2*gridBlock {
+			n = len(order)
+		}
+		out = append(out, order[:n])
+		order = order[n:]
+	}
+	return out
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // gridStat places each retry at its chain's anchor plus its offset and
