@@ -129,6 +129,9 @@ func FuzzDecodeFast(f *testing.F) {
 		`{"t":1,"kind":"client.request","headers":{}}`,
 		`{"t":1,"kind":"client.request","headers":null}`,
 		`{"t":1,"kind":"client.request","headers":{"A":1}}`,
+		`{"t":1,"kind":"client.request","seq":1099511627776,"outcome":"ok","warmup":true}`,
+		`{"t":1,"kind":"client.request","warmup":false,"warmup":1}`,
+		`{"t":1,"kind":"client.request","warmup":null}`,
 	} {
 		f.Add([]byte(s))
 	}
