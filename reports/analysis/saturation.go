@@ -47,10 +47,13 @@ const (
 	// approximation holds from about 10, and a fifth of the window
 	// should hold a few requests for its median.
 	SaturationMinRequests = 20
-	// saturationMaxN caps the points the O(n²) trend statistics use
-	// (taken evenly over the window): 2,000 keeps a test at two million
-	// pairs.
+	// saturationMaxN caps the points the O(n²) Mann–Kendall statistic
+	// uses (taken evenly over the window): two million pairs, a few
+	// milliseconds. slopeMaxN caps the Theil–Sen slope's, whose pairwise
+	// slopes are sorted: 400 points, 80,000 slopes
+	// (BenchmarkSaturationTrend).
 	saturationMaxN = 2000
+	slopeMaxN      = 400
 )
 
 // SaturationFigures are the evidence on saturation before the first
@@ -247,37 +250,26 @@ func fifths(ys []float64) (first, last float64) {
 }
 
 // trend is the Mann–Kendall statistic of ys against xs (z, continuity
-// corrected; ties in either count as no direction) and the Theil–Sen
-// slope (median of the pairwise slopes), over at most saturationMaxN
-// points taken evenly.
+// corrected; ties in either count as no direction) over at most
+// saturationMaxN points, and the Theil–Sen slope (median of the pairwise
+// slopes) over at most slopeMaxN, each taken evenly.
 func trend(xs, ys []float64) (z, slope float64) {
-	if n := len(xs); n > saturationMaxN {
-		sx, sy := make([]float64, saturationMaxN), make([]float64, saturationMaxN)
-		for i := range sx {
-			j := i * n / saturationMaxN
-			sx[i], sy[i] = xs[j], ys[j]
-		}
-		xs, ys = sx, sy
-	}
+	xs, ys = evenly(xs, ys, saturationMaxN)
 	n := len(xs)
 	var sum float64
-	slopes := make([]float64, 0, n*(n-1)/2)
 	for i := range n {
 		for j := i + 1; j < n; j++ {
 			dx, dy := xs[j]-xs[i], ys[j]-ys[i]
-			if dx == 0 {
-				continue
-			}
 			if dx < 0 {
-				dx, dy = -dx, -dy
+				dy = -dy
 			}
 			switch {
+			case dx == 0:
 			case dy > 0:
 				sum++
 			case dy < 0:
 				sum--
 			}
-			slopes = append(slopes, dy/dx)
 		}
 	}
 	v := float64(n) * float64(n-1) * float64(2*n+5) / 18
@@ -287,9 +279,33 @@ func trend(xs, ys []float64) (z, slope float64) {
 	case sum < 0:
 		z = (sum + 1) / math.Sqrt(v)
 	}
+	xs, ys = evenly(xs, ys, slopeMaxN)
+	n = len(xs)
+	slopes := make([]float64, 0, n*(n-1)/2)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			if dx := xs[j] - xs[i]; dx != 0 {
+				slopes = append(slopes, (ys[j]-ys[i])/dx)
+			}
+		}
+	}
 	if len(slopes) > 0 {
 		slices.Sort(slopes)
 		slope = num.Median(slopes) // ys in ms, xs in s: ms per second
 	}
 	return z, slope
+}
+
+// evenly returns at most max of the points, taken evenly.
+func evenly(xs, ys []float64, max int) ([]float64, []float64) {
+	n := len(xs)
+	if n <= max {
+		return xs, ys
+	}
+	sx, sy := make([]float64, max), make([]float64, max)
+	for i := range sx {
+		j := i * n / max
+		sx[i], sy[i] = xs[j], ys[j]
+	}
+	return sx, sy
 }
