@@ -23,7 +23,8 @@ import (
 //   - queueing: the client latency grows with time (Mann–Kendall trend
 //     test of latency against the scheduled send, one-sided at
 //     SaturationZ), by at least its own level at the start (the last
-//     fifth's median at least twice the first fifth's), while the
+//     fifth's median at least twice the first fifth's, and by more
+//     than one send interval: one more request queued), while the
 //     upstream calls' own latency did not grow by half as much (so the
 //     growth is the gateway's, not the dependency's);
 //   - sends outpacing answers: the requests in flight grow with time
@@ -155,11 +156,14 @@ func (c *collector) saturation(from, to time.Duration) *SaturationFigures {
 		s.UpstreamTrendZ, s.UpstreamSlopeMsPerS = Ptr(num.Round3(z)), Ptr(num.Round3(sl))
 		upGrowth = l - f
 	}
+	s.OfferedRatePerS = float64(len(sends)-1) / span
+	// A queue that grew by one request makes each later one wait one
+	// send interval longer: a growth of less than that is no queue, only
+	// a latency that drifted (sub-millisecond answers doubling).
 	growth := s.LatencyLastMs - s.LatencyFirstMs
-	s.Queueing = s.LatencyTrendZ > SaturationZ && growth > s.LatencyFirstMs &&
+	s.Queueing = s.LatencyTrendZ > SaturationZ && growth > s.LatencyFirstMs && growth > 1000/s.OfferedRatePerS &&
 		(math.IsNaN(upGrowth) || upGrowth < growth/2)
 
-	s.OfferedRatePerS = float64(len(sends)-1) / span
 	s.AnsweredRatePerS = float64(answered) / span
 	s.inFlight(sends, ends)
 	// A gateway that keeps up leaves about Little's λ·L in flight at the
