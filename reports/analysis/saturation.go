@@ -32,9 +32,10 @@ import (
 //     answers that came back by the last send fell short of the sends by
 //     more than Little's law explains (λ·L, the offered rate times the
 //     first fifth's latency) plus three of its Poisson standard
-//     deviations, and the requests in
-//     flight at the end are more than twice what Little's law gives for
-//     the offered rate and the latency of the window's first fifth.
+//     deviations, and the requests in flight at the end are more than
+//     twice what Little's law gives for the offered rate and the latency
+//     of the window's first fifth; the upstream's latency, again, not
+//     growing by half as much as the client's.
 //
 // Either makes the report say the gateway was saturated, with the figures.
 
@@ -161,16 +162,18 @@ func (c *collector) saturation(from, to time.Duration) *SaturationFigures {
 	// send interval longer: a growth of less than that is no queue, only
 	// a latency that drifted (sub-millisecond answers doubling).
 	growth := s.LatencyLastMs - s.LatencyFirstMs
-	s.Queueing = s.LatencyTrendZ > SaturationZ && growth > s.LatencyFirstMs && growth > 1000/s.OfferedRatePerS &&
-		(math.IsNaN(upGrowth) || upGrowth < growth/2)
-
+	// The gateway's own: the upstream calls did not slow down by half as
+	// much (an upstream slowing down fills the gateway too, but that is
+	// the dependency's latency, which the faults are about).
+	own := math.IsNaN(upGrowth) || upGrowth < growth/2
+	s.Queueing = own && s.LatencyTrendZ > SaturationZ && growth > s.LatencyFirstMs && growth > 1000/s.OfferedRatePerS
 	s.AnsweredRatePerS = float64(answered) / span
 	s.inFlight(sends, ends)
 	// A gateway that keeps up leaves about Little's λ·L in flight at the
 	// last send, unanswered: Poisson-like (an M/G/∞ count), of standard
 	// deviation √(λ·L). A queue leaves more, and more as it grows.
 	short := float64(len(sends)) - float64(answered)
-	s.SendsOutpacingAnswers = s.InFlightTrendZ > SaturationZ && short > s.InFlightLittle+3*math.Sqrt(s.InFlightLittle) &&
+	s.SendsOutpacingAnswers = own && s.InFlightTrendZ > SaturationZ && short > s.InFlightLittle+3*math.Sqrt(s.InFlightLittle) &&
 		s.InFlightLast > 2*s.InFlightLittle
 	s.Saturated = s.Queueing || s.SendsOutpacingAnswers
 	s.round()
