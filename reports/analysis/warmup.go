@@ -86,7 +86,10 @@ func (w *warmupLog) take(ev journal.Event) bool {
 			return true
 		}
 	case *journal.MetricsSample, *journal.HealthSample:
-		return w.phase == 1
+		// By the sample's own time: a state read from a gateway's log
+		// is journaled when the line is read, stamped with the line's
+		// time, which may be before time zero though written after.
+		return w.before(ev.T)
 	}
 	return false
 }

@@ -43,6 +43,9 @@ func warmJournal() []journal.Event {
 	}
 	zero := 12 * time.Second
 	add(zero, &journal.Phase{Name: "replay"})
+	// A state from the gateway's log, stamped with its line's time
+	// (before time zero), read after it: the warm-up's.
+	add(11*time.Second, &journal.MetricsSample{Origin: journal.OriginLog, States: []journal.BreakerState{{Upstream: "search", State: journal.StateOpen}}})
 	// Written after time zero, arrived before it, no number: the warm-up's.
 	add(11*time.Second, &journal.UpstreamRequest{Upstream: "search", Method: "GET", Path: "/x", Status: 200, Done: 11*time.Second + ms, Outcome: journal.OutcomeUpstreamComplete})
 	// A warm-up request's retry after time zero, numbered: the warm-up's.
