@@ -1,12 +1,10 @@
 package analysis
 
 import (
-	"strings"
 	"time"
 
 	"github.com/halfopen/rehearse/reports/expect"
 
-	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -100,21 +98,15 @@ type RunInfo struct {
 	TornTail      bool    `json:"torn_tail,omitempty"`
 	Events        int64   `json:"events"`
 	UnknownEvents int64   `json:"unknown_events,omitempty"`
-}
 
-// HarnessFailure returns the cause when the run ended because the harness
-// or its environment failed (a taken port, an unreachable gateway): its
-// expectations judged nothing, so reports show the cause instead of a
-// verdict. It is "" for a run that completed or was interrupted.
-func (a *Analysis) HarnessFailure() string {
-	if a.Run.EndReason != journal.EndFailed {
-		return ""
-	}
-	if a.Run.EndError == "" {
-		return "the run failed (no cause recorded)"
-	}
-	// "Harness failure: environment failure: …" says the class twice.
-	return strings.TrimPrefix(a.Run.EndError, rehearse.ErrEnvironment.Error()+": ")
+	// InterruptedAtS is when an interrupted run was interrupted (before
+	// anything stopped); CutByInterruption counts the client requests it
+	// cut (outcome class cut_by_interruption). Absent for other runs.
+	InterruptedAtS    *float64 `json:"interrupted_at_s,omitempty"`
+	CutByInterruption int64    `json:"cut_by_interruption,omitempty"`
+	// GatewayGone says that the gateway under test stopped answering
+	// mid-run (outcome.go); absent otherwise.
+	GatewayGone *GatewayGone `json:"gateway_gone,omitempty"`
 }
 
 // PlatformInfo is journal.Platform with units in the names.
@@ -177,8 +169,17 @@ type ReplayStats struct {
 	Sent    int64 `json:"sent"`
 	Dropped int64 `json:"dropped"`
 	Late    int64 `json:"late"`
-	// LatenessMs is Sent - Scheduled over sent requests, in ms.
+	// LatenessMs is Sent - Scheduled over sent requests, and for a
+	// request dropped because the harness was late (a missed slot) the
+	// wait until the next send, in ms: a harness that stopped sending is
+	// as late as it stopped (collector.lateness).
 	LatenessMs Percentiles `json:"lateness_ms"`
+	// Missed counts the requests that did not go out on time: dropped
+	// while late, or sent when the next one was already due.
+	Missed int64 `json:"missed"`
+	// Stall is the longest span with requests due and none sent that the
+	// analysis cannot see through; absent when the replay kept up.
+	Stall *Stall `json:"stall,omitempty"`
 	// AskedRatePerS is the rate the scenario asked for (run.start).
 	AskedRatePerS float64 `json:"asked_rate_per_s"`
 	// ObservedRatePerS is the achieved rate: sent requests over the span

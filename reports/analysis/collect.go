@@ -119,16 +119,22 @@ type collector struct {
 	// handles and upHandles answer nameOf and upstreamName for the names
 	// of the last lines (upHandles: names already in upstreams).
 	handles, upHandles recent[name]
+
+	// interruptAt and stopAt are the times of the phases "interrupted"
+	// and "stop"; -1 when not recorded.
+	interruptAt, stopAt time.Duration
 }
 
 func newCollector() *collector {
-	return &collector{
+	c := &collector{
 		openFaults: map[string]int{},
 		upOrder:    map[string]int{},
 		metrics:    map[string][]statePoint{},
 		upNames:    map[string]bool{},
 		rl:         newRetryLog(),
 	}
+	c.interruptAt, c.stopAt = -1, -1
+	return c
 }
 
 // reserve sizes the record slices for a journal of size bytes. Nearly
@@ -192,6 +198,13 @@ func (c *collector) add(ev journal.Event) {
 		}
 	case *journal.RunEnd:
 		c.end = p
+	case *journal.Phase:
+		switch {
+		case p.Name == PhaseInterrupted && c.interruptAt < 0:
+			c.interruptAt = t
+		case p.Name == "stop" && c.stopAt < 0:
+			c.stopAt = t
+		}
 	case *journal.FaultStart:
 		c.openFaults[p.Name] = len(c.faults)
 		c.upstreamName(p.Upstream)

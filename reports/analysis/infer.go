@@ -143,6 +143,7 @@ func (c *collector) finish() (*Analysis, error) {
 	sortStableNearly(c.calls, func(x, y call) int { return cmp.Compare(x.t, y.t) })
 	sortStableNearly(c.reqs, func(x, y creq) int { return cmp.Compare(x.sched, y.sched) })
 	c.markAbandoned()
+	c.markCut(a)
 
 	wins := c.windows(runEnd)
 	fr := frame{end: runEnd, faultStart: -1, faultEnd: -1}
@@ -155,6 +156,7 @@ func (c *collector) finish() (*Analysis, error) {
 		}
 	}
 	c.replayStats(a)
+	c.gatewayGone(a)
 	c.phases(a, fr)
 	reqUp := c.routeUpstreams(a)
 

@@ -38,7 +38,6 @@ func percentiles(h *hdrhistogram.Histogram, p90 bool) Percentiles {
 func (c *collector) replayStats(a *Analysis) {
 	rs := &a.Replay
 	rs.AskedRatePerS = a.Run.RatePerS
-	h := newHist()
 	sends := make([]time.Duration, 0, len(c.reqs)) // grown by appends, 5× its size in garbage
 	for i := range c.reqs {
 		r := &c.reqs[i]
@@ -46,19 +45,25 @@ func (c *collector) replayStats(a *Analysis) {
 		if r.late {
 			rs.Late++
 		}
+		if c.missed(i) {
+			rs.Missed++
+		}
 		if r.outcome == outDropped || r.sent == 0 {
 			rs.Dropped++
 			continue
 		}
 		rs.Sent++
-		record(h, r.sent-r.sched)
 		sends = append(sends, r.sent)
 	}
-	rs.LatenessMs = percentiles(h, false)
 	// The achieved rate and the gaps come from when requests actually
 	// went out, not from the schedule: a stalled replayer sends late, not
 	// less, and only the send times show it.
 	slices.Sort(sends)
+	h := newHist()
+	for _, d := range c.lateness(sends) {
+		record(h, d)
+	}
+	rs.LatenessMs = percentiles(h, false)
 	if n := len(sends); n > 1 && sends[n-1] > sends[0] {
 		rs.ObservedRatePerS = num.Round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
 		var gap, at time.Duration
@@ -91,36 +96,24 @@ const NoteReplayStalled = "the replay stalled"
 // the analysis itself reads as a breaker turning traffic away when it has
 // nothing else to go on, so an open or a close inside it goes unseen, and
 // the breaker figures around it are only as good as the few requests
-// either side. sends are the send times, sorted; c.reqs are in schedule
-// order. Empty when the replay kept up.
+// either side. It sets rs.Stall to the longest such span. sends are the
+// send times, sorted; c.reqs are in schedule order. Empty when the replay
+// kept up.
 func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 	if len(c.reqs) < 2 {
 		return ""
 	}
-	// The schedule's interval: the asked rate's, or (a capture's own
-	// timing) the median spacing of the due times.
-	var iv time.Duration
-	if rs.AskedRatePerS > 0 {
-		iv = time.Duration(float64(time.Second) / rs.AskedRatePerS)
-	} else {
-		var sp []time.Duration
-		for i := 1; i < len(c.reqs); i++ {
-			if d := c.reqs[i].sched - c.reqs[i-1].sched; d > 0 {
-				sp = append(sp, d)
-			}
-		}
-		if len(sp) == 0 {
-			return ""
-		}
-		iv = num.Median(sp)
+	iv := c.sendInterval(rs.AskedRatePerS)
+	if iv <= 0 {
+		return ""
 	}
-	limit := max(GapFactor*iv, MinGap)
+	limit := blindSpan(iv)
 	// The longest a due request waited for the next send at or after its
 	// due time: a request late itself, or dropped while nothing went out.
 	// A stall is one such wait per next send (the requests due before the
 	// same send waited in the same stall).
 	var hole, from time.Duration
-	stalls, last := 0, -1
+	stalls, last, end := 0, -1, time.Duration(0)
 	for i := range c.reqs {
 		due := c.reqs[i].sched
 		j, _ := slices.BinarySearch(sends, due)
@@ -135,12 +128,19 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 			stalls, last = stalls+1, j
 		}
 		if d > hole {
-			hole, from = d, due
+			hole, from, end = d, due, sends[j]
 		}
 	}
 	if stalls == 0 {
 		return ""
 	}
+	st := &Stall{FromS: seconds(from), ToS: seconds(end), Stalls: stalls}
+	for i := range c.reqs {
+		if due := c.reqs[i].sched; due >= from && due < end && c.missed(i) {
+			st.Missed++
+		}
+	}
+	rs.Stall = st
 	spans := "once"
 	if stalls > 1 {
 		spans = fmt.Sprintf("%d times, the longest", stalls)
@@ -225,13 +225,15 @@ func clientGroup(o string) string {
 		return "http_4xx"
 	case journal.OutcomeDropped:
 		return "dropped"
+	case OutcomeCut:
+		return "interrupted"
 	default:
 		return "transport"
 	}
 }
 
 // ClientGroups are the client outcome groups of the timeline, bottom up.
-var ClientGroups = []string{"ok", "fast_fail", "http_4xx", "http_5xx", "transport", "dropped"}
+var ClientGroups = []string{"ok", "fast_fail", "http_4xx", "http_5xx", "transport", "interrupted", "dropped"}
 
 func (c *collector) clientTimeline(tl *Timeline) {
 	for _, g := range ClientGroups {

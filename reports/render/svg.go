@@ -42,7 +42,7 @@ const PNGScale = 2
 // (WCAG AA, TestTimelineTextContrast).
 var groupColour = map[string]string{
 	"ok": "#4caf50", "fast_fail": "#ff9800", "http_4xx": "#fdd835", "http_5xx": "#e53935",
-	"transport": "#8e24aa", "dropped": "#9e9e9e",
+	"transport": "#8e24aa", "interrupted": "#00acc1", "dropped": "#9e9e9e",
 }
 
 var stateColour = map[string]string{"closed": "#c8e6c9", "half_open": "#ffcc80", "open": "#ef9a9a",
@@ -559,6 +559,7 @@ var legendItems = []struct {
 	{"http_4xx", "4xx", groupColour["http_4xx"], "box"},
 	{"http_5xx", "5xx / failed call", groupColour["http_5xx"], "box"},
 	{"transport", "transport error", groupColour["transport"], "box"},
+	{"interrupted", "cut by the interruption", groupColour["interrupted"], "box"},
 	{"dropped", "dropped (not sent)", groupColour["dropped"], "box"},
 	{"open", "breaker open (black box)", colOpenBand, "box"},
 	{"probe_ok", "probe ok", colProbeOK, "diamond"},
