@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -104,6 +105,8 @@ var checks = []check{
 				return unseen(r.label(), neverOpened+": no close to time")
 			case ep.Closed:
 				return closeAfterFault(r.label(), ep)
+			case ev.gone() != "":
+				return unseen(r.label(), ev.gone())
 			case !ep.EndedByRun && ev.a.Run.DurationS-ep.EndS > lim:
 				// Still open longer than the bound after the fault ended:
 				// a breach, whenever it would have closed.
@@ -122,7 +125,7 @@ var checks = []check{
 			case !r.ep.Opened:
 				return unseen(r.label(), neverOpened)
 			case !r.ep.Closed:
-				return unseen(r.label(), neverClosed)
+				return unseen(r.label(), cmp.Or(ev.gone(), neverClosed))
 			case r.ep.SuccessesToClose == nil:
 				return unseen(r.label(), "it closed, but no count of successes is known: "+r.ep.ShapeEvidence)
 			}
@@ -436,7 +439,7 @@ func evalMetricsLag(ev *evaluation, e expect.Expectations) (expect.ExpectationRe
 		}
 		switch {
 		case !ep.Closed:
-			obs = append(obs, unseen(l+" close", neverClosed))
+			obs = append(obs, unseen(l+" close", cmp.Or(ev.gone(), neverClosed)))
 		case ep.MetricsCloseLagS == nil:
 			obs = append(obs, breach(l, "metrics never showed the breaker closed"))
 		default:
@@ -483,6 +486,8 @@ func evalOpenTime(ev *evaluation, e expect.Expectations) (expect.ExpectationResu
 			return unseen(r.label(), neverOpened+": no time open to measure")
 		case ep.OpenTimeS != nil:
 			return seenBounded(r.label(), *ep.OpenTimeS, ep.OpenTimeBoundsS, "a cycle's open or close is only bounded")
+		case ev.gone() != "":
+			return unseen(r.label(), ev.gone())
 		}
 		least := openAtLeast(ep, ev.a.Run.DurationS)
 		if least > lim {
