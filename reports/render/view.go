@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/reports/expect"
@@ -46,7 +47,13 @@ type reportView struct {
 	Exp     []expect.ExpectationResult
 	// Harness is the cause of a harness failure ("" otherwise): the
 	// report leads with it and lists the expectations as not evaluated.
-	Harness    string
+	Harness string
+	// Interrupted is "interrupted at T+…" for an interrupted run; its
+	// expectations are not evaluated either.
+	Interrupted string
+	// Unjudged says why the expectations were not evaluated (Harness or
+	// Interrupted); "" when they were.
+	Unjudged   string
 	Episodes   []episodeView
 	Upstreams  [][]string // name, routing, client requests, calls, failed, amplification, health checks, unprovoked opens
 	Phases     []phaseView
@@ -108,10 +115,17 @@ func (v *reportView) verdict(a *analysis.Analysis) string {
 			unobserved++
 		}
 	}
-	v.Harness = a.HarnessFailure()
+	v.Harness, v.Interrupted = a.HarnessFailure(), a.Interrupted()
 	switch {
+	case v.Harness != "" && a.Run.GatewayGone != nil && a.Run.EndReason != journal.EndFailed:
+		v.Verdict = "Gateway gone: " + sentenceEnd(v.Harness) + " The expectations were not evaluated: what the breaker did after that was not seen, and is not its failure."
 	case v.Harness != "":
 		v.Verdict = "Harness failure: " + sentenceEnd(v.Harness) + " The expectations were not evaluated: this says nothing about the gateway."
+	case v.Interrupted != "":
+		v.Verdict = "Run " + v.Interrupted + " (Ctrl-C, SIGTERM or SIGHUP): the expectations were not evaluated; the figures cover what was recorded."
+		if n := a.Run.CutByInterruption; n > 0 {
+			v.Verdict += fmt.Sprintf(" %d %s in flight %s cut by the interruption.", n, num.Pick(int(n), "request", "requests"), num.Pick(int(n), "was", "were"))
+		}
 	case len(a.Expectations) == 0:
 		v.Verdict, v.Passed = "No expectations were set: figures only.", true
 	case failed == 0:
@@ -122,7 +136,12 @@ func (v *reportView) verdict(a *analysis.Analysis) string {
 			v.Verdict = fmt.Sprintf("%d of %d expectations failed (%d not observable).", failed, len(a.Expectations), unobserved)
 		}
 	}
-	if a.Run.Partial && v.Harness == "" {
+	if v.Harness != "" {
+		v.Unjudged = "harness failure"
+	} else if v.Interrupted != "" {
+		v.Unjudged = v.Interrupted
+	}
+	if a.Run.Partial && v.Unjudged == "" {
 		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
 	}
 	v.Description = a.Run.Description
@@ -131,7 +150,7 @@ func (v *reportView) verdict(a *analysis.Analysis) string {
 			v.NotCovered = append(v.NotCovered, c.Summary)
 		}
 	}
-	if len(v.NotCovered) > 0 && v.Harness == "" {
+	if len(v.NotCovered) > 0 && v.Unjudged == "" {
 		v.Verdict += " · not covered by any expectation: " + strings.Join(v.NotCovered, "; ")
 	}
 	return scen
@@ -166,7 +185,13 @@ func (v *reportView) upstreams(a *analysis.Analysis, clock analysis.WallClock) {
 			fmt.Sprint(ua.Failed), num.NumP(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
 			num.SecP(ua.HealthDisagreementMaxS)})
 		for i, ep := range ua.Episodes {
-			v.Episodes = append(v.Episodes, newEpisodeView(name, i, ep, clock))
+			ev := newEpisodeView(name, i, ep, clock)
+			if g := a.Run.GatewayGone; g != nil && (ep.ClosedAtS == nil || *ep.ClosedAtS >= g.AtS) {
+				// "Never closed" would blame the breaker for a gateway
+				// that was no longer there to close it.
+				ev.Statement = fmt.Sprintf("The gateway stopped answering at T+%s: what its breaker did from then on was not seen. %s", num.Sec(g.AtS), ev.Statement)
+			}
+			v.Episodes = append(v.Episodes, ev)
 		}
 		for _, d := range ua.HealthDisagreements {
 			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s, lasting %s", name, d.Health, d.Breaker, d.Source,
