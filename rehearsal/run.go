@@ -172,6 +172,8 @@ type conductor struct {
 	scrapers    []*observe.Scraper
 	obsStop     context.CancelFunc
 	obsWG       sync.WaitGroup
+	// unwatch stops recording the moment of an interruption (watch).
+	unwatch func()
 }
 
 func (c *conductor) run(ctx context.Context) (res *Result, err error) {
@@ -224,6 +226,7 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	}
 	res = &Result{Dir: dir}
 	c.recordStart(start, &platform)
+	c.watch(ctx)
 	// From here on, whatever happens, the journal gets a run.end and the
 	// reports are written from it.
 	var (
@@ -242,6 +245,24 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	}
 	summary, runErr = c.replay(ctx, corpus)
 	return res, nil
+}
+
+// watch records the moment ctx is cancelled (Ctrl-C, SIGTERM, SIGHUP) as
+// the phase "interrupted", before anything stops: the reports say when the
+// run was interrupted, and which requests it cut, from that moment, not
+// from the end of the stopping that follows. c.unwatch ends the watch
+// before the journal closes.
+func (c *conductor) watch(ctx context.Context) {
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		c.journal.Record(&journal.Phase{Name: analysis.PhaseInterrupted, Detail: "the run's context was cancelled (Ctrl-C, SIGTERM or SIGHUP)"})
+	})
+	c.unwatch = func() {
+		if !stop() {
+			<-done // recording now, or recorded: the journal waits for it
+		}
+	}
 }
 
 // claimDir returns the run directory, claimed for the run: the caller's
@@ -488,6 +509,7 @@ func (c *conductor) warmup(ctx context.Context, corpus *capture.Corpus, opts rep
 func (c *conductor) finish(res *Result, runErr error) error {
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, rehearse.ErrInterrupted))
 	c.stop()
+	c.unwatch()
 	end := &journal.RunEnd{Reason: journal.EndCompleted}
 	switch {
 	case interrupted:
@@ -530,6 +552,11 @@ func (c *conductor) finish(res *Result, runErr error) error {
 		// made from it, or written, is a harness failure, whatever the
 		// reports call it.
 		return rerr
+	case a.HarnessFailure() != "":
+		// Read from the journal: the harness stalled, or the gateway
+		// under test stopped answering. The expectations judged
+		// nothing; exit 3, as for any harness or environment failure.
+		return fmt.Errorf("%w: %s", rehearse.ErrEnvironment, a.HarnessFailure())
 	}
 	return expect.Failed(results)
 }

@@ -61,8 +61,23 @@ in the journal. Exit code 1 when an expectation failed, as for rehearse run.`,
 				if a.Run.Partial {
 					partial = " (partial run)"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d of %d expectations met%s; wrote %s, %s, %s, %s, %s\n", dir,
-					len(results)-bad, len(results), partial, render.RunFile, render.HTMLFile, render.MarkdownFile, render.TimelineFile, render.JUnitFile)
+				verdict := fmt.Sprintf("%d of %d expectations met%s", len(results)-bad, len(results), partial)
+				switch h, in := a.HarnessFailure(), a.Interrupted(); {
+				case h != "":
+					// As rehearse run says it: exit 3, nothing judged.
+					verdict = fmt.Sprintf("%d expectations not evaluated (harness failure: %s)", len(results), h)
+					if failed == nil {
+						failed = fmt.Errorf("%w: %s: %s", rehearse.ErrEnvironment, dir, h)
+					}
+				case in != "":
+					// Nothing against the gateway: a run cut short.
+					verdict = fmt.Sprintf("%d expectations not evaluated (%s)", len(results), in)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s; wrote %s, %s, %s, %s, %s\n", dir,
+					verdict, render.RunFile, render.HTMLFile, render.MarkdownFile, render.TimelineFile, render.JUnitFile)
+				if !a.Judged() {
+					continue
+				}
 				if err := expect.Failed(results); err != nil && failed == nil {
 					failed = fmt.Errorf("%s: %w", dir, err)
 				}

@@ -216,9 +216,9 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 	if res.Partial {
 		state = "partial"
 	}
-	harness := ""
+	harness, interrupted := "", ""
 	if res.Analysis != nil {
-		harness = res.Analysis.HarnessFailure()
+		harness, interrupted = res.Analysis.HarnessFailure(), res.Analysis.Interrupted()
 	}
 	if harness != "" {
 		state = "failed"
@@ -227,10 +227,20 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 	if r := res.Replay; r != nil {
 		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %s\n", r.Sent, r.Dropped, num.Ms(r.Lateness.P99))
 	}
-	if harness != "" {
+	switch {
+	case harness != "":
 		// Expectations judged nothing: listing them as FAIL would blame
 		// the gateway for the harness's failure.
 		fmt.Fprintf(w, "  harness failure: %s\n  expectations: %d not evaluated\n", harness, len(res.Expectations))
+		res = &rehearsal.Result{Dir: res.Dir, Complete: res.Complete}
+	case interrupted != "":
+		// Cut short: what was recorded says nothing against the gateway
+		// (a bound not reached yet, a close that had no time to come).
+		cut := ""
+		if n := res.Analysis.Run.CutByInterruption; n > 0 {
+			cut = fmt.Sprintf(", %d %s cut", n, num.Pick(int(n), "request", "requests"))
+		}
+		fmt.Fprintf(w, "  %s%s\n  expectations: %d not evaluated\n", interrupted, cut, len(res.Expectations))
 		res = &rehearsal.Result{Dir: res.Dir, Complete: res.Complete}
 	}
 	passed := 0
