@@ -43,8 +43,9 @@ recording.
 
 Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
 3 harness or environment failure (gateway unreachable, port taken, --out in use,
-reports that could not be written); 130 interrupted (the journal is intact and
-a partial report is written).`
+reports that could not be written, the harness stalled, the gateway under test
+stopped answering mid-run); 130 interrupted (the journal is intact, a partial
+report is written, the expectations are not evaluated).`
 
 const runExamples = `  rehearse run weekly                              # built-in weekly drill, built-in gateway
   rehearse run ci-503.yaml --junit out/junit.xml   # in CI
