@@ -18,6 +18,7 @@ import (
 
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/num"
 	"github.com/halfopen/rehearse/reports/render"
 )
 
@@ -211,6 +212,8 @@ expectations:
 	}
 	if p := a.Replay.LatenessMs.P99; p == nil || *p < 1000 {
 		t.Errorf("lateness p99 %v ms, want the missed sends' seconds in it", p)
+	} else if want := "lateness p99 " + num.MsP(p); !strings.Contains(out, want) {
+		t.Errorf("stdout does not say %q (the replayer's own figure leaves the missed sends out):\n%s", want, out)
 	}
 	for _, e := range a.Expectations {
 		if e.Name == "replay_lateness_max" && e.Outcome != "not_met" {

@@ -225,7 +225,14 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 		state = "failed"
 	}
 	fmt.Fprintf(w, "run %s: %s\n", state, res.Dir)
-	if r := res.Replay; r != nil {
+	switch r := res.Replay; {
+	case res.Analysis != nil && res.Analysis.Replay.Due > 0:
+		// The report's figures: the lateness counts the slots a stalled
+		// harness missed, which the replayer's own summary (sent
+		// requests only) cannot.
+		ra := res.Analysis.Replay
+		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %s\n", ra.Sent, ra.Dropped, num.MsP(ra.LatenessMs.P99))
+	case r != nil:
 		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %s\n", r.Sent, r.Dropped, num.Ms(r.Lateness.P99))
 	}
 	switch {
