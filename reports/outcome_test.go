@@ -15,8 +15,9 @@ import (
 )
 
 // renderEvents writes evs as a run directory's journal, renders it and
-// returns the directory's report.md, junit.xml and run.json.
-func renderEvents(t *testing.T, evs []journal.Event) (md, junit string, a *analysis.Analysis) {
+// returns the directory's report.md, junit.xml, run.json and
+// timeline.svg.
+func renderEvents(t *testing.T, evs []journal.Event) (md, junit string, a *analysis.Analysis, svg string) {
 	t.Helper()
 	dir := t.TempDir()
 	writeJournal(t, filepath.Join(dir, "journal.jsonl"), evs)
@@ -34,7 +35,7 @@ func renderEvents(t *testing.T, evs []journal.Event) (md, junit string, a *analy
 	if err != nil {
 		t.Fatal(err)
 	}
-	return read(render.MarkdownFile), read(render.JUnitFile), a
+	return read(render.MarkdownFile), read(render.JUnitFile), a, read(render.TimelineFile)
 }
 
 const allExpectations = `{"opens_within":"10s","probe_spacing_min":"200ms","max_probes_in_flight":1,"healthy_unaffected":true,` +
@@ -93,7 +94,10 @@ func goneJournal() []journal.Event {
 // reason, failures="0", and the report says when it was interrupted and
 // how many requests the interruption cut.
 func TestInterruptedRunNotJudged(t *testing.T) {
-	md, junit, a := renderEvents(t, interruptedJournal())
+	md, junit, a, svg := renderEvents(t, interruptedJournal())
+	if !strings.Contains(svg, `class="interrupted-at"`) || !strings.Contains(svg, "cut by the interruption") {
+		t.Errorf("timeline.svg marks neither the interruption nor the cut requests")
+	}
 	if !strings.Contains(junit, `failures="0"`) || strings.Contains(junit, "<failure") {
 		t.Errorf("junit.xml has failures:\n%s", junit)
 	}
@@ -117,7 +121,10 @@ func TestInterruptedRunNotJudged(t *testing.T) {
 // end, the episode says what was not seen, JUnit has one harness error
 // and no failure.
 func TestGatewayGoneNamed(t *testing.T) {
-	md, junit, a := renderEvents(t, goneJournal())
+	md, junit, a, svg := renderEvents(t, goneJournal())
+	if !strings.Contains(svg, `class="gateway-gone"`) {
+		t.Errorf("timeline.svg does not mark the gateway's end")
+	}
 	if a.Run.GatewayGone == nil {
 		t.Fatalf("run.json has no gateway_gone; notes %q", a.Notes)
 	}

@@ -226,6 +226,9 @@ expectations:
 	if !strings.Contains(md, "Harness failure: the harness stalled from T+") || strings.Contains(md, "FAIL") {
 		t.Errorf("report.md:\n%s", md)
 	}
+	if svg, err := os.ReadFile(filepath.Join(dir, render.TimelineFile)); err != nil || !bytes.Contains(svg, []byte(`class="stall"`)) {
+		t.Errorf("timeline.svg does not draw the stall (%v)", err)
+	}
 	unjudgedRuns["stalled"] = dir
 }
 

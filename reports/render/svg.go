@@ -70,6 +70,10 @@ const (
 	// veil (alpha below), so that what it covers stays readable.
 	colWarmup   = "#9e9e9e"
 	warmupAlpha = 0x59
+	// colGone marks the moment the gateway under test stopped answering;
+	// the interruption's mark takes its cut requests' colour, a stall the
+	// dropped requests' grey, translucent over the lanes.
+	colGone = "#ff4081"
 )
 
 // TimelineSVG renders the run's timeline as SVG; see timelineDrawing.
@@ -269,6 +273,7 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 		w.y += 16
 	}
 	w.warmup(tl, gridTop)
+	w.endMarks(a, gridTop)
 	w.axis(clock, o.Origin, gridTop, gridAt)
 	w.legend()
 	w.d.H = math.Ceil(w.y)
@@ -546,6 +551,33 @@ func (w *tlw) axis(clock analysis.WallClock, origin, gridTop float64, gridAt int
 	w.y += 15 + float64(len(rows)-1)*14 + 12
 }
 
+// endMarks draws, across every lane, what ended the run's evidence early:
+// the harness's longest stall (a band), the moment the gateway under test
+// stopped answering and the moment the run was interrupted (lines), each
+// with its sentence as a tooltip.
+func (w *tlw) endMarks(a *analysis.Analysis, top float64) {
+	h := w.y - top
+	in := func(t float64) bool { return t >= w.from && t <= w.to }
+	if st := a.Replay.Stall; st != nil && in(st.FromS) {
+		x0, x1 := w.x(st.FromS), w.x(math.Min(st.ToS, w.to))
+		w.d.Rect(x0, top, math.Max(x1-x0, 1), h, canvas.Style{Fill: Hex(groupColour["dropped"] + "59"), Title: st.Text(), Class: "stall"})
+		w.used["stall"] = true
+	}
+	line := func(t float64, colour, title, class, key string) {
+		if !in(t) {
+			return
+		}
+		w.d.Rect(w.x(t)-1, top, 2, h, canvas.Style{Fill: Hex(colour), Title: title, Class: class})
+		w.used[key] = true
+	}
+	if g := a.Run.GatewayGone; g != nil {
+		line(g.AtS, colGone, g.Text(), "gateway-gone", "gateway_gone")
+	}
+	if at := a.Run.InterruptedAtS; at != nil {
+		line(*at, groupColour["interrupted"], a.Interrupted(), "interrupted-at", "interrupted_at")
+	}
+}
+
 // legendItems are every kind of mark the timeline can draw, in legend
 // order, keyed as timelineDrawing records them in used.
 var legendItems = []struct {
@@ -572,6 +604,9 @@ var legendItems = []struct {
 	{"metrics_open", "metrics: open", stateColour["open"], "box"},
 	{"gateway_healthy", "gateway healthy", stateColour["healthy"], "box"},
 	{"gateway_unhealthy", "gateway unhealthy", stateColour["unhealthy"], "box"},
+	{"stall", "the harness stalled (nothing sent)", groupColour["dropped"], "band"},
+	{"gateway_gone", "the gateway stopped answering", colGone, "bar"},
+	{"interrupted_at", "the run interrupted", groupColour["interrupted"], "bar"},
 }
 
 // legend explains every kind of mark the drawing holds, wrapping rows.
