@@ -70,10 +70,12 @@ const (
 	// veil (alpha below), so that what it covers stays readable.
 	colWarmup   = "#9e9e9e"
 	warmupAlpha = 0x59
-	// colGone marks the moment the gateway under test stopped answering;
-	// the interruption's mark takes its cut requests' colour, a stall the
-	// dropped requests' grey, translucent over the lanes.
-	colGone = "#ff4081"
+	// colGone marks the moment the gateway under test stopped answering
+	// and colStall the harness's stall (translucent over the lanes, a hue
+	// of its own: grey veils are the dropped requests' and a warm-up's);
+	// the interruption's mark takes its cut requests' colour.
+	colGone  = "#ff4081"
+	colStall = "#bcaaa4"
 )
 
 // TimelineSVG renders the run's timeline as SVG; see timelineDrawing.
@@ -560,7 +562,7 @@ func (w *tlw) endMarks(a *analysis.Analysis, top float64) {
 	in := func(t float64) bool { return t >= w.from && t <= w.to }
 	if st := a.Replay.Stall; st != nil && in(st.FromS) {
 		x0, x1 := w.x(st.FromS), w.x(math.Min(st.ToS, w.to))
-		w.d.Rect(x0, top, math.Max(x1-x0, 1), h, canvas.Style{Fill: Hex(groupColour["dropped"] + "59"), Title: st.Text(), Class: "stall"})
+		w.d.Rect(x0, top, math.Max(x1-x0, 1), h, canvas.Style{Fill: Hex(colStall + "73"), Title: st.Text(), Class: "stall"})
 		w.used["stall"] = true
 	}
 	line := func(t float64, colour, title, class, key string) {
@@ -604,7 +606,7 @@ var legendItems = []struct {
 	{"metrics_open", "metrics: open", stateColour["open"], "box"},
 	{"gateway_healthy", "gateway healthy", stateColour["healthy"], "box"},
 	{"gateway_unhealthy", "gateway unhealthy", stateColour["unhealthy"], "box"},
-	{"stall", "the harness stalled (nothing sent)", groupColour["dropped"], "band"},
+	{"stall", "the harness stalled (nothing sent)", colStall, "band"},
 	{"gateway_gone", "the gateway stopped answering", colGone, "bar"},
 	{"interrupted_at", "the run interrupted", groupColour["interrupted"], "bar"},
 }
