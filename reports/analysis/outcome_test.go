@@ -17,6 +17,9 @@ import (
 type reqFate struct {
 	outcome    journal.Outcome
 	sent, done time.Duration
+	// capped drops it on time, as the replayer drops a request at a full
+	// in-flight cap.
+	capped bool
 }
 
 func runJournal(end string, extra []journal.Event, shape func(due time.Duration) reqFate) []journal.Event {
@@ -34,7 +37,7 @@ func runJournal(end string, extra []journal.Event, shape func(due time.Duration)
 		}
 		switch f.outcome {
 		case journal.OutcomeDropped:
-			cr.Sent, cr.Outcome, cr.Late = 0, journal.OutcomeDropped, true
+			cr.Sent, cr.Outcome, cr.Late = 0, journal.OutcomeDropped, !f.capped
 			add(due, cr)
 			continue
 		case "", journal.OutcomeOK:
@@ -103,6 +106,23 @@ func TestFrozenHarnessIsLateAndStalled(t *testing.T) {
 	}
 	if a.Judged() {
 		t.Error("a stalled run is judged")
+	}
+
+	// A full in-flight cap for 3 s (every request dropped on time: the
+	// gateway held every connection) is noted, but it is not the
+	// harness's stall, nor lateness.
+	a = analyse(t, runJournal(journal.EndCompleted, nil, func(due time.Duration) reqFate {
+		if due >= from && due < to {
+			return reqFate{outcome: journal.OutcomeDropped, capped: true}
+		}
+		return reqFate{}
+	}))
+	noted := false
+	for _, n := range a.Notes {
+		noted = noted || strings.HasPrefix(n, NoteReplayStalled)
+	}
+	if !noted || a.Replay.Stall != nil || a.HarnessFailure() != "" || *a.Replay.LatenessMs.P99 > 100 {
+		t.Errorf("a full in-flight cap: noted %v, stall %+v, harness %q, lateness p99 %v ms", noted, a.Replay.Stall, a.HarnessFailure(), *a.Replay.LatenessMs.P99)
 	}
 
 	// A harness that kept up: no stall, lateness of the sends alone.

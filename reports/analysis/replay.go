@@ -111,9 +111,11 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 	// The longest a due request waited for the next send at or after its
 	// due time: a request late itself, or dropped while nothing went out.
 	// A stall is one such wait per next send (the requests due before the
-	// same send waited in the same stall).
+	// same send waited in the same stall), from the first of them.
+	type span struct{ from, to time.Duration }
+	var spans []span
 	var hole, from time.Duration
-	stalls, last, end := 0, -1, time.Duration(0)
+	last := -1
 	for i := range c.reqs {
 		due := c.reqs[i].sched
 		j, _ := slices.BinarySearch(sends, due)
@@ -125,28 +127,46 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 			continue
 		}
 		if j != last {
-			stalls, last = stalls+1, j
+			spans, last = append(spans, span{due, sends[j]}), j
 		}
 		if d > hole {
-			hole, from, end = d, due, sends[j]
+			hole, from = d, due
 		}
 	}
-	if stalls == 0 {
+	if len(spans) == 0 {
 		return ""
 	}
-	st := &Stall{FromS: seconds(from), ToS: seconds(end), Stalls: stalls}
-	for i := range c.reqs {
-		if due := c.reqs[i].sched; due >= from && due < end && c.missed(i) {
-			st.Missed++
+	// The harness's stall (rs.Stall, a harness failure) is the longest
+	// span in which it missed sends; a span of requests dropped on time
+	// (a full in-flight cap: the gateway holding every connection) is
+	// the gateway's doing, noted but not the harness's failure.
+	var longest time.Duration
+	for _, sp := range spans {
+		var missed int64
+		lo := sort.Search(len(c.reqs), func(i int) bool { return c.reqs[i].sched >= sp.from })
+		for i := lo; i < len(c.reqs) && c.reqs[i].sched < sp.to; i++ {
+			if c.missed(i) {
+				missed++
+			}
+		}
+		if missed == 0 {
+			continue
+		}
+		if rs.Stall == nil {
+			rs.Stall = &Stall{}
+		}
+		rs.Stall.Stalls++
+		if d := sp.to - sp.from; d > longest {
+			longest = d
+			rs.Stall.FromS, rs.Stall.ToS, rs.Stall.Missed = seconds(sp.from), seconds(sp.to), missed
 		}
 	}
-	rs.Stall = st
-	spans := "once"
-	if stalls > 1 {
-		spans = fmt.Sprintf("%d times, the longest", stalls)
+	times := "once"
+	if len(spans) > 1 {
+		times = fmt.Sprintf("%d times, the longest", len(spans))
 	}
 	return fmt.Sprintf("%s: requests were due and none was sent for longer than %s (%d × the %s between requests, at least %s) %s for %s from %s into the run (%d of %d requests dropped); the analysis cannot see through that: an open or a close of a breaker in such a span is unseen, and the breaker figures around it rest on the few requests either side",
-		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), spans, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
+		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), times, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
 }
 
 // phases computes client figures before, during and after the faults.
