@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/num"
@@ -214,27 +216,26 @@ func (c *collector) gatewayGone(a *Analysis) {
 	a.Run.GatewayGone = g
 }
 
-// lateness is how late each due request went out: its send less its due
-// time, or for one dropped while the harness was late (a missed slot) the
-// wait until the next send at or after its due time, when there is one.
-// A request dropped on time (the in-flight cap: a gateway holding every
-// connection) is the gateway's doing, not lateness. sends are sorted.
-func (c *collector) lateness(sends []time.Duration) []time.Duration {
-	out := make([]time.Duration, 0, len(c.reqs))
+// lateness records how late each due request went out into h (µs): its
+// send less its due time, or for one dropped while the harness was late
+// (a missed slot) the wait until the next send at or after its due time,
+// when there is one. A request dropped on time (the in-flight cap: a
+// gateway holding every connection) is the gateway's doing, not
+// lateness. sends are sorted.
+func (c *collector) lateness(h *hdrhistogram.Histogram, sends []time.Duration) {
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		if r.outcome != outDropped && r.sent > 0 {
-			out = append(out, r.sent-r.sched)
+			record(h, r.sent-r.sched)
 			continue
 		}
 		if !r.late {
 			continue
 		}
 		if j, _ := slices.BinarySearch(sends, r.sched); j < len(sends) {
-			out = append(out, sends[j]-r.sched)
+			record(h, sends[j]-r.sched)
 		}
 	}
-	return out
 }
 
 // missed reports whether request i did not go out on time: dropped while

@@ -60,9 +60,7 @@ func (c *collector) replayStats(a *Analysis) {
 	// less, and only the send times show it.
 	slices.Sort(sends)
 	h := newHist()
-	for _, d := range c.lateness(sends) {
-		record(h, d)
-	}
+	c.lateness(h, sends)
 	rs.LatenessMs = percentiles(h, false)
 	if n := len(sends); n > 1 && sends[n-1] > sends[0] {
 		rs.ObservedRatePerS = num.Round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
