@@ -348,4 +348,18 @@ func TestUnjudgedRunsHistory(t *testing.T) {
 	if strings.Contains(string(md), " met") {
 		t.Errorf("index.md gives an unjudged run a verdict:\n%s", md)
 	}
+	// report render says the same of each, with run's exit codes.
+	for name, want := range map[string]struct {
+		code int
+		says string
+	}{
+		"interrupted": {0, "expectations not evaluated (interrupted at T+"},
+		"stalled":     {3, "expectations not evaluated (harness failure: the harness stalled from T+"},
+		"gone":        {3, "expectations not evaluated (harness failure: the gateway stopped answering at T+"},
+	} {
+		out, errOut, code := execute(t, "report", "render", filepath.Join(root, name))
+		if code != want.code || !strings.Contains(out, want.says) {
+			t.Errorf("report render %s: exit %d, want %d; stdout %q stderr %q", name, code, want.code, out, errOut)
+		}
+	}
 }

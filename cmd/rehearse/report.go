@@ -41,7 +41,10 @@ func newReportRenderCmd() *cobra.Command {
 		Short: "Rebuild a run directory's reports from its journal.jsonl",
 		Long: `Rebuild run.json, report.html, report.md, timeline.svg and junit.xml in each
 run directory from its journal.jsonl, and evaluate the expectations recorded
-in the journal. Exit code 1 when an expectation failed, as for rehearse run.`,
+in the journal. As for rehearse run: exit code 1 when an expectation failed,
+3 when the journal shows a harness failure (the run failed, the harness
+stalled, the gateway under test stopped answering); an interrupted run's
+expectations are not evaluated, and rebuilding its reports exits 0.`,
 		Example: "  rehearse report render runs/2026-11-30",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
