@@ -270,6 +270,9 @@ type UpstreamAnalysis struct {
 	// checks and its breaker state disagree.
 	HealthDisagreements    []Disagreement `json:"health_disagreements"`
 	HealthDisagreementMaxS *float64       `json:"health_disagreement_max_s"`
+	// FallbackFor lists the upstreams this one stood in for: the fault
+	// episodes whose failover figure names it (failover.go).
+	FallbackFor []string `json:"fallback_for,omitempty"`
 }
 
 // MetricsTransition is a state change seen between two metrics samples.
@@ -388,6 +391,10 @@ type Episode struct {
 	// any fault, over every upstream.
 	Retries *RetryFigures `json:"retries"`
 	Cost    *CostFigures  `json:"cost"`
+	// Failover is whether and when the gateway moved the upstream's
+	// client requests to another upstream and back (failover.go); null
+	// when the analysis did not run it.
+	Failover *Failover `json:"failover"`
 
 	Cycles []*Cycle `json:"cycles"`
 	// Statement is the episode in one plain sentence.

@@ -116,6 +116,7 @@ type collector struct {
 	platform  []*journal.PlatformSample
 	rl        *retryLog // the retry, deadline and cost analysis
 	warm      warmupLog // the warm-up, kept apart (warmup.go)
+	fo        failoverLog
 	// handles and upHandles answer nameOf and upstreamName for the names
 	// of the last lines (upHandles: names already in upstreams).
 	handles, upHandles recent[name]
@@ -232,6 +233,7 @@ func (c *collector) add(ev journal.Event) {
 		}
 		c.reqs = append(c.reqs, r)
 		c.rl.addRequest(p)
+		c.fo.addRequest(p)
 	case *journal.UpstreamRequest:
 		c.rl.addCall(ev.T, p)
 		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), tag: noName, status: int16(min(max(p.Status, 0), 999)),

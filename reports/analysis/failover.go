@@ -1,0 +1,652 @@
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/reports/num"
+)
+
+// Failover as a figure: per fault episode of an upstream (the primary),
+// whether the gateway moved the primary's client requests to another
+// upstream (the fallback), when, how many, at what cost, and when it moved
+// them back. Which upstream is whose fallback is read from the evidence,
+// never from the gateway's configuration:
+//
+//   - same_requests: calls carrying a client request's sequence number
+//     (forwarded header or body stamp) reached the primary and then another
+//     upstream, or the primary's route reached another upstream only while
+//     the primary was faulted;
+//   - target_header: a response header the scenario keeps
+//     (replay.keep_headers) names the upstream that answered;
+//   - time: no request identity survives the gateway, and an upstream that
+//     received no live call before the first fault received calls only
+//     while the primary was faulted (a standby). Its calls are counted as
+//     calls, not requests.
+//
+// A route's primary is the upstream its requests reached first outside
+// every fault window (a gateway's preference shows when nothing fails).
+
+// Failover is the failover figure of one fault episode of the primary
+// upstream (docs/analysis.md, "Failover").
+type Failover struct {
+	// Fallback is the upstream that served most of the primary's
+	// requests in its stead over the episode; "" when none did.
+	Fallback string `json:"fallback"`
+	// Evidence says how the requests were followed: "same_requests",
+	// "target_header" or "time" (see above); "" when nothing could be.
+	Evidence string `json:"evidence"`
+	// Requests counts the primary's client requests the episode covers
+	// (sent from its start to the next episode's, or in flight at its
+	// start and answered by another upstream after it); 0 in time mode.
+	Requests int64 `json:"requests"`
+	// Served counts the requests the gateway handed to the fallback (its
+	// last call for them went there), ServedOK those the client got an
+	// ok answer to. In time mode both count the fallback's calls.
+	Served   int64 `json:"requests_served"`
+	ServedOK int64 `json:"requests_served_ok"`
+	// AfterPrimary counts the served requests that reached the primary
+	// first (the gateway tried it, then fell back); PrimarySkipped those
+	// sent straight to the fallback (the primary was cooling down).
+	AfterPrimary   int64 `json:"after_primary"`
+	PrimarySkipped int64 `json:"primary_skipped"`
+	// FallbackCalls and FallbackTokens are the work the fallback did for
+	// the served requests (tokens null when no call to it reported
+	// usage); PrimaryCalls the calls the primary received for them
+	// before the gateway gave up on it.
+	FallbackCalls  int64  `json:"fallback_calls"`
+	FallbackTokens *int64 `json:"fallback_tokens"`
+	PrimaryCalls   int64  `json:"primary_calls"`
+	// FailedOverAtS is when the first served request's first call reached
+	// the fallback, FailedOverAfterS that less the fault's start. With a
+	// target header the call is not known: the bounds are the request's
+	// send and answer (the estimate is the first call to the fallback
+	// between them, else the send).
+	FailedOverAtS          *float64 `json:"failed_over_at_s"`
+	FailedOverAfterS       *float64 `json:"failed_over_after_s"`
+	FailedOverAfterBoundsS *Bounds  `json:"failed_over_after_bounds_s,omitempty"`
+	// LastFallbackAtS is the last served request's last call to the
+	// fallback.
+	LastFallbackAtS *float64 `json:"last_fallback_at_s"`
+	// FailedBack reports that, after the fault ended, the primary served
+	// a request of its own again: FailedBackAtS is that call's arrival,
+	// FailedBackAfterS that less the fault's end (bounds as above).
+	// FallbackAfterFailBack counts requests handed to the fallback that
+	// were sent after it (the gateway went back and forth).
+	FailedBack             bool     `json:"failed_back"`
+	FailedBackAtS          *float64 `json:"failed_back_at_s"`
+	FailedBackAfterS       *float64 `json:"failed_back_after_s"`
+	FailedBackAfterBoundsS *Bounds  `json:"failed_back_after_bounds_s,omitempty"`
+	FallbackAfterFailBack  int64    `json:"fallback_after_fail_back"`
+	// Others counts the served requests handed to other upstreams than
+	// Fallback (a chain of fallbacks), by upstream.
+	Others map[string]int64 `json:"other_fallbacks,omitempty"`
+	// Unseen says why no failover could be followed (no request of the
+	// primary in the episode, no request identity and no standby); ""
+	// when the figure was observed (a failover, or none although the
+	// requests were followed).
+	Unseen    string `json:"not_observable,omitempty"`
+	Statement string `json:"statement"`
+}
+
+// failoverLog keeps what the failover figure needs beyond the retry log:
+// for each client request whose kept response headers name something, the
+// values (matched against the upstream names once all are known).
+type failoverLog struct {
+	named map[uint64]string // sequence number -> header values, joined
+}
+
+func (f *failoverLog) addRequest(p *journal.ClientRequest) {
+	if len(p.Headers) == 0 || p.Sent == 0 {
+		return
+	}
+	if f.named == nil {
+		f.named = map[uint64]string{}
+	}
+	vals := make([]string, 0, len(p.Headers))
+	for _, k := range slices.Sorted(maps.Keys(p.Headers)) {
+		vals = append(vals, p.Headers[k])
+	}
+	f.named[p.Seq] = strings.Join(vals, " ")
+}
+
+// namedUpstream returns the one upstream a header text names as a word
+// (split at anything but letters, digits, '-', '_' and '.': "backup",
+// "backup/gpt-4o", "openai:backup"), or 0 when it names none or several.
+func namedUpstream(text string, ups *interner) uint16 {
+	var found uint16
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}) {
+		for id, n := range ups.names {
+			if id > 0 && strings.EqualFold(n, w) {
+				if found != 0 && found != uint16(id) {
+					return 0
+				}
+				found = uint16(id)
+			}
+		}
+	}
+	return found
+}
+
+// foReq is what the failover figure knows of one client request (an index
+// into retryLog.reqs): its first and last call by arrival (-1: none
+// carried its number), the upstream a kept header names (0: none) and
+// whether the client got an ok answer.
+type foReq struct {
+	first, last int32
+	named       uint16
+	ok          bool
+}
+
+// foIndex is the run's requests as the failover figure follows them.
+type foIndex struct {
+	l    *retryLog
+	reqs []foReq
+	// owner is each call's client request (-1: none), primary each
+	// route's (by retryLog.mps id; 0: unknown).
+	owner   []int32
+	primary map[uint16]uint16
+	// usage reports, by upstream id, that some call to it reported tokens.
+	usage map[uint16]bool
+	// liveBefore reports, by upstream id, a live call before the run's
+	// first fault (a standby has none).
+	liveBefore map[uint16]bool
+	firstFault int64
+}
+
+// newFoIndex follows every request: its calls by sequence number, the
+// upstream its kept headers name, and each route's primary.
+func newFoIndex(l *retryLog, fl *failoverLog, all []span, firstFault int64) *foIndex {
+	x := &foIndex{l: l, reqs: make([]foReq, len(l.reqs)), owner: l.callOwners(), primary: map[uint16]uint16{},
+		usage: map[uint16]bool{}, liveBefore: map[uint16]bool{}, firstFault: firstFault}
+	for i := range x.reqs {
+		r := &l.reqs[i]
+		x.reqs[i] = foReq{first: -1, last: -1, ok: journal.Outcome(l.outcomes.names[r.outcome]) == journal.OutcomeOK}
+		if s, ok := fl.named[r.seq]; ok {
+			x.reqs[i].named = namedUpstream(s, l.ups)
+		}
+	}
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth != 0 {
+			continue
+		}
+		if k.tokens > 0 {
+			x.usage[k.up] = true
+		}
+		if firstFault < 0 || k.at < firstFault {
+			x.liveBefore[k.up] = true
+		}
+		o := x.owner[i]
+		if o < 0 {
+			continue
+		}
+		fr := &x.reqs[o]
+		if fr.first < 0 || k.at < l.calls[fr.first].at {
+			fr.first = int32(i)
+		}
+		if fr.last < 0 || k.at >= l.calls[fr.last].at {
+			fr.last = int32(i)
+		}
+	}
+	// A route's primary: the upstream its requests reached first (or
+	// were answered by, by their header) outside every fault window; the
+	// whole run when the route has no such request.
+	votes := map[[2]uint16]int{}
+	quiet := map[[2]uint16]int{}
+	for i := range x.reqs {
+		up := x.firstUp(i)
+		if up == 0 {
+			continue
+		}
+		key := [2]uint16{l.reqs[i].mp, up}
+		votes[key]++
+		if !inSpans(l.reqs[i].sent, all) {
+			quiet[key]++
+		}
+	}
+	best := map[uint16]int{}
+	for _, src := range []map[[2]uint16]int{votes, quiet} { // quiet last: it wins where it has a say
+		clear(best)
+		for _, k := range slices.SortedFunc(maps.Keys(src), func(a, b [2]uint16) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
+			if n := src[k]; n > best[k[0]] {
+				best[k[0]], x.primary[k[0]] = n, k[1]
+			}
+		}
+	}
+	return x
+}
+
+// firstUp is the upstream request i reached first, or the one its header
+// names; 0 when neither is known.
+func (x *foIndex) firstUp(i int) uint16 {
+	if f := x.reqs[i].first; f >= 0 {
+		return x.l.calls[f].up
+	}
+	return x.reqs[i].named
+}
+
+// handedTo is the upstream the gateway handed request i to last (its last
+// call, else the upstream its header names), and that call (-1: unknown).
+func (x *foIndex) handedTo(i int) (uint16, int32) {
+	if f := x.reqs[i].last; f >= 0 {
+		return x.l.calls[f].up, f
+	}
+	return x.reqs[i].named, -1
+}
+
+// failovers sets each fault episode's failover figure, and on each
+// fallback the primaries it stood in for.
+func (c *collector) failovers(a *Analysis, wins map[string][]window, fr frame) {
+	l := c.rl
+	var all []span
+	for _, ws := range wins {
+		for _, w := range ws {
+			all = append(all, span{int64(w.start), int64(w.end)})
+		}
+	}
+	x := newFoIndex(l, &c.fo, all, int64(fr.faultStart))
+	for _, name := range slices.Sorted(maps.Keys(wins)) {
+		ua := a.Upstreams[name]
+		if ua == nil {
+			continue
+		}
+		p := l.ups.id(name)
+		for j, w := range wins[name] {
+			if j >= len(ua.Episodes) || ua.Episodes[j] == nil {
+				continue
+			}
+			spanEnd := fr.end + 1
+			if j+1 < len(wins[name]) {
+				spanEnd = wins[name][j+1].start
+			}
+			f := x.episode(p, w, spanEnd, j == 0)
+			ua.Episodes[j].Failover = f
+			if fb := a.Upstreams[f.Fallback]; fb != nil && !slices.Contains(fb.FallbackFor, name) {
+				fb.FallbackFor = append(fb.FallbackFor, name)
+			}
+		}
+	}
+}
+
+// handed is a request of an episode (an index into retryLog.reqs), the
+// upstream it was handed to last (0: unknown) and that call (-1: unknown,
+// a request followed by its header alone).
+type handed struct {
+	ri   int
+	up   uint16
+	last int32
+}
+
+// episode is the failover figure of the primary p's fault window w, whose
+// span runs to spanEnd; first says it is p's first episode (requests in
+// flight at its start belong to it).
+func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool) *Failover {
+	l := x.l
+	f := &Failover{}
+	start, end := int64(w.start), int64(spanEnd)
+	var mine []handed
+	identity := false
+	for i := range l.reqs {
+		r := &l.reqs[i]
+		if x.primary[r.mp] != p || r.sent >= end {
+			continue
+		}
+		up, last := x.handedTo(i)
+		if r.sent < start {
+			// In flight at the fault's start: the episode's when another
+			// upstream took it after the start.
+			if !first || up == p || up == 0 || last < 0 || l.calls[last].at < start {
+				continue
+			}
+		}
+		f.Requests++
+		identity = identity || up != 0
+		mine = append(mine, handed{i, up, last})
+	}
+	if !identity {
+		return x.byTime(f, p, w, spanEnd)
+	}
+	// The fallback: the upstream most of the others were handed to.
+	by := map[uint16]int64{}
+	for _, h := range mine {
+		if h.up != p && h.up != 0 {
+			by[h.up]++
+		}
+	}
+	var fb uint16
+	for _, up := range slices.Sorted(maps.Keys(by)) {
+		if by[up] > by[fb] {
+			fb = up
+		}
+	}
+	f.Evidence = "same_requests"
+	if x.reqs[mine[0].ri].first < 0 {
+		f.Evidence = "target_header"
+	}
+	if fb == 0 {
+		f.Statement = fmt.Sprintf("No failover: none of the %s of %s's routes went to another upstream.", num.Plural(f.Requests, "client request"), l.ups.names[p])
+		return f
+	}
+	f.Fallback = l.ups.names[fb]
+	for up, n := range by {
+		if up != fb {
+			if f.Others == nil {
+				f.Others = map[string]int64{}
+			}
+			f.Others[l.ups.names[up]] = n
+		}
+	}
+	x.follow(f, p, fb, w, mine)
+	f.Statement = failoverStatement(f, l.ups.names[p], w)
+	return f
+}
+
+// follow counts the requests handed to the fallback fb and their work, and
+// finds the failover and the fail-back.
+func (x *foIndex) follow(f *Failover, p, fb uint16, w window, mine []handed) {
+	l := x.l
+	slices.SortStableFunc(mine, func(a, b handed) int { return cmp.Compare(l.reqs[a.ri].sent, l.reqs[b.ri].sent) })
+	servedAt := map[int32]int{} // request -> position in mine, for the requests handed to fb
+	for j, h := range mine {
+		if h.up == fb {
+			servedAt[int32(h.ri)] = j
+		}
+	}
+	// Every call of the served requests: the work at each end, whether the
+	// primary was tried, and the first and last call to the fallback.
+	firstFB, lastFB := map[int32]int64{}, map[int32]int64{}
+	triedP := map[int32]bool{}
+	var tokens int64
+	byHeader := x.headerOnly(mine, fb)
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth != 0 || (k.up != p && k.up != fb) {
+			continue
+		}
+		o := x.owner[i]
+		if o < 0 {
+			o = byHeader.owner(l, k.at)
+		}
+		if _, ok := servedAt[o]; !ok || o < 0 {
+			continue
+		}
+		switch k.up {
+		case p:
+			f.PrimaryCalls++
+			triedP[o] = true
+		case fb:
+			f.FallbackCalls++
+			tokens += int64(k.tokens)
+			if t, ok := firstFB[o]; !ok || k.at < t {
+				firstFB[o] = k.at
+			}
+			lastFB[o] = max(lastFB[o], k.at)
+		}
+	}
+	if x.usage[fb] {
+		f.FallbackTokens = Ptr(tokens)
+	}
+	exact, hdr := int64(-1), -1 // the earliest call to fb; the earliest request followed by its header
+	var last int64 = -1
+	for j, h := range mine {
+		if h.up != fb {
+			continue
+		}
+		f.Served++
+		if x.reqs[h.ri].ok {
+			f.ServedOK++
+		}
+		o := int32(h.ri)
+		if triedP[o] {
+			f.AfterPrimary++
+		} else {
+			f.PrimarySkipped++
+		}
+		if t, ok := firstFB[o]; ok && x.reqs[o].first >= 0 {
+			if exact < 0 || t < exact {
+				exact = t
+			}
+			last = max(last, lastFB[o])
+		} else if x.reqs[o].first < 0 && hdr < 0 {
+			hdr = j
+		}
+	}
+	moment := x.moment(fb, exact, mine, hdr)
+	f.FailedOverAtS, f.FailedOverAfterS, f.FailedOverAfterBoundsS = moment.since(int64(w.start))
+	if last >= 0 {
+		f.LastFallbackAtS = Ptr(seconds(time.Duration(last)))
+	}
+	if !w.endedByRun {
+		x.failBack(f, p, fb, w, mine)
+	}
+}
+
+// timeMatched are the requests handed to the fallback that are followed
+// by their header alone (no call carries their number), in send order:
+// calls without a number are theirs when they arrived between a request's
+// send and its answer (the earliest such request's), the way a request is
+// matched to calls in time elsewhere (routing "time_match").
+type timeMatched struct {
+	ri      []int32
+	longest int64 // the longest exchange among them, to bound the search
+}
+
+// headerOnly lists the requests of mine handed to fb with no call of their
+// own.
+func (x *foIndex) headerOnly(mine []handed, fb uint16) timeMatched {
+	var tm timeMatched
+	for _, h := range mine {
+		if h.up == fb && x.reqs[h.ri].first < 0 {
+			r := &x.l.reqs[h.ri]
+			tm.ri = append(tm.ri, int32(h.ri))
+			tm.longest = max(tm.longest, r.done-r.sent)
+		}
+	}
+	return tm
+}
+
+// owner is the earliest-sent request whose exchange held t; -1 none.
+func (tm timeMatched) owner(l *retryLog, t int64) int32 {
+	j, _ := slices.BinarySearchFunc(tm.ri, t, func(ri int32, t int64) int { return cmp.Compare(l.reqs[ri].sent, t+1) })
+	best := int32(-1)
+	for j--; j >= 0 && l.reqs[tm.ri[j]].sent >= t-tm.longest; j-- {
+		if r := &l.reqs[tm.ri[j]]; r.sent <= t && t <= r.done {
+			best = tm.ri[j]
+		}
+	}
+	return best
+}
+
+// seen is a moment in the run (ns): exact, or an estimate within [lo, hi]
+// (a request followed by its header: the call is not known); at < 0: none.
+type seen struct{ at, lo, hi int64 }
+
+// since is the moment, the moment less ref in seconds, and the bounds of that.
+func (m seen) since(ref int64) (*float64, *float64, *Bounds) {
+	if m.at < 0 {
+		return nil, nil, nil
+	}
+	sec := func(t int64) *float64 { return Ptr(seconds(time.Duration(t))) }
+	var b *Bounds
+	if m.lo < m.hi {
+		b = &Bounds{Min: sec(m.lo - ref), Max: sec(m.hi - ref)}
+	}
+	return sec(m.at), sec(m.at - ref), b
+}
+
+// moment is the first call to up among the requests: the earliest exact
+// one, or, when a request followed by its header alone (mine[hdr]) was
+// sent before it, within that request's send and answer: the first call
+// to up in between (any call: the header does not say which), else its
+// send.
+func (x *foIndex) moment(up uint16, exact int64, mine []handed, hdr int) seen {
+	l := x.l
+	if hdr < 0 || (exact >= 0 && l.reqs[mine[hdr].ri].sent >= exact) {
+		return seen{exact, exact, exact}
+	}
+	r := &l.reqs[mine[hdr].ri]
+	hi := r.done
+	if hi <= 0 || (exact >= 0 && exact < hi) {
+		hi = exact
+	}
+	if hi < 0 {
+		hi = r.sent
+	}
+	est := r.sent
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.up == up && k.flags&rcHealth == 0 && k.at >= r.sent && k.at <= hi && (est == r.sent || k.at < est) {
+			est = k.at
+		}
+	}
+	return seen{est, r.sent, hi}
+}
+
+// failBack finds the first request of the primary's own that it served
+// again after the fault ended (a call arriving after the end, answered
+// ok), and counts the requests handed to the fallback after it.
+func (x *foIndex) failBack(f *Failover, p, fb uint16, w window, mine []handed) {
+	l := x.l
+	end := int64(w.end)
+	back := seen{-1, -1, -1}
+	backSent := int64(-1)
+	for _, h := range mine {
+		r := &l.reqs[h.ri]
+		if h.up != p || !x.reqs[h.ri].ok {
+			continue
+		}
+		switch {
+		case h.last >= 0 && l.calls[h.last].at >= end:
+			if t := l.calls[h.last].at; back.at < 0 || t < back.at {
+				back, backSent = seen{t, t, t}, r.sent
+			}
+		case h.last < 0 && r.sent >= end && (back.at < 0 || r.sent < back.lo):
+			m := x.moment(p, back.at, []handed{h}, 0)
+			back, backSent = m, r.sent
+		}
+	}
+	if back.at < 0 {
+		return
+	}
+	f.FailedBack = true
+	f.FailedBackAtS, f.FailedBackAfterS, f.FailedBackAfterBoundsS = back.since(end)
+	for _, h := range mine {
+		if h.up == fb && l.reqs[h.ri].sent > backSent {
+			f.FallbackAfterFailBack++
+		}
+	}
+}
+
+// byTime is the figure of an episode whose requests carry no identity: an
+// upstream that had no live call before the run's first fault (a standby,
+// while the primary had some) and received calls during the primary's
+// episode took over from it. Its calls are counted, not requests.
+func (x *foIndex) byTime(f *Failover, p uint16, w window, spanEnd time.Duration) *Failover {
+	l := x.l
+	name := l.ups.names[p]
+	start, end := int64(w.start), int64(spanEnd)
+	if !x.liveBefore[p] {
+		f.Unseen = fmt.Sprintf("no client request could be followed (no sequence number or kept target header), and %s received no call before the first fault to tell a standby upstream by", name)
+		return f
+	}
+	calls := map[uint16]int64{}
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth == 0 && k.up != p && !x.liveBefore[k.up] && k.at >= start && k.at < end {
+			calls[k.up]++
+		}
+	}
+	var fb uint16
+	for _, up := range slices.Sorted(maps.Keys(calls)) {
+		if calls[up] > calls[fb] {
+			fb = up
+		}
+	}
+	if fb == 0 {
+		f.Unseen = fmt.Sprintf("no client request could be followed (no sequence number or kept target header), and no upstream received calls only while %s was faulted", name)
+		return f
+	}
+	f.Fallback, f.Evidence = l.ups.names[fb], "time"
+	first, last, back := int64(-1), int64(-1), int64(-1)
+	var tokens int64
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth != 0 || k.at < start || k.at >= end {
+			continue
+		}
+		switch {
+		case k.up == fb:
+			f.Served++
+			f.FallbackCalls++
+			tokens += int64(k.tokens)
+			if !l.failedCall(k) {
+				f.ServedOK++
+			}
+			if first < 0 || k.at < first {
+				first = k.at
+			}
+			last = max(last, k.at)
+		case k.up == p && !w.endedByRun && k.at >= int64(w.end) && !l.failedCall(k) && (back < 0 || k.at < back):
+			back = k.at
+		}
+	}
+	if x.usage[fb] {
+		f.FallbackTokens = Ptr(tokens)
+	}
+	f.FailedOverAtS, f.FailedOverAfterS, _ = seen{first, first, first}.since(start)
+	f.LastFallbackAtS = Ptr(seconds(time.Duration(last)))
+	if back >= 0 {
+		f.FailedBack = true
+		f.FailedBackAtS, f.FailedBackAfterS, _ = seen{back, back, back}.since(int64(w.end))
+		for i := range l.calls {
+			if k := &l.calls[i]; k.up == fb && k.flags&rcHealth == 0 && k.at > back && k.at < end {
+				f.FallbackAfterFailBack++
+			}
+		}
+	}
+	f.Statement = failoverStatement(f, name, w)
+	return f
+}
+
+// failoverStatement says the figure in one sentence.
+func failoverStatement(f *Failover, primary string, w window) string {
+	what := fmt.Sprintf("%s of %s's %s", num.Plural(f.Served, "request"), primary, num.Plural(f.Requests, "request"))
+	how := fmt.Sprintf("%d ok; %d after %s failed them, %d sent straight to it", f.ServedOK, f.AfterPrimary, primary, f.PrimarySkipped)
+	if f.Evidence == "time" {
+		what, how = num.Plural(f.Served, "call"), fmt.Sprintf("%d ok; matched in time: no request identity survived the gateway", f.ServedOK)
+	}
+	cost := num.Plural(f.FallbackCalls, "call")
+	if f.FallbackTokens != nil {
+		cost += " and " + num.Plural(*f.FallbackTokens, "token")
+	}
+	s := fmt.Sprintf("Failed over to %s %s after the fault began: it served %s (%s), %s.", f.Fallback, after(f.FailedOverAfterS, f.FailedOverAfterBoundsS),
+		what, how, cost)
+	switch {
+	case w.endedByRun:
+		s += " The fault lasted to the run's end."
+	case f.FailedBack:
+		s += fmt.Sprintf(" Failed back to %s %s after the fault ended.", primary, after(f.FailedBackAfterS, f.FailedBackAfterBoundsS))
+		if f.FallbackAfterFailBack > 0 {
+			s += fmt.Sprintf(" %s sent later still went to %s.", num.Plural(f.FallbackAfterFailBack, "request"), f.Fallback)
+		}
+	default:
+		s += fmt.Sprintf(" It had not failed back to %s when the run ended.", primary)
+	}
+	return s
+}
+
+// after is a figure in seconds for a sentence, with its bounds.
+func after(v *float64, b *Bounds) string {
+	if b == nil {
+		return num.SecP(v)
+	}
+	return fmt.Sprintf("%s (between %s and %s)", num.SecP(v), num.SecP(b.Min), num.SecP(b.Max))
+}

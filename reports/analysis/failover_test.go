@@ -1,0 +1,89 @@
+package analysis
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// within reports whether a figure in seconds (rounded to the ms) is the
+// truth, to the millisecond.
+func within(got *float64, want time.Duration) bool {
+	return got != nil && math.Abs(*got-want.Seconds()) <= 0.0011
+}
+
+// TestFailoverHeldToTheGatewaysLog: a gateway that falls back from the
+// primary to the backup during a fault and back after it; the failover
+// figure of the primary's episode must say what the gateway's own log
+// says, followed by the body stamp, by the gateway's chosen-target header
+// (no stamp), and by time (neither).
+func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
+	cases := []struct {
+		name     string
+		gw       fallbackGW
+		evidence string
+	}{
+		{"503-stamp", fallbackGW{stamp: true}, "same_requests"},
+		{"slow-stamp", fallbackGW{stamp: true, slow: true, timeout: 2 * time.Second}, "same_requests"},
+		{"503-header", fallbackGW{header: "X-Chosen-Target"}, "target_header"},
+		{"503-time", fallbackGW{}, "time"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.gw
+			g.rate, g.dur, g.faultAt, g.faultFor = 4, 40*time.Second, 10*time.Second, 12*time.Second
+			g.cooldown, g.lag, g.tokens = 5*time.Second, 150*time.Millisecond, 250
+			a, err := AnalyzeEvents(g.build())
+			if err != nil {
+				t.Fatal(err)
+			}
+			truth := g.log
+			ep := a.Upstreams["primary"].Episodes[0]
+			f := ep.Failover
+			if f == nil {
+				t.Fatalf("no failover figure; gateway log: %v", truth)
+			}
+			t.Logf("figure: %s", f.Statement)
+			t.Logf("gateway log: %v", truth)
+			if f.Fallback != "backup" || f.Evidence != tc.evidence {
+				t.Fatalf("fallback %q by %q, want backup by %s", f.Fallback, f.Evidence, tc.evidence)
+			}
+			if got := a.Upstreams["backup"].FallbackFor; len(got) != 1 || got[0] != "primary" {
+				t.Errorf("backup's fallback_for %v, want [primary]", got)
+			}
+			overAfter := truth.firstFallback - g.faultAt
+			backAfter := truth.failBack - (g.faultAt + g.faultFor)
+			switch tc.evidence {
+			case "target_header":
+				// The call is not known: the bounds must hold the truth.
+				b := f.FailedOverAfterBoundsS
+				if b == nil || *b.Min > overAfter.Seconds() || *b.Max < overAfter.Seconds() {
+					t.Errorf("failed over after %v %s, truth %v", fp(f.FailedOverAfterS), bounds(b), overAfter)
+				}
+				if bb := f.FailedBackAfterBoundsS; !within(f.FailedBackAfterS, backAfter) &&
+					(bb == nil || *bb.Min > backAfter.Seconds() || *bb.Max < backAfter.Seconds()) {
+					t.Errorf("failed back after %v %s, truth %v", fp(f.FailedBackAfterS), bounds(bb), backAfter)
+				}
+			default:
+				if !within(f.FailedOverAfterS, overAfter) || f.FailedOverAfterBoundsS != nil {
+					t.Errorf("failed over after %v %s, truth %v", fp(f.FailedOverAfterS), bounds(f.FailedOverAfterBoundsS), overAfter)
+				}
+				if !f.FailedBack || !within(f.FailedBackAfterS, backAfter) {
+					t.Errorf("failed back %v after %v, truth %v", f.FailedBack, fp(f.FailedBackAfterS), backAfter)
+				}
+			}
+			if f.Served != truth.served || f.ServedOK != truth.ok || f.FallbackCalls != truth.fallbackCalls {
+				t.Errorf("served %d (%d ok), %d fallback calls; truth %d (%d ok), %d calls", f.Served, f.ServedOK, f.FallbackCalls,
+					truth.served, truth.ok, truth.fallbackCalls)
+			}
+			if f.FallbackTokens == nil || *f.FallbackTokens != truth.fallbackTokens {
+				t.Errorf("fallback tokens %v, truth %d", f.FallbackTokens, truth.fallbackTokens)
+			}
+			if tc.evidence == "same_requests" && (f.AfterPrimary != truth.afterPrimary || f.PrimaryCalls != truth.primaryCalls ||
+				f.PrimarySkipped != truth.served-truth.afterPrimary) {
+				t.Errorf("after primary %d, skipped %d, primary calls %d; truth %d, %d, %d", f.AfterPrimary, f.PrimarySkipped, f.PrimaryCalls,
+					truth.afterPrimary, truth.served-truth.afterPrimary, truth.primaryCalls)
+			}
+		})
+	}
+}
