@@ -39,6 +39,9 @@ type Analysis struct {
 	// Warmup sums up the scenario's warm-up before time zero, which no
 	// other figure includes (warmup.go); absent without one.
 	Warmup *WarmupStats `json:"warmup,omitempty"`
+	// GiveUps are the upstream calls the gateway abandoned and the
+	// per-call timeout they show (giveups.go).
+	GiveUps *GiveUps `json:"give_ups"`
 	// Notes are plain statements about limits of this analysis (no
 	// forwarded sequence header, interrupted run, ...).
 	Notes []string `json:"notes"`
