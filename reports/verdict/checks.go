@@ -208,6 +208,10 @@ var checks = []check{
 	{"orphaned_calls_max", evalOrphanedCalls},
 	{"gateway_answers_before_client_deadline", evalDeadlineOrder},
 	{"cost_amplification_max", evalCostAmplification},
+	// Failover and give-ups (failover_eval.go).
+	{"fails_over_within", evalFailsOver},
+	{"fails_back_within", evalFailsBack},
+	{"call_timeout_max", evalCallTimeout},
 }
 
 // closeAfterFault observes how long after the fault's end an episode's
