@@ -311,6 +311,90 @@ var Figures = []Figure{
 			}
 			return fmt.Sprintf("%s (%s against %s tokens)", num.NumP(c.TokensAmplification, "×%.2f"), num.NumP(c.TokensPerCompletedDuring, "%.0f"), num.NumP(c.TokensPerCompletedBefore, "%.0f"))
 		}, In: InReport | InCompare, CompareLabel: "cost amplification (tokens)"},
+	// Failover (failover.go; docs/analysis.md, "Failover").
+	{Key: "failover.fallback", Label: "failover to", Unit: Word, Word: func(e *Episode) string {
+		if f := e.Failover; f != nil && f.Fallback != "" {
+			return f.Fallback
+		}
+		return "—"
+	}, Cell: failoverCell, In: InReport | InCompare},
+	{Key: "failover.failed_over_after_s", Label: "failed over after fault start", Unit: Seconds,
+		Value: failoverFig(func(f *Failover) *float64 { return f.FailedOverAfterS }),
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			if e.Failover == nil {
+				return 0, 0, false
+			}
+			return rangeOf(e.Failover.FailedOverAfterS, e.Failover.FailedOverAfterBoundsS)
+		},
+		Cell: func(e *Episode) string {
+			if e.Failover == nil {
+				return "—"
+			}
+			return bounded(e.Failover.FailedOverAfterS, e.Failover.FailedOverAfterBoundsS, Seconds)
+		}, In: InReport | InCompare, CompareLabel: "failed over after"},
+	{Key: "failover.failed_back_after_s", Label: "failed back after fault end", Unit: Seconds,
+		Value: failoverFig(func(f *Failover) *float64 { return f.FailedBackAfterS }),
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			if e.Failover == nil {
+				return 0, 0, false
+			}
+			return rangeOf(e.Failover.FailedBackAfterS, e.Failover.FailedBackAfterBoundsS)
+		},
+		Cell: func(e *Episode) string {
+			f := e.Failover
+			switch {
+			case f == nil || f.Fallback == "":
+				return "—"
+			case !f.FailedBack && e.EndedByRun:
+				return "— (the fault lasted to the run's end)"
+			case !f.FailedBack:
+				return "— (not before the run ended)"
+			}
+			return bounded(f.FailedBackAfterS, f.FailedBackAfterBoundsS, Seconds)
+		}, In: InReport | InCompare, CompareLabel: "failed back after"},
+	{Key: "failover.requests_served", Label: "served by the fallback", Unit: Count,
+		Value: failoverFig(func(f *Failover) *float64 { return Ptr(float64(f.Served)) }),
+		Cell: func(e *Episode) string {
+			f := e.Failover
+			if f == nil || f.Fallback == "" {
+				return "—"
+			}
+			cost := num.Plural(f.FallbackCalls, "call")
+			if f.FallbackTokens != nil {
+				cost += ", " + num.Plural(*f.FallbackTokens, "token")
+			}
+			if f.Evidence == "time" {
+				return fmt.Sprintf("%s (%d ok; %s)", num.Plural(f.Served, "call"), f.ServedOK, cost)
+			}
+			return fmt.Sprintf("%d of %d requests (%d ok; %d after the primary failed them; %s)", f.Served, f.Requests, f.ServedOK, f.AfterPrimary, cost)
+		}, In: InReport | InCompare, CompareLabel: "requests served by the fallback"},
+}
+
+// failoverFig reads a figure of the episode's failover; nil without it.
+func failoverFig(f func(*Failover) *float64) func(*Episode) *float64 {
+	return func(e *Episode) *float64 {
+		if e.Failover == nil {
+			return nil
+		}
+		return f(e.Failover)
+	}
+}
+
+// failoverCell names the fallback and how the requests were followed, or
+// why there is none.
+func failoverCell(e *Episode) string {
+	f := e.Failover
+	switch {
+	case f == nil:
+		return "—"
+	case f.Unseen != "":
+		return "— (" + f.Unseen + ")"
+	case f.Fallback == "":
+		return fmt.Sprintf("none (%s followed)", num.Plural(f.Requests, "client request"))
+	}
+	how := map[string]string{"same_requests": "the same client requests reached both", "target_header": "the gateway's target header",
+		"time": "matched in time: it received calls only while the primary was faulted"}[f.Evidence]
+	return f.Fallback + " (" + how + ")"
 }
 
 // retryFig reads a figure of the episode's retry figures; nil without them.

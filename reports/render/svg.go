@@ -59,6 +59,7 @@ const (
 	colHealthOK   = "#607d8b"
 	colHealthFail = "#b71c1c"
 	colPause      = "#f9a825"
+	colFailover   = "#0097a7"
 	colLaneBG     = "#fafafa"
 	colLaneEdge   = "#e0e0e0"
 	colText       = "#222222"
@@ -417,6 +418,7 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 		w.used["open"] = true
 	}
 	w.pauses(a.Upstreams[u])
+	w.failovers(a, u)
 	w.calls(ut, b, uh)
 	for _, p := range ut.Probes {
 		if p.AtS < w.from || p.AtS > w.to {
@@ -455,6 +457,35 @@ func (w *tlw) pauses(ua *analysis.UpstreamAnalysis) {
 			w.d.Rect(x0, w.y+1, math.Max(x1-x0, 1), 3, canvas.Style{Fill: Hex(colPause + "8c"),
 				Title: fmt.Sprintf("Retry-After %s from %s", num.Sec(ra.RetryAfterS), num.Sec(ra.AtS-w.origin))})
 			w.used["pause"] = true
+		}
+	}
+}
+
+// failovers draws, under the top edge of a fallback upstream's lane, each
+// span in which it served a faulted upstream's requests: from the
+// failover to the fail-back (else its last call for them).
+func (w *tlw) failovers(a *analysis.Analysis, u string) {
+	for _, p := range slices.Sorted(maps.Keys(a.Upstreams)) {
+		for _, ep := range a.Upstreams[p].Episodes {
+			f := ep.Failover
+			if f == nil || f.Fallback != u || f.FailedOverAtS == nil {
+				continue
+			}
+			end := *f.FailedOverAtS
+			if f.LastFallbackAtS != nil {
+				end = *f.LastFallbackAtS
+			}
+			if f.FailedBackAtS != nil {
+				end = *f.FailedBackAtS
+			}
+			if end < w.from || *f.FailedOverAtS > w.to {
+				continue
+			}
+			x0, x1 := w.x(*f.FailedOverAtS), w.x(end)
+			w.d.Rect(x0, w.y+5, math.Max(x1-x0, 1), 3, canvas.Style{Fill: Hex(colFailover), Class: "failover",
+				Title: fmt.Sprintf("serving %s's requests %s–%s (%s)", p, num.Sec(*f.FailedOverAtS-w.origin), num.Sec(end-w.origin),
+					num.Plural(f.Served, "request"))})
+			w.used["failover"] = true
 		}
 	}
 }
@@ -601,6 +632,7 @@ var legendItems = []struct {
 	{"health_ok", "health checks ok", colHealthOK, "bar"},
 	{"health_failed", "health check failed", colHealthFail, "bar"},
 	{"pause", "Retry-After pause", colPause, "band"},
+	{"failover", "serving a faulted upstream's requests (failover)", colFailover, "band"},
 	{"metrics_closed", "metrics: closed", stateColour["closed"], "box"},
 	{"metrics_half_open", "metrics: half-open", stateColour["half_open"], "box"},
 	{"metrics_open", "metrics: open", stateColour["open"], "box"},

@@ -356,3 +356,34 @@ func fixture(t *testing.T, name string) *analysis.Analysis {
 	}
 	return a
 }
+
+// TestTimelineFailoverBand: the fallback's lane shows the span in which
+// it served the faulted upstream's requests, from the failover to the
+// fail-back, and the legend explains it.
+func TestTimelineFailoverBand(t *testing.T) {
+	a := synthTimeline()
+	n := a.Timeline.Seconds
+	a.Timeline.Upstreams["backup"] = &analysis.UpstreamTimeline{OK: make([]int32, n), Failed: make([]int32, n),
+		HealthOK: make([]int32, n), HealthFailed: make([]int32, n)}
+	a.Upstreams["backup"] = &analysis.UpstreamAnalysis{Name: "backup"}
+	a.Upstreams["search"].Episodes[0].Failover = &analysis.Failover{Fallback: "backup", Served: 70,
+		FailedOverAtS: analysis.Ptr(20.5), LastFallbackAtS: analysis.Ptr(63.0), FailedBack: true, FailedBackAtS: analysis.Ptr(62.0)}
+	shapes := parseSVG(t, TimelineSVG(a, SVGOptions{}))
+	var band *svgShape
+	legend := false
+	for i, s := range shapes {
+		if s.class == "failover" {
+			band = &shapes[i]
+		}
+		if s.tag == "text" && s.class == "legend" && i > 0 && shapes[i-1].fill == colFailover {
+			legend = true
+		}
+	}
+	if band == nil || !legend {
+		t.Fatalf("failover band %v, in the legend %v", band, legend)
+	}
+	w := &tlw{left: 150, plotW: 1200 - 150 - 20, to: float64(n)}
+	if x0, x1 := w.x(20.5), w.x(62); math.Abs(band.x-x0) > 0.5 || math.Abs(band.x+band.w-x1) > 0.5 {
+		t.Errorf("band from %.1f to %.1f, want %.1f to %.1f (failover to fail-back)", band.x, band.x+band.w, x0, x1)
+	}
+}

@@ -87,6 +87,10 @@ func buildView(a *analysis.Analysis) *reportView {
 	if r := a.Resilience; r != nil {
 		v.AttemptsDef, v.Retries = r.AttemptsDefinition, r.Statements
 	}
+	if g := a.GiveUps; g != nil {
+		// The gateway's give-ups belong with the deadlines.
+		v.Retries = append(slices.Clip(v.Retries), g.Statements...)
+	}
 	clock := a.Run.Clock()
 	scen := v.verdict(a)
 	v.meta(a, scen, clock)
@@ -207,7 +211,11 @@ func (v *reportView) upstreams(a *analysis.Analysis, clock analysis.WallClock) {
 // figures (the figure table's report rows), its moments on the wall clock
 // and its Retry-After pauses.
 func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.WallClock) episodeView {
-	ev := episodeView{Upstream: name, Statement: ep.Statement + wallSentence(clock, ep),
+	stmt := ep.Statement + wallSentence(clock, ep)
+	if f := ep.Failover; f != nil && f.Fallback != "" {
+		stmt += " " + f.Statement
+	}
+	ev := episodeView{Upstream: name, Statement: stmt,
 		Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
 	for _, f := range analysis.Figures {
 		if f.In&analysis.InReport != 0 {
