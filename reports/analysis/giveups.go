@@ -210,13 +210,20 @@ func (l *retryLog) clientLeftFirst(r *rReq, hungUp int64) bool {
 }
 
 // anotherAnswered reports that another call for the same request (its
-// calls run from first along next), in flight beside call i, had answered
-// (not failed) before i was hung up on.
+// calls run from first along next), started while call i ran, had
+// answered (not failed) before i was hung up on: a hedge, whose loser the
+// gateway cancelled. The other call must have started in the first half
+// of i's run: a gateway that gives up on a call starts its next one at
+// the hang-up, and the upstream stamps a hang-up a little late (it sees
+// the connection close after the gateway closed it), so a quick next
+// call can arrive and even answer before i's recorded end; the midpoint
+// tells the two apart whatever the timeout, without that lag.
 func (l *retryLog) anotherAnswered(i int, first int32, next []int32) bool {
 	k := &l.calls[i]
+	mid := k.at + (k.end-k.at)/2
 	for j := first; j >= 0; j = next[j] {
 		c := &l.calls[j]
-		if int(j) != i && c.at < k.end && c.end <= k.end && c.end > k.at && !l.failedCall(c) {
+		if int(j) != i && c.at > k.at && c.at < mid && c.end <= k.end && !l.failedCall(c) {
 			return true
 		}
 	}

@@ -63,10 +63,11 @@ func TestGiveUpsKeptApart(t *testing.T) {
 	// 0: the client's deadline (1 s) fired; the gateway hung up after.
 	req(seqs[0], 3*s, 4*s, 0, journal.OutcomeHeadersTimeout)
 	call(seqs[0], 3*s+time.Millisecond, 4*s+2*time.Millisecond, 0, journal.OutcomeUpstreamGone)
-	// 1: a hedge: the second call answered, the first was cancelled.
-	req(seqs[1], 4*s, 4*s+300*time.Millisecond, 200, journal.OutcomeOK)
-	call(seqs[1], 4*s+time.Millisecond, 4*s+300*time.Millisecond, 0, journal.OutcomeUpstreamGone)
-	call(seqs[1], 4*s+200*time.Millisecond, 4*s+290*time.Millisecond, 200, journal.OutcomeUpstreamComplete)
+	// 1: a hedge 50 ms after the first call: the second call answered,
+	// the first was cancelled.
+	req(seqs[1], 4*s, 4*s+150*time.Millisecond, 200, journal.OutcomeOK)
+	call(seqs[1], 4*s+time.Millisecond, 4*s+145*time.Millisecond, 0, journal.OutcomeUpstreamGone)
+	call(seqs[1], 4*s+50*time.Millisecond, 4*s+140*time.Millisecond, 200, journal.OutcomeUpstreamComplete)
 	// 2: the gateway answered 504 at 1.5 s; the upstream finished at 3 s.
 	req(seqs[2], 5*s, 6*s+500*time.Millisecond, 504, journal.OutcomeHTTP5xx)
 	call(seqs[2], 5*s+time.Millisecond, 8*s, 200, journal.OutcomeUpstreamComplete)
@@ -104,5 +105,26 @@ func TestGiveUpsKeptApart(t *testing.T) {
 	}
 	if a.GiveUps.Count != 0 || len(a.GiveUps.Statements) != 1 || !strings.Contains(a.GiveUps.Statements[0], "no upstream call") {
 		t.Errorf("quiet run: %+v", a.GiveUps)
+	}
+}
+
+// TestGiveUpThenQuickFallbackIsNoHedge: the gateway times a call out at
+// 1 s and calls the fallback, which answers at once; the upstream stamps
+// the hang-up 80 µs late, after the fallback's answer (seen on a loaded
+// machine). That is a give-up, not a cancelled hedge.
+func TestGiveUpThenQuickFallbackIsNoHedge(t *testing.T) {
+	g := newGatewayRun()
+	seq := uint64(0)
+	at := 3 * time.Second
+	g.add(at, &journal.UpstreamRequest{Upstream: "search", Path: "/x", Seq: &seq, Outcome: journal.OutcomeUpstreamGone, Done: at + time.Second + 80*time.Microsecond})
+	g.add(at+time.Second+30*time.Microsecond, &journal.UpstreamRequest{Upstream: "backup", Path: "/x", Seq: &seq, Status: 200,
+		Outcome: journal.OutcomeUpstreamComplete, Done: at + time.Second + 65*time.Microsecond})
+	g.add(at+time.Second+time.Millisecond, &journal.ClientRequest{Seq: seq, Route: "/x", Scheduled: at, Sent: at, Done: at + time.Second + time.Millisecond, Status: 200, Outcome: journal.OutcomeOK})
+	a, err := AnalyzeEvents(g.finish())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gu := a.GiveUps; gu.Count != 1 || gu.Cancelled != 0 || gu.Upstreams["search"].OnFallback != 1 {
+		t.Errorf("give-ups %d, cancelled %d (%q): want one give-up, then the fallback", gu.Count, gu.Cancelled, gu.Statements)
 	}
 }
