@@ -159,6 +159,9 @@ type foIndex struct {
 	// first fault (a standby has none).
 	liveBefore map[uint16]bool
 	firstFault int64
+	// own are the requests by their route's primary, in send order
+	// (byPrimary).
+	own map[uint16][]int32
 }
 
 // newFoIndex follows every request: its calls by sequence number, the
@@ -222,6 +225,24 @@ func newFoIndex(l *retryLog, fl *failoverLog, all []span, firstFault int64) *foI
 		}
 	}
 	return x
+}
+
+// byPrimary returns the requests whose route's primary is p, in send
+// order, built once for every primary: each episode then walks its own
+// primary's requests from its start instead of every request.
+func (x *foIndex) byPrimary(p uint16) []int32 {
+	if x.own == nil {
+		x.own = map[uint16][]int32{}
+		for i := range x.l.reqs {
+			if q := x.primary[x.l.reqs[i].mp]; q != 0 {
+				x.own[q] = append(x.own[q], int32(i))
+			}
+		}
+		for _, rs := range x.own {
+			sortStableNearly(rs, func(a, b int32) int { return cmp.Compare(x.l.reqs[a].sent, x.l.reqs[b].sent) })
+		}
+	}
+	return x.own[p]
 }
 
 // firstUp is the upstream request i reached first, or the one its header
@@ -294,10 +315,18 @@ func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool)
 	start, end := int64(w.start), int64(spanEnd)
 	var mine []handed
 	identity := false
-	for i := range l.reqs {
+	// p's requests by send: those sent before the start are looked at
+	// in p's first episode only (in flight at its start).
+	own := x.byPrimary(p)
+	from := 0
+	if !first {
+		from, _ = slices.BinarySearchFunc(own, start, func(ri int32, t int64) int { return cmp.Compare(l.reqs[ri].sent, t) })
+	}
+	for _, ri := range own[from:] {
+		i := int(ri)
 		r := &l.reqs[i]
-		if x.primary[r.mp] != p || r.sent >= end {
-			continue
+		if r.sent >= end {
+			break
 		}
 		up, last := x.handedTo(i)
 		if r.sent < start {
