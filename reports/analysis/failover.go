@@ -340,7 +340,13 @@ func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool)
 		identity = identity || up != 0
 		mine = append(mine, handed{i, up, last})
 	}
-	if !identity {
+	switch {
+	case f.Requests == 0 && len(x.primary) > 0:
+		// Requests are followed, but no route's go to p first: it serves
+		// none of its own (a fallback, a route the capture rarely uses).
+		f.Unseen = fmt.Sprintf("no route's requests went to %s first outside the faults: it has no requests of its own to move elsewhere", l.ups.names[p])
+		return f
+	case !identity:
 		return x.byTime(f, p, w, spanEnd)
 	}
 	// The fallback: the upstream most of the others were handed to.
@@ -356,9 +362,12 @@ func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool)
 			fb = up
 		}
 	}
-	f.Evidence = "same_requests"
-	if x.reqs[mine[0].ri].first < 0 {
-		f.Evidence = "target_header"
+	f.Evidence = "target_header"
+	for _, h := range mine {
+		if x.reqs[h.ri].first >= 0 {
+			f.Evidence = "same_requests"
+			break
+		}
 	}
 	if fb == 0 {
 		f.Statement = fmt.Sprintf("No failover: none of the %s of %s's routes went to another upstream.", num.Plural(f.Requests, "client request"), l.ups.names[p])

@@ -2,8 +2,11 @@ package analysis
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/journal"
 )
 
 // within reports whether a figure in seconds (rounded to the ms) is the
@@ -85,5 +88,32 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 					truth.afterPrimary, truth.served-truth.afterPrimary, truth.primaryCalls)
 			}
 		})
+	}
+}
+
+// TestFailoverOfAFallbackItself: a fault on the fallback, whose requests
+// the stamp follows but no route reaches first, says it has no requests
+// of its own to move, not that nothing could be followed.
+func TestFailoverOfAFallbackItself(t *testing.T) {
+	g := fallbackGW{stamp: true, rate: 4, dur: 40 * time.Second, faultAt: 10 * time.Second, faultFor: 12 * time.Second,
+		cooldown: 5 * time.Second, lag: 150 * time.Millisecond, tokens: 250}
+	evs := g.build()
+	for _, ev := range evs {
+		if fs, ok := ev.Payload.(*journal.FaultStart); ok {
+			// The same run, the fault window named on the backup too.
+			evs = append(evs, journal.Event{T: ev.T, Payload: &journal.FaultStart{Name: "backup-" + fs.Name, Type: fs.Type, Upstream: "backup", For: fs.For}})
+			break
+		}
+	}
+	a, err := AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := a.Upstreams["backup"].Episodes[0].Failover
+	if f == nil || !strings.Contains(f.Unseen, "no route's requests went to backup first") {
+		t.Fatalf("backup's own episode: %+v", f)
+	}
+	if p := a.Upstreams["primary"].Episodes[0].Failover; p.Fallback != "backup" {
+		t.Errorf("primary's failover %+v", p)
 	}
 }
