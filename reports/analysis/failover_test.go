@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +117,29 @@ func TestFailoverOfAFallbackItself(t *testing.T) {
 	if p := a.Upstreams["primary"].Episodes[0].Failover; p.Fallback != "backup" {
 		t.Errorf("primary's failover %+v", p)
 	}
+}
+
+// FuzzNamedUpstream: a kept header's value names at most one upstream,
+// and only as a whole word of it.
+func FuzzNamedUpstream(f *testing.F) {
+	for _, s := range []string{"backup", "openai-compat/backup", "primary, backup", "BACKUP", "back", "x.backup.y", "", "primary-2"} {
+		f.Add(s)
+	}
+	ups := newInterner()
+	for _, n := range []string{"primary", "backup", "primary-2"} {
+		ups.id(n)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		id := namedUpstream(text, ups)
+		if id == 0 {
+			return
+		}
+		name := ups.names[id]
+		words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+		})
+		if !slices.Contains(words, strings.ToLower(name)) {
+			t.Fatalf("%q names %q, not one of its words %q", text, name, words)
+		}
+	})
 }
