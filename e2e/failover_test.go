@@ -19,6 +19,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/seqstamp"
 	"github.com/halfopen/rehearse/internal/testutil"
+	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/scenarios"
@@ -310,6 +311,44 @@ expectations:
 		}
 	}
 	checkGiveUps(t, a.GiveUps, truth, name == "slow")
+	if unstamped {
+		checkByTime(t, dir, truth)
+	}
+}
+
+// checkByTime analyses the unstamped drill's journal again without the
+// kept header: nothing then says which request went where, and the
+// failover is read by time (the fallback received no call before the
+// fault: a standby), its calls counted. Held to the same log.
+func checkByTime(t *testing.T, dir string, truth fgTruth) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []journal.Event
+	if _, err := journal.Decode(f, func(ev journal.Event) {
+		if c, ok := ev.Payload.(*journal.ClientRequest); ok {
+			c.Headers = nil
+		}
+		evs = append(evs, ev)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := analysis.AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo := a.Upstreams["primary"].Episodes[0].Failover
+	t.Logf("by time: %s", fo.Statement)
+	if fo.Fallback != "fallback" || fo.Evidence != "time" {
+		t.Fatalf("without the header: fallback %q by %q, want fallback by time (%s)", fo.Fallback, fo.Evidence, fo.Unseen)
+	}
+	if !near(fo.FailedOverAtS, truth.firstFallback) || !near(fo.FailedBackAtS, truth.failBack) || fo.Served != truth.fallbackCalls {
+		t.Errorf("by time: over at %v, back at %v, %d calls; the gateway: %.3f, %.3f, %d calls", fp(fo.FailedOverAtS), fp(fo.FailedBackAtS), fo.Served,
+			truth.firstFallback, truth.failBack, truth.fallbackCalls)
+	}
 }
 
 // checkGiveUps holds the give-ups to the gateway's log: none in the 503
