@@ -40,6 +40,10 @@ type GiveUps struct {
 	// hang-ups after another call for the same request had answered.
 	ClientLeft int64 `json:"client_left"`
 	Cancelled  int64 `json:"cancelled_after_another_answered"`
+	// AtStop counts calls cut when the harness stopped (the upstreams
+	// close what is still in flight after the run's "stop" phase): the
+	// run's end, not the gateway's.
+	AtStop int64 `json:"cut_at_stop"`
 	// Statements say the give-ups in words; "The gateway gave up on no
 	// upstream call." only when it gave up on none.
 	Statements []string `json:"statements"`
@@ -83,8 +87,9 @@ type giveUp struct {
 	seen  bool
 }
 
-// giveUps finds the calls the gateway abandoned.
-func (l *retryLog) giveUps() *GiveUps {
+// giveUps finds the calls the gateway abandoned; stop is when the
+// harness began to stop (-1: unknown).
+func (l *retryLog) giveUps(stop int64) *GiveUps {
 	g := &GiveUps{Upstreams: map[string]*UpstreamGiveUps{}, Statements: []string{}}
 	owners := l.callOwners()
 	// Each request's calls by arrival: the next call after each, and the
@@ -99,6 +104,10 @@ func (l *retryLog) giveUps() *GiveUps {
 		o := owners[i]
 		switch {
 		case l.hungUp(k):
+			if stop >= 0 && k.end >= stop {
+				g.AtStop++
+				continue
+			}
 			if o >= 0 && l.clientLeftFirst(&l.reqs[o], k.end) {
 				g.ClientLeft++
 				continue
@@ -259,6 +268,9 @@ func (g *GiveUps) statements() []string {
 	}
 	if g.ClientLeft > 0 {
 		out = append(out, fmt.Sprintf("The gateway hung up on %s after its client's own deadline had fired (not its timeout).", num.Plural(g.ClientLeft, "call")))
+	}
+	if g.AtStop > 0 {
+		out = append(out, fmt.Sprintf("%s still in flight when the run stopped were cut by the harness (not a give-up).", num.Plural(g.AtStop, "call")))
 	}
 	if g.Cancelled > 0 {
 		out = append(out, fmt.Sprintf("The gateway hung up on %s after another call for the same request had answered (cancelled, not timed out).", num.Plural(g.Cancelled, "call")))
