@@ -31,12 +31,19 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 		{"slow-stamp", fallbackGW{stamp: true, slow: true, timeout: 2 * time.Second}, "same_requests"},
 		{"503-header", fallbackGW{header: "X-Chosen-Target"}, "target_header"},
 		{"503-time", fallbackGW{}, "time"},
+		// No cooldown: every turn tries the primary, then falls back.
+		{"503-stamp-per-request", fallbackGW{stamp: true, cooldown: -1}, "same_requests"},
+		// The fault lasts to the run's end: no fail-back to look for.
+		{"503-stamp-to-the-end", fallbackGW{stamp: true, toTheEnd: true}, "same_requests"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := tc.gw
 			g.rate, g.dur, g.faultAt, g.faultFor = 4, 40*time.Second, 10*time.Second, 12*time.Second
-			g.cooldown, g.lag, g.tokens = 5*time.Second, 150*time.Millisecond, 250
+			if g.cooldown == 0 {
+				g.cooldown = 5 * time.Second
+			}
+			g.cooldown, g.lag, g.tokens = max(g.cooldown, 0), 150*time.Millisecond, 250
 			a, err := AnalyzeEvents(g.build())
 			if err != nil {
 				t.Fatal(err)
@@ -68,9 +75,15 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 					(bb == nil || *bb.Min > backAfter.Seconds() || *bb.Max < backAfter.Seconds()) {
 					t.Errorf("failed back after %v %s, truth %v", fp(f.FailedBackAfterS), bounds(bb), backAfter)
 				}
-			default:
+			case "same_requests", "time":
 				if !within(f.FailedOverAfterS, overAfter) || f.FailedOverAfterBoundsS != nil {
 					t.Errorf("failed over after %v %s, truth %v", fp(f.FailedOverAfterS), bounds(f.FailedOverAfterBoundsS), overAfter)
+				}
+				if g.toTheEnd {
+					if f.FailedBack || !ep.EndedByRun || !strings.Contains(f.Statement, "lasted to the run's end") {
+						t.Errorf("fault to the end: failed back %v, ended by run %v: %s", f.FailedBack, ep.EndedByRun, f.Statement)
+					}
+					break
 				}
 				if !f.FailedBack || !within(f.FailedBackAfterS, backAfter) {
 					t.Errorf("failed back %v after %v, truth %v", f.FailedBack, fp(f.FailedBackAfterS), backAfter)

@@ -29,6 +29,7 @@ type fallbackGW struct {
 	stamp    bool          // provider calls carry the turn's sequence number
 	header   string        // the gateway's chosen-target response header, kept ("" none)
 	tokens   int64         // prompt+completion tokens a healthy answer charges
+	toTheEnd bool          // the fault has no fault.end and no planned length: it lasts to the run's end
 	rng      *rand.Rand
 
 	evs []journal.Event
@@ -94,8 +95,13 @@ func (g *fallbackGW) build() []journal.Event {
 	if g.slow {
 		name = "slow"
 	}
-	g.add(g.faultAt, &journal.FaultStart{Name: name, Type: "status", Upstream: "primary", For: g.faultFor})
-	g.add(g.faultAt+g.faultFor, &journal.FaultEnd{Name: name, Upstream: "primary"})
+	if g.toTheEnd {
+		g.faultFor = g.dur * 2
+		g.add(g.faultAt, &journal.FaultStart{Name: name, Type: "status", Upstream: "primary"})
+	} else {
+		g.add(g.faultAt, &journal.FaultStart{Name: name, Type: "status", Upstream: "primary", For: g.faultFor})
+		g.add(g.faultAt+g.faultFor, &journal.FaultEnd{Name: name, Upstream: "primary"})
+	}
 	coolFrom, coolUntil := time.Duration(-1), time.Duration(-1)
 	interval := time.Duration(float64(time.Second) / g.rate)
 	for i := 0; time.Duration(i)*interval < g.dur; i++ {
