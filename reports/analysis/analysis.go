@@ -551,6 +551,9 @@ type Timeline struct {
 type UpstreamTimeline struct {
 	OK, Failed []int32
 	Probes     []Probe
+	// GiveUps are the moments (run seconds) the gateway was seen hanging
+	// up on a call to the upstream (giveups.go), at most MaxGiveUpMarks.
+	GiveUps []float64
 	// Health holds health-check counts per second (ok, failed).
 	HealthOK, HealthFailed []int32
 	Open                   []StateInterval

@@ -77,6 +77,25 @@ type UpstreamGiveUps struct {
 	Unlinked      int64 `json:"unlinked"`
 }
 
+// MaxGiveUpMarks caps the give-ups the timeline marks per upstream (as it
+// caps probes): past a few thousand the marks are a band anyway.
+const MaxGiveUpMarks = 5000
+
+// giveUps sets the run's give-ups and marks each seen one on its
+// upstream's timeline lane.
+func (c *collector) giveUps(a *Analysis) {
+	var marks map[string][]float64
+	a.GiveUps, marks = c.rl.giveUps(int64(c.stopAt))
+	if a.Timeline == nil {
+		return
+	}
+	for name, ms := range marks {
+		if ut := a.Timeline.Upstreams[name]; ut != nil {
+			ut.GiveUps = ms
+		}
+	}
+}
+
 // giveUp is one abandoned call: its index in retryLog.calls, its owner
 // request (-1: unknown), and how long it ran (seen) or can have run
 // (unseen) before the gateway gave up.
@@ -88,8 +107,9 @@ type giveUp struct {
 }
 
 // giveUps finds the calls the gateway abandoned; stop is when the
-// harness began to stop (-1: unknown).
-func (l *retryLog) giveUps(stop int64) *GiveUps {
+// harness began to stop (-1: unknown). It returns the moments of the seen
+// ones too, by upstream, for the timeline.
+func (l *retryLog) giveUps(stop int64) (*GiveUps, map[string][]float64) {
 	g := &GiveUps{Upstreams: map[string]*UpstreamGiveUps{}, Statements: []string{}}
 	owners := l.callOwners()
 	// Each request's calls by arrival: the next call after each, and the
@@ -135,9 +155,13 @@ func (l *retryLog) giveUps(stop int64) *GiveUps {
 		}
 	}
 	ran := map[uint16][]time.Duration{}
+	marks := map[string][]float64{}
 	for _, gu := range found {
 		k := &l.calls[gu.call]
 		name := l.ups.names[k.up]
+		if gu.seen && len(marks[name]) < MaxGiveUpMarks {
+			marks[name] = append(marks[name], seconds(time.Duration(k.end)))
+		}
 		u := g.Upstreams[name]
 		if u == nil {
 			u = &UpstreamGiveUps{}
@@ -171,7 +195,7 @@ func (l *retryLog) giveUps(stop int64) *GiveUps {
 		u.TimeoutS = u.AfterS.P50
 	}
 	g.Statements = g.statements()
-	return g
+	return g, marks
 }
 
 func derefOr(p *float64, v float64) float64 {

@@ -165,7 +165,7 @@ func (c *collector) finish() (*Analysis, error) {
 	c.analyseUpstreams(a, reqUp, wins, fr)
 	a.Resilience = c.resilience(a, wins, int64(fr.faultStart), int64(fr.faultEnd))
 	c.failovers(a, wins, fr)
-	a.GiveUps = c.rl.giveUps(int64(c.stopAt))
+	c.giveUps(a)
 	c.healthFigures(a, tl, runEnd)
 	if c.start != nil {
 		c.plan(a)

@@ -60,6 +60,7 @@ const (
 	colHealthFail = "#b71c1c"
 	colPause      = "#f9a825"
 	colFailover   = "#0097a7"
+	colGiveUp     = "#e040fb"
 	colLaneBG     = "#fafafa"
 	colLaneEdge   = "#e0e0e0"
 	colText       = "#222222"
@@ -433,6 +434,7 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 			Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Sec(p.AtS-w.origin), okWord(p.OK))})
 		w.used[k] = true
 	}
+	w.giveUps(ut, uh)
 	w.y += uh + 2
 	if len(ut.Metrics) > 0 {
 		w.label("metrics · "+u, 8)
@@ -488,6 +490,24 @@ func (w *tlw) failovers(a *analysis.Analysis, u string) {
 			w.used["failover"] = true
 		}
 	}
+}
+
+// giveUps marks, at the bottom edge of an upstream's lane, each moment
+// the gateway was seen hanging up on a call to it.
+func (w *tlw) giveUps(ut *analysis.UpstreamTimeline, uh float64) {
+	for _, at := range ut.GiveUps {
+		if at < w.from || at > w.to {
+			continue
+		}
+		w.d.Polygon(triangle(w.x(at), w.y+uh+1), canvas.Style{Fill: Hex(colGiveUp), Class: "give-up",
+			Title: fmt.Sprintf("the gateway gave up on a call at %s", num.Sec(at-w.origin))})
+		w.used["give_up"] = true
+	}
+}
+
+// triangle is a give-up mark pointing up at (x, y), its base below.
+func triangle(x, y float64) []canvas.Point {
+	return []canvas.Point{{X: x, Y: y - 5}, {X: x + 3.5, Y: y + 1}, {X: x - 3.5, Y: y + 1}}
 }
 
 // calls draws an upstream's calls per bin (ok and failed, stacked) and
@@ -633,6 +653,7 @@ var legendItems = []struct {
 	{"health_failed", "health check failed", colHealthFail, "bar"},
 	{"pause", "Retry-After pause", colPause, "band"},
 	{"failover", "serving a faulted upstream's requests (failover)", colFailover, "band"},
+	{"give_up", "the gateway gave up on a call", colGiveUp, "triangle"},
 	{"metrics_closed", "metrics: closed", stateColour["closed"], "box"},
 	{"metrics_half_open", "metrics: half-open", stateColour["half_open"], "box"},
 	{"metrics_open", "metrics: open", stateColour["open"], "box"},
@@ -658,6 +679,8 @@ func (w *tlw) legend() {
 		switch it.shape {
 		case "diamond":
 			w.d.Polygon(diamond(x+5, w.y), canvas.Style{Fill: c})
+		case "triangle":
+			w.d.Polygon(triangle(x+5, w.y+8), canvas.Style{Fill: c})
 		case "band":
 			w.d.Rect(x, w.y+3, 10, 4, canvas.Style{Fill: c})
 		case "bar":

@@ -359,7 +359,8 @@ func fixture(t *testing.T, name string) *analysis.Analysis {
 
 // TestTimelineFailoverBand: the fallback's lane shows the span in which
 // it served the faulted upstream's requests, from the failover to the
-// fail-back, and the legend explains it.
+// fail-back, the faulted upstream's lane a mark at each give-up, and the
+// legend explains both.
 func TestTimelineFailoverBand(t *testing.T) {
 	a := synthTimeline()
 	n := a.Timeline.Seconds
@@ -368,9 +369,22 @@ func TestTimelineFailoverBand(t *testing.T) {
 	a.Upstreams["backup"] = &analysis.UpstreamAnalysis{Name: "backup"}
 	a.Upstreams["search"].Episodes[0].Failover = &analysis.Failover{Fallback: "backup", Served: 70,
 		FailedOverAtS: analysis.Ptr(20.5), LastFallbackAtS: analysis.Ptr(63.0), FailedBack: true, FailedBackAtS: analysis.Ptr(62.0)}
+	a.Timeline.Upstreams["search"].GiveUps = []float64{21.0, 22.5}
 	shapes := parseSVG(t, TimelineSVG(a, SVGOptions{}))
 	var band *svgShape
 	legend := false
+	giveUps, giveUpLegend := 0, false
+	for i, s := range shapes {
+		if s.class == "give-up" {
+			giveUps++
+		}
+		if s.tag == "text" && s.class == "legend" && i > 0 && shapes[i-1].fill == colGiveUp {
+			giveUpLegend = true
+		}
+	}
+	if giveUps != 2 || !giveUpLegend {
+		t.Errorf("%d give-up marks (want 2), in the legend %v", giveUps, giveUpLegend)
+	}
 	for i, s := range shapes {
 		if s.class == "failover" {
 			band = &shapes[i]
