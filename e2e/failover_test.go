@@ -224,11 +224,12 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 	}
 }
 
-func runFailoverDrill(t *testing.T, name, fault string, unstamped bool) {
-	pAddr, fAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	g := &failoverGateway{primary: "http://" + pAddr + "/v1", fallback: "http://" + fAddr + "/v1", timeout: time.Second, cooldown: 2 * time.Second,
-		unstamped: unstamped}
-	front := g.start(t)
+// rehearseFailover runs the drill against the gateway at front through
+// the real rehearsal path, with api: openai fakes primary and fallback at
+// pAddr and fAddr: 5 req/s for 14 s, the fault on primary from 3 s to
+// 7 s. It returns the result and the run directory.
+func rehearseFailover(t *testing.T, name, fault, front, pAddr, fAddr string) (*rehearsal.Result, string) {
+	t.Helper()
 	yaml := fmt.Sprintf(`version: 1
 name: failover-%s
 gateway:
@@ -265,6 +266,14 @@ expectations:
 	if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
 		t.Fatal(err)
 	}
+	return res, dir
+}
+
+func runFailoverDrill(t *testing.T, name, fault string, unstamped bool) {
+	pAddr, fAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	g := &failoverGateway{primary: "http://" + pAddr + "/v1", fallback: "http://" + fAddr + "/v1", timeout: time.Second, cooldown: 2 * time.Second,
+		unstamped: unstamped}
+	res, dir := rehearseFailover(t, name, fault, g.start(t), pAddr, fAddr)
 	a := res.Analysis
 	ep := a.Upstreams["primary"].Episodes[0]
 	f := ep.Failover

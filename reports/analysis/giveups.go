@@ -115,45 +115,7 @@ func (l *retryLog) giveUps(stop int64) (*GiveUps, map[string][]float64) {
 	// Each request's calls by arrival: the next call after each, and the
 	// request's last call (who answered it).
 	first, next, last := l.callOrder(owners)
-	var found []giveUp
-	for i := range l.calls {
-		k := &l.calls[i]
-		if k.flags&rcHealth != 0 || k.flags&rcDone == 0 {
-			continue
-		}
-		o := owners[i]
-		switch {
-		case l.hungUp(k):
-			if stop >= 0 && k.end >= stop {
-				g.AtStop++
-				continue
-			}
-			if o >= 0 && l.clientLeftFirst(&l.reqs[o], k.end) {
-				g.ClientLeft++
-				continue
-			}
-			if o >= 0 && l.anotherAnswered(i, first[o], next) {
-				g.Cancelled++
-				continue
-			}
-			found = append(found, giveUp{i, o, time.Duration(k.end - k.at), true})
-		case o >= 0 && !l.failedCall(k):
-			// Complete and not failed by the upstream's record, yet the
-			// gateway moved on while it ran: answered its client with an
-			// error of its own, or sent the request's next call.
-			r := &l.reqs[o]
-			by := int64(-1)
-			if n := next[i]; n >= 0 && l.calls[n].at < k.end {
-				by = l.calls[n].at
-			}
-			if journal.Outcome(l.outcomes.names[r.outcome]) == journal.OutcomeHTTP5xx && r.done > 0 && r.done < k.end && (by < 0 || r.done < by) {
-				by = r.done
-			}
-			if by >= 0 {
-				found = append(found, giveUp{i, o, time.Duration(by - k.at), false})
-			}
-		}
-	}
+	found := l.findGiveUps(g, stop, owners, first, next)
 	ran := map[uint16][]time.Duration{}
 	marks := map[string][]float64{}
 	for _, gu := range found {
@@ -196,6 +158,50 @@ func (l *retryLog) giveUps(stop int64) (*GiveUps, map[string][]float64) {
 	}
 	g.Statements = g.statements()
 	return g, marks
+}
+
+// findGiveUps lists the calls the gateway abandoned of its own accord,
+// and counts into g the hang-ups that were not its (the harness stopping,
+// the client leaving first, a hedge cancelled). first and next walk each
+// request's calls by arrival (callOrder).
+func (l *retryLog) findGiveUps(g *GiveUps, stop int64, owners, first, next []int32) []giveUp {
+	var found []giveUp
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth != 0 || k.flags&rcDone == 0 {
+			continue
+		}
+		o := owners[i]
+		switch {
+		case l.hungUp(k):
+			switch {
+			case stop >= 0 && k.end >= stop:
+				g.AtStop++
+			case o >= 0 && l.clientLeftFirst(&l.reqs[o], k.end):
+				g.ClientLeft++
+			case o >= 0 && l.anotherAnswered(i, first[o], next):
+				g.Cancelled++
+			default:
+				found = append(found, giveUp{i, o, time.Duration(k.end - k.at), true})
+			}
+		case o >= 0 && !l.failedCall(k):
+			// Complete and not failed by the upstream's record, yet the
+			// gateway moved on while it ran: answered its client with an
+			// error of its own, or sent the request's next call.
+			r := &l.reqs[o]
+			by := int64(-1)
+			if n := next[i]; n >= 0 && l.calls[n].at < k.end {
+				by = l.calls[n].at
+			}
+			if journal.Outcome(l.outcomes.names[r.outcome]) == journal.OutcomeHTTP5xx && r.done > 0 && r.done < k.end && (by < 0 || r.done < by) {
+				by = r.done
+			}
+			if by >= 0 {
+				found = append(found, giveUp{i, o, time.Duration(by - k.at), false})
+			}
+		}
+	}
+	return found
 }
 
 func derefOr(p *float64, v float64) float64 {
