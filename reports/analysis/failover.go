@@ -83,6 +83,15 @@ type Failover struct {
 	FailedBackAfterS       *float64 `json:"failed_back_after_s"`
 	FailedBackAfterBoundsS *Bounds  `json:"failed_back_after_bounds_s,omitempty"`
 	FallbackAfterFailBack  int64    `json:"fallback_after_fail_back"`
+	// FallbackShareBefore is the share of the primary's route requests
+	// that went to the fallback first before the first fault (0: a
+	// standby; null in time mode, or with no request before the first
+	// fault). When it is above 0 the route is balanced over both, and
+	// a request sent straight to the fallback may be balancing, not
+	// failover: only requests that reached the primary first count as
+	// served, the others are BalancedToFallback.
+	FallbackShareBefore *float64 `json:"fallback_share_before"`
+	BalancedToFallback  int64    `json:"balanced_to_fallback"`
 	// Others counts the served requests handed to other upstreams than
 	// Fallback (a chain of fallbacks), by upstream.
 	Others map[string]int64 `json:"other_fallbacks,omitempty"`
@@ -149,10 +158,10 @@ type foReq struct {
 type foIndex struct {
 	l    *retryLog
 	reqs []foReq
-	// owner is each call's client request (-1: none), primary each
-	// route's (by retryLog.mps id; 0: unknown).
-	owner   []int32
-	primary map[uint16]uint16
+	// owner is each call's client request (-1: none); serves the
+	// upstreams each route is served by (by retryLog.mps id; routes).
+	owner  []int32
+	serves map[uint16][]uint16
 	// usage reports, by upstream id, that some call to it reported tokens.
 	usage map[uint16]bool
 	// liveBefore reports, by upstream id, a live call before the run's
@@ -162,13 +171,17 @@ type foIndex struct {
 	// own are the requests by their route's primary, in send order
 	// (byPrimary).
 	own map[uint16][]int32
+	// quiet counts the requests sent before the first fault by route and
+	// the upstream they reached first ({route, 0}: all of the route's):
+	// whether a route is balanced over several upstreams.
+	quiet map[[2]uint16]int
 }
 
 // newFoIndex follows every request: its calls by sequence number, the
 // upstream its kept headers name, and each route's primary.
 func newFoIndex(l *retryLog, fl *failoverLog, all []span, firstFault int64) *foIndex {
-	x := &foIndex{l: l, reqs: make([]foReq, len(l.reqs)), owner: l.callOwners(), primary: map[uint16]uint16{},
-		usage: map[uint16]bool{}, liveBefore: map[uint16]bool{}, firstFault: firstFault}
+	x := &foIndex{l: l, reqs: make([]foReq, len(l.reqs)), owner: l.callOwners(), serves: map[uint16][]uint16{},
+		usage: map[uint16]bool{}, liveBefore: map[uint16]bool{}, firstFault: firstFault, quiet: map[[2]uint16]int{}}
 	for i := range x.reqs {
 		r := &l.reqs[i]
 		x.reqs[i] = foReq{first: -1, last: -1, ok: journal.Outcome(l.outcomes.names[r.outcome]) == journal.OutcomeOK}
@@ -199,42 +212,60 @@ func newFoIndex(l *retryLog, fl *failoverLog, all []span, firstFault int64) *foI
 			fr.last = int32(i)
 		}
 	}
-	// A route's primary: the upstream its requests reached first (or
-	// were answered by, by their header) outside every fault window; the
-	// whole run when the route has no such request.
-	votes := map[[2]uint16]int{}
-	quiet := map[[2]uint16]int{}
+	x.routes(all, firstFault)
+	return x
+}
+
+// routes finds which upstreams serve each route: those its requests
+// reached first (or that their header named) before the first fault — a
+// gateway's preference, or its balancing, shows when nothing fails; for
+// a route with no request then, outside every fault window; else over
+// the whole run. It keeps the first-call counts before the first fault
+// (quiet), for the balancing share.
+func (x *foIndex) routes(all []span, firstFault int64) {
+	l := x.l
+	var levels [3]map[[2]uint16]int // before the first fault, outside the windows, all
+	for j := range levels {
+		levels[j] = map[[2]uint16]int{}
+	}
 	for i := range x.reqs {
 		up := x.firstUp(i)
 		if up == 0 {
 			continue
 		}
-		key := [2]uint16{l.reqs[i].mp, up}
-		votes[key]++
-		if !inSpans(l.reqs[i].sent, all) {
-			quiet[key]++
+		r := &l.reqs[i]
+		key := [2]uint16{r.mp, up}
+		levels[2][key]++
+		if !inSpans(r.sent, all) {
+			levels[1][key]++
+		}
+		if firstFault < 0 || r.sent < firstFault {
+			levels[0][key]++
+			x.quiet[key]++
+			x.quiet[[2]uint16{r.mp, 0}]++
 		}
 	}
-	best := map[uint16]int{}
-	for _, src := range []map[[2]uint16]int{votes, quiet} { // quiet last: it wins where it has a say
-		clear(best)
-		for _, k := range slices.SortedFunc(maps.Keys(src), func(a, b [2]uint16) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
-			if n := src[k]; n > best[k[0]] {
-				best[k[0]], x.primary[k[0]] = n, k[1]
-			}
+	level := map[uint16]int{} // by route: the first level with a say
+	for j := len(levels) - 1; j >= 0; j-- {
+		for k := range levels[j] {
+			level[k[0]] = j
 		}
 	}
-	return x
+	for _, k := range slices.SortedFunc(maps.Keys(levels[2]), func(a, b [2]uint16) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
+		if levels[level[k[0]]][k] > 0 {
+			x.serves[k[0]] = append(x.serves[k[0]], k[1])
+		}
+	}
 }
 
-// byPrimary returns the requests whose route's primary is p, in send
-// order, built once for every primary: each episode then walks its own
-// primary's requests from its start instead of every request.
+// byPrimary returns the requests of the routes p serves, in send order,
+// built once for every upstream: each episode then walks its own
+// upstream's requests from its start instead of every request.
 func (x *foIndex) byPrimary(p uint16) []int32 {
 	if x.own == nil {
 		x.own = map[uint16][]int32{}
 		for i := range x.l.reqs {
-			if q := x.primary[x.l.reqs[i].mp]; q != 0 {
+			for _, q := range x.serves[x.l.reqs[i].mp] {
 				x.own[q] = append(x.own[q], int32(i))
 			}
 		}
@@ -341,7 +372,7 @@ func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool)
 		mine = append(mine, handed{i, up, last})
 	}
 	switch {
-	case f.Requests == 0 && len(x.primary) > 0:
+	case f.Requests == 0 && len(x.serves) > 0:
 		// Requests are followed, but no route's go to p first: it serves
 		// none of its own (a fallback, a route the capture rarely uses).
 		f.Unseen = fmt.Sprintf("no route's requests went to %s first outside the faults: it has no requests of its own to move elsewhere", l.ups.names[p])
@@ -382,9 +413,23 @@ func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool)
 			f.Others[l.ups.names[up]] = n
 		}
 	}
+	f.FallbackShareBefore = x.shareBefore(p, fb)
 	x.follow(f, p, fb, w, mine)
 	f.Statement = failoverStatement(f, l.ups.names[p], w)
 	return f
+}
+
+// shareBefore is the share of the requests of p's routes, sent before the
+// first fault, that went to fb first; nil when none was sent.
+func (x *foIndex) shareBefore(p, fb uint16) *float64 {
+	var n, all int
+	for mp, ups := range x.serves {
+		if slices.Contains(ups, p) {
+			n += x.quiet[[2]uint16{mp, fb}]
+			all += x.quiet[[2]uint16{mp, 0}]
+		}
+	}
+	return ratio(int64(n), int64(all))
 }
 
 // follow counts the requests handed to the fallback fb and their work, and
@@ -400,9 +445,13 @@ func (x *foIndex) follow(f *Failover, p, fb uint16, w window, mine []handed) {
 	}
 	// Every call of the served requests: the work at each end, whether the
 	// primary was tried, and the first and last call to the fallback.
-	firstFB, lastFB := map[int32]int64{}, map[int32]int64{}
-	triedP := map[int32]bool{}
-	var tokens int64
+	type work struct {
+		pCalls, fbCalls int64
+		tokens          int64
+		firstFB, lastFB int64
+		triedP          bool
+	}
+	works := map[int32]*work{}
 	byHeader := x.headerOnly(mine, fb)
 	for i := range l.calls {
 		k := &l.calls[i]
@@ -416,46 +465,69 @@ func (x *foIndex) follow(f *Failover, p, fb uint16, w window, mine []handed) {
 		if _, ok := servedAt[o]; !ok || o < 0 {
 			continue
 		}
+		wk := works[o]
+		if wk == nil {
+			wk = &work{firstFB: -1, lastFB: -1}
+			works[o] = wk
+		}
 		switch k.up {
 		case p:
-			f.PrimaryCalls++
-			triedP[o] = true
+			wk.pCalls++
+			wk.triedP = true
 		case fb:
-			f.FallbackCalls++
-			tokens += int64(k.tokens)
-			if t, ok := firstFB[o]; !ok || k.at < t {
-				firstFB[o] = k.at
+			wk.fbCalls++
+			wk.tokens += int64(k.tokens)
+			if wk.firstFB < 0 || k.at < wk.firstFB {
+				wk.firstFB = k.at
 			}
-			lastFB[o] = max(lastFB[o], k.at)
+			wk.lastFB = max(wk.lastFB, k.at)
 		}
 	}
-	if x.usage[fb] {
-		f.FallbackTokens = Ptr(tokens)
-	}
+	// On a route balanced over both, a request sent straight to the
+	// fallback may be balancing: only those that reached the primary
+	// first are failover.
+	peer := f.FallbackShareBefore != nil && *f.FallbackShareBefore > 0
+	counted := map[int32]bool{} // the requests served as failover
+	var tokens int64
 	exact, hdr := int64(-1), -1 // the earliest call to fb; the earliest request followed by its header
 	var last int64 = -1
 	for j, h := range mine {
 		if h.up != fb {
 			continue
 		}
+		o := int32(h.ri)
+		wk := works[o]
+		if wk == nil {
+			wk = &work{firstFB: -1, lastFB: -1}
+		}
+		if peer && !wk.triedP {
+			f.BalancedToFallback++
+			continue
+		}
+		counted[o] = true
 		f.Served++
 		if x.reqs[h.ri].ok {
 			f.ServedOK++
 		}
-		o := int32(h.ri)
-		if triedP[o] {
+		f.PrimaryCalls += wk.pCalls
+		f.FallbackCalls += wk.fbCalls
+		tokens += wk.tokens
+		if wk.triedP {
 			f.AfterPrimary++
 		} else {
 			f.PrimarySkipped++
 		}
-		if t, ok := firstFB[o]; ok && x.reqs[o].first >= 0 {
-			if exact < 0 || t < exact {
-				exact = t
+		if wk.firstFB >= 0 && x.reqs[o].first >= 0 {
+			if exact < 0 || wk.firstFB < exact {
+				exact = wk.firstFB
 			}
-			last = max(last, lastFB[o])
+			last = max(last, wk.lastFB)
 		} else if x.reqs[o].first < 0 && hdr < 0 {
 			hdr = j
 		}
+	}
+	if x.usage[fb] {
+		f.FallbackTokens = Ptr(tokens)
 	}
 	moment := x.moment(fb, exact, mine, hdr)
 	f.FailedOverAtS, f.FailedOverAfterS, f.FailedOverAfterBoundsS = moment.since(int64(w.start))
@@ -463,7 +535,7 @@ func (x *foIndex) follow(f *Failover, p, fb uint16, w window, mine []handed) {
 		f.LastFallbackAtS = Ptr(seconds(time.Duration(last)))
 	}
 	if !w.endedByRun {
-		x.failBack(f, p, fb, w, mine)
+		x.failBack(f, p, w, mine, counted)
 	}
 }
 
@@ -550,8 +622,8 @@ func (x *foIndex) moment(up uint16, exact int64, mine []handed, hdr int) seen {
 
 // failBack finds the first request of the primary's own that it served
 // again after the fault ended (a call arriving after the end, answered
-// ok), and counts the requests handed to the fallback after it.
-func (x *foIndex) failBack(f *Failover, p, fb uint16, w window, mine []handed) {
+// ok), and counts the requests served as failover (counted) after it.
+func (x *foIndex) failBack(f *Failover, p uint16, w window, mine []handed, counted map[int32]bool) {
 	l := x.l
 	end := int64(w.end)
 	back := seen{-1, -1, -1}
@@ -577,7 +649,7 @@ func (x *foIndex) failBack(f *Failover, p, fb uint16, w window, mine []handed) {
 	f.FailedBack = true
 	f.FailedBackAtS, f.FailedBackAfterS, f.FailedBackAfterBoundsS = back.since(end)
 	for _, h := range mine {
-		if h.up == fb && l.reqs[h.ri].sent > backSent {
+		if counted[int32(h.ri)] && l.reqs[h.ri].sent > backSent {
 			f.FallbackAfterFailBack++
 		}
 	}
@@ -667,6 +739,10 @@ func failoverStatement(f *Failover, primary string, w window) string {
 	}
 	s := fmt.Sprintf("Failed over to %s %s after the fault began: it served %s (%s), %s.", f.Fallback, after(f.FailedOverAfterS, f.FailedOverAfterBoundsS),
 		what, how, cost)
+	if f.BalancedToFallback > 0 {
+		s += fmt.Sprintf(" %s went straight to %s, as %s of the route's did before the fault (balancing): not counted.",
+			num.Plural(f.BalancedToFallback, "more request"), f.Fallback, num.PctP(f.FallbackShareBefore))
+	}
 	switch {
 	case w.endedByRun:
 		s += " The fault lasted to the run's end."

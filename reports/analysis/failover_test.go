@@ -35,6 +35,10 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 		{"503-stamp-per-request", fallbackGW{stamp: true, cooldown: -1}, "same_requests"},
 		// The fault lasts to the run's end: no fail-back to look for.
 		{"503-stamp-to-the-end", fallbackGW{stamp: true, toTheEnd: true}, "same_requests"},
+		// A route balanced over both: half the turns go straight to the
+		// backup whatever happens; only the turns sent again after the
+		// primary failed are failover.
+		{"503-stamp-balanced", fallbackGW{stamp: true, balanced: true, cooldown: -1}, "same_requests"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +96,9 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 			if f.Served != truth.served || f.ServedOK != truth.ok || f.FallbackCalls != truth.fallbackCalls {
 				t.Errorf("served %d (%d ok), %d fallback calls; truth %d (%d ok), %d calls", f.Served, f.ServedOK, f.FallbackCalls,
 					truth.served, truth.ok, truth.fallbackCalls)
+			}
+			if want := g.balanced; (f.FallbackShareBefore != nil && *f.FallbackShareBefore > 0) != want || f.BalancedToFallback != truth.balanced {
+				t.Errorf("fallback share before %v, balanced to it %d; truth balanced %v, %d turns", fp(f.FallbackShareBefore), f.BalancedToFallback, want, truth.balanced)
 			}
 			if f.FallbackTokens == nil || *f.FallbackTokens != truth.fallbackTokens {
 				t.Errorf("fallback tokens %v, truth %d", f.FallbackTokens, truth.fallbackTokens)

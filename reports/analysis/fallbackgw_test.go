@@ -30,6 +30,9 @@ type fallbackGW struct {
 	header   string        // the gateway's chosen-target response header, kept ("" none)
 	tokens   int64         // prompt+completion tokens a healthy answer charges
 	toTheEnd bool          // the fault has no fault.end and no planned length: it lasts to the run's end
+	// balanced: the route is balanced over both (odd turns go straight
+	// to the backup), and a failed primary call is sent again to it.
+	balanced bool
 	rng      *rand.Rand
 
 	evs []journal.Event
@@ -47,6 +50,7 @@ type gwLog struct {
 	primaryCalls   int64 // calls to the primary for the turns the fallback served
 	giveUps        []time.Duration
 	giveUpsThenOK  int64
+	balanced       int64 // turns balanced straight to the backup from the fault's start (not failover)
 }
 
 func (g *fallbackGW) add(t time.Duration, p journal.Payload) {
@@ -112,7 +116,8 @@ func (g *fallbackGW) build() []journal.Event {
 		target, end := "primary", time.Duration(0)
 		// Sequential here, concurrent in the gateway: a turn is cooled
 		// down only by a failure that came before its decision.
-		if at >= coolFrom && at < coolUntil {
+		balancedHere := g.balanced && seq%2 == 1
+		if balancedHere || (at >= coolFrom && at < coolUntil) {
 			target = "backup"
 		} else {
 			done, failed := g.call("primary", at, seq)
@@ -129,7 +134,12 @@ func (g *fallbackGW) build() []journal.Event {
 		}
 		c := &journal.ClientRequest{Seq: seq, Method: "POST", Route: "/v1/chat/completions", Scheduled: sent, Sent: sent,
 			Status: 200, Outcome: journal.OutcomeOK, BodyStamp: true}
-		if target == "backup" {
+		if target == "backup" && balancedHere {
+			end, _ = g.call("backup", at, seq)
+			if sent >= g.faultAt {
+				g.log.balanced++ // in the episode's span
+			}
+		} else if target == "backup" {
 			done, _ := g.call("backup", at, seq)
 			end = done
 			if g.log.firstFallback < 0 || at < g.log.firstFallback {
