@@ -36,7 +36,8 @@ type GiveUps struct {
 	// give-up.
 	Upstreams map[string]*UpstreamGiveUps `json:"upstreams"`
 	// ClientLeft counts hang-ups after the client's own deadline fired
-	// (the gateway passed the client's cancellation on); Cancelled
+	// (the gateway passed the client's cancellation on), or of a request
+	// the client's transport sent again (it left once); Cancelled
 	// hang-ups after another call for the same request had answered.
 	ClientLeft int64 `json:"client_left"`
 	Cancelled  int64 `json:"cancelled_after_another_answered"`
@@ -177,14 +178,16 @@ func (l *retryLog) findGiveUps(g *GiveUps, stop int64, owners, first, next []int
 			switch {
 			case stop >= 0 && k.end >= stop:
 				g.AtStop++
-			case o >= 0 && l.clientLeftFirst(&l.reqs[o], k.end):
+			case o >= 0 && (l.reqs[o].resent || l.clientLeftFirst(&l.reqs[o], k.end)):
+				// A request the client's own transport sent again had
+				// left the gateway once: a hang-up may be its passing on.
 				g.ClientLeft++
 			case o >= 0 && l.anotherAnswered(i, first[o], next):
 				g.Cancelled++
 			default:
 				found = append(found, giveUp{i, o, time.Duration(k.end - k.at), true})
 			}
-		case o >= 0 && !l.failedCall(k):
+		case o >= 0 && !l.failedCall(k) && !l.reqs[o].resent:
 			// Complete and not failed by the upstream's record, yet the
 			// gateway moved on while it ran: answered its client with an
 			// error of its own, or sent the request's next call.
