@@ -16,10 +16,10 @@ import (
 // them back. Which upstream is whose fallback is read from the evidence,
 // never from the gateway's configuration:
 //
-//   - same_requests: calls carrying a client request's sequence number
-//     (forwarded header or body stamp) reached the primary and then another
-//     upstream, or the primary's route reached another upstream only while
-//     the primary was faulted;
+//   - same_requests: calls carry each client request's sequence number
+//     (forwarded header or body stamp): a request that reached the primary
+//     and then another upstream, or a request of the primary's routes that
+//     went to another upstream while the primary was faulted;
 //   - target_header: a response header the scenario keeps
 //     (replay.keep_headers) names the upstream that answered;
 //   - time: no request identity survives the gateway, and an upstream that
@@ -27,8 +27,10 @@ import (
 //     while the primary was faulted (a standby). Its calls are counted as
 //     calls, not requests.
 //
-// A route's primary is the upstream its requests reached first outside
-// every fault window (a gateway's preference shows when nothing fails).
+// A route is served by the upstreams its requests reached first before
+// the first fault (a gateway's preference, or its balancing, shows when
+// nothing fails); an episode covers the routes its upstream serves
+// (failover_index.go).
 
 // Failover is the failover figure of one fault episode of the primary
 // upstream (docs/analysis.md, "Failover").
