@@ -367,7 +367,7 @@ var Figures = []Figure{
 				return fmt.Sprintf("%s (%d ok; %s)", num.Plural(f.Served, "call"), f.ServedOK, cost)
 			}
 			return fmt.Sprintf("%d of %d requests (%d ok; %d after the primary failed them; %s)", f.Served, f.Requests, f.ServedOK, f.AfterPrimary, cost)
-		}, In: InReport | InCompare, CompareLabel: "requests served by the fallback"},
+		}, In: InReport},
 }
 
 // failoverFig reads a figure of the episode's failover; nil without it.
