@@ -365,6 +365,10 @@ type Episode struct {
 	ClosedAtS            *float64 `json:"closed_at_s"`
 	ClosedAfterRecoveryS *float64 `json:"closed_after_recovery_s"`
 	SuccessesToClose     *int     `json:"successes_to_close"`
+	// SuccessesToCloseBounds bounds successes_to_close when the evidence
+	// fixes a range but not the count (a quick closing trial: at least
+	// the trial's success); absent when the count is exact or unknown.
+	SuccessesToCloseBounds *Bounds `json:"successes_to_close_bounds,omitempty"`
 	// OpenTimeS is how long the breaker turned live traffic away over
 	// the episode, every cycle summed; null when a cycle never closed.
 	// OpenTimeBoundsS bounds it when a cycle's open or close is bounded
@@ -400,6 +404,9 @@ type Episode struct {
 	Failover *Failover `json:"failover"`
 
 	Cycles []*Cycle `json:"cycles"`
+	// Observed is what the clients and the upstream saw, with no
+	// inference (observed.go); null when the episode never opened.
+	Observed *Observed `json:"observed"`
 	// Statement is the episode in one plain sentence.
 	Statement string `json:"statement"`
 }
@@ -489,6 +496,10 @@ type Cycle struct {
 	// success gave back). Those calls are not in Probes: ProbeCount is
 	// then the least there were.
 	MaybeProbe bool `json:"maybe_probe,omitempty"`
+	// ResumedAtS is when live traffic was forwarded again after the
+	// cycle's last refusal and answered (Observed); absent when it never
+	// was.
+	ResumedAtS *float64 `json:"resumed_at_s,omitempty"`
 
 	intervals []time.Duration // probe spacing, all of it (Probes may be capped)
 	// openAt and closeAt (< 0: never closed) are the cycle's open and
@@ -499,6 +510,10 @@ type Cycle struct {
 	// openHi is the latest the open can have been (OpenBoundsS.Max);
 	// openAt when the open is exact.
 	openHi time.Duration
+	// refuseFrom and refuseUntil are the sends of the first and last
+	// requests the cycle turned away, refuseDone the last one's answer;
+	// resumedAt when traffic resumed (ResumedAtS); -1 when none.
+	refuseFrom, refuseUntil, refuseDone, resumedAt time.Duration
 }
 
 // Bounds are the least and the most a figure can be; nil: unbounded.

@@ -21,6 +21,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	if bounded {
 		out.openHi = cy.openHi
 	}
+	out.refusals(cy)
 	end := u.frame.end + 1
 	if cy.closeAt >= 0 {
 		out.ClosedAtS = Ptr(seconds(cy.closeAt))

@@ -27,6 +27,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	ampEnd = min(ampEnd, spanEnd)
 	u.retryAfter(ep, w, spanEnd, ampEnd)
 	u.metricsLag(ep, w)
+	u.observed(ep, w)
 	openTime(ep)
 	ep.Statement = statement(ep)
 }
@@ -299,21 +300,21 @@ func statement(ep *Episode) string {
 		b.WriteString(afterRecoveryText(ep))
 	}
 	if ep.Closed {
-		rel := "after"
-		d := *ep.ClosedAfterRecoveryS
-		if d < 0 {
-			rel, d = "before", -d
-		}
-		fmt.Fprintf(&b, " Closed %s %s the fault ended", num.Sec(d), rel)
+		// What users saw first, then the breaker's close as inferred, in
+		// the one text every output gives it (CloseText).
+		fmt.Fprintf(&b, " Closed %s", CloseText(ep))
 		switch b0 := ep.CloseBoundsS; {
 		case ep.SuccessesToClose != nil:
 			fmt.Fprintf(&b, ", after %s", num.Plural(int64(*ep.SuccessesToClose), "successful probe"))
 		case b0 != nil && b0.Min != nil && b0.Max != nil:
-			fmt.Fprintf(&b, " (between %s and %s into the run: no success pins it down)", num.Sec(*b0.Min), num.Sec(*b0.Max))
+			b.WriteString(" (no success pins it down)")
 		case b0 != nil:
-			b.WriteString(" at the earliest (the breaker forwarded everything from then on; a ramp's end, or a half-open letting several quick calls through, closes later, unseen from outside)")
+			b.WriteString(" (the breaker forwarded everything from then on; a ramp's end, or a half-open letting several quick calls through, closes later, unseen from outside)")
 		}
 		b.WriteString(".")
+		if r := ResumedText(ep); r != "" {
+			fmt.Fprintf(&b, " Traffic resumed %s.", r)
+		}
 	} else {
 		b.WriteString(" Did not close before the run ended.")
 	}

@@ -65,6 +65,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 			next := newCycBounded(u.openBounds(nb, nb, last))
 			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
 			cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = ft, max(lb, cur.openAt), -1, false
+			cur.resumed = -1 // refused again: what users saw resumed only at the end
 			cur.admitted = map[int32]bool{}
 			out = append(out, cur)
 			cur = next
@@ -72,7 +73,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		}
 		// The last segment ends as the whole cycle did.
 		cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = final.closeAt, final.closeLo, final.closeBy, final.maybeProbe
-		cur.sinceClose = final.sinceClose
+		cur.sinceClose, cur.resumed = final.sinceClose, final.resumed
 		cur.lb, cur.fr, cur.nx, cur.react, cur.th = final.lb, final.fr, final.nx, final.react, final.th
 		out = append(out, cur)
 		// Blocked requests to the segment they fell in.

@@ -171,8 +171,21 @@ var Figures = []Figure{
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.MaxProbesInFlight), c.ProbeCount > 0 })},
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
-	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
+	{Key: "observed.resumed_after_s", Label: "traffic resumed after fault end (observed)", Unit: Seconds,
+		Value: func(e *Episode) *float64 {
+			if e.Observed == nil {
+				return nil
+			}
+			return e.Observed.ResumedAfterS
+		}, In: InReport | InCompare, CompareLabel: "traffic resumed after fault end"},
+	{Key: "closed_after_recovery_s", Label: "breaker closed (inferred)", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS },
+		Cell: func(e *Episode) string {
+			if t := CloseText(e); t != "" {
+				return t
+			}
+			return "—"
+		},
 		Bounds: func(e *Episode) (float64, float64, bool) {
 			// close_bounds_s are moments into the run; the figure counts
 			// from the fault's end.
@@ -187,12 +200,14 @@ var Figures = []Figure{
 		Value:  func(e *Episode) *float64 { return e.OpenTimeS },
 		Bounds: func(e *Episode) (float64, float64, bool) { return rangeOf(e.OpenTimeS, e.OpenTimeBoundsS) },
 		Cell:   func(e *Episode) string { return bounded(e.OpenTimeS, e.OpenTimeBoundsS, Seconds) }, In: Everywhere},
+	// The close's bounds are in the close's one text (CloseText, the row
+	// above): a second row would give the page two figures for one close.
 	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
 		if b := e.CloseBoundsS; b != nil && b.Min != nil {
 			return boundsText(b, Seconds)
 		}
 		return "—"
-	}, In: InReport},
+	}},
 	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare,
 		Samples: perCycle(func(c *Cycle) (float64, bool) {

@@ -117,13 +117,17 @@ type cyc struct {
 	// checkChance ≥ 0: closed on a passing check although the checks
 	// passed throughout; the chance that this was coincidence.
 	checkChance float64
+	// resumed is when the first request of the traffic that resumed
+	// after the last one turned away got its successful answer back
+	// (-1: none did): what users saw of the recovery (Observed).
+	resumed time.Duration
 }
 
 func newCyc(openAt time.Duration) *cyc { return newCycBounded(openAt, openAt) }
 
 // newCycBounded is a cycle whose open is known to [openAt, openHi].
 func newCycBounded(openAt, openHi time.Duration) *cyc {
-	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, closeFirst: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1}
+	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, closeFirst: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1, resumed: -1}
 }
 
 func (c *collector) finish() (*Analysis, error) {

@@ -108,7 +108,7 @@ func (m *machineState) closed(j int, r *creq, k uint8) {
 			m.cur.admitted[i] = true
 		}
 		m.cur.sinceClose = m.cur.sinceClose[:0]
-		m.cur.closeAt, m.cur.closeLo, m.cur.closeBy = -1, -1, -1
+		m.cur.closeAt, m.cur.closeLo, m.cur.closeBy, m.cur.resumed = -1, -1, -1, -1
 		m.block(r)
 		m.lastBlocked = j
 		m.run = m.run[:0]
@@ -167,6 +167,7 @@ func (m *machineState) open(j int, r *creq, k uint8) {
 			fr, nx, th, react := u.firstArrivals(m.run, m.match)
 			cur.react, cur.th = react, th
 			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx)
+			cur.resumed = u.resumedAt(m.run)
 			cur.sinceClose = cur.sinceClose[:0]
 			for _, q := range m.run {
 				cur.sinceClose = append(cur.sinceClose, m.match[q])
@@ -315,6 +316,11 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 		if len(run) >= CloseRunMin {
 			cur.closeAt, cur.closeBy = u.closeMoment(cur, run[0], run[1])
 			cur.closeLo = cur.closeAt
+			if k := &c.calls[run[0]]; !k.failed && k.hasEnd {
+				// No client attribution: the upstream's answer is the
+				// nearest sight of the recovery.
+				cur.resumed = k.end
+			}
 			cur, run = nil, run[:0]
 		}
 	}

@@ -227,7 +227,7 @@ func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.Wal
 		ev.Rows = append(ev.Rows, kv{"opened at", clock.Moment(*ep.OpenedAtS)})
 	}
 	if ep.ClosedAtS != nil {
-		ev.Rows = append(ev.Rows, kv{"closed at", clock.Moment(*ep.ClosedAtS)})
+		ev.Rows = append(ev.Rows, kv{"closed at", closeMoments(ep, clock.Moment)})
 	}
 	for j, r := range ep.RetryAfter {
 		if j == 10 {
@@ -398,9 +398,24 @@ func wallSentence(c analysis.WallClock, ep *analysis.Episode) string {
 		parts = append(parts, "opened "+c.Stamp(*ep.OpenedAtS))
 	}
 	if ep.ClosedAtS != nil {
-		parts = append(parts, "closed "+c.Stamp(*ep.ClosedAtS))
+		parts = append(parts, "closed "+closeMoments(ep, c.Stamp))
 	}
 	return " On the clock: " + strings.Join(parts, ", ") + "."
+}
+
+// closeMoments is the close on a clock, as its one text has it
+// (analysis.CloseText): the moment when exact, else its range.
+func closeMoments(ep *analysis.Episode, at func(float64) string) string {
+	b := ep.CloseBoundsS
+	switch {
+	case b == nil || b.Min == nil:
+		return at(*ep.ClosedAtS)
+	case b.Max == nil:
+		return at(*b.Min) + " or later"
+	case *b.Max-*b.Min < 0.0005:
+		return at(*ep.ClosedAtS)
+	}
+	return "between " + at(*b.Min) + " and " + at(*b.Max)
 }
 
 // sentenceEnd ends s with a full stop unless it already ends a sentence

@@ -103,6 +103,8 @@ var checks = []check{
 			switch {
 			case !ep.Opened:
 				return unseen(r.label(), neverOpened+": no close to time")
+			case ep.Observed != nil && ep.Observed.ResumedAfterS != nil:
+				return resumedAfterFault(r.label(), ep)
 			case ep.Closed:
 				return closeAfterFault(r.label(), ep)
 			case ev.gone() != "":
@@ -212,6 +214,21 @@ var checks = []check{
 	{"fails_over_within", evalFailsOver},
 	{"fails_back_within", evalFailsBack},
 	{"call_timeout_max", evalCallTimeout},
+}
+
+// resumedAfterFault observes how long after the fault's end live traffic
+// was forwarded again and answered (the observable layer; an early
+// resumption counts as 0): what users saw of the recovery, which
+// closes_within judges. The breaker's inferred close (CloseText) stays in
+// the message: a half-open that let the traffic through before it closed
+// is a fact of the model, not of what the users got.
+func resumedAfterFault(subject string, ep *analysis.Episode) observation {
+	v := max(*ep.Observed.ResumedAfterS, 0)
+	note := "traffic resumed " + analysis.ResumedText(ep)
+	if c := analysis.CloseText(ep); c != "" {
+		note += "; the breaker closed " + c + " (inferred)"
+	}
+	return seenNote(subject, v, note)
 }
 
 // closeAfterFault observes how long after the fault's end an episode's
