@@ -262,6 +262,10 @@ type UpstreamAnalysis struct {
 	// before and during faults (for healthy_unaffected).
 	SuccessBefore *float64 `json:"client_success_before"`
 	SuccessDuring *float64 `json:"client_success_during"`
+	// Forwarding is the gateway's forwarding hop to this upstream,
+	// measured on healthy traffic before its first fault (forwarding.go);
+	// null with too few matched calls.
+	Forwarding *Forwarding `json:"forwarding"`
 	// Episodes are the fault windows on this upstream, in time order.
 	Episodes []*Episode `json:"episodes"`
 	// UnprovokedOpens are open cycles outside any fault episode.

@@ -179,23 +179,25 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 		out.intervals = append(out.intervals, c.calls[probes[i]].t-c.calls[probes[i-1]].t)
 	}
 	if len(probes) > 0 {
-		out.firstProbe = c.calls[probes[0]].t
-		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
+		// A cooldown ends when the gateway lets the probe through: most
+		// likely its arrival less the usual forwarding lag, no later than
+		// its arrival less the least (letAt), as early as its client's
+		// send when the gateway forwarded it late (letFrom).
+		at0, hi0 := u.letAt(probes[0])
+		out.firstProbe = at0
+		out.CooldownsS = append(out.CooldownsS, seconds(at0-cy.openAt))
 		// One entry per cooldown, null where exact; kept when any is not.
 		cb, anyBounds := []*Bounds{nil}, false
-		// A cooldown ends when the gateway lets the probe through: at its
-		// arrival, or as early as its client's send when the gateway
-		// forwarded it late (letFrom).
-		if p0 := probes[0]; bounded || u.letFrom(p0) < c.calls[p0].t {
+		if p0 := probes[0]; bounded || u.letFrom(p0) < at0 || hi0 > at0 {
 			// As short as the first probe after the latest open; a probe
 			// before it (a health check, which runs whatever the breaker
 			// does) leaves it as short as nothing.
-			cb[0], anyBounds = &Bounds{Min: Ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(out.CooldownsS[0])}, true
+			cb[0], anyBounds = &Bounds{Min: Ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(seconds(hi0 - cy.openAt))}, true
 		}
 		waits := len(cy.blockedAt) > 0 // requests are attributed: a wait shows
 		for i := 0; i+1 < len(probes); i++ {
 			k := &c.calls[probes[i]]
-			next := c.calls[probes[i+1]].t
+			next, nextHi := u.letAt(probes[i+1])
 			if !k.failed {
 				continue
 			}
@@ -216,8 +218,8 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 			// one of those ends.
 			var bnd *Bounds
 			let := u.letFrom(probes[i+1])
-			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next {
-				bnd, anyBounds = &Bounds{Min: Ptr(seconds(max(let-k.end, 0))), Max: Ptr(seconds(next - e))}, true
+			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next || nextHi > next {
+				bnd, anyBounds = &Bounds{Min: Ptr(seconds(max(let-k.end, 0))), Max: Ptr(seconds(nextHi - e))}, true
 			}
 			cb = append(cb, bnd)
 		}

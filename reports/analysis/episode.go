@@ -271,7 +271,7 @@ func statement(ep *Episode) string {
 	switch {
 	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
 		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening", num.Plural(ep.Probes, "time"), ep.ProbeSource, num.Sec(*ep.FirstProbeAfterOpen))
-		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil {
+		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil && *pb.Min < *ep.FirstProbeAfterOpen-0.0005 {
 			if ep.OpenedAfterBoundsS != nil {
 				fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", num.Sec(*pb.Min))
 			} else {

@@ -43,6 +43,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 			u.reqOf.set(uint64(k), sent[j])
 		}
 	}
+	u.fwd = u.forwarding()
 	m := &machineState{u: u, match: match, lastPassed: -1, lastBlocked: -1}
 	for j := range sent {
 		r := &c.reqs[sent[j]]

@@ -23,6 +23,11 @@ type upstreamRun struct {
 	// reqOf maps a call a client request reached (its index in the
 	// collector's calls) to that request; see reqOfCall.
 	reqOf *seqTable[int32]
+	// fwd is the forwarding hop measured on healthy traffic, lag what
+	// the model reads from it (forwarding.go).
+	fwd *Forwarding
+	// lag is the forwarding lag measured on healthy traffic (forwarding).
+	lag fwdLag
 }
 
 // reqOfCall returns the client request that reached call i, if one did
@@ -49,6 +54,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 	u.countCalls(ua, tl, n)
 	u.clientFigures(ua, reqs)
 	cycles := u.cycles(ua)
+	ua.Forwarding = u.fwd
 	u.metricsStates(ua, tl)
 	opens := u.episodes(ua, tl, cycles, reqs)
 	for _, p := range cyclesProbes(ua) {

@@ -1,0 +1,63 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse/journal"
+)
+
+// TestAdmissionLag: a gateway that decides each request some time before
+// it calls the upstream (an agent runtime admits a turn 0.1–0.3 s before
+// the provider call). A call admitted before the trip reaches the
+// upstream after it, and a probe is let through (the cooldown's end) a
+// lag before it arrives. Held to the gateway's white-box transitions:
+// every cycle, open and close, the probes, and each cooldown measured to
+// the moment the gateway let the probe through, not its arrival.
+func TestAdmissionLag(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct{ lag, spread time.Duration }{{0, 0}, {200 * ms, 0}, {300 * ms, 0}} {
+		lag := c.lag
+		t.Run(fmt.Sprintf("%s+%s", c.lag, c.spread), func(t *testing.T) {
+			s := base()
+			s.style, s.need, s.admitLag, s.admitSpread = "live", 1, lag, c.spread
+			a, evs := analyse(t, s)
+			checkTruth(t, a, evs, "search")
+			var opens, halfOpens []float64
+			for _, e := range truth(evs, "search") {
+				bt := e.Payload.(*journal.BreakerTransition)
+				switch bt.To {
+				case journal.StateOpen:
+					opens = append(opens, e.T.Seconds())
+				case journal.StateHalfOpen:
+					halfOpens = append(halfOpens, e.T.Seconds())
+				}
+			}
+			ep := a.Upstreams["search"].Episodes[0]
+			if lag > 0 && int(ep.Probes) != len(halfOpens) {
+				t.Errorf("probes %d, the gateway went half-open %d times (%s)", ep.Probes, len(halfOpens), ep.Statement)
+			}
+			if lag > 0 && len(ep.CooldownsS) == len(halfOpens) {
+				for i, h := range halfOpens {
+					want := h - opens[i]
+					lo, hi := ep.CooldownsS[i], ep.CooldownsS[i]
+					if len(ep.CooldownsBoundsS) == len(ep.CooldownsS) && ep.CooldownsBoundsS[i] != nil {
+						lo, hi = *ep.CooldownsBoundsS[i].Min, *ep.CooldownsBoundsS[i].Max
+					}
+					// A fixed lag is read exactly; a spread one within its bounds.
+					if (c.spread == 0 && math.Abs(ep.CooldownsS[i]-want) > tol) || want < lo-tol || want > hi+tol {
+						t.Errorf("cooldown %d: %.3f (bounds %.3f – %.3f), the gateway's %.3f", i+1, ep.CooldownsS[i], lo, hi, want)
+					}
+				}
+			} else if lag > 0 {
+				t.Errorf("cooldowns %v, the gateway's half-opens at %v after opens at %v", ep.CooldownsS, halfOpens, opens)
+			}
+			if lag > 0 && (ep.SuccessesToClose == nil || *ep.SuccessesToClose != 1) {
+				t.Errorf("successes to close %v, want 1 (%s)", ep.SuccessesToClose, ep.Statement)
+			}
+			t.Logf("%s", ep.Statement)
+		})
+	}
+}
