@@ -262,17 +262,28 @@ func TestLiveTrafficProbes(t *testing.T) {
 	checkTruth(t, a, evs, "search")
 	ep := a.Upstreams["search"].Episodes[0]
 	// The simulated probe answers in a millisecond: the call after which
-	// traffic resumed may have been the probe that closed the breaker, the
-	// first of several a half-open lets through, or the first call after a
-	// timer closed it (failures expired). The black box cannot tell: the
-	// shape is ambiguous, successes_to_close null, that call is a possible
-	// probe, and the close is given with bounds that hold the white-box
-	// close.
+	// traffic resumed may have been the probe that closed the breaker or
+	// the first of several a half-open lets through. The failed probes
+	// before it rule out failures expiring (each reopened the breaker at
+	// once, which needed 5 failures to trip): that call was a trial and
+	// counts as a probe, at least one success closed it, and no earlier
+	// than the trial's answer; whether more calls were trials is unseen
+	// (maybe_probe, the shape ambiguous, the close's latest unknown).
 	if ep.ProbeSource != "live" || ep.Leaked != 0 || ep.SuccessesToClose != nil || ep.Shape != analysis.ShapeUnknown {
 		t.Errorf("source %q leaked %d successes %v shape %q: %s", ep.ProbeSource, ep.Leaked, ep.SuccessesToClose, ep.Shape, ep.Statement)
 	}
+	if sb := ep.SuccessesToCloseBounds; sb == nil || sb.Min == nil || *sb.Min != 1 || sb.Max != nil {
+		t.Errorf("successes to close bounds %v, want at least 1", sb)
+	}
+	// successes_to_close_min is judged on that range: 1 is met, 2 may or
+	// may not be kept.
+	for want, outcome := range map[int]expect.Outcome{1: expect.Met, 2: expect.NotObservable} {
+		if r := verdict.Evaluate(a, expect.Expectations{SuccessesToCloseMin: analysis.Ptr(want)})[0]; r.Outcome != outcome {
+			t.Errorf("successes_to_close_min %d: %s %q, want %s", want, r.Outcome, r.Message, outcome)
+		}
+	}
 	last := ep.Cycles[len(ep.Cycles)-1]
-	if ep.ProbeOutcomes.Failed != 2 || ep.ProbeOutcomes.OK != 0 || !last.MaybeProbe {
+	if ep.ProbeOutcomes.Failed != 2 || ep.ProbeOutcomes.OK != 1 || !last.MaybeProbe {
 		t.Errorf("probe outcomes %+v, maybe_probe %v", ep.ProbeOutcomes, last.MaybeProbe)
 	}
 	var wb []float64

@@ -424,18 +424,21 @@ type ProbeMix struct {
 // Cycle is one black-box open interval: live traffic stopped at OpenedAtS
 // and resumed at ClosedAtS (null if it never resumed).
 type Cycle struct {
-	OpenedAtS          float64   `json:"opened_at_s"`
-	ClosedAtS          *float64  `json:"closed_at_s"`
-	FailuresBeforeOpen int64     `json:"failures_before_open"`
-	Blocked            int64     `json:"blocked_requests"`
-	FastFails          int64     `json:"fast_fails"`
-	ProbeCount         int64     `json:"probe_count"`
-	Probes             []Probe   `json:"probes"`
-	Leaked             int64     `json:"leaked"`
-	SuccessesToClose   *int      `json:"successes_to_close"`
-	ProbeSource        string    `json:"probe_source,omitempty"`
-	MaxProbesInFlight  int       `json:"max_probes_in_flight"`
-	CooldownsS         []float64 `json:"cooldowns_s"`
+	OpenedAtS          float64  `json:"opened_at_s"`
+	ClosedAtS          *float64 `json:"closed_at_s"`
+	FailuresBeforeOpen int64    `json:"failures_before_open"`
+	Blocked            int64    `json:"blocked_requests"`
+	FastFails          int64    `json:"fast_fails"`
+	ProbeCount         int64    `json:"probe_count"`
+	Probes             []Probe  `json:"probes"`
+	Leaked             int64    `json:"leaked"`
+	SuccessesToClose   *int     `json:"successes_to_close"`
+	// SuccessesToCloseBounds bounds the count when the evidence fixes a
+	// range but not the count (trial.go); absent otherwise.
+	SuccessesToCloseBounds *Bounds   `json:"successes_to_close_bounds,omitempty"`
+	ProbeSource            string    `json:"probe_source,omitempty"`
+	MaxProbesInFlight      int       `json:"max_probes_in_flight"`
+	CooldownsS             []float64 `json:"cooldowns_s"`
 	// FailedRequestsBeforeOpen counts the distinct client requests (by
 	// sequence number) among FailuresBeforeOpen: calls re-sent by a
 	// transport count once, so it reads beside a breaker's threshold.

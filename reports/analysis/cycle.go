@@ -44,6 +44,12 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	case len(health) > 0 && (out.Shape == ShapeHealthCheck || cy.closeAt < 0):
 		out.ProbeSource, probes = "health_check", health
 	}
+	// A quick trial the upstream's breaker judges (trial.go) is a probe.
+	trial := out.Shape == ShapeUnknown && out.ProbeSource != "tagged" && u.trialCounts(cy)
+	if trial {
+		probes = append(probes, cy.fr)
+		out.ProbeSource = "live"
+	}
 	out.Leaked = leaks
 	all := make([]Probe, 0, len(probes))
 	for _, i := range probes {
@@ -65,7 +71,10 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, cc.maybeFailures)
 		out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, cc.maybeRequests)
 	}
-	if cy.closeAt >= 0 {
+	switch {
+	case trial:
+		u.trialClose(cy, out, probes)
+	case cy.closeAt >= 0:
 		u.closeFigures(cy, out, probes)
 	}
 	if out.Shape == ShapeRamp {

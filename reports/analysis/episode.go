@@ -103,6 +103,7 @@ func cyclesFigures(ep *Episode, w window, spanEnd time.Duration) time.Duration {
 		ep.ClosedAtS = last.ClosedAtS
 		ep.ClosedAfterRecoveryS = Ptr(seconds(last.closeAt - w.end))
 		ep.SuccessesToClose = last.SuccessesToClose
+		ep.SuccessesToCloseBounds = last.SuccessesToCloseBounds
 		ep.CloseBoundsS = last.CloseBoundsS
 		return max(w.end, last.closeAt)
 	}

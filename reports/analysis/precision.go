@@ -12,11 +12,14 @@ type Precision struct {
 	Exact   int `json:"exact"`
 	Bounded int `json:"bounded"`
 	Unknown int `json:"unknown"`
+	// OneSided counts the unknowns that have one end (at least, or at
+	// most, so much).
+	OneSided int `json:"one_sided"`
 }
 
 // Add sums two tallies.
 func (p Precision) Add(q Precision) Precision {
-	return Precision{p.Exact + q.Exact, p.Bounded + q.Bounded, p.Unknown + q.Unknown}
+	return Precision{p.Exact + q.Exact, p.Bounded + q.Bounded, p.Unknown + q.Unknown, p.OneSided + q.OneSided}
 }
 
 // Precision is the tally over every episode of every upstream.
@@ -75,12 +78,21 @@ func (ep *Episode) probesBounds() *Bounds {
 
 func (p *Precision) tally(v *float64, b *Bounds) {
 	switch {
+	case v == nil && b == nil:
+		p.Unknown++
+	case v == nil && b.Min != nil && b.Max != nil:
+		// No estimate, but a range (successes_to_close_bounds).
+		p.Bounded++
 	case v == nil:
 		p.Unknown++
+		p.OneSided++
 	case b == nil:
 		p.Exact++
+	case b.Min == nil && b.Max == nil:
+		p.Unknown++
 	case b.Min == nil || b.Max == nil || math.IsInf(*b.Max, 0):
 		p.Unknown++
+		p.OneSided++
 	case *b.Min == *b.Max:
 		p.Exact++
 	default:

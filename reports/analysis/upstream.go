@@ -26,6 +26,9 @@ type upstreamRun struct {
 	// fwd is the forwarding hop measured on healthy traffic, lag what
 	// the model reads from it (forwarding.go).
 	fwd *Forwarding
+	// trial is what the upstream's cycles show about its trials
+	// (trial.go).
+	trial trialFacts
 	// lag is the forwarding lag measured on healthy traffic (forwarding).
 	lag fwdLag
 }
@@ -227,6 +230,7 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 		}
 	}
 	rep := u.repeats(sends)
+	u.trial = u.trialFacts(cycles)
 
 	// Cycles to episodes.
 	var prevClose time.Duration

@@ -128,6 +128,11 @@ var checks = []check{
 				return unseen(r.label(), neverOpened)
 			case !r.ep.Closed:
 				return unseen(r.label(), cmp.Or(ev.gone(), neverClosed))
+			case r.ep.SuccessesToClose == nil && r.ep.SuccessesToCloseBounds != nil && r.ep.SuccessesToCloseBounds.Min != nil:
+				// A range the evidence fixes (a judged trial: at least
+				// its success); judged on the whole of it.
+				b := r.ep.SuccessesToCloseBounds
+				return seenBounded(r.label(), *b.Min, b, "it closed on a trial's success or on a later one, unseen: "+r.ep.ShapeEvidence)
 			case r.ep.SuccessesToClose == nil:
 				return unseen(r.label(), "it closed, but no count of successes is known: "+r.ep.ShapeEvidence)
 			}

@@ -37,9 +37,9 @@ func main() {
 		}
 		pr := a.Precision()
 		total = total.Add(pr)
-		fmt.Printf("%-60s exact %3d  bounded %3d  unknown %3d\n", filepath.Base(dirOf(p)), pr.Exact, pr.Bounded, pr.Unknown)
+		fmt.Printf("%-60s exact %3d  bounded %3d  unknown %3d (one-sided %d)\n", filepath.Base(dirOf(p)), pr.Exact, pr.Bounded, pr.Unknown, pr.OneSided)
 	}
-	fmt.Printf("%-60s exact %3d  bounded %3d  unknown %3d\n", "TOTAL", total.Exact, total.Bounded, total.Unknown)
+	fmt.Printf("%-60s exact %3d  bounded %3d  unknown %3d (one-sided %d)\n", "TOTAL", total.Exact, total.Bounded, total.Unknown, total.OneSided)
 }
 
 func dirOf(p string) string {
