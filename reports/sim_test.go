@@ -44,7 +44,10 @@ type sim struct {
 	// admitLag+admitSpread), deterministically by sequence number.
 	admitSpread time.Duration
 	pending     []simPending
-	expect      json.RawMessage
+	// backLag is how long the gateway takes to relay an answer to its
+	// client after the upstream released it (1 ms when 0).
+	backLag time.Duration
+	expect  json.RawMessage
 
 	ev    []journal.Event
 	leaks int
@@ -265,7 +268,7 @@ func (s *sim) build() []journal.Event {
 				lag += time.Duration(frac * float64(s.admitSpread))
 			}
 			failed, ra, done := s.serve(u, t+time.Millisecond+lag, &seq, "", false)
-			cr.Done, cr.HeadersAt = done+time.Millisecond, done
+			cr.Done, cr.HeadersAt = done+max(s.backLag, time.Millisecond), done
 			if failed {
 				cr.Status, cr.Outcome = 503, journal.OutcomeHTTP5xx
 				if ra > 0 {

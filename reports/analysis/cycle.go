@@ -330,7 +330,7 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 // than after the close. Callers check that there was an earlier success.
 func (u *upstreamRun) resumedOnASlot(cy *cyc, out *Cycle) bool {
 	fr, c := cy.fr, u.c
-	return len(cy.blockedAt) > 0 && fr >= 0 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+closeSlack
+	return len(cy.blockedAt) > 0 && fr >= 0 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+u.slack
 }
 
 // letFrom is the earliest the gateway can have let call i through: its
@@ -340,7 +340,7 @@ func (u *upstreamRun) resumedOnASlot(cy *cyc, out *Cycle) bool {
 func (u *upstreamRun) letFrom(i int32) time.Duration {
 	k := &u.c.calls[i]
 	if r, ok := u.reqOfCall(i); ok {
-		if s := u.c.reqs[r].sent; s > 0 && s < k.t-closeSlack {
+		if s := u.c.reqs[r].sent; s > 0 && s < k.t-u.slack {
 			return s
 		}
 	}

@@ -25,6 +25,15 @@ type Forwarding struct {
 	// can be below 0 by the two processes' clock reads).
 	SendToArrivalS    MinP50Max `json:"send_to_arrival_s"`
 	ReleaseToReceiptS MinP50Max `json:"release_to_receipt_s"`
+	// SlackS is how far apart the model takes two processes' stamps of
+	// one moment to be on this run (a call's end and the request the
+	// gateway refused after it; a gateway acting on an answer it has
+	// relayed), and LateSlackS how late the upstream may stamp an end
+	// after the gateway had the answer: each the way back's jitter
+	// measured here (the largest release → receipt, either sign), never
+	// below the floors of close.go (closeSlack, closeSlackLate).
+	SlackS     float64 `json:"slack_s"`
+	LateSlackS float64 `json:"late_slack_s"`
 }
 
 // minForwardingSamples is the fewest healthy calls a lag is measured
@@ -77,27 +86,37 @@ func (u *upstreamRun) forwarding() *Forwarding {
 	slices.Sort(there)
 	u.lag = fwdLag{min: there[0], p50: num.Median(there), ok: true}
 	f := &Forwarding{Samples: len(there), SendToArrivalS: minP50Max(there)}
+	// The way back has no decision on it: how far its stamps stray is
+	// the two processes' noise. The way there carries the gateway's
+	// admission lag, whose spread is no noise (a call let through
+	// 0.1–0.3 s before it arrives): it is read through letAt instead.
+	var jitter time.Duration
 	if len(back) > 0 {
 		f.ReleaseToReceiptS = minP50Max(back)
+		for _, d := range back {
+			jitter = max(jitter, d, -d)
+		}
 	}
+	u.slack, u.slackLate = max(closeSlack, jitter), max(closeSlackLate, jitter)
+	f.SlackS, f.LateSlackS = seconds(u.slack), seconds(u.slackLate)
 	return f
 }
 
 // letAt is when the gateway most likely let call i through, and letHi
 // the latest it can have: its arrival less the usual and the least
 // forwarding lag of healthy traffic, never before its client's send.
-// A lag within closeSlack is the clocks' noise and two processes'
+// A lag within the slack is the clocks' noise and two processes'
 // scheduling, not a hop the gateway takes: the call is read at its
 // arrival then. The earliest is letFrom.
 func (u *upstreamRun) letAt(i int32) (at, hi time.Duration) {
 	k := &u.c.calls[i]
 	at, hi = k.t, k.t
-	if !u.lag.ok || u.lag.p50 <= closeSlack {
+	if !u.lag.ok || u.lag.p50 <= u.slack {
 		return at, hi
 	}
 	// The least lag less the clocks' noise: a call is never forwarded
 	// faster than the gateway ever did while healthy.
-	at, hi = k.t-u.lag.p50, k.t-max(u.lag.min-closeSlack, 0)
+	at, hi = k.t-u.lag.p50, k.t-max(u.lag.min-u.slack, 0)
 	if r, ok := u.reqOfCall(i); ok {
 		if s := u.c.reqs[r].sent; s > 0 {
 			at, hi = max(at, s), max(hi, s)

@@ -237,7 +237,8 @@ func (c *collector) analyseUpstreams(a *Analysis, reqUp []name, wins map[string]
 		if len(callsBy[name]) == 0 && len(reqsBy[name]) == 0 && len(wins[name]) == 0 && !c.upNames[name] {
 			continue
 		}
-		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr}
+		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr,
+			slack: closeSlack, slackLate: closeSlackLate}
 		a.Upstreams[name] = u.analyse(a, reqsBy[name])
 	}
 }

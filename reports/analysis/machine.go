@@ -100,7 +100,7 @@ func (m *machineState) closed(j int, r *creq, k uint8) {
 	u, c, sent := m.u, m.u.c, m.u.sent
 	last := m.last
 	switch {
-	case k == clsBlocked && last != nil && last.failureDriven && !u.failedKnownBy(last.closeLo, r.sent, max(r.done, r.sent)+closeSlackLate):
+	case k == clsBlocked && last != nil && last.failureDriven && !u.failedKnownBy(last.closeLo, r.sent, max(r.done, r.sent)+u.slackLate):
 		// Blocked again without a failure since the close: the
 		// breaker never closed. Resume the cycle; the passes
 		// since were admissions.

@@ -150,7 +150,7 @@ func (u *upstreamRun) answerHeld(i int32) time.Duration {
 			at = d
 		}
 	}
-	return at + closeSlack
+	return at + u.slack
 }
 
 // refusedBelow reports whether the cycle turned away a request wholly
@@ -320,7 +320,7 @@ func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPasse
 		// upstream answered) may have tripped any time until it turned a
 		// request away.
 		if ri, ok := u.reqOfCall(trip); ok {
-			if d := c.reqs[ri].done; d > 0 && d-first > closeSlack {
+			if d := c.reqs[ri].done; d > 0 && d-first > u.slack {
 				last = max(last, firstBlocked)
 			}
 		}

@@ -86,7 +86,7 @@ func (u *upstreamRun) judgedTrial(cy *cyc, i int32, next, segStart time.Duration
 	for j := lo + 1; j < len(ends) && ends[j] <= from; j++ {
 		gap = max(gap, ends[j]-ends[j-1])
 	}
-	after := max(latest+gap, k.end) + closeSlack
+	after := max(latest+gap, k.end) + u.slack
 	j := sort.Search(len(cy.blockedAt), func(j int) bool { return cy.blockedAt[j] > after })
 	if j == len(cy.blockedAt) || cy.blockedAt[j] >= next {
 		return false

@@ -31,6 +31,10 @@ type upstreamRun struct {
 	trial trialFacts
 	// lag is the forwarding lag measured on healthy traffic (forwarding).
 	lag fwdLag
+	// slack and slackLate are closeSlack and closeSlackLate, or the
+	// forwarding hop's jitter measured on this run when it is larger
+	// (forwarding.go); set before the state machine runs.
+	slack, slackLate time.Duration
 }
 
 // reqOfCall returns the client request that reached call i, if one did
