@@ -123,8 +123,6 @@ type cyc struct {
 	resumed time.Duration
 }
 
-func newCyc(openAt time.Duration) *cyc { return newCycBounded(openAt, openAt) }
-
 // newCycBounded is a cycle whose open is known to [openAt, openHi].
 func newCycBounded(openAt, openHi time.Duration) *cyc {
 	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, closeFirst: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1, fr: -1, nx: -1, resumed: -1}

@@ -225,21 +225,6 @@ func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second, th
 	return match[qa], match[byArrival[1]], third, c.calls[match[qa]].t - c.reqs[u.sent[qa]].sent
 }
 
-// openMoment estimates when the breaker opened. The black-box bounds are
-// the end of the last live call that got through and the first request
-// that did not (notBefore). Breakers trip on a failure's response, so when
-// that last call failed its end is the estimate; otherwise the first
-// blocked request is.
-func (c *collector) openMoment(firstBlocked time.Duration, lastPassed int32) time.Duration {
-	if lastPassed >= 0 {
-		k := &c.calls[lastPassed]
-		if k.failed && k.end <= firstBlocked {
-			return k.end
-		}
-	}
-	return firstBlocked
-}
-
 // closeMoment estimates when the breaker closed, given the first two calls
 // of the run of resumed traffic. A breaker closes on a probe's successful
 // response: the end of the successful tagged probe or health check just
@@ -302,7 +287,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 			if !big {
 				continue
 			}
-			cur = newCyc(c.openMoment(prevT+exp, arr[i-1]))
+			cur = newCycBounded(u.openBounds(prevT+exp, prevT+exp, arr[i-1]))
 			out = append(out, cur)
 			run = run[:0]
 		}
@@ -329,7 +314,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 	if cur == nil && len(c.reqs) > 0 {
 		last := c.calls[arr[len(arr)-1]].t
 		if c.reqs[len(c.reqs)-1].sched-last > gap {
-			out = append(out, newCyc(c.openMoment(last+exp, arr[len(arr)-1])))
+			out = append(out, newCycBounded(u.openBounds(last+exp, last+exp, arr[len(arr)-1])))
 		}
 	}
 	return exp, out

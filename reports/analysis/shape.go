@@ -271,7 +271,8 @@ func lastShape(ep *Episode) string {
 // does): the trip is any of them, and calls in flight that fail one after
 // another at the request rate (timeouts of calls let through before the
 // trip) bring the count to the threshold at the first one after the last
-// forwarded request. Without one, the first blocked request.
+// forwarded request. Without one, the first blocked request. It is the
+// one estimator of an open: the gaps-only machine asks it too.
 //
 // answered is when the gateway answered the first blocked request: it
 // decided to turn it away somewhere between the client's send and then (a
@@ -326,6 +327,8 @@ func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPasse
 		}
 		return first, last
 	}
-	m := c.openMoment(firstBlocked, lastPassed)
-	return m, m
+	// No failure fits: the breaker was open by the first request it
+	// turned away (the last forwarded call, had it failed, would have
+	// been found above: it ended after it arrived).
+	return firstBlocked, firstBlocked
 }
