@@ -275,6 +275,20 @@ func TestLiveTrafficProbes(t *testing.T) {
 	if sb := ep.SuccessesToCloseBounds; sb == nil || sb.Min == nil || *sb.Min != 1 || sb.Max != nil {
 		t.Errorf("successes to close bounds %v, want at least 1", sb)
 	}
+	// The page says what is a least, never a confident count.
+	for _, want := range []string{"Probed at least 3 times", "after at least 1 successful probe"} {
+		if !strings.Contains(ep.Statement, want) {
+			t.Errorf("statement %q: want %q", ep.Statement, want)
+		}
+	}
+	for _, f := range analysis.Figures {
+		if f.Key == "probes" && !strings.HasPrefix(f.CellOf(ep), "at least 3 ") {
+			t.Errorf("probes cell %q: want at least 3", f.CellOf(ep))
+		}
+		if f.Key == "successes_to_close" && f.CellOf(ep) != "at least 1" {
+			t.Errorf("successes to close cell %q: want at least 1", f.CellOf(ep))
+		}
+	}
 	// successes_to_close_min is judged on that range: 1 is met, 2 may or
 	// may not be kept.
 	for want, outcome := range map[int]expect.Outcome{1: expect.Met, 2: expect.NotObservable} {

@@ -271,7 +271,7 @@ func statement(ep *Episode) string {
 	}
 	switch {
 	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
-		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening", num.Plural(ep.Probes, "time"), ep.ProbeSource, num.Sec(*ep.FirstProbeAfterOpen))
+		fmt.Fprintf(&b, " Probed %s%s (%s), first %s after opening", atLeastWord(ep), num.Plural(ep.Probes, "time"), ep.ProbeSource, num.Sec(*ep.FirstProbeAfterOpen))
 		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil && *pb.Min < *ep.FirstProbeAfterOpen-0.0005 {
 			if ep.OpenedAfterBoundsS != nil {
 				fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", num.Sec(*pb.Min))
@@ -282,7 +282,7 @@ func statement(ep *Episode) string {
 		b.WriteString(".")
 	case ep.Probes > 0:
 		// The first open cycle had no probe; a later one did.
-		fmt.Fprintf(&b, " Probed %s (%s), none in the first open cycle.", num.Plural(ep.Probes, "time"), ep.ProbeSource)
+		fmt.Fprintf(&b, " Probed %s%s (%s), none in the first open cycle.", atLeastWord(ep), num.Plural(ep.Probes, "time"), ep.ProbeSource)
 	default:
 		b.WriteString(" No probes seen.")
 	}
@@ -307,6 +307,8 @@ func statement(ep *Episode) string {
 		switch b0 := ep.CloseBoundsS; {
 		case ep.SuccessesToClose != nil:
 			fmt.Fprintf(&b, ", after %s", num.Plural(int64(*ep.SuccessesToClose), "successful probe"))
+		case ep.SuccessesToCloseBounds != nil && ep.SuccessesToCloseBounds.Min != nil && ep.SuccessesToCloseBounds.Max == nil:
+			fmt.Fprintf(&b, ", after at least %s (the trial's, or a later one: unseen)", num.Plural(int64(*ep.SuccessesToCloseBounds.Min), "successful probe"))
 		case b0 != nil && b0.Min != nil && b0.Max != nil:
 			b.WriteString(" (no success pins it down)")
 		case b0 != nil:
@@ -320,6 +322,15 @@ func statement(ep *Episode) string {
 		b.WriteString(" Did not close before the run ended.")
 	}
 	return b.String()
+}
+
+// atLeastWord is "at least " when more calls may have been probes than
+// counted (a cycle's maybe_probe), else "".
+func atLeastWord(ep *Episode) string {
+	if ep.probesBounds() != nil {
+		return "at least "
+	}
+	return ""
 }
 
 // healthDisagreement finds intervals where the upstream's health checks

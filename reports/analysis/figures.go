@@ -123,7 +123,11 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.FastFails)) }, In: InReport},
 	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return Ptr(float64(e.Probes)) },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
+			least := ""
+			if e.probesBounds() != nil {
+				least = "at least " // more calls may have been probes (maybe_probe)
+			}
+			return fmt.Sprintf("%s%d (%s; %d ok, %d failed)", least, e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
 		}, In: InReport | InCompare},
 	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen },
@@ -210,6 +214,19 @@ var Figures = []Figure{
 	}},
 	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare,
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			if e.SuccessesToClose != nil || e.SuccessesToCloseBounds == nil {
+				return 0, 0, false
+			}
+			lo, hi := BoundsSpan(0, e.SuccessesToCloseBounds)
+			return lo, hi, lo < hi
+		},
+		Cell: func(e *Episode) string {
+			if b := e.SuccessesToCloseBounds; e.SuccessesToClose == nil && b != nil {
+				return atLeastText(b, Count)
+			}
+			return formatUnit(intf(e.SuccessesToClose), Count)
+		},
 		Samples: perCycle(func(c *Cycle) (float64, bool) {
 			if c.SuccessesToClose == nil {
 				return 0, false
@@ -504,6 +521,15 @@ func bounded(v *float64, b *Bounds, u Unit) string {
 		return formatUnit(v, u)
 	}
 	return formatUnit(v, u) + " (" + boundsText(b, u) + ")"
+}
+
+// atLeastText says a range with no known most as "at least N", else as
+// boundsText does.
+func atLeastText(b *Bounds, u Unit) string {
+	if b.Min != nil && b.Max == nil {
+		return "at least " + formatUnit(b.Min, u)
+	}
+	return boundsText(b, u)
 }
 
 // boundsText says a range in the figure's unit; an unknown end is
