@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/reports/analysis"
 )
 
 // TestAdmissionLag: a gateway that decides each request some time before
@@ -18,13 +19,23 @@ import (
 // the moment the gateway let the probe through, not its arrival.
 func TestAdmissionLag(t *testing.T) {
 	ms := time.Millisecond
-	for _, c := range []struct{ lag, spread time.Duration }{{0, 0}, {200 * ms, 0}, {300 * ms, 0}, {100 * ms, 200 * ms}} {
+	for _, c := range []struct {
+		lag, spread, cooldown time.Duration
+		threshold             int
+	}{
+		{0, 0, 5 * time.Second, 5}, {200 * ms, 0, 5 * time.Second, 5}, {300 * ms, 0, 5 * time.Second, 5}, {100 * ms, 200 * ms, 5 * time.Second, 5},
+		// Lags longer than the request spacing, cooldowns not much
+		// longer than the lags: calls admitted before a trip arrive
+		// after it, and answers come back out of order.
+		{100 * ms, 400 * ms, 700 * ms, 3}, {50 * ms, 500 * ms, 2 * time.Second, 2}, {100 * ms, 600 * ms, time.Second, 5},
+	} {
 		lag := c.lag
-		t.Run(fmt.Sprintf("%s+%s", c.lag, c.spread), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s+%s,cooldown %s,trip %d", c.lag, c.spread, c.cooldown, c.threshold), func(t *testing.T) {
 			s := base()
 			s.style, s.need, s.admitLag, s.admitSpread = "live", 1, lag, c.spread
+			s.cooldown, s.threshold = c.cooldown, c.threshold
 			a, evs := analyse(t, s)
-			checkTruth(t, a, evs, "search")
+			checkTruthBounded(t, a, evs, "search")
 			var opens, halfOpens []float64
 			for _, e := range truth(evs, "search") {
 				bt := e.Payload.(*journal.BreakerTransition)
@@ -37,7 +48,7 @@ func TestAdmissionLag(t *testing.T) {
 			}
 			ep := a.Upstreams["search"].Episodes[0]
 			want := len(halfOpens)
-			if lag == 0 {
+			if lag == 0 && c.cooldown == 5*time.Second {
 				// No half-open state in the journal: probes at open+5 s
 				// (fail), +10 s (fail), +20 s (ok, quick: a trial the
 				// breaker judged, trial.go).
@@ -68,6 +79,47 @@ func TestAdmissionLag(t *testing.T) {
 			}
 			t.Logf("%s", ep.Statement)
 		})
+	}
+}
+
+// checkTruthBounded holds every black-box cycle of the upstream to the
+// white-box transitions within the cycle's bounds: the truth's open in
+// [opened_at_s, open_bounds_s.max], its close in close_bounds_s (or at
+// closed_at_s when exact), each ± tol.
+func checkTruthBounded(t *testing.T, a *analysis.Analysis, evs []journal.Event, u string) {
+	t.Helper()
+	var opens, closes []float64
+	for _, e := range truth(evs, u) {
+		bt := e.Payload.(*journal.BreakerTransition)
+		if bt.From == journal.StateClosed && bt.To == journal.StateOpen {
+			opens = append(opens, e.T.Seconds())
+		}
+		if bt.To == journal.StateClosed {
+			closes = append(closes, e.T.Seconds())
+		}
+	}
+	var cycles []*analysis.Cycle
+	for _, ep := range a.Upstreams[u].Episodes {
+		cycles = append(cycles, ep.Cycles...)
+	}
+	if len(cycles) != len(opens) {
+		t.Fatalf("%s: %d black-box cycles, white-box opens at %v", u, len(cycles), opens)
+	}
+	for i, c := range cycles {
+		lo, hi := c.OpenedAtS, c.OpenedAtS
+		if b := c.OpenBoundsS; b != nil {
+			hi = *b.Max
+		}
+		if opens[i] < lo-tol || opens[i] > hi+tol {
+			t.Errorf("cycle %d: open %.3f – %.3f, white-box %.3f", i+1, lo, hi, opens[i])
+		}
+		if i >= len(closes) || c.ClosedAtS == nil {
+			continue
+		}
+		lo, hi = analysis.BoundsSpan(*c.ClosedAtS, c.CloseBoundsS)
+		if closes[i] < lo-tol || closes[i] > hi+tol {
+			t.Errorf("cycle %d: close %.3f – %.3f, white-box %.3f", i+1, lo, hi, closes[i])
+		}
 	}
 }
 

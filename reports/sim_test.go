@@ -3,6 +3,8 @@ package reports
 import (
 	"encoding/json"
 	"math"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/halfopen/rehearse/journal"
@@ -278,7 +280,10 @@ func (s *sim) build() []journal.Event {
 				cr.Status, cr.Outcome = 200, journal.OutcomeOK
 			}
 			if s.admitLag > 0 {
-				s.pending = append(s.pending, simPending{at: done, apply: func() { s.learn(b, u, failed, liveProbe, ra, done) }})
+				// Answers come back in their own order, not the decisions'.
+				p := simPending{at: done, apply: func() { s.learn(b, u, failed, liveProbe, ra, done) }}
+				at := sort.Search(len(s.pending), func(j int) bool { return s.pending[j].at > done })
+				s.pending = slices.Insert(s.pending, at, p)
 			} else {
 				s.learn(b, u, failed, liveProbe, ra, done)
 			}
