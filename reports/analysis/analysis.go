@@ -233,6 +233,9 @@ type StateInterval struct {
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
 	State  string  `json:"state"`
+	// EndBounds bounds EndS when the evidence only bounds it (a
+	// black-box open band's inferred close); nil when exact.
+	EndBounds *Bounds `json:"end_bounds_s,omitempty"`
 }
 
 // UpstreamAnalysis is the black-box analysis of one upstream.

@@ -256,7 +256,7 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 			closeAt = cy.closeAt
 			prevClose = cy.closeAt
 		}
-		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: seconds(closeAt), State: journal.StateOpen})
+		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: seconds(closeAt), State: journal.StateOpen, EndBounds: out.CloseBoundsS})
 		opens = append(opens, [2]time.Duration{cy.openAt, closeAt})
 		if epi < 0 {
 			ua.UnprovokedOpens = append(ua.UnprovokedOpens, out)

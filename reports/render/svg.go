@@ -402,6 +402,15 @@ func (w *tlw) clientLane(tl *analysis.Timeline, b bins) {
 	w.y += ch + 8
 }
 
+// shift is *p + d, nil for nil.
+func shift(p *float64, d float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p + d
+	return &v
+}
+
 // upstreamLane draws one upstream: its black-box open bands, the
 // Retry-After pauses it asked for, its calls and health checks per bin,
 // its probes, and the state its metrics reported.
@@ -414,8 +423,17 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 			continue
 		}
 		x0, x1 := w.x(op.StartS), w.x(op.EndS)
+		// The close in the one text the reports give it: its range when
+		// the evidence only bounds it.
+		end := num.Sec(op.EndS - w.origin)
+		if eb := op.EndBounds; eb != nil && eb.Min != nil {
+			end = "closed between " + num.Sec(*eb.Min-w.origin) + " and " + num.SecP(shift(eb.Max, -w.origin))
+			if eb.Max == nil {
+				end = "closed at " + num.Sec(*eb.Min-w.origin) + " or later"
+			}
+		}
 		w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: Hex(colOpenBand), Class: "open",
-			Title: fmt.Sprintf("black-box open %s–%s", num.Sec(op.StartS-w.origin), num.Sec(op.EndS-w.origin))})
+			Title: fmt.Sprintf("black-box open %s–%s", num.Sec(op.StartS-w.origin), end)})
 		w.used["open"] = true
 	}
 	w.pauses(a.Upstreams[u])

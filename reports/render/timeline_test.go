@@ -401,3 +401,23 @@ func TestTimelineFailoverBand(t *testing.T) {
 		t.Errorf("band from %.1f to %.1f, want %.1f to %.1f (failover to fail-back)", band.x, band.x+band.w, x0, x1)
 	}
 }
+
+// TestOpenBandCloseText: an open band whose close the evidence only
+// bounds says so in its title, in the close's one text, never the
+// estimate alone as if it were the close.
+func TestOpenBandCloseText(t *testing.T) {
+	for _, c := range []struct {
+		b    *analysis.Bounds
+		want string
+	}{
+		{nil, "black-box open 30 s–50 s"},
+		{&analysis.Bounds{Min: analysis.Ptr(48.0), Max: analysis.Ptr(50.0)}, "black-box open 30 s–closed between 48 s and 50 s"},
+		{&analysis.Bounds{Min: analysis.Ptr(50.0)}, "black-box open 30 s–closed at 50 s or later"},
+	} {
+		a := synthTimeline()
+		a.Timeline.Upstreams["search"].Open[0].EndBounds = c.b
+		if svg := string(TimelineSVG(a, SVGOptions{})); !strings.Contains(svg, c.want) {
+			t.Errorf("bounds %v: the timeline has no %q", c.b, c.want)
+		}
+	}
+}
