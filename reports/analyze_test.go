@@ -124,6 +124,24 @@ func TestCleanOpenProbeClose(t *testing.T) {
 				t.Errorf("probes %d source %q outcomes %+v", ep.Probes, ep.ProbeSource, ep.ProbeOutcomes)
 			}
 			near(t, "first probe after open", ep.FirstProbeAfterOpen, 5, tol)
+			// The observable layer: three probes reached the upstream
+			// while requests were turned away (the closing one came
+			// after the last refusal); every blocked request was turned
+			// away; traffic resumed with the first request answered
+			// after the last refusal.
+			if o := ep.Observed; o == nil {
+				t.Errorf("no observable layer: %s", ep.Statement)
+			} else {
+				if o.ReachedWhileRefusing != 3 || o.TurnedAway != ep.Cycles[0].Blocked || o.TurnedAway == 0 {
+					t.Errorf("observed %+v, want 3 calls reaching the upstream while %d requests were turned away", *o, ep.Cycles[0].Blocked)
+				}
+				if o.RefusingFromS == nil || *o.RefusingFromS < *ep.OpenedAtS || *o.RefusingFromS > *ep.OpenedAtS+0.2+tol {
+					t.Errorf("refusing from %v, want the first request after the open at %.3f", o.RefusingFromS, *ep.OpenedAtS)
+				}
+				if o.ResumedAtS == nil || o.RefusedUntilS == nil || *o.ResumedAtS <= *o.RefusedUntilS || *o.ResumedAtS < *ep.ClosedAtS {
+					t.Errorf("resumed at %v after refusals until %v, close at %.3f", o.ResumedAtS, o.RefusedUntilS, *ep.ClosedAtS)
+				}
+			}
 			if len(ep.CooldownsS) != 3 || math.Abs(ep.CooldownsS[1]-10) > 0.01 || math.Abs(ep.CooldownsS[2]-20) > 0.01 {
 				t.Errorf("cooldowns %v, want [5 10 20]", ep.CooldownsS)
 			}
