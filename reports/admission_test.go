@@ -144,3 +144,41 @@ func TestMeasuredReturnHop(t *testing.T) {
 		t.Errorf("open bounded %v – %v: the tripping failure was passed on as late as every answer (%s)", *b.Min, *b.Max, ep.Statement)
 	}
 }
+
+// TestSplitCycleFastFails: a breaker whose failures expire is split into a
+// cycle per re-trip; each cycle's fast-fails are its own refusals that
+// were recognised as fast-fails, never a share of the whole's. Here the
+// gateway's refusals before the first re-admission are plain 503s (not
+// recognised) and the later ones fast-fails.
+func TestSplitCycleFastFails(t *testing.T) {
+	ms := time.Millisecond
+	x := expirySim{rate: 20, phase: 10 * ms, lag: ms, healthy: 300 * ms, forget: 1200 * ms, maxFails: 2,
+		faultAt: 3 * time.Second, faultFor: 3 * time.Second, dur: 12 * time.Second}
+	ev, spells := x.build()
+	if len(spells) < 2 {
+		t.Fatalf("the sim re-tripped %d times: want a split cycle", len(spells)-1)
+	}
+	firstClose := spells[0].close
+	for _, e := range ev {
+		if cr, ok := e.Payload.(*journal.ClientRequest); ok && cr.FastFail && cr.Sent < firstClose {
+			cr.FastFail, cr.Outcome = false, journal.OutcomeHTTP5xx
+		}
+	}
+	a, err := analysis.AnalyzeEvents(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cys := a.Upstreams["app"].Episodes[0].Cycles
+	if len(cys) != len(spells) {
+		t.Fatalf("%d cycles, the breaker's spells %d", len(cys), len(spells))
+	}
+	for i, cy := range cys {
+		want := cy.Blocked
+		if i == 0 {
+			want = 0
+		}
+		if cy.FastFails != want {
+			t.Errorf("cycle %d: %d fast-fails of %d refusals, want %d", i+1, cy.FastFails, cy.Blocked, want)
+		}
+	}
+}

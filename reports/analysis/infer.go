@@ -72,8 +72,10 @@ type cyc struct {
 	// sinceClose are the passed calls after the (tentative) close.
 	sinceClose []int32
 	// blockedAt are the send times of the blocked requests, in order;
-	// blockedDone when each one's answer came back (0: it never did).
+	// blockedDone when each one's answer came back (0: it never did),
+	// blockedFF whether it was a recognised fast-fail.
 	blockedAt, blockedDone []time.Duration
+	blockedFF              []bool
 	// failureDriven: calls failed before the open. Such a breaker opens
 	// again only after failures.
 	failureDriven bool

@@ -88,6 +88,7 @@ func (m *machineState) block(r *creq) {
 	cur.blocked++
 	cur.blockedAt = append(cur.blockedAt, r.sent)
 	cur.blockedDone = append(cur.blockedDone, r.done)
+	cur.blockedFF = append(cur.blockedFF, r.fastFail)
 	if r.fastFail {
 		cur.ff++
 	}
