@@ -42,6 +42,12 @@ func (u *upstreamRun) trialFacts(cycles []*cyc) trialFacts {
 	segStart := time.Duration(0)
 	for _, cy := range cycles {
 		adm := u.admittedByArrival(cy)
+		if ramp, _ := u.rampEvidence(cy, adm); ramp {
+			// A breaker admitting a share of the traffic refuses
+			// requests beside a lone call and reopens on a failure
+			// without judging anything: no trial facts from its cycles.
+			return trialFacts{}
+		}
 		for j, i := range adm {
 			if !u.alone(cy, adm, i) {
 				continue
