@@ -29,9 +29,9 @@ type Forwarding struct {
 	// one moment to be on this run (a call's end and the request the
 	// gateway refused after it; a gateway acting on an answer it has
 	// relayed), and LateSlackS how late the upstream may stamp an end
-	// after the gateway had the answer: each the way back's jitter
-	// measured here (the largest release → receipt, either sign), never
-	// below the floors of close.go (closeSlack, closeSlackLate).
+	// after the gateway had the answer: close.go's closeSlack and
+	// closeSlackLate, plus the way back's usual delay (release → receipt,
+	// p50) when that exceeds closeSlack.
 	SlackS     float64 `json:"slack_s"`
 	LateSlackS float64 `json:"late_slack_s"`
 }
@@ -86,18 +86,23 @@ func (u *upstreamRun) forwarding() *Forwarding {
 	slices.Sort(there)
 	u.lag = fwdLag{min: there[0], p50: num.Median(there), ok: true}
 	f := &Forwarding{Samples: len(there), SendToArrivalS: minP50Max(there)}
-	// The way back has no decision on it: how far its stamps stray is
-	// the two processes' noise. The way there carries the gateway's
-	// admission lag, whose spread is no noise (a call let through
-	// 0.1–0.3 s before it arrives): it is read through letAt instead.
-	var jitter time.Duration
+	// The way back has no decision on it: a gateway that relays every
+	// answer some time after the upstream released it (buffering, a
+	// stream passed on) does so on healthy traffic too, and a failure
+	// relayed as late is no sign of a gateway slow to act. When that
+	// usual delay exceeds the clocks' noise (closeSlack) it is added to
+	// the slacks; below it they stay as they were. Not the largest
+	// delay: one slow answer in the healthy phase would stand for the
+	// gateway, and a slack also decides what counts as late (a larger
+	// one can narrow a bound). The way there carries the admission lag,
+	// read through letAt instead.
 	if len(back) > 0 {
 		f.ReleaseToReceiptS = minP50Max(back)
-		for _, d := range back {
-			jitter = max(jitter, d, -d)
+		if usual := num.Median(back); usual > closeSlack {
+			u.slack = usual + closeSlack
+			u.slackLate = max(closeSlackLate, u.slack)
 		}
 	}
-	u.slack, u.slackLate = max(closeSlack, jitter), max(closeSlackLate, jitter)
 	f.SlackS, f.LateSlackS = seconds(u.slack), seconds(u.slackLate)
 	return f
 }
