@@ -420,6 +420,7 @@ func TestFallbackUpstream(t *testing.T) {
 	add(20*time.Second, &journal.FaultEnd{Name: "down", Upstream: "llm-primary"})
 	open := false
 	fails := 0
+	var fallbackServed int64
 	var openedAt time.Duration
 	for i := 0; i < 150; i++ {
 		ts := time.Duration(i) * 200 * time.Millisecond
@@ -431,6 +432,7 @@ func TestFallbackUpstream(t *testing.T) {
 		up := "llm-primary"
 		if open {
 			up = "llm-fallback"
+			fallbackServed++
 		}
 		status, outcome := 200, journal.OutcomeOK
 		if up == "llm-primary" && faulted {
@@ -453,6 +455,14 @@ func TestFallbackUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, f := a.Upstreams["llm-primary"], a.Upstreams["llm-fallback"]
+	// The fallback's calls name their requests: those are its client
+	// requests, not "gaps only" with none.
+	if f.Routing != "seq_reached" || f.ClientRequests != fallbackServed {
+		t.Errorf("fallback: routing %s, %d client requests, want seq_reached and %d", f.Routing, f.ClientRequests, fallbackServed)
+	}
+	if rf := a.Resilience.Upstreams["llm-fallback"]; rf == nil || rf.Requests != fallbackServed || rf.Distribution["1"] != fallbackServed {
+		t.Errorf("fallback retry figures %+v, want %d requests of 1 attempt", rf, fallbackServed)
+	}
 	if len(p.Episodes) != 1 || !p.Episodes[0].Opened || !p.Episodes[0].Closed {
 		t.Fatalf("primary: %+v", p.Episodes)
 	}

@@ -245,10 +245,13 @@ type UpstreamAnalysis struct {
 	Faulted bool `json:"faulted"`
 	// Routing says how client requests were attributed to the upstream:
 	// "seq" (forwarded sequence header), "route_map" (client.request
-	// upstream field), "time_match" (arrivals matched in time), or
-	// "gaps_only" (no client attribution: arrival gaps alone).
+	// upstream field), "time_match" (arrivals matched in time),
+	// "seq_reached" (routed no request; its requests are those whose
+	// sequence numbers its calls carried: a fallback's), or "gaps_only"
+	// (no client attribution: arrival gaps alone).
 	Routing string `json:"routing"`
-	// ClientRequests counts client requests routed to the upstream.
+	// ClientRequests counts client requests routed to the upstream (with
+	// routing seq_reached: that reached it).
 	ClientRequests int64 `json:"client_requests"`
 	// Calls counts non-health calls the upstream received; Failed those
 	// that failed; Probes those tagged as probes; HealthChecks the rest.

@@ -233,13 +233,18 @@ func (c *collector) analyseUpstreams(a *Analysis, reqUp []name, wins map[string]
 			reqsBy[u.Value()] = append(reqsBy[u.Value()], int32(i))
 		}
 	}
+	reached := c.reachedRequests(reqsBy)
 	for _, name := range c.upstreams {
 		if len(callsBy[name]) == 0 && len(reqsBy[name]) == 0 && len(wins[name]) == 0 && !c.upNames[name] {
 			continue
 		}
 		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr,
 			slack: closeSlack, slackLate: closeSlackLate}
-		a.Upstreams[name] = u.analyse(a, reqsBy[name])
+		reqs := reqsBy[name]
+		if r, ok := reached[name]; ok {
+			reqs, u.reached = r, true
+		}
+		a.Upstreams[name] = u.analyse(a, reqs)
 	}
 }
 

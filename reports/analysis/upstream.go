@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"slices"
 	"sort"
 	"time"
 
@@ -35,6 +36,10 @@ type upstreamRun struct {
 	// forwarding hop's jitter measured on this run when it is larger
 	// (forwarding.go); set before the state machine runs.
 	slack, slackLate time.Duration
+	// reached: no client request is routed to the upstream, and its
+	// requests are those whose sequence numbers its calls carried (see
+	// reachedRequests).
+	reached bool
 }
 
 // reqOfCall returns the client request that reached call i, if one did
@@ -158,7 +163,7 @@ func (u *upstreamRun) clientFigures(ua *UpstreamAnalysis, reqs []int32) {
 // attribution the journal allows (sequence numbers, time matching, or
 // gaps in the calls alone), and sets ua.Routing to which.
 func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
-	c, wins, sent := u.c, u.wins, u.sent
+	c, sent := u.c, u.sent
 	var cycles []*cyc
 	hasSeq := false
 	for _, i := range u.live {
@@ -168,6 +173,13 @@ func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
 		}
 	}
 	switch {
+	case u.reached:
+		// Its requests reached it by construction: that one did not
+		// says nothing of a breaker (the gateway sent it only the
+		// requests that failed elsewhere), so open and close are read
+		// from gaps in its calls, as without attribution.
+		ua.Routing = "seq_reached"
+		cycles = u.gapCycles(ua)
 	case len(sent) > 0 && hasSeq:
 		ua.Routing = "seq"
 		cycles = u.machine(u.classifySeq())
@@ -176,28 +188,74 @@ func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
 		cycles = u.machine(u.classifyTime())
 	default:
 		ua.Routing = "gaps_only"
-		var exp time.Duration
-		exp, cycles = u.gapMachine()
-		if exp > 0 {
-			ua.ExpectedIntervalS = Ptr(seconds(exp))
-		}
-		// Without client attribution a quiet upstream (a fallback that only
-		// gets traffic while the primary is open, a route the capture
-		// rarely uses) looks like an open one: keep only gaps that begin
-		// inside a fault episode.
-		kept := cycles[:0]
-		for _, cy := range cycles {
-			for _, w := range wins {
-				if cy.openAt >= w.start && cy.openAt < w.end {
-					kept = append(kept, cy)
-					break
-				}
+		cycles = u.gapCycles(ua)
+	}
+	return cycles
+}
+
+// gapCycles finds open/close cycles in the gaps of the upstream's calls
+// alone, keeping those that begin inside one of its fault windows.
+func (u *upstreamRun) gapCycles(ua *UpstreamAnalysis) []*cyc {
+	exp, cycles := u.gapMachine()
+	if exp > 0 {
+		ua.ExpectedIntervalS = Ptr(seconds(exp))
+	}
+	// Without client attribution a quiet upstream (a fallback that only
+	// gets traffic while the primary is open, a route the capture
+	// rarely uses) looks like an open one: keep only gaps that begin
+	// inside a fault episode.
+	kept := cycles[:0]
+	for _, cy := range cycles {
+		for _, w := range u.wins {
+			if cy.openAt >= w.start && cy.openAt < w.end {
+				kept = append(kept, cy)
+				break
 			}
 		}
-		cycles = kept
 	}
+	return kept
+}
 
-	return cycles
+// reachedRequests returns, for each upstream that no client request is
+// routed to (routed, by name) but whose live calls carry sequence
+// numbers, the client requests of those numbers in log order: the
+// requests a fallback, a mirror or a hedge target served. Without them
+// such an upstream had no client requests, and its calls, though each
+// names its request, were read as gaps alone.
+func (c *collector) reachedRequests(routed map[string][]int32) map[string][]int32 {
+	var bySeq func(uint64) (int, bool)
+	seen := map[string]map[int]bool{}
+	for i := range c.calls {
+		k := &c.calls[i]
+		if !k.hasSeq || k.health {
+			continue
+		}
+		name := k.upstream.Value()
+		if len(routed[name]) > 0 {
+			continue
+		}
+		if bySeq == nil {
+			bySeq = c.seqIndex() // built only when some upstream needs it
+		}
+		ri, ok := bySeq(k.seq)
+		if !ok {
+			continue
+		}
+		if seen[name] == nil {
+			seen[name] = map[int]bool{}
+		}
+		seen[name][ri] = true
+	}
+	out := make(map[string][]int32, len(seen))
+	for name, set := range seen {
+		reqs := make([]int32, 0, len(set))
+		for ri := range set {
+			reqs = append(reqs, int32(ri))
+		}
+		slices.Sort(reqs)
+		out[name] = reqs
+	}
+	return out
 }
 
 // metricsStates lists the breaker transitions the gateway's metrics
