@@ -1,0 +1,436 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/halfopen/rehearse"
+	"github.com/halfopen/rehearse/internal/testutil"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/scenarios"
+)
+
+// The second AI gateway (fallbackGateway) rehearsed at two replay rates:
+// 5 req/s, whose 200 ms send spacing divides the gateway's fixed 1, 2 and
+// 4 s waits, and 4.3 req/s, whose 232.6 ms does not. Each figure of the
+// harness is held to the gateway's own log.
+
+// aigw2Waits are the gateway's fixed waits before the primary's retries,
+// and aigw2Timeout its per-call timeout.
+var aigw2Waits = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+const aigw2Timeout = 5 * time.Second
+
+// aigw2Faults: on the primary only, each window apart from the others'
+// retries (a request sent at the end of the storm retries until 7 s
+// after it):
+//   - a 503 storm: retried after 1, 2, 4 s, then the fallback; 8 s, so
+//     that the requests of its first second fail all 4 attempts;
+//   - answers slower than the timeout: abandoned at 5 s, then the fallback;
+//   - a stream that carries an error event after 3 events (a 200);
+//   - a stream reset after 3 events (a 200 the gateway ends early).
+const aigw2Faults = `faults:
+  - {name: storm, type: status, upstream: primary, at: 2s, for: 8s, params: {code: 503}}
+  - {name: slow, type: latency, upstream: primary, at: 18s, for: 2s, params: {fixed: 6s}}
+  - {name: stream-error, type: stream_error, upstream: primary, at: 23s, for: 2s, params: {after_events: 3}}
+  - {name: stream-reset, type: stream_cut, upstream: primary, at: 26s, for: 2s, params: {after_events: 3, then: rst}}
+`
+
+// aigw2Drill is one rate's rehearsal: the harness's result and the
+// gateway's log.
+type aigw2Drill struct {
+	rate float64
+	res  *rehearsal.Result
+	log  []aigwEntry
+}
+
+func runAIGW2(t *testing.T, rate float64) *aigw2Drill {
+	t.Helper()
+	primary, fallback := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	g := &fallbackGateway{primary: "http://" + primary + "/v1", fallback: "http://" + fallback + "/v1",
+		waits: aigw2Waits, timeout: aigw2Timeout}
+	dir := filepath.Join(t.TempDir(), "run")
+	if keep := os.Getenv("REHEARSE_E2E_OUT"); keep != "" {
+		dir = filepath.Join(keep, fmt.Sprintf("aigw2-%g-%d", rate, time.Now().UnixNano()))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "gateway.jsonl")
+	front := g.start(t, logPath)
+	// 13 events of 50 ms: a healthy stream takes 0.65 s, far inside the
+	// timeout. The client's deadline outlasts the longest path through
+	// the gateway (1 + 2 + 4 s of waits, 4 calls, then the fallback).
+	yaml := fmt.Sprintf(`version: 1
+name: aigw2-%g
+gateway:
+  url: %s
+replay:
+  rate: %g
+  duration: 29s
+  deadline: 15s
+  filter: {path: "^/v1/chat/completions"}
+  routes: [{prefix: /v1/chat/completions, upstream: primary}]
+upstreams:
+  - {name: primary, listen: "%s", api: openai, healthy: {sse: {events: 13}}}
+  - {name: fallback, listen: "%s", api: openai, healthy: {sse: {events: 13}}}
+%s`, rate, front, rate, primary, fallback, aigw2Faults)
+	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), "aigw2.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatalf("scenario:\n%s\n%v", yaml, err)
+	}
+	res, err := rehearsal.Run(context.Background(), sc, rehearsal.Options{OutDir: dir})
+	if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
+		t.Fatal(err)
+	}
+	return &aigw2Drill{rate: rate, res: res, log: readAIGWLog(t, logPath)}
+}
+
+func readAIGWLog(t *testing.T, path string) []aigwEntry {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []aigwEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e aigwEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("gateway log: %v: %s", err, sc.Text())
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var seqStamp = regexp.MustCompile(`\[rehearse:seq=(\d+)\]`)
+
+// logTruth is what the gateway's log says it did.
+type logTruth struct {
+	requests       int
+	calls          map[string]int    // by target
+	attempts       map[string]int64  // primary calls per request → requests
+	waits          [][]float64       // by retry: the waits before it, ms
+	fellBack       map[string]int    // requests sent to the fallback, by reason
+	servedFallback map[uint64]bool   // the requests sent to the fallback, by id
+	outcomes       map[string]int64  // the answers' outcomes
+	giveUps        []float64         // calls abandoned at the timeout, ms
+	giveUpThenOK   int               // … whose request the fallback then served
+	unstamped      int               // requests without the body stamp
+	bySeq          map[uint64]uint64 // request id → seq
+	perSeq         map[uint64]*seqTruth
+}
+
+// seqTruth is one client request as the gateway logged it.
+type seqTruth struct {
+	calls   map[string]int // by target
+	outcome string
+}
+
+func truthOf(t *testing.T, log []aigwEntry) *logTruth {
+	t.Helper()
+	lt := &logTruth{calls: map[string]int{}, attempts: map[string]int64{}, fellBack: map[string]int{},
+		servedFallback: map[uint64]bool{}, outcomes: map[string]int64{}, bySeq: map[uint64]uint64{},
+		perSeq: map[uint64]*seqTruth{}}
+	primaryCalls := map[uint64]int{}
+	gaveUp := map[uint64]bool{}
+	for _, e := range log {
+		switch e.Ev {
+		case "request":
+			lt.requests++
+			m := seqStamp.FindStringSubmatch(e.Input)
+			if m == nil {
+				lt.unstamped++
+				continue
+			}
+			seq, _ := strconv.ParseUint(m[1], 10, 64)
+			lt.bySeq[e.Req] = seq
+			lt.perSeq[seq] = &seqTruth{calls: map[string]int{}}
+		case "attempt_start":
+			lt.calls[e.Target]++
+			if st := lt.of(e.Req); st != nil {
+				st.calls[e.Target]++
+			}
+			if e.Target == "primary" {
+				primaryCalls[e.Req]++
+				if e.Attempt > 1 {
+					for len(lt.waits) < e.Attempt-1 {
+						lt.waits = append(lt.waits, nil)
+					}
+					lt.waits[e.Attempt-2] = append(lt.waits[e.Attempt-2], e.WaitMs)
+				}
+			}
+		case "give_up":
+			lt.giveUps = append(lt.giveUps, e.ElapsedMs)
+			gaveUp[e.Req] = true
+		case "fallback":
+			lt.fellBack[e.Reason]++
+			lt.servedFallback[e.Req] = true
+		case "response":
+			lt.outcomes[e.Outcome]++
+			if st := lt.of(e.Req); st != nil {
+				st.outcome = e.Outcome
+			}
+			if e.Target == "fallback" && gaveUp[e.Req] && e.Outcome == "ok" {
+				lt.giveUpThenOK++
+			}
+		}
+	}
+	for _, n := range primaryCalls {
+		lt.attempts[strconv.Itoa(n)]++
+	}
+	return lt
+}
+
+// of returns the gateway's request id's record, nil when it had no stamp.
+func (lt *logTruth) of(id uint64) *seqTruth {
+	seq, ok := lt.bySeq[id]
+	if !ok {
+		return nil
+	}
+	return lt.perSeq[seq]
+}
+
+// journalView is what the run's journal holds of each client request
+// (its calls by upstream, its outcome) and of the calls the gateway hung
+// up on.
+type journalView struct {
+	calls   map[uint64]map[string]int
+	outcome map[uint64]string
+	hungUp  map[string][]float64 // by upstream: arrival to hang-up, ms
+}
+
+func readJournalView(t *testing.T, dir string) *journalView {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v := &journalView{calls: map[uint64]map[string]int{}, outcome: map[uint64]string{}, hungUp: map[string][]float64{}}
+	_, err = journal.DecodeTransient(f, func(ev journal.Event) {
+		switch p := ev.Payload.(type) {
+		case *journal.UpstreamRequest:
+			if p.HealthCheck || p.Seq == nil {
+				return
+			}
+			if v.calls[*p.Seq] == nil {
+				v.calls[*p.Seq] = map[string]int{}
+			}
+			v.calls[*p.Seq][p.Upstream]++
+			if p.Outcome == journal.OutcomeUpstreamGone {
+				v.hungUp[p.Upstream] = append(v.hungUp[p.Upstream], msOf(p.Done-ev.T))
+			}
+		case *journal.ClientRequest:
+			v.outcome[p.Seq] = string(p.Outcome)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// checkPerRequest holds each client request's calls and outcome in the
+// journal to the gateway's log, and returns the number that differ.
+func checkPerRequest(t *testing.T, lt *logTruth, jv *journalView) int {
+	t.Helper()
+	bad := 0
+	for seq, st := range lt.perSeq {
+		jc := jv.calls[seq]
+		if jc["primary"] != st.calls["primary"] || jc["fallback"] != st.calls["fallback"] || jv.outcome[seq] != st.outcome {
+			if bad++; bad <= 5 {
+				t.Errorf("request %d: journal calls %v outcome %s, gateway log %v %s", seq, jc, jv.outcome[seq], st.calls, st.outcome)
+			}
+		}
+	}
+	return bad
+}
+
+// within reports |got - want| ≤ max(5 % of want, floor).
+func within(got, want, floor float64) bool {
+	return math.Abs(got-want) <= math.Max(0.05*math.Abs(want), floor)
+}
+
+// TestFallbackGatewayAtTwoRates: the second AI gateway's retries,
+// fallback, give-ups and failed streams, at 5 and at 4.3 req/s, each
+// figure held to its own log.
+func TestFallbackGatewayAtTwoRates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 29 s rehearsals in parallel; skipped with -short")
+	}
+	drills := make([]*aigw2Drill, 2)
+	t.Run("rates", func(t *testing.T) {
+		for i, rate := range []float64{5, 4.3} {
+			t.Run(fmt.Sprint(rate), func(t *testing.T) {
+				t.Parallel()
+				drills[i] = runAIGW2(t, rate)
+			})
+		}
+	})
+	for _, d := range drills {
+		if d == nil {
+			t.FailNow()
+		}
+		t.Run(fmt.Sprintf("held-to-log-%g", d.rate), func(t *testing.T) { holdAIGW2(t, d) })
+	}
+}
+
+// holdAIGW2 holds one drill's figures to the gateway's log.
+func holdAIGW2(t *testing.T, d *aigw2Drill) {
+	a := d.res.Analysis
+	lt := truthOf(t, d.log)
+	tab := &heldTable{}
+	defer tab.log(t, fmt.Sprintf("%g req/s", d.rate))
+	if lt.unstamped > 0 {
+		t.Errorf("%d of %d requests reached the gateway without the body stamp", lt.unstamped, lt.requests)
+	}
+	if lt.fellBack["retries_exhausted"] == 0 || lt.fellBack["timeout"] == 0 || lt.outcomes["stream_cut"] == 0 || lt.outcomes["stream_error"] == 0 {
+		t.Fatalf("the drill did not exercise the gateway: fallbacks %v, outcomes %v", lt.fellBack, lt.outcomes)
+	}
+	// Calls per upstream.
+	for _, up := range []string{"primary", "fallback"} {
+		ua := a.Upstreams[up]
+		if ua == nil {
+			t.Fatalf("no analysis of %s", up)
+		}
+		tab.add("calls to "+up, fmt.Sprint(lt.calls[up]), ua.Calls)
+		if ua.Calls != int64(lt.calls[up]) {
+			t.Errorf("calls to %s: harness %d, gateway log %d", up, ua.Calls, lt.calls[up])
+		}
+	}
+	r := a.Resilience
+	if r == nil || r.Upstreams["primary"] == nil {
+		t.Fatalf("no retry figures for primary: %+v (notes %q)", r, a.Notes)
+	}
+	// Attempts per request and the waits before each retry, on the primary.
+	pf := r.Upstreams["primary"]
+	tab.add("primary: attempts per request", fmt.Sprint(lt.attempts), pf.Distribution)
+	if !mapsEqual(pf.Distribution, lt.attempts) {
+		t.Errorf("attempts per request on primary: harness %v, gateway log %v", pf.Distribution, lt.attempts)
+	}
+	for i, ws := range lt.waits {
+		want := median(ws)
+		var got float64 = math.NaN()
+		if i < len(pf.Backoff.P50ByRetryMs) {
+			got = pf.Backoff.P50ByRetryMs[i]
+		}
+		tab.add(fmt.Sprintf("primary: median wait before retry %d (ms)", i+1), fmt.Sprintf("%.1f (%d)", want, len(ws)), fmt.Sprintf("%.1f", got))
+		if !within(got, want, 20) {
+			t.Errorf("median wait before retry %d: harness %.1f ms, gateway log %.1f ms", i+1, got, want)
+		}
+	}
+	var all []float64
+	for _, ws := range lt.waits {
+		all = append(all, ws...)
+	}
+	if b := pf.Backoff; b.MinMs == nil || b.MaxMs == nil || b.Retries != int64(len(all)) {
+		t.Errorf("waits: harness %+v, gateway log %d waits", b, len(all))
+	} else {
+		tab.add("primary: retries; min/max wait (ms)", fmt.Sprintf("%d; %.1f/%.1f", len(all), slices.Min(all), slices.Max(all)),
+			fmt.Sprintf("%d; %.1f/%.1f", b.Retries, *b.MinMs, *b.MaxMs))
+		if !within(*b.MinMs, slices.Min(all), 20) || !within(*b.MaxMs, slices.Max(all), 20) {
+			t.Errorf("min/max wait: harness %.1f/%.1f ms, gateway log %.1f/%.1f ms", *b.MinMs, *b.MaxMs, slices.Min(all), slices.Max(all))
+		}
+	}
+	// The fallback's requests: those whose numbers its calls carried.
+	ff, fa := r.Upstreams["fallback"], a.Upstreams["fallback"]
+	served := int64(len(lt.servedFallback))
+	tab.add("fallback: client requests", fmt.Sprint(served), fmt.Sprintf("%d (routing %s)", fa.ClientRequests, fa.Routing))
+	if fa.ClientRequests != served || fa.Routing != "seq_reached" {
+		t.Errorf("fallback: %d client requests by %s, gateway log %d requests sent to it", fa.ClientRequests, fa.Routing, served)
+	}
+	if ff == nil {
+		t.Errorf("no retry figures for the fallback")
+	} else {
+		tab.add("fallback: attempts per request", fmt.Sprintf("map[1:%d]", served), ff.Distribution)
+		if ff.Requests != served || ff.Distribution["1"] != served {
+			t.Errorf("fallback retry figures: %d requests %v, gateway log %d requests tried once", ff.Requests, ff.Distribution, served)
+		}
+	}
+	// Failed streams are failed, in their own classes.
+	outs := map[string]int64{}
+	for _, p := range a.Phases {
+		for o, n := range p.Outcomes {
+			outs[o] += n
+		}
+	}
+	for _, o := range []string{"stream_error", "stream_cut", "ok"} {
+		tab.add("client outcome "+o, fmt.Sprint(lt.outcomes[o]), outs[o])
+		if outs[o] != lt.outcomes[o] {
+			t.Errorf("outcome %s: harness %d, gateway log %d", o, outs[o], lt.outcomes[o])
+		}
+	}
+	// Each request, as the journal holds it.
+	jv := readJournalView(t, d.res.Dir)
+	bad := checkPerRequest(t, lt, jv)
+	tab.add("requests whose calls per upstream and outcome differ", "0", bad)
+	// Give-ups: the log's, beside the journal's calls the gateway hung
+	// up on.
+	tab.add("give-ups at the timeout (count; min/median/max ms)", fmt.Sprintf("%d; %s", len(lt.giveUps), minMedMax(lt.giveUps)),
+		fmt.Sprintf("journal: %d calls hung up; %s", len(jv.hungUp["primary"]), minMedMax(jv.hungUp["primary"])))
+	tab.add("give-ups then served by the fallback", fmt.Sprint(lt.giveUpThenOK), "—")
+	// Lockstep: recorded at both rates.
+	l := pf.Lockstep
+	tab.add("primary: retries coincident within 10 ms", "—", fmt.Sprintf("%v of %d (independent %v, lockstep %v)", deref(l.CoincidentShare), l.Retries, deref(l.IndependentShare), deref(l.Lockstep)))
+}
+
+// heldTable is a drill's figures beside the gateway log's, logged as
+// the table the report quotes.
+type heldTable struct{ rows [][3]string }
+
+// add adds a row: the figure, what the gateway's log says, what the
+// harness says.
+func (h *heldTable) add(what, logged string, harness any) {
+	h.rows = append(h.rows, [3]string{what, fmt.Sprint(harness), logged})
+}
+
+func (h *heldTable) log(t *testing.T, name string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "held to the gateway's log, %s:\n| figure | harness | gateway log |\n|---|---|---|\n", name)
+	for _, r := range h.rows {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
+	}
+	t.Log(b.String())
+}
+
+func mapsEqual(a map[string]int64, b map[string]int64) bool {
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	for k, v := range b {
+		if a[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// minMedMax writes min/median/max of xs in ms, or "—".
+func minMedMax(xs []float64) string {
+	if len(xs) == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f/%.1f/%.1f", slices.Min(xs), median(xs), slices.Max(xs))
+}
