@@ -144,6 +144,10 @@ type logTruth struct {
 type seqTruth struct {
 	calls   map[string]int // by target
 	outcome string
+	target  string // the target that answered
+	// fallbackAt is when it first called the fallback (zero: never),
+	// lastPrimaryAt when it last called the primary.
+	fallbackAt, lastPrimaryAt time.Time
 }
 
 func truthOf(t *testing.T, log []aigwEntry) *logTruth {
@@ -169,6 +173,12 @@ func truthOf(t *testing.T, log []aigwEntry) *logTruth {
 			lt.calls[e.Target]++
 			if st := lt.of(e.Req); st != nil {
 				st.calls[e.Target]++
+				switch {
+				case e.Target == "primary":
+					st.lastPrimaryAt = e.T
+				case st.fallbackAt.IsZero():
+					st.fallbackAt = e.T
+				}
 			}
 			if e.Target == "primary" {
 				primaryCalls[e.Req]++
@@ -188,7 +198,7 @@ func truthOf(t *testing.T, log []aigwEntry) *logTruth {
 		case "response":
 			lt.outcomes[e.Outcome]++
 			if st := lt.of(e.Req); st != nil {
-				st.outcome = e.Outcome
+				st.outcome, st.target = e.Outcome, e.Target
 			}
 			if e.Target == "fallback" && gaveUp[e.Req] && e.Outcome == "ok" {
 				lt.giveUpThenOK++
@@ -214,9 +224,11 @@ func (lt *logTruth) of(id uint64) *seqTruth {
 // (its calls by upstream, its outcome) and of the calls the gateway hung
 // up on.
 type journalView struct {
-	calls   map[uint64]map[string]int
-	outcome map[uint64]string
-	hungUp  map[string][]float64 // by upstream: arrival to hang-up, ms
+	wallStart time.Time // the instant of run time 0
+	calls     map[uint64]map[string]int
+	outcome   map[uint64]string
+	sent      map[uint64]time.Duration // in run time
+	hungUp    map[string][]float64     // by upstream: arrival to hang-up, ms
 }
 
 func readJournalView(t *testing.T, dir string) *journalView {
@@ -226,9 +238,12 @@ func readJournalView(t *testing.T, dir string) *journalView {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	v := &journalView{calls: map[uint64]map[string]int{}, outcome: map[uint64]string{}, hungUp: map[string][]float64{}}
+	v := &journalView{calls: map[uint64]map[string]int{}, outcome: map[uint64]string{}, sent: map[uint64]time.Duration{},
+		hungUp: map[string][]float64{}}
 	_, err = journal.DecodeTransient(f, func(ev journal.Event) {
 		switch p := ev.Payload.(type) {
+		case *journal.RunStart:
+			v.wallStart = p.WallStart
 		case *journal.UpstreamRequest:
 			if p.HealthCheck || p.Seq == nil {
 				return
@@ -242,6 +257,7 @@ func readJournalView(t *testing.T, dir string) *journalView {
 			}
 		case *journal.ClientRequest:
 			v.outcome[p.Seq] = string(p.Outcome)
+			v.sent[p.Seq] = p.Sent
 		}
 	})
 	if err != nil {
@@ -389,6 +405,7 @@ func holdAIGW2(t *testing.T, d *aigw2Drill) {
 	tab.add("give-ups at the timeout (count; min/median/max ms)", fmt.Sprintf("%d; %s", len(lt.giveUps), minMedMax(lt.giveUps)),
 		fmt.Sprintf("journal: %d calls hung up; %s", len(jv.hungUp["primary"]), minMedMax(jv.hungUp["primary"])))
 	tab.add("give-ups then served by the fallback", fmt.Sprint(lt.giveUpThenOK), "—")
+	holdFailover(t, d, lt, jv, tab)
 	// Lockstep: recorded at both rates.
 	l := pf.Lockstep
 	tab.add("primary: retries coincident within 10 ms", "—", fmt.Sprintf("%v of %d (independent %v, lockstep %v)", deref(l.CoincidentShare), l.Retries, deref(l.IndependentShare), deref(l.Lockstep)))
@@ -433,4 +450,93 @@ func minMedMax(xs []float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.1f/%.1f/%.1f", slices.Min(xs), median(xs), slices.Max(xs))
+}
+
+// backEdge is how far before a fault's end the gateway may log the start
+// of a call that reached the upstream after it: the time from its log
+// line to the upstream's accept (sub-millisecond on loopback, tens of
+// milliseconds on a loaded machine).
+const backEdge = 50 * time.Millisecond
+
+// logFailover is one episode's failover as the gateway's log tells it.
+type logFailover struct {
+	served, servedOK, primaryCalls int64
+	firstFallback, failBack        float64 // run time, s; +Inf: none
+}
+
+// failoverOf reads episode j of eps (run time, s) from the log: the
+// requests sent from its start to the next episode's (the first also
+// takes requests sent before it that went to the fallback after it)
+// that the fallback answered, when it was first called for them, and
+// the first call after the fault's end of a request the primary answered
+// ok (the fail-back).
+func failoverOf(lt *logTruth, jv *journalView, start, end, spanEnd float64, first bool) logFailover {
+	run := func(at time.Time) float64 { return at.Sub(jv.wallStart).Seconds() }
+	lf := logFailover{firstFallback: math.Inf(1), failBack: math.Inf(1)}
+	for seq, st := range lt.perSeq {
+		sent := jv.sent[seq].Seconds()
+		fb := st.target == "fallback" && !st.fallbackAt.IsZero()
+		if sent >= spanEnd || (sent < start && !(first && fb && run(st.fallbackAt) >= start)) {
+			continue
+		}
+		if fb {
+			lf.served++
+			if st.outcome == "ok" {
+				lf.servedOK++
+			}
+			lf.primaryCalls += int64(st.calls["primary"])
+			lf.firstFallback = min(lf.firstFallback, run(st.fallbackAt))
+		}
+		if st.target == "primary" && st.outcome == "ok" && run(st.lastPrimaryAt) >= end-backEdge.Seconds() {
+			lf.failBack = min(lf.failBack, run(st.lastPrimaryAt))
+		}
+	}
+	return lf
+}
+
+// holdFailover holds each of the primary's episodes' failover figure to
+// the log: the fallback and its requests exactly, the moments of failover
+// and fail-back within 20 ms (they are instants of one clock: the
+// gateway's log line and the upstream's arrival of the same call).
+func holdFailover(t *testing.T, d *aigw2Drill, lt *logTruth, jv *journalView, tab *heldTable) {
+	eps := d.res.Analysis.Upstreams["primary"].Episodes
+	for j, ep := range eps {
+		spanEnd := math.Inf(1)
+		if j+1 < len(eps) {
+			spanEnd = eps[j+1].StartS
+		}
+		lf := failoverOf(lt, jv, ep.StartS, ep.EndS, spanEnd, j == 0)
+		f := ep.Failover
+		if f == nil {
+			t.Errorf("episode %s: no failover figure", ep.Fault)
+			continue
+		}
+		name := "failover, " + ep.Fault
+		tab.add(name+": fallback; requests served (ok)", fmt.Sprintf("%d (%d)", lf.served, lf.servedOK),
+			fmt.Sprintf("%q; %d (%d); %s", f.Fallback, f.Served, f.ServedOK, f.Evidence))
+		if lf.served == 0 {
+			if f.Fallback != "" || f.Served != 0 {
+				t.Errorf("%s: harness %q served %d, the gateway's log none", name, f.Fallback, f.Served)
+			}
+			continue
+		}
+		if f.Fallback != "fallback" || f.Served != lf.served || f.ServedOK != lf.servedOK || f.AfterPrimary != lf.served || f.PrimaryCalls != lf.primaryCalls {
+			t.Errorf("%s: harness %+v; gateway log %d served, %d ok, all after %d calls to the primary", name, f, lf.served, lf.servedOK, lf.primaryCalls)
+		}
+		tab.add(name+": failed over at (s)", fmt.Sprintf("%.3f", lf.firstFallback), fmtPtr(f.FailedOverAtS))
+		if f.FailedOverAtS == nil || math.Abs(*f.FailedOverAtS-lf.firstFallback) > 0.020 {
+			t.Errorf("%s: failed over at %s s, the gateway's log %.3f s", name, fmtPtr(f.FailedOverAtS), lf.firstFallback)
+		}
+		tab.add(name+": failed back at (s)", fmt.Sprintf("%.3f", lf.failBack), fmtPtr(f.FailedBackAtS))
+		if !f.FailedBack || f.FailedBackAtS == nil || math.Abs(*f.FailedBackAtS-lf.failBack) > 0.020 {
+			t.Errorf("%s: failed back %v at %s s, the gateway's log %.3f s", name, f.FailedBack, fmtPtr(f.FailedBackAtS), lf.failBack)
+		}
+	}
+}
+
+func fmtPtr(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", *p)
 }
