@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,6 +149,7 @@ type seqTruth struct {
 	// fallbackAt is when it first called the fallback (zero: never),
 	// lastPrimaryAt when it last called the primary.
 	fallbackAt, lastPrimaryAt time.Time
+	waits                     []float64 // before each primary retry, ms
 }
 
 func truthOf(t *testing.T, log []aigwEntry) *logTruth {
@@ -176,6 +178,9 @@ func truthOf(t *testing.T, log []aigwEntry) *logTruth {
 				switch {
 				case e.Target == "primary":
 					st.lastPrimaryAt = e.T
+					if e.Attempt > 1 {
+						st.waits = append(st.waits, e.WaitMs)
+					}
 				case st.fallbackAt.IsZero():
 					st.fallbackAt = e.T
 				}
@@ -228,7 +233,10 @@ type journalView struct {
 	calls     map[uint64]map[string]int
 	outcome   map[uint64]string
 	sent      map[uint64]time.Duration // in run time
-	hungUp    map[string][]float64     // by upstream: arrival to hang-up, ms
+	// primary holds each request's calls to the primary, [arrival, end]
+	// in run time, in journal order.
+	primary map[uint64][][2]time.Duration
+	hungUp  map[string][]float64 // by upstream: arrival to hang-up, ms
 }
 
 func readJournalView(t *testing.T, dir string) *journalView {
@@ -239,7 +247,7 @@ func readJournalView(t *testing.T, dir string) *journalView {
 	}
 	defer f.Close()
 	v := &journalView{calls: map[uint64]map[string]int{}, outcome: map[uint64]string{}, sent: map[uint64]time.Duration{},
-		hungUp: map[string][]float64{}}
+		primary: map[uint64][][2]time.Duration{}, hungUp: map[string][]float64{}}
 	_, err = journal.DecodeTransient(f, func(ev journal.Event) {
 		switch p := ev.Payload.(type) {
 		case *journal.RunStart:
@@ -252,6 +260,9 @@ func readJournalView(t *testing.T, dir string) *journalView {
 				v.calls[*p.Seq] = map[string]int{}
 			}
 			v.calls[*p.Seq][p.Upstream]++
+			if p.Upstream == "primary" {
+				v.primary[*p.Seq] = append(v.primary[*p.Seq], [2]time.Duration{ev.T, p.Done})
+			}
 			if p.Outcome == journal.OutcomeUpstreamGone {
 				v.hungUp[p.Upstream] = append(v.hungUp[p.Upstream], msOf(p.Done-ev.T))
 			}
@@ -266,16 +277,30 @@ func readJournalView(t *testing.T, dir string) *journalView {
 	return v
 }
 
-// checkPerRequest holds each client request's calls and outcome in the
-// journal to the gateway's log, and returns the number that differ.
+// checkPerRequest holds each client request's calls, outcome and waits
+// before the primary's retries in the journal (a retry's arrival less
+// the previous call's end, as the retry figures measure it) to the
+// gateway's log, waits within max(5 %, 20 ms); it returns the number of
+// requests that differ.
 func checkPerRequest(t *testing.T, lt *logTruth, jv *journalView) int {
 	t.Helper()
 	bad := 0
 	for seq, st := range lt.perSeq {
 		jc := jv.calls[seq]
-		if jc["primary"] != st.calls["primary"] || jc["fallback"] != st.calls["fallback"] || jv.outcome[seq] != st.outcome {
+		calls := slices.Clone(jv.primary[seq])
+		slices.SortFunc(calls, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
+		waits := make([]float64, 0, len(st.waits))
+		for i := 1; i < len(calls); i++ {
+			waits = append(waits, msOf(calls[i][0]-calls[i-1][1]))
+		}
+		ok := jc["primary"] == st.calls["primary"] && jc["fallback"] == st.calls["fallback"] && jv.outcome[seq] == st.outcome &&
+			len(waits) == len(st.waits)
+		for i := 0; ok && i < len(waits); i++ {
+			ok = within(waits[i], st.waits[i], 20)
+		}
+		if !ok {
 			if bad++; bad <= 5 {
-				t.Errorf("request %d: journal calls %v outcome %s, gateway log %v %s", seq, jc, jv.outcome[seq], st.calls, st.outcome)
+				t.Errorf("request %d: journal calls %v, outcome %s, waits %.1f ms; gateway log %v, %s, %.1f ms", seq, jc, jv.outcome[seq], waits, st.calls, st.outcome, st.waits)
 			}
 		}
 	}
@@ -399,7 +424,7 @@ func holdAIGW2(t *testing.T, d *aigw2Drill) {
 	// Each request, as the journal holds it.
 	jv := readJournalView(t, d.res.Dir)
 	bad := checkPerRequest(t, lt, jv)
-	tab.add("requests whose calls per upstream and outcome differ", "0", bad)
+	tab.add("requests whose calls per upstream, outcome or waits differ", "0", bad)
 	// Give-ups: the log's, beside the journal's calls the gateway hung
 	// up on.
 	tab.add("give-ups at the timeout (count; min/median/max ms)", fmt.Sprintf("%d; %s", len(lt.giveUps), minMedMax(lt.giveUps)),
