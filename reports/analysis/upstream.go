@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"cmp"
-	"slices"
 	"sort"
 	"time"
 
@@ -224,16 +223,22 @@ func (u *upstreamRun) gapCycles(ua *UpstreamAnalysis) []*cyc {
 // names its request, were read as gaps alone.
 func (c *collector) reachedRequests(routed map[string][]int32) map[string][]int32 {
 	var bySeq func(uint64) (int, bool)
-	seen := map[string]map[int]bool{}
+	seen := map[string][]bool{} // by upstream, by request: linear, and in log order below
+	isRouted := map[name]bool{} // by handle: no string hashed per call
 	for i := range c.calls {
 		k := &c.calls[i]
 		if !k.hasSeq || k.health {
 			continue
 		}
-		name := k.upstream.Value()
-		if len(routed[name]) > 0 {
+		r, ok := isRouted[k.upstream]
+		if !ok {
+			r = len(routed[k.upstream.Value()]) > 0
+			isRouted[k.upstream] = r
+		}
+		if r {
 			continue
 		}
+		name := k.upstream.Value()
 		if bySeq == nil {
 			bySeq = c.seqIndex() // built only when some upstream needs it
 		}
@@ -242,17 +247,18 @@ func (c *collector) reachedRequests(routed map[string][]int32) map[string][]int3
 			continue
 		}
 		if seen[name] == nil {
-			seen[name] = map[int]bool{}
+			seen[name] = make([]bool, len(c.reqs))
 		}
 		seen[name][ri] = true
 	}
 	out := make(map[string][]int32, len(seen))
 	for name, set := range seen {
-		reqs := make([]int32, 0, len(set))
-		for ri := range set {
-			reqs = append(reqs, int32(ri))
+		var reqs []int32
+		for ri, ok := range set {
+			if ok {
+				reqs = append(reqs, int32(ri))
+			}
 		}
-		slices.Sort(reqs)
 		out[name] = reqs
 	}
 	return out
