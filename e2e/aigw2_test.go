@@ -50,11 +50,12 @@ const aigw2Faults = `faults:
   - {name: stream-reset, type: stream_cut, upstream: primary, at: 26s, for: 2s, params: {after_events: 3, then: rst}}
 `
 
-// aigw2Drill is one rate's rehearsal: the harness's result and the
-// gateway's log.
+// aigw2Drill is one rate's rehearsal: the harness's result, its journal
+// and the gateway's log (read before the subtest's directories go).
 type aigw2Drill struct {
 	rate float64
 	res  *rehearsal.Result
+	jv   *journalView
 	log  []aigwEntry
 }
 
@@ -97,7 +98,7 @@ upstreams:
 	if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
 		t.Fatal(err)
 	}
-	return &aigw2Drill{rate: rate, res: res, log: readAIGWLog(t, logPath)}
+	return &aigw2Drill{rate: rate, res: res, jv: readJournalView(t, res.Dir), log: readAIGWLog(t, logPath)}
 }
 
 func readAIGWLog(t *testing.T, path string) []aigwEntry {
@@ -422,7 +423,7 @@ func holdAIGW2(t *testing.T, d *aigw2Drill) {
 		}
 	}
 	// Each request, as the journal holds it.
-	jv := readJournalView(t, d.res.Dir)
+	jv := d.jv
 	bad := checkPerRequest(t, lt, jv)
 	tab.add("requests whose calls per upstream, outcome or waits differ", "0", bad)
 	// Give-ups: the log's, beside the journal's calls the gateway hung
