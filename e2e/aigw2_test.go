@@ -21,6 +21,7 @@ import (
 	"github.com/halfopen/rehearse/internal/testutil"
 	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/reports/expect"
 	"github.com/halfopen/rehearse/scenarios"
 )
 
@@ -48,6 +49,17 @@ const aigw2Faults = `faults:
   - {name: slow, type: latency, upstream: primary, at: 18s, for: 2s, params: {fixed: 6s}}
   - {name: stream-error, type: stream_error, upstream: primary, at: 23s, for: 2s, params: {after_events: 3}}
   - {name: stream-reset, type: stream_cut, upstream: primary, at: 26s, for: 2s, params: {after_events: 3, then: rst}}
+`
+
+// aigw2Expect are expectations on the new figures, each judged by the
+// harness and by the gateway's log (holdExpectations): the storm fails
+// over after 7 s (1 + 2 + 4 s of waits), past 6 s; the slow answers
+// after 5 s, within it; the stream episodes never.
+const aigw2Expect = `expectations:
+  upstreams: [primary]
+  fails_over_within: 6s
+  fails_back_within: 1s
+  call_timeout_max: 5.5s
 `
 
 // aigw2Drill is one rate's rehearsal: the harness's result, its journal
@@ -91,7 +103,7 @@ replay:
 upstreams:
   - {name: primary, listen: "%s", api: openai, healthy: {latency: {fixed: 100ms}, sse: {events: 13}}}
   - {name: fallback, listen: "%s", api: openai, healthy: {latency: {fixed: 100ms}, sse: {events: 13}}}
-%s`, rate, front, rate, primary, fallback, aigw2Faults)
+%s%s`, rate, front, rate, primary, fallback, aigw2Faults, aigw2Expect)
 	sc, err := scenarios.Parse(filepath.Join(t.TempDir(), "aigw2.yaml"), []byte(yaml))
 	if err != nil {
 		t.Fatalf("scenario:\n%s\n%v", yaml, err)
@@ -448,6 +460,7 @@ func holdAIGW2(t *testing.T, d *aigw2Drill) {
 	tab.add("requests whose calls per upstream, outcome or waits differ", "0", fmt.Sprintf("%d (%d waits agree only with their transit)", bad, transit))
 	holdGiveUps(t, d, lt, tab)
 	holdFailover(t, d, lt, jv, tab)
+	holdExpectations(t, d, lt, jv, tab)
 	// Lockstep: recorded at both rates.
 	l := pf.Lockstep
 	tab.add("primary: retries coincident within 10 ms", "—", fmt.Sprintf("%v of %d (independent %v, lockstep %v)", deref(l.CoincidentShare), l.Retries, deref(l.IndependentShare), deref(l.Lockstep)))
@@ -517,8 +530,9 @@ func holdGiveUps(t *testing.T, d *aigw2Drill, lt *logTruth, tab *heldTable) {
 	tab.add("give-ups (count; min/median/max; then ok elsewhere)", logged,
 		fmt.Sprintf("%d (%d seen, %d unseen); %.1f/%.1f/%.1f ms, timeout %.1f ms; %d then ok on the fallback", g.Count, p.Seen, p.Unseen,
 			ms(p.AfterS.Min), ms(p.AfterS.P50), ms(p.AfterS.Max), ms(p.TimeoutS), p.OnFallback))
-	if g.Count != want || p.Seen != want || p.Unseen != 0 || g.ClientLeft != 0 {
-		t.Errorf("give-ups: %d (primary %d seen, %d unseen, %d after the client left), the gateway's log %d", g.Count, p.Seen, p.Unseen, g.ClientLeft, want)
+	if g.Count != want || p.Seen != want || p.Unseen != 0 || g.ClientLeft != 0 || g.Cancelled != 0 {
+		t.Errorf("give-ups: %d (primary %d seen, %d unseen; %d after the client left, %d cancelled after another answered), the gateway's log %d",
+			g.Count, p.Seen, p.Unseen, g.ClientLeft, g.Cancelled, want)
 	}
 	if want > 0 && (!within(ms(p.TimeoutS), median(lt.giveUps), 20) || !within(ms(p.AfterS.Min), slices.Min(lt.giveUps), 20) ||
 		!within(ms(p.AfterS.Max), slices.Max(lt.giveUps), 20)) {
@@ -616,4 +630,70 @@ func fmtPtr(p *float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.3f", *p)
+}
+
+// holdExpectations judges aigw2Expect on the gateway's log, by the
+// harness's rule (a breach anywhere: not met; else an episode or upstream
+// with nothing to judge: not observable; else met), and holds the
+// harness's outcomes to it. fails_over_within: every episode fails over
+// within 6 s of its start (one that never does is a breach);
+// fails_back_within: every failover fails back within 1 s of the fault's
+// end (an episode without one has nothing to judge); call_timeout_max:
+// every give-up within 5.5 s of its call's start. A log figure within 20
+// ms of a bound is too close to call, and not held.
+func holdExpectations(t *testing.T, d *aigw2Drill, lt *logTruth, jv *journalView, tab *heldTable) {
+	eps := d.res.Analysis.Upstreams["primary"].Episodes
+	type verdict struct{ breach, missing bool }
+	var over, back, timeout verdict
+	var close bool
+	near := func(v, bound float64) bool { return math.Abs(v-bound) <= 0.020 }
+	for j, ep := range eps {
+		spanEnd := math.Inf(1)
+		if j+1 < len(eps) {
+			spanEnd = eps[j+1].StartS
+		}
+		lf := failoverOf(lt, jv, ep.StartS, ep.EndS, spanEnd, j == 0)
+		after := lf.firstFallback - ep.StartS // +Inf: never
+		over.breach = over.breach || after > 6
+		close = close || near(after, 6)
+		if lf.served == 0 {
+			back.missing = true
+			continue
+		}
+		b := max(lf.failBack-ep.EndS, 0)
+		back.breach = back.breach || b > 1
+		close = close || near(b, 1)
+	}
+	if len(lt.giveUps) == 0 {
+		timeout.missing = true
+	} else {
+		timeout.breach = slices.Max(lt.giveUps) > 5500
+		close = close || near(slices.Max(lt.giveUps)/1000, 5.5)
+	}
+	outcome := func(v verdict) expect.Outcome {
+		switch {
+		case v.breach:
+			return expect.NotMet
+		case v.missing:
+			return expect.NotObservable
+		}
+		return expect.Met
+	}
+	want := map[string]expect.Outcome{"fails_over_within": outcome(over), "fails_back_within": outcome(back), "call_timeout_max": outcome(timeout)}
+	got := map[string]expect.Outcome{}
+	for _, e := range d.res.Expectations {
+		if _, ok := want[e.Name]; ok {
+			got[e.Name] = e.Outcome
+			tab.add("expectation "+e.Name, string(want[e.Name]), fmt.Sprintf("%s: %s", e.Outcome, e.Observed))
+		}
+	}
+	if close {
+		t.Logf("a log figure is within 20 ms of its bound: outcomes %v not held to the log's %v", got, want)
+		return
+	}
+	for name, w := range want {
+		if g := got[name]; g != w {
+			t.Errorf("%s: harness %q, the gateway's log %q", name, g, w)
+		}
+	}
 }
