@@ -463,7 +463,7 @@ func holdAIGW2(t *testing.T, d *aigw2Drill) {
 	holdExpectations(t, d, lt, jv, tab)
 	// Lockstep: recorded at both rates.
 	l := pf.Lockstep
-	tab.add("primary: retries coincident within 10 ms", "—", fmt.Sprintf("%v of %d (independent %v, lockstep %v)", deref(l.CoincidentShare), l.Retries, deref(l.IndependentShare), deref(l.Lockstep)))
+	tab.add("primary: retries coincident within 10 ms", "none synchronized: each timed from its request's previous attempt", fmt.Sprintf("%v of %d (independent %v, lockstep %v)", deref(l.CoincidentShare), l.Retries, deref(l.IndependentShare), deref(l.Lockstep)))
 }
 
 // heldTable is a drill's figures beside the gateway log's, logged as
