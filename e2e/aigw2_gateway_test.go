@@ -68,7 +68,10 @@ type aigwEntry struct {
 	Outcome   string  `json:"outcome,omitempty"`
 	Events    int     `json:"events,omitempty"`
 	ElapsedMs float64 `json:"elapsed_ms,omitempty"` // attempt_end, give_up: the call's duration
-	Reason    string  `json:"reason,omitempty"`     // fallback: why
+	// HeadersMs is when the provider's response head came, from the
+	// attempt's start (attempt_end; 0: none came).
+	HeadersMs float64 `json:"headers_ms,omitempty"`
+	Reason    string  `json:"reason,omitempty"` // fallback: why
 }
 
 // aigwLog writes the log, one JSON object per line.
@@ -186,19 +189,23 @@ func (g *fallbackGateway) attempt(w http.ResponseWriter, ctx context.Context, id
 	defer cancel()
 	start := time.Now()
 	g.log.write(aigwEntry{Ev: "attempt_start", Req: id, Target: target, Attempt: n, WaitMs: msOf(wait)})
+	var headers time.Duration
 	end := func(res attemptResult, events int) (attemptResult, time.Time) {
 		now := time.Now()
 		if res.outcome == "timeout" {
 			g.log.write(aigwEntry{Ev: "give_up", Req: id, Target: target, Attempt: n, ElapsedMs: msOf(now.Sub(start))})
 		}
 		g.log.write(aigwEntry{Ev: "attempt_end", Req: id, Target: target, Attempt: n, Status: res.status,
-			Outcome: res.outcome, Events: events, ElapsedMs: msOf(now.Sub(start))})
+			Outcome: res.outcome, Events: events, ElapsedMs: msOf(now.Sub(start)), HeadersMs: msOf(headers)})
 		return res, now
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
 	req.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fallback-gateway/1"},
 		"Authorization": {"Bearer gateway-own-key"}}
 	resp, err := g.client.Do(req)
+	if err == nil {
+		headers = time.Since(start)
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return end(attemptResult{outcome: "timeout"}, 0)
