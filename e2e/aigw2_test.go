@@ -128,7 +128,7 @@ func holdWaits(t *testing.T, pf *analysis.RetryFigures, lt *logTruth, widest flo
 			got = pf.Backoff.P50ByRetryMs[i]
 		}
 		tab.add(fmt.Sprintf("primary: median wait before retry %d (ms)", i+1), fmt.Sprintf("%.1f (%d)", want, len(ws)), fmt.Sprintf("%.1f", got))
-		if !within(got, want, 20) {
+		if !agrees(got, want, 20) {
 			t.Errorf("median wait before retry %d: harness %.1f ms, gateway log %.1f ms", i+1, got, want)
 		}
 	}
@@ -141,14 +141,14 @@ func holdWaits(t *testing.T, pf *analysis.RetryFigures, lt *logTruth, widest flo
 	} else {
 		tab.add("primary: retries; min/max wait (ms)", fmt.Sprintf("%d; %.1f/%.1f", len(all), slices.Min(all), slices.Max(all)),
 			fmt.Sprintf("%d; %.1f/%.1f", b.Retries, *b.MinMs, *b.MaxMs))
-		if !within(*b.MinMs, slices.Min(all), 20+widest) || !within(*b.MaxMs, slices.Max(all), 20+widest) {
+		if !agrees(*b.MinMs, slices.Min(all), 20+widest) || !agrees(*b.MaxMs, slices.Max(all), 20+widest) {
 			t.Errorf("min/max wait: harness %.1f/%.1f ms, gateway log %.1f/%.1f ms (bound up to %.1f ms)", *b.MinMs, *b.MaxMs, slices.Min(all), slices.Max(all), widest)
 		}
 	}
 }
 
-// within reports |got - want| ≤ max(5 % of want, floor).
-func within(got, want, floor float64) bool {
+// agrees reports |got - want| ≤ max(5 % of want, floor).
+func agrees(got, want, floor float64) bool {
 	return math.Abs(got-want) <= math.Max(0.05*math.Abs(want), floor)
 }
 
@@ -318,8 +318,8 @@ func holdGiveUps(t *testing.T, d *aigw2Drill, lt *logTruth, tab *heldTable) {
 		t.Errorf("give-ups: %d (primary %d seen, %d unseen; %d after the client left, %d cancelled after another answered), the gateway's log %d",
 			g.Count, p.Seen, p.Unseen, g.ClientLeft, g.Cancelled, want)
 	}
-	if want > 0 && (!within(ms(p.TimeoutS), median(lt.giveUps), 20) || !within(ms(p.AfterS.Min), slices.Min(lt.giveUps), 20) ||
-		!within(ms(p.AfterS.Max), slices.Max(lt.giveUps), 20)) {
+	if want > 0 && (!agrees(ms(p.TimeoutS), median(lt.giveUps), 20) || !agrees(ms(p.AfterS.Min), slices.Min(lt.giveUps), 20) ||
+		!agrees(ms(p.AfterS.Max), slices.Max(lt.giveUps), 20)) {
 		t.Errorf("give-ups after %.1f/%.1f/%.1f ms (timeout %.1f), the gateway's log %s", ms(p.AfterS.Min), ms(p.AfterS.P50), ms(p.AfterS.Max), ms(p.TimeoutS), minMedMax(lt.giveUps))
 	}
 	if p.OnFallback != int64(lt.giveUpThenOK) || p.ThenSucceeded != int64(lt.giveUpThenOK) || p.ThenFailed != want-int64(lt.giveUpThenOK) {

@@ -244,7 +244,7 @@ func checkPerRequest(t *testing.T, lt *logTruth, jv *journalView) (bad, bounded 
 		ok := jc["primary"] == st.calls["primary"] && jc["fallback"] == st.calls["fallback"] && jv.outcome[seq] == st.outcome &&
 			len(waits) == len(st.waits) && len(st.primary) == len(calls)
 		for i := 0; ok && i < len(waits); i++ {
-			if within(waits[i], st.waits[i], 20) {
+			if agrees(waits[i], st.waits[i], 20) {
 				continue
 			}
 			prev, cur := st.primary[i], st.primary[i+1]
