@@ -96,6 +96,7 @@ gateway:
   url: %s
 replay:
   rate: %g
+  schedule: fixed
   duration: 29s
   deadline: 15s
   filter: {path: "^/v1/chat/completions"}
