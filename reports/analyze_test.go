@@ -472,6 +472,55 @@ func TestFallbackUpstream(t *testing.T) {
 	}
 }
 
+// TestFaultedFallbackStillOpensByGaps: a fallback whose calls carry the
+// seq (routing seq_reached) and that is itself faulted still shows its
+// breaker from the gaps in its calls. The primary is down for the whole
+// run, so every request reaches the fallback; during the fallback's own
+// storm the gateway stops calling it for 4 s after 3 failures.
+func TestFaultedFallbackStillOpensByGaps(t *testing.T) {
+	var evs []journal.Event
+	add := func(t time.Duration, p journal.Payload) { evs = append(evs, journal.Event{T: t, Payload: p}) }
+	add(0, &journal.RunStart{RunID: "ffb", Scenario: "faulted-fallback", Rate: 5})
+	add(0, &journal.FaultStart{Name: "primary-down", Type: "status", Upstream: "llm-primary"})
+	add(10*time.Second, &journal.FaultStart{Name: "fallback-storm", Type: "status", Upstream: "llm-fallback"})
+	add(20*time.Second, &journal.FaultEnd{Name: "fallback-storm", Upstream: "llm-fallback"})
+	fails, reached := 0, int64(0)
+	for i := 1; i < 150; i++ {
+		ts := time.Duration(i) * 200 * time.Millisecond
+		seq := uint64(i)
+		add(ts+time.Millisecond, &journal.UpstreamRequest{Upstream: "llm-primary", Seq: &seq, Status: 503, Done: ts + 2*time.Millisecond,
+			Outcome: journal.OutcomeUpstreamComplete, InFlight: 1})
+		storm := ts >= 10*time.Second && ts < 20*time.Second
+		status, outcome := 200, journal.OutcomeOK
+		if open := fails >= 3 && ts < 10*time.Second+4600*time.Millisecond; !open {
+			if storm {
+				status, outcome = 503, journal.OutcomeHTTP5xx
+				fails++
+			}
+			add(ts+3*time.Millisecond, &journal.UpstreamRequest{Upstream: "llm-fallback", Seq: &seq, Status: status, Done: ts + 5*time.Millisecond,
+				Outcome: journal.OutcomeUpstreamComplete, InFlight: 1})
+			reached++
+		} else {
+			status, outcome = 503, journal.OutcomeFastFail
+		}
+		add(ts, &journal.ClientRequest{Seq: seq, Route: "/v1/chat/completions", Upstream: "llm-primary", Scheduled: ts, Sent: ts,
+			Done: ts + 6*time.Millisecond, Status: status, Outcome: outcome})
+	}
+	add(30*time.Second, &journal.RunEnd{Reason: journal.EndCompleted})
+	a, err := analysis.AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := a.Upstreams["llm-fallback"]
+	if f.Routing != "seq_reached" || f.ClientRequests != reached {
+		t.Errorf("fallback: routing %s, %d client requests, want seq_reached and %d", f.Routing, f.ClientRequests, reached)
+	}
+	if len(f.Episodes) != 1 || !f.Episodes[0].Opened || !f.Episodes[0].Closed {
+		t.Fatalf("fallback episodes %+v: want its storm to open and close its breaker, read from the gaps", f.Episodes)
+	}
+	near(t, "fallback open", f.Episodes[0].OpenedAtS, 10.4, 0.25)
+}
+
 // TestHealthDisagreementAndMetrics: health checks stay up (not faulted)
 // while the breaker is open; the disagreement lasts as long as the metrics
 // show the breaker open, and the metrics transitions are listed.
