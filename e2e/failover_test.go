@@ -19,6 +19,7 @@ import (
 	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/seqstamp"
 	"github.com/halfopen/rehearse/internal/testutil"
+	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports/analysis"
 	"github.com/halfopen/rehearse/scenarios"
@@ -37,6 +38,10 @@ import (
 type failoverGateway struct {
 	primary, fallback string // base URLs, ".../v1"
 	timeout, cooldown time.Duration
+	// unstamped: the gateway rewrites the client's text so that the
+	// sequence stamp does not reach the providers (as a gateway that
+	// builds its own prompt may); only X-Chosen-Target names who answered.
+	unstamped bool
 
 	mu        sync.Mutex
 	coolUntil time.Time
@@ -66,6 +71,9 @@ func (g *failoverGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	seq, _ := seqstamp.Find(body)
+	if g.unstamped {
+		body = bytes.ReplaceAll(body, []byte(seqstamp.Prefix), []byte("[turn="))
+	}
 	g.mu.Lock()
 	cooling := time.Now().Before(g.coolUntil)
 	g.mu.Unlock()
@@ -178,6 +186,12 @@ func (g *failoverGateway) truth(wallStart time.Time, faultEnd float64) fgTruth {
 	return tr
 }
 
+// within reports whether bounds (nil: none) hold v, to 20 ms (the log
+// stamps a call before sending it, the upstream on arrival).
+func within(b *analysis.Bounds, v float64) bool {
+	return b == nil || (b.Min != nil && b.Max != nil && *b.Min-0.020 <= v && v <= *b.Max+0.020)
+}
+
 // near reports whether a harness figure is the log's within max(5 %,
 // 20 ms).
 func near(got *float64, want float64) bool {
@@ -195,21 +209,27 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two 14 s rehearsals; skipped with -short")
 	}
-	for _, tc := range []struct{ name, fault string }{
-		{"storm", "type: status\n    params: {code: 503}"},
-		{"slow", "type: latency\n    params: {fixed: 3s}"},
+	for _, tc := range []struct {
+		name, fault string
+		unstamped   bool
+	}{
+		{"storm", "type: status\n    params: {code: 503}", false},
+		{"slow", "type: latency\n    params: {fixed: 3s}", false},
+		{"storm-unstamped", "type: status\n    params: {code: 503}", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			runFailoverDrill(t, tc.name, tc.fault)
+			runFailoverDrill(t, tc.name, tc.fault, tc.unstamped)
 		})
 	}
 }
 
-func runFailoverDrill(t *testing.T, name, fault string) {
-	pAddr, fAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	g := &failoverGateway{primary: "http://" + pAddr + "/v1", fallback: "http://" + fAddr + "/v1", timeout: time.Second, cooldown: 2 * time.Second}
-	front := g.start(t)
+// rehearseFailover runs the drill against the gateway at front through
+// the real rehearsal path, with api: openai fakes primary and fallback at
+// pAddr and fAddr: 5 req/s for 14 s, the fault on primary from 3 s to
+// 7 s. It returns the result and the run directory.
+func rehearseFailover(t *testing.T, name, fault, front, pAddr, fAddr string) (*rehearsal.Result, string) {
+	t.Helper()
 	yaml := fmt.Sprintf(`version: 1
 name: failover-%s
 gateway:
@@ -246,6 +266,14 @@ expectations:
 	if err != nil && !errors.Is(err, rehearse.ErrExpectations) {
 		t.Fatal(err)
 	}
+	return res, dir
+}
+
+func runFailoverDrill(t *testing.T, name, fault string, unstamped bool) {
+	pAddr, fAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	g := &failoverGateway{primary: "http://" + pAddr + "/v1", fallback: "http://" + fAddr + "/v1", timeout: time.Second, cooldown: 2 * time.Second,
+		unstamped: unstamped}
+	res, dir := rehearseFailover(t, name, fault, g.start(t), pAddr, fAddr)
 	a := res.Analysis
 	ep := a.Upstreams["primary"].Episodes[0]
 	f := ep.Failover
@@ -259,14 +287,22 @@ expectations:
 	for _, r := range a.Expectations {
 		t.Logf("expectation %s: %s (%s)", r.Name, r.Outcome, r.Message)
 	}
-	if f.Fallback != "fallback" || f.Evidence != "same_requests" {
-		t.Fatalf("fallback %q by %q, want fallback by the same requests", f.Fallback, f.Evidence)
+	want := "same_requests"
+	if unstamped {
+		want = "target_header"
 	}
-	if !near(f.FailedOverAtS, truth.firstFallback) || f.FailedOverAfterBoundsS != nil {
+	if f.Fallback != "fallback" || f.Evidence != want {
+		t.Fatalf("fallback %q by %q, want fallback by %s", f.Fallback, f.Evidence, want)
+	}
+	// By the target header alone the call is not known: the moment is the
+	// first fallback call inside the request's exchange, bounded by it.
+	if !near(f.FailedOverAtS, truth.firstFallback) || (f.FailedOverAfterBoundsS != nil) != unstamped ||
+		!within(f.FailedOverAfterBoundsS, truth.firstFallback-ep.StartS) {
 		t.Errorf("failed over at %v %+v, the gateway's first fallback call at %.3f", fp(f.FailedOverAtS), f.FailedOverAfterBoundsS, truth.firstFallback)
 	}
-	if !f.FailedBack || !near(f.FailedBackAtS, truth.failBack) {
-		t.Errorf("failed back %v at %v, the gateway's first primary call after the fault answered at %.3f", f.FailedBack, fp(f.FailedBackAtS), truth.failBack)
+	if !f.FailedBack || !near(f.FailedBackAtS, truth.failBack) || !within(f.FailedBackAfterBoundsS, truth.failBack-ep.EndS) {
+		t.Errorf("failed back %v at %v %+v, the gateway's first primary call after the fault answered at %.3f", f.FailedBack, fp(f.FailedBackAtS),
+			f.FailedBackAfterBoundsS, truth.failBack)
 	}
 	if f.Served != truth.served || f.ServedOK != truth.servedOK || f.FallbackCalls != truth.fallbackCalls {
 		t.Errorf("served %d (%d ok), %d fallback calls; the gateway: %d (%d ok), %d calls", f.Served, f.ServedOK, f.FallbackCalls,
@@ -284,6 +320,44 @@ expectations:
 		}
 	}
 	checkGiveUps(t, a.GiveUps, truth, name == "slow")
+	if unstamped {
+		checkByTime(t, dir, truth)
+	}
+}
+
+// checkByTime analyses the unstamped drill's journal again without the
+// kept header: nothing then says which request went where, and the
+// failover is read by time (the fallback received no call before the
+// fault: a standby), its calls counted. Held to the same log.
+func checkByTime(t *testing.T, dir string, truth fgTruth) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []journal.Event
+	if _, err := journal.Decode(f, func(ev journal.Event) {
+		if c, ok := ev.Payload.(*journal.ClientRequest); ok {
+			c.Headers = nil
+		}
+		evs = append(evs, ev)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := analysis.AnalyzeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo := a.Upstreams["primary"].Episodes[0].Failover
+	t.Logf("by time: %s", fo.Statement)
+	if fo.Fallback != "fallback" || fo.Evidence != "time" {
+		t.Fatalf("without the header: fallback %q by %q, want fallback by time (%s)", fo.Fallback, fo.Evidence, fo.Unseen)
+	}
+	if !near(fo.FailedOverAtS, truth.firstFallback) || !near(fo.FailedBackAtS, truth.failBack) || fo.Served != truth.fallbackCalls {
+		t.Errorf("by time: over at %v, back at %v, %d calls; the gateway: %.3f, %.3f, %d calls", fp(fo.FailedOverAtS), fp(fo.FailedBackAtS), fo.Served,
+			truth.firstFallback, truth.failBack, truth.fallbackCalls)
+	}
 }
 
 // checkGiveUps holds the give-ups to the gateway's log: none in the 503

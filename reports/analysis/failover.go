@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/num"
 )
 
@@ -18,10 +16,10 @@ import (
 // them back. Which upstream is whose fallback is read from the evidence,
 // never from the gateway's configuration:
 //
-//   - same_requests: calls carrying a client request's sequence number
-//     (forwarded header or body stamp) reached the primary and then another
-//     upstream, or the primary's route reached another upstream only while
-//     the primary was faulted;
+//   - same_requests: calls carry each client request's sequence number
+//     (forwarded header or body stamp): a request that reached the primary
+//     and then another upstream, or a request of the primary's routes that
+//     went to another upstream while the primary was faulted;
 //   - target_header: a response header the scenario keeps
 //     (replay.keep_headers) names the upstream that answered;
 //   - time: no request identity survives the gateway, and an upstream that
@@ -29,8 +27,10 @@ import (
 //     while the primary was faulted (a standby). Its calls are counted as
 //     calls, not requests.
 //
-// A route's primary is the upstream its requests reached first outside
-// every fault window (a gateway's preference shows when nothing fails).
+// A route is served by the upstreams its requests reached first before
+// the first fault (a gateway's preference, or its balancing, shows when
+// nothing fails); an episode covers the routes its upstream serves
+// (failover_index.go).
 
 // Failover is the failover figure of one fault episode of the primary
 // upstream (docs/analysis.md, "Failover").
@@ -83,6 +83,15 @@ type Failover struct {
 	FailedBackAfterS       *float64 `json:"failed_back_after_s"`
 	FailedBackAfterBoundsS *Bounds  `json:"failed_back_after_bounds_s,omitempty"`
 	FallbackAfterFailBack  int64    `json:"fallback_after_fail_back"`
+	// FallbackShareBefore is the share of the primary's route requests
+	// that went to the fallback first before the first fault (0: a
+	// standby; null in time mode, or with no request before the first
+	// fault). When it is above 0 the route is balanced over both, and
+	// a request sent straight to the fallback may be balancing, not
+	// failover: only requests that reached the primary first count as
+	// served, the others are BalancedToFallback.
+	FallbackShareBefore *float64 `json:"fallback_share_before"`
+	BalancedToFallback  int64    `json:"balanced_to_fallback"`
 	// Others counts the served requests handed to other upstreams than
 	// Fallback (a chain of fallbacks), by upstream.
 	Others map[string]int64 `json:"other_fallbacks,omitempty"`
@@ -92,175 +101,6 @@ type Failover struct {
 	// requests were followed).
 	Unseen    string `json:"not_observable,omitempty"`
 	Statement string `json:"statement"`
-}
-
-// failoverLog keeps what the failover figure needs beyond the retry log:
-// for each client request whose kept response headers name something, the
-// values (matched against the upstream names once all are known).
-type failoverLog struct {
-	named map[uint64]string // sequence number -> header values, joined
-}
-
-func (f *failoverLog) addRequest(p *journal.ClientRequest) {
-	if len(p.Headers) == 0 || p.Sent == 0 {
-		return
-	}
-	if f.named == nil {
-		f.named = map[uint64]string{}
-	}
-	vals := make([]string, 0, len(p.Headers))
-	for _, k := range slices.Sorted(maps.Keys(p.Headers)) {
-		vals = append(vals, p.Headers[k])
-	}
-	f.named[p.Seq] = strings.Join(vals, " ")
-}
-
-// namedUpstream returns the one upstream a header text names as a word
-// (split at anything but letters, digits, '-', '_' and '.': "backup",
-// "backup/gpt-4o", "openai:backup"), or 0 when it names none or several.
-func namedUpstream(text string, ups *interner) uint16 {
-	var found uint16
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
-	}) {
-		for id, n := range ups.names {
-			if id > 0 && strings.EqualFold(n, w) {
-				if found != 0 && found != uint16(id) {
-					return 0
-				}
-				found = uint16(id)
-			}
-		}
-	}
-	return found
-}
-
-// foReq is what the failover figure knows of one client request (an index
-// into retryLog.reqs): its first and last call by arrival (-1: none
-// carried its number), the upstream a kept header names (0: none) and
-// whether the client got an ok answer.
-type foReq struct {
-	first, last int32
-	named       uint16
-	ok          bool
-}
-
-// foIndex is the run's requests as the failover figure follows them.
-type foIndex struct {
-	l    *retryLog
-	reqs []foReq
-	// owner is each call's client request (-1: none), primary each
-	// route's (by retryLog.mps id; 0: unknown).
-	owner   []int32
-	primary map[uint16]uint16
-	// usage reports, by upstream id, that some call to it reported tokens.
-	usage map[uint16]bool
-	// liveBefore reports, by upstream id, a live call before the run's
-	// first fault (a standby has none).
-	liveBefore map[uint16]bool
-	firstFault int64
-	// own are the requests by their route's primary, in send order
-	// (byPrimary).
-	own map[uint16][]int32
-}
-
-// newFoIndex follows every request: its calls by sequence number, the
-// upstream its kept headers name, and each route's primary.
-func newFoIndex(l *retryLog, fl *failoverLog, all []span, firstFault int64) *foIndex {
-	x := &foIndex{l: l, reqs: make([]foReq, len(l.reqs)), owner: l.callOwners(), primary: map[uint16]uint16{},
-		usage: map[uint16]bool{}, liveBefore: map[uint16]bool{}, firstFault: firstFault}
-	for i := range x.reqs {
-		r := &l.reqs[i]
-		x.reqs[i] = foReq{first: -1, last: -1, ok: journal.Outcome(l.outcomes.names[r.outcome]) == journal.OutcomeOK}
-		if s, ok := fl.named[r.seq]; ok {
-			x.reqs[i].named = namedUpstream(s, l.ups)
-		}
-	}
-	for i := range l.calls {
-		k := &l.calls[i]
-		if k.flags&rcHealth != 0 {
-			continue
-		}
-		if k.tokens > 0 {
-			x.usage[k.up] = true
-		}
-		if firstFault < 0 || k.at < firstFault {
-			x.liveBefore[k.up] = true
-		}
-		o := x.owner[i]
-		if o < 0 {
-			continue
-		}
-		fr := &x.reqs[o]
-		if fr.first < 0 || k.at < l.calls[fr.first].at {
-			fr.first = int32(i)
-		}
-		if fr.last < 0 || k.at >= l.calls[fr.last].at {
-			fr.last = int32(i)
-		}
-	}
-	// A route's primary: the upstream its requests reached first (or
-	// were answered by, by their header) outside every fault window; the
-	// whole run when the route has no such request.
-	votes := map[[2]uint16]int{}
-	quiet := map[[2]uint16]int{}
-	for i := range x.reqs {
-		up := x.firstUp(i)
-		if up == 0 {
-			continue
-		}
-		key := [2]uint16{l.reqs[i].mp, up}
-		votes[key]++
-		if !inSpans(l.reqs[i].sent, all) {
-			quiet[key]++
-		}
-	}
-	best := map[uint16]int{}
-	for _, src := range []map[[2]uint16]int{votes, quiet} { // quiet last: it wins where it has a say
-		clear(best)
-		for _, k := range slices.SortedFunc(maps.Keys(src), func(a, b [2]uint16) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
-			if n := src[k]; n > best[k[0]] {
-				best[k[0]], x.primary[k[0]] = n, k[1]
-			}
-		}
-	}
-	return x
-}
-
-// byPrimary returns the requests whose route's primary is p, in send
-// order, built once for every primary: each episode then walks its own
-// primary's requests from its start instead of every request.
-func (x *foIndex) byPrimary(p uint16) []int32 {
-	if x.own == nil {
-		x.own = map[uint16][]int32{}
-		for i := range x.l.reqs {
-			if q := x.primary[x.l.reqs[i].mp]; q != 0 {
-				x.own[q] = append(x.own[q], int32(i))
-			}
-		}
-		for _, rs := range x.own {
-			sortStableNearly(rs, func(a, b int32) int { return cmp.Compare(x.l.reqs[a].sent, x.l.reqs[b].sent) })
-		}
-	}
-	return x.own[p]
-}
-
-// firstUp is the upstream request i reached first, or the one its header
-// names; 0 when neither is known.
-func (x *foIndex) firstUp(i int) uint16 {
-	if f := x.reqs[i].first; f >= 0 {
-		return x.l.calls[f].up
-	}
-	return x.reqs[i].named
-}
-
-// handedTo is the upstream the gateway handed request i to last (its last
-// call, else the upstream its header names), and that call (-1: unknown).
-func (x *foIndex) handedTo(i int) (uint16, int32) {
-	if f := x.reqs[i].last; f >= 0 {
-		return x.l.calls[f].up, f
-	}
-	return x.reqs[i].named, -1
 }
 
 // failovers sets each fault episode's failover figure, and on each
@@ -341,7 +181,7 @@ func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool)
 		mine = append(mine, handed{i, up, last})
 	}
 	switch {
-	case f.Requests == 0 && len(x.primary) > 0:
+	case f.Requests == 0 && len(x.serves) > 0:
 		// Requests are followed, but no route's go to p first: it serves
 		// none of its own (a fallback, a route the capture rarely uses).
 		f.Unseen = fmt.Sprintf("no route's requests went to %s first outside the faults: it has no requests of its own to move elsewhere", l.ups.names[p])
@@ -382,9 +222,23 @@ func (x *foIndex) episode(p uint16, w window, spanEnd time.Duration, first bool)
 			f.Others[l.ups.names[up]] = n
 		}
 	}
+	f.FallbackShareBefore = x.shareBefore(p, fb)
 	x.follow(f, p, fb, w, mine)
 	f.Statement = failoverStatement(f, l.ups.names[p], w)
 	return f
+}
+
+// shareBefore is the share of the requests of p's routes, sent before the
+// first fault, that went to fb first; nil when none was sent.
+func (x *foIndex) shareBefore(p, fb uint16) *float64 {
+	var n, all int
+	for mp, ups := range x.serves {
+		if slices.Contains(ups, p) {
+			n += x.quiet[[2]uint16{mp, fb}]
+			all += x.quiet[[2]uint16{mp, 0}]
+		}
+	}
+	return ratio(int64(n), int64(all))
 }
 
 // follow counts the requests handed to the fallback fb and their work, and
@@ -398,64 +252,52 @@ func (x *foIndex) follow(f *Failover, p, fb uint16, w window, mine []handed) {
 			servedAt[int32(h.ri)] = j
 		}
 	}
-	// Every call of the served requests: the work at each end, whether the
-	// primary was tried, and the first and last call to the fallback.
-	firstFB, lastFB := map[int32]int64{}, map[int32]int64{}
-	triedP := map[int32]bool{}
+	works := x.work(p, fb, mine, servedAt)
+	// On a route balanced over both, a request sent straight to the
+	// fallback may be balancing: only those that reached the primary
+	// first are failover.
+	peer := f.FallbackShareBefore != nil && *f.FallbackShareBefore > 0
+	counted := map[int32]bool{} // the requests served as failover
 	var tokens int64
-	byHeader := x.headerOnly(mine, fb)
-	for i := range l.calls {
-		k := &l.calls[i]
-		if k.flags&rcHealth != 0 || (k.up != p && k.up != fb) {
-			continue
-		}
-		o := x.owner[i]
-		if o < 0 {
-			o = byHeader.owner(l, k.at)
-		}
-		if _, ok := servedAt[o]; !ok || o < 0 {
-			continue
-		}
-		switch k.up {
-		case p:
-			f.PrimaryCalls++
-			triedP[o] = true
-		case fb:
-			f.FallbackCalls++
-			tokens += int64(k.tokens)
-			if t, ok := firstFB[o]; !ok || k.at < t {
-				firstFB[o] = k.at
-			}
-			lastFB[o] = max(lastFB[o], k.at)
-		}
-	}
-	if x.usage[fb] {
-		f.FallbackTokens = Ptr(tokens)
-	}
 	exact, hdr := int64(-1), -1 // the earliest call to fb; the earliest request followed by its header
 	var last int64 = -1
 	for j, h := range mine {
 		if h.up != fb {
 			continue
 		}
+		o := int32(h.ri)
+		wk := works[o]
+		if wk == nil {
+			wk = &work{firstFB: -1, lastFB: -1}
+		}
+		if peer && !wk.triedP {
+			f.BalancedToFallback++
+			continue
+		}
+		counted[o] = true
 		f.Served++
 		if x.reqs[h.ri].ok {
 			f.ServedOK++
 		}
-		o := int32(h.ri)
-		if triedP[o] {
+		f.PrimaryCalls += wk.pCalls
+		f.FallbackCalls += wk.fbCalls
+		tokens += wk.tokens
+		if wk.triedP {
 			f.AfterPrimary++
 		} else {
 			f.PrimarySkipped++
 		}
-		if t, ok := firstFB[o]; ok && x.reqs[o].first >= 0 {
-			if exact < 0 || t < exact {
-				exact = t
+		if wk.firstFB >= 0 && x.reqs[o].first >= 0 {
+			if exact < 0 || wk.firstFB < exact {
+				exact = wk.firstFB
 			}
-			last = max(last, lastFB[o])
+			last = max(last, wk.lastFB)
 		} else if x.reqs[o].first < 0 && hdr < 0 {
 			hdr = j
 		}
+	}
+	if x.usage[fb] {
+		f.FallbackTokens = Ptr(tokens)
 	}
 	moment := x.moment(fb, exact, mine, hdr)
 	f.FailedOverAtS, f.FailedOverAfterS, f.FailedOverAfterBoundsS = moment.since(int64(w.start))
@@ -463,7 +305,7 @@ func (x *foIndex) follow(f *Failover, p, fb uint16, w window, mine []handed) {
 		f.LastFallbackAtS = Ptr(seconds(time.Duration(last)))
 	}
 	if !w.endedByRun {
-		x.failBack(f, p, fb, w, mine)
+		x.failBack(f, p, w, mine, counted)
 	}
 }
 
@@ -501,6 +343,56 @@ func (tm timeMatched) owner(l *retryLog, t int64) int32 {
 		}
 	}
 	return best
+}
+
+// work is what the calls of one request handed to the fallback did: its
+// calls at each end, the fallback's tokens, its first and last call to
+// the fallback (-1: none), and whether it reached the primary.
+type work struct {
+	pCalls, fbCalls int64
+	tokens          int64
+	firstFB, lastFB int64
+	triedP          bool
+}
+
+// work reads every call of the requests handed to the fallback (servedAt),
+// at the primary p and the fallback fb: their numbers name them, or, for
+// a request followed by its header alone, their arrival in its exchange.
+func (x *foIndex) work(p, fb uint16, mine []handed, servedAt map[int32]int) map[int32]*work {
+	l := x.l
+	works := map[int32]*work{}
+	byHeader := x.headerOnly(mine, fb)
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth != 0 || (k.up != p && k.up != fb) {
+			continue
+		}
+		o := x.owner[i]
+		if o < 0 {
+			o = byHeader.owner(l, k.at)
+		}
+		if _, ok := servedAt[o]; !ok || o < 0 {
+			continue
+		}
+		wk := works[o]
+		if wk == nil {
+			wk = &work{firstFB: -1, lastFB: -1}
+			works[o] = wk
+		}
+		switch k.up {
+		case p:
+			wk.pCalls++
+			wk.triedP = true
+		case fb:
+			wk.fbCalls++
+			wk.tokens += int64(k.tokens)
+			if wk.firstFB < 0 || k.at < wk.firstFB {
+				wk.firstFB = k.at
+			}
+			wk.lastFB = max(wk.lastFB, k.at)
+		}
+	}
+	return works
 }
 
 // seen is a moment in the run (ns): exact, or an estimate within [lo, hi]
@@ -550,8 +442,8 @@ func (x *foIndex) moment(up uint16, exact int64, mine []handed, hdr int) seen {
 
 // failBack finds the first request of the primary's own that it served
 // again after the fault ended (a call arriving after the end, answered
-// ok), and counts the requests handed to the fallback after it.
-func (x *foIndex) failBack(f *Failover, p, fb uint16, w window, mine []handed) {
+// ok), and counts the requests served as failover (counted) after it.
+func (x *foIndex) failBack(f *Failover, p uint16, w window, mine []handed, counted map[int32]bool) {
 	l := x.l
 	end := int64(w.end)
 	back := seen{-1, -1, -1}
@@ -577,7 +469,7 @@ func (x *foIndex) failBack(f *Failover, p, fb uint16, w window, mine []handed) {
 	f.FailedBack = true
 	f.FailedBackAtS, f.FailedBackAfterS, f.FailedBackAfterBoundsS = back.since(end)
 	for _, h := range mine {
-		if h.up == fb && l.reqs[h.ri].sent > backSent {
+		if counted[int32(h.ri)] && l.reqs[h.ri].sent > backSent {
 			f.FallbackAfterFailBack++
 		}
 	}
@@ -667,6 +559,10 @@ func failoverStatement(f *Failover, primary string, w window) string {
 	}
 	s := fmt.Sprintf("Failed over to %s %s after the fault began: it served %s (%s), %s.", f.Fallback, after(f.FailedOverAfterS, f.FailedOverAfterBoundsS),
 		what, how, cost)
+	if f.BalancedToFallback > 0 {
+		s += fmt.Sprintf(" %s went straight to %s, as %s of the route's did before the fault (balancing): not counted.",
+			num.Plural(f.BalancedToFallback, "more request"), f.Fallback, num.PctP(f.FallbackShareBefore))
+	}
 	switch {
 	case w.endedByRun:
 		s += " The fault lasted to the run's end."

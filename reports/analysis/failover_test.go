@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,12 +31,23 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 		{"slow-stamp", fallbackGW{stamp: true, slow: true, timeout: 2 * time.Second}, "same_requests"},
 		{"503-header", fallbackGW{header: "X-Chosen-Target"}, "target_header"},
 		{"503-time", fallbackGW{}, "time"},
+		// No cooldown: every turn tries the primary, then falls back.
+		{"503-stamp-per-request", fallbackGW{stamp: true, cooldown: -1}, "same_requests"},
+		// The fault lasts to the run's end: no fail-back to look for.
+		{"503-stamp-to-the-end", fallbackGW{stamp: true, toTheEnd: true}, "same_requests"},
+		// A route balanced over both: half the turns go straight to the
+		// backup whatever happens; only the turns sent again after the
+		// primary failed are failover.
+		{"503-stamp-balanced", fallbackGW{stamp: true, balanced: true, cooldown: -1}, "same_requests"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := tc.gw
 			g.rate, g.dur, g.faultAt, g.faultFor = 4, 40*time.Second, 10*time.Second, 12*time.Second
-			g.cooldown, g.lag, g.tokens = 5*time.Second, 150*time.Millisecond, 250
+			if g.cooldown == 0 {
+				g.cooldown = 5 * time.Second
+			}
+			g.cooldown, g.lag, g.tokens = max(g.cooldown, 0), 150*time.Millisecond, 250
 			a, err := AnalyzeEvents(g.build())
 			if err != nil {
 				t.Fatal(err)
@@ -67,9 +79,15 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 					(bb == nil || *bb.Min > backAfter.Seconds() || *bb.Max < backAfter.Seconds()) {
 					t.Errorf("failed back after %v %s, truth %v", fp(f.FailedBackAfterS), bounds(bb), backAfter)
 				}
-			default:
+			case "same_requests", "time":
 				if !within(f.FailedOverAfterS, overAfter) || f.FailedOverAfterBoundsS != nil {
 					t.Errorf("failed over after %v %s, truth %v", fp(f.FailedOverAfterS), bounds(f.FailedOverAfterBoundsS), overAfter)
+				}
+				if g.toTheEnd {
+					if f.FailedBack || !ep.EndedByRun || !strings.Contains(f.Statement, "lasted to the run's end") {
+						t.Errorf("fault to the end: failed back %v, ended by run %v: %s", f.FailedBack, ep.EndedByRun, f.Statement)
+					}
+					break
 				}
 				if !f.FailedBack || !within(f.FailedBackAfterS, backAfter) {
 					t.Errorf("failed back %v after %v, truth %v", f.FailedBack, fp(f.FailedBackAfterS), backAfter)
@@ -78,6 +96,9 @@ func TestFailoverHeldToTheGatewaysLog(t *testing.T) {
 			if f.Served != truth.served || f.ServedOK != truth.ok || f.FallbackCalls != truth.fallbackCalls {
 				t.Errorf("served %d (%d ok), %d fallback calls; truth %d (%d ok), %d calls", f.Served, f.ServedOK, f.FallbackCalls,
 					truth.served, truth.ok, truth.fallbackCalls)
+			}
+			if want := g.balanced; (f.FallbackShareBefore != nil && *f.FallbackShareBefore > 0) != want || f.BalancedToFallback != truth.balanced {
+				t.Errorf("fallback share before %v, balanced to it %d; truth balanced %v, %d turns", fp(f.FallbackShareBefore), f.BalancedToFallback, want, truth.balanced)
 			}
 			if f.FallbackTokens == nil || *f.FallbackTokens != truth.fallbackTokens {
 				t.Errorf("fallback tokens %v, truth %d", f.FallbackTokens, truth.fallbackTokens)
@@ -116,4 +137,29 @@ func TestFailoverOfAFallbackItself(t *testing.T) {
 	if p := a.Upstreams["primary"].Episodes[0].Failover; p.Fallback != "backup" {
 		t.Errorf("primary's failover %+v", p)
 	}
+}
+
+// FuzzNamedUpstream: a kept header's value names at most one upstream,
+// and only as a whole word of it.
+func FuzzNamedUpstream(f *testing.F) {
+	for _, s := range []string{"backup", "openai-compat/backup", "primary, backup", "BACKUP", "back", "x.backup.y", "", "primary-2"} {
+		f.Add(s)
+	}
+	ups := newInterner()
+	for _, n := range []string{"primary", "backup", "primary-2"} {
+		ups.id(n)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		id := namedUpstream(text, ups)
+		if id == 0 {
+			return
+		}
+		name := ups.names[id]
+		words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+		})
+		if !slices.Contains(words, strings.ToLower(name)) {
+			t.Fatalf("%q names %q, not one of its words %q", text, name, words)
+		}
+	})
 }

@@ -29,6 +29,10 @@ type fallbackGW struct {
 	stamp    bool          // provider calls carry the turn's sequence number
 	header   string        // the gateway's chosen-target response header, kept ("" none)
 	tokens   int64         // prompt+completion tokens a healthy answer charges
+	toTheEnd bool          // the fault has no fault.end and no planned length: it lasts to the run's end
+	// balanced: the route is balanced over both (odd turns go straight
+	// to the backup), and a failed primary call is sent again to it.
+	balanced bool
 	rng      *rand.Rand
 
 	evs []journal.Event
@@ -46,6 +50,7 @@ type gwLog struct {
 	primaryCalls   int64 // calls to the primary for the turns the fallback served
 	giveUps        []time.Duration
 	giveUpsThenOK  int64
+	balanced       int64 // turns balanced straight to the backup from the fault's start (not failover)
 }
 
 func (g *fallbackGW) add(t time.Duration, p journal.Payload) {
@@ -94,8 +99,13 @@ func (g *fallbackGW) build() []journal.Event {
 	if g.slow {
 		name = "slow"
 	}
-	g.add(g.faultAt, &journal.FaultStart{Name: name, Type: "status", Upstream: "primary", For: g.faultFor})
-	g.add(g.faultAt+g.faultFor, &journal.FaultEnd{Name: name, Upstream: "primary"})
+	if g.toTheEnd {
+		g.faultFor = g.dur * 2
+		g.add(g.faultAt, &journal.FaultStart{Name: name, Type: "status", Upstream: "primary"})
+	} else {
+		g.add(g.faultAt, &journal.FaultStart{Name: name, Type: "status", Upstream: "primary", For: g.faultFor})
+		g.add(g.faultAt+g.faultFor, &journal.FaultEnd{Name: name, Upstream: "primary"})
+	}
 	coolFrom, coolUntil := time.Duration(-1), time.Duration(-1)
 	interval := time.Duration(float64(time.Second) / g.rate)
 	for i := 0; time.Duration(i)*interval < g.dur; i++ {
@@ -106,7 +116,8 @@ func (g *fallbackGW) build() []journal.Event {
 		target, end := "primary", time.Duration(0)
 		// Sequential here, concurrent in the gateway: a turn is cooled
 		// down only by a failure that came before its decision.
-		if at >= coolFrom && at < coolUntil {
+		balancedHere := g.balanced && seq%2 == 1
+		if balancedHere || (at >= coolFrom && at < coolUntil) {
 			target = "backup"
 		} else {
 			done, failed := g.call("primary", at, seq)
@@ -123,7 +134,12 @@ func (g *fallbackGW) build() []journal.Event {
 		}
 		c := &journal.ClientRequest{Seq: seq, Method: "POST", Route: "/v1/chat/completions", Scheduled: sent, Sent: sent,
 			Status: 200, Outcome: journal.OutcomeOK, BodyStamp: true}
-		if target == "backup" {
+		if target == "backup" && balancedHere {
+			end, _ = g.call("backup", at, seq)
+			if sent >= g.faultAt {
+				g.log.balanced++ // in the episode's span
+			}
+		} else if target == "backup" {
 			done, _ := g.call("backup", at, seq)
 			end = done
 			if g.log.firstFallback < 0 || at < g.log.firstFallback {

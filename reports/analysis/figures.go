@@ -123,7 +123,11 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.FastFails)) }, In: InReport},
 	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return Ptr(float64(e.Probes)) },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
+			least := ""
+			if e.probesBounds() != nil {
+				least = "at least " // more calls may have been probes (maybe_probe)
+			}
+			return fmt.Sprintf("%s%d (%s; %d ok, %d failed)", least, e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
 		}, In: InReport | InCompare},
 	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen },
@@ -171,8 +175,21 @@ var Figures = []Figure{
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.MaxProbesInFlight), c.ProbeCount > 0 })},
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
-	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
+	{Key: "observed.resumed_after_s", Label: "traffic resumed after fault end (observed)", Unit: Seconds,
+		Value: func(e *Episode) *float64 {
+			if e.Observed == nil {
+				return nil
+			}
+			return e.Observed.ResumedAfterS
+		}, In: InReport | InCompare, CompareLabel: "traffic resumed after fault end"},
+	{Key: "closed_after_recovery_s", Label: "breaker closed (inferred)", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS },
+		Cell: func(e *Episode) string {
+			if t := CloseText(e); t != "" {
+				return t
+			}
+			return "—"
+		},
 		Bounds: func(e *Episode) (float64, float64, bool) {
 			// close_bounds_s are moments into the run; the figure counts
 			// from the fault's end.
@@ -187,14 +204,29 @@ var Figures = []Figure{
 		Value:  func(e *Episode) *float64 { return e.OpenTimeS },
 		Bounds: func(e *Episode) (float64, float64, bool) { return rangeOf(e.OpenTimeS, e.OpenTimeBoundsS) },
 		Cell:   func(e *Episode) string { return bounded(e.OpenTimeS, e.OpenTimeBoundsS, Seconds) }, In: Everywhere},
+	// The close's bounds are in the close's one text (CloseText, the row
+	// above): a second row would give the page two figures for one close.
 	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
 		if b := e.CloseBoundsS; b != nil && b.Min != nil {
 			return boundsText(b, Seconds)
 		}
 		return "—"
-	}, In: InReport},
+	}},
 	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare,
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			if e.SuccessesToClose != nil || e.SuccessesToCloseBounds == nil {
+				return 0, 0, false
+			}
+			lo, hi := BoundsSpan(0, e.SuccessesToCloseBounds)
+			return lo, hi, lo < hi
+		},
+		Cell: func(e *Episode) string {
+			if b := e.SuccessesToCloseBounds; e.SuccessesToClose == nil && b != nil {
+				return atLeastText(b, Count)
+			}
+			return formatUnit(intf(e.SuccessesToClose), Count)
+		},
 		Samples: perCycle(func(c *Cycle) (float64, bool) {
 			if c.SuccessesToClose == nil {
 				return 0, false
@@ -207,7 +239,11 @@ var Figures = []Figure{
 		}
 		return fmt.Sprint(*e.RetryAfterHonoured)
 	}, Cell: func(e *Episode) string {
-		return num.Tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", e.RetryAfterViolations))
+		s := num.Tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early while the fault stood)", e.RetryAfterViolations))
+		if e.RetryAfterHonoured != nil && e.RetryAfterAfterRecovery > 0 {
+			s += fmt.Sprintf("; %d early after recovery", e.RetryAfterAfterRecovery)
+		}
+		return s
 	}, In: InReport | InCompare},
 	{Key: "amplification", Label: "amplification (calls / request)", Unit: Ratio,
 		Value: func(e *Episode) *float64 { return e.Amplification },
@@ -268,6 +304,9 @@ var Figures = []Figure{
 			verdict := "too few retries to judge"
 			if l.Lockstep != nil {
 				verdict = map[bool]string{true: "yes", false: "no"}[*l.Lockstep]
+			}
+			if l.Basis == "schedule" {
+				return fmt.Sprintf("%s (%.0f%% within %s; %.0f%% from the send schedule alone, %.0f%% if independent)", verdict, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.ScheduleShare*100, *l.IndependentShare*100)
 			}
 			return fmt.Sprintf("%s (%.0f%% within %s; %.0f%% if independent)", verdict, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.IndependentShare*100)
 		}), In: InReport | InCompare, CompareLabel: "retries within 10 ms of another's"},
@@ -360,7 +399,7 @@ var Figures = []Figure{
 				return fmt.Sprintf("%s (%d ok; %s)", num.Plural(f.Served, "call"), f.ServedOK, cost)
 			}
 			return fmt.Sprintf("%d of %d requests (%d ok; %d after the primary failed them; %s)", f.Served, f.Requests, f.ServedOK, f.AfterPrimary, cost)
-		}, In: InReport | InCompare, CompareLabel: "requests served by the fallback"},
+		}, In: InReport},
 }
 
 // failoverFig reads a figure of the episode's failover; nil without it.
@@ -482,6 +521,15 @@ func bounded(v *float64, b *Bounds, u Unit) string {
 		return formatUnit(v, u)
 	}
 	return formatUnit(v, u) + " (" + boundsText(b, u) + ")"
+}
+
+// atLeastText says a range with no known most as "at least N", else as
+// boundsText does.
+func atLeastText(b *Bounds, u Unit) string {
+	if b.Min != nil && b.Max == nil {
+		return "at least " + formatUnit(b.Min, u)
+	}
+	return boundsText(b, u)
 }
 
 // boundsText says a range in the figure's unit; an unknown end is

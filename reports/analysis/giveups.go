@@ -36,10 +36,15 @@ type GiveUps struct {
 	// give-up.
 	Upstreams map[string]*UpstreamGiveUps `json:"upstreams"`
 	// ClientLeft counts hang-ups after the client's own deadline fired
-	// (the gateway passed the client's cancellation on); Cancelled
+	// (the gateway passed the client's cancellation on), or of a request
+	// the client's transport sent again (it left once); Cancelled
 	// hang-ups after another call for the same request had answered.
 	ClientLeft int64 `json:"client_left"`
 	Cancelled  int64 `json:"cancelled_after_another_answered"`
+	// AtStop counts calls cut when the harness stopped (the upstreams
+	// close what is still in flight after the run's "stop" phase): the
+	// run's end, not the gateway's.
+	AtStop int64 `json:"cut_at_stop"`
 	// Statements say the give-ups in words; "The gateway gave up on no
 	// upstream call." only when it gave up on none.
 	Statements []string `json:"statements"`
@@ -73,6 +78,25 @@ type UpstreamGiveUps struct {
 	Unlinked      int64 `json:"unlinked"`
 }
 
+// MaxGiveUpMarks caps the give-ups the timeline marks per upstream (as it
+// caps probes): past a few thousand the marks are a band anyway.
+const MaxGiveUpMarks = 5000
+
+// giveUps sets the run's give-ups and marks each seen one on its
+// upstream's timeline lane.
+func (c *collector) giveUps(a *Analysis) {
+	var marks map[string][]float64
+	a.GiveUps, marks = c.rl.giveUps(int64(c.stopAt))
+	if a.Timeline == nil {
+		return
+	}
+	for name, ms := range marks {
+		if ut := a.Timeline.Upstreams[name]; ut != nil {
+			ut.GiveUps = ms
+		}
+	}
+}
+
 // giveUp is one abandoned call: its index in retryLog.calls, its owner
 // request (-1: unknown), and how long it ran (seen) or can have run
 // (unseen) before the gateway gave up.
@@ -83,52 +107,24 @@ type giveUp struct {
 	seen  bool
 }
 
-// giveUps finds the calls the gateway abandoned.
-func (l *retryLog) giveUps() *GiveUps {
+// giveUps finds the calls the gateway abandoned; stop is when the
+// harness began to stop (-1: unknown). It returns the moments of the seen
+// ones too, by upstream, for the timeline.
+func (l *retryLog) giveUps(stop int64) (*GiveUps, map[string][]float64) {
 	g := &GiveUps{Upstreams: map[string]*UpstreamGiveUps{}, Statements: []string{}}
 	owners := l.callOwners()
 	// Each request's calls by arrival: the next call after each, and the
 	// request's last call (who answered it).
 	first, next, last := l.callOrder(owners)
-	var found []giveUp
-	for i := range l.calls {
-		k := &l.calls[i]
-		if k.flags&rcHealth != 0 || k.flags&rcDone == 0 {
-			continue
-		}
-		o := owners[i]
-		switch {
-		case l.hungUp(k):
-			if o >= 0 && l.clientLeftFirst(&l.reqs[o], k.end) {
-				g.ClientLeft++
-				continue
-			}
-			if o >= 0 && l.anotherAnswered(i, first[o], next) {
-				g.Cancelled++
-				continue
-			}
-			found = append(found, giveUp{i, o, time.Duration(k.end - k.at), true})
-		case o >= 0 && !l.failedCall(k):
-			// Complete and not failed by the upstream's record, yet the
-			// gateway moved on while it ran: answered its client with an
-			// error of its own, or sent the request's next call.
-			r := &l.reqs[o]
-			by := int64(-1)
-			if n := next[i]; n >= 0 && l.calls[n].at < k.end {
-				by = l.calls[n].at
-			}
-			if journal.Outcome(l.outcomes.names[r.outcome]) == journal.OutcomeHTTP5xx && r.done > 0 && r.done < k.end && (by < 0 || r.done < by) {
-				by = r.done
-			}
-			if by >= 0 {
-				found = append(found, giveUp{i, o, time.Duration(by - k.at), false})
-			}
-		}
-	}
+	found := l.findGiveUps(g, stop, owners, first, next)
 	ran := map[uint16][]time.Duration{}
+	marks := map[string][]float64{}
 	for _, gu := range found {
 		k := &l.calls[gu.call]
 		name := l.ups.names[k.up]
+		if gu.seen && len(marks[name]) < MaxGiveUpMarks {
+			marks[name] = append(marks[name], seconds(time.Duration(k.end)))
+		}
 		u := g.Upstreams[name]
 		if u == nil {
 			u = &UpstreamGiveUps{}
@@ -162,7 +158,53 @@ func (l *retryLog) giveUps() *GiveUps {
 		u.TimeoutS = u.AfterS.P50
 	}
 	g.Statements = g.statements()
-	return g
+	return g, marks
+}
+
+// findGiveUps lists the calls the gateway abandoned of its own accord,
+// and counts into g the hang-ups that were not its (the harness stopping,
+// the client leaving first, a hedge cancelled). first and next walk each
+// request's calls by arrival (callOrder).
+func (l *retryLog) findGiveUps(g *GiveUps, stop int64, owners, first, next []int32) []giveUp {
+	var found []giveUp
+	for i := range l.calls {
+		k := &l.calls[i]
+		if k.flags&rcHealth != 0 || k.flags&rcDone == 0 {
+			continue
+		}
+		o := owners[i]
+		switch {
+		case l.hungUp(k):
+			switch {
+			case stop >= 0 && k.end >= stop:
+				g.AtStop++
+			case o >= 0 && (l.reqs[o].resent || l.clientLeftFirst(&l.reqs[o], k.end)):
+				// A request the client's own transport sent again had
+				// left the gateway once: a hang-up may be its passing on.
+				g.ClientLeft++
+			case o >= 0 && l.anotherAnswered(i, first[o], next):
+				g.Cancelled++
+			default:
+				found = append(found, giveUp{i, o, time.Duration(k.end - k.at), true})
+			}
+		case o >= 0 && !l.failedCall(k) && !l.reqs[o].resent:
+			// Complete and not failed by the upstream's record, yet the
+			// gateway moved on while it ran: answered its client with an
+			// error of its own, or sent the request's next call.
+			r := &l.reqs[o]
+			by := int64(-1)
+			if n := next[i]; n >= 0 && l.calls[n].at < k.end {
+				by = l.calls[n].at
+			}
+			if journal.Outcome(l.outcomes.names[r.outcome]) == journal.OutcomeHTTP5xx && r.done > 0 && r.done < k.end && (by < 0 || r.done < by) {
+				by = r.done
+			}
+			if by >= 0 {
+				found = append(found, giveUp{i, o, time.Duration(by - k.at), false})
+			}
+		}
+	}
+	return found
 }
 
 func derefOr(p *float64, v float64) float64 {
@@ -259,6 +301,9 @@ func (g *GiveUps) statements() []string {
 	}
 	if g.ClientLeft > 0 {
 		out = append(out, fmt.Sprintf("The gateway hung up on %s after its client's own deadline had fired (not its timeout).", num.Plural(g.ClientLeft, "call")))
+	}
+	if g.AtStop > 0 {
+		out = append(out, fmt.Sprintf("%s still in flight when the run stopped were cut by the harness (not a give-up).", num.Plural(g.AtStop, "call")))
 	}
 	if g.Cancelled > 0 {
 		out = append(out, fmt.Sprintf("The gateway hung up on %s after another call for the same request had answered (cancelled, not timed out).", num.Plural(g.Cancelled, "call")))

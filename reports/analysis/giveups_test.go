@@ -128,3 +128,44 @@ func TestGiveUpThenQuickFallbackIsNoHedge(t *testing.T) {
 		t.Errorf("give-ups %d, cancelled %d (%q): want one give-up, then the fallback", gu.Count, gu.Cancelled, gu.Statements)
 	}
 }
+
+// TestGiveUpsNotTheHarnessStopping: a call still held when the harness
+// stops is cut by the upstream closing (after the "stop" phase), not
+// abandoned by the gateway.
+func TestGiveUpsNotTheHarnessStopping(t *testing.T) {
+	g := newGatewayRun()
+	seq := uint64(0)
+	g.add(9*time.Second, &journal.ClientRequest{Seq: seq, Route: "/x", Upstream: "search", Scheduled: 8 * time.Second, Sent: 8 * time.Second,
+		Done: 9*time.Second + 500*time.Millisecond, Outcome: journal.OutcomeHeadersTimeout})
+	g.add(8*time.Second, &journal.UpstreamRequest{Upstream: "search", Path: "/x", Seq: &seq, Outcome: journal.OutcomeUpstreamStalled, Done: 9*time.Second + 900*time.Millisecond})
+	g.add(9*time.Second+800*time.Millisecond, &journal.Phase{Name: "stop"})
+	a, err := AnalyzeEvents(g.finish())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gu := a.GiveUps; gu.Count != 0 || gu.AtStop != 1 || gu.ClientLeft != 0 {
+		t.Errorf("give-ups %d, cut at stop %d, client left %d (%q): want the one call cut at stop", gu.Count, gu.AtStop, gu.ClientLeft, gu.Statements)
+	}
+}
+
+// TestGiveUpsOfAResentRequest: the replayer's transport sent a request
+// again (the first connection broke); the gateway's two calls for it,
+// the first hung up and the second overlapping it, are the client's
+// doing, not the gateway's give-ups.
+func TestGiveUpsOfAResentRequest(t *testing.T) {
+	g := newGatewayRun()
+	seq := uint64(0)
+	at := 3 * time.Second
+	g.add(at+600*time.Millisecond, &journal.ClientRequest{Seq: seq, Route: "/x", Upstream: "search", Scheduled: at, Sent: at,
+		Resent: []time.Duration{at + 100*time.Millisecond}, Done: at + 600*time.Millisecond, Status: 200, Outcome: journal.OutcomeOK})
+	g.add(at, &journal.UpstreamRequest{Upstream: "search", Path: "/x", Seq: &seq, Outcome: journal.OutcomeUpstreamGone, Done: at + 100*time.Millisecond})
+	g.add(at+50*time.Millisecond, &journal.UpstreamRequest{Upstream: "search", Path: "/x", Seq: &seq, Status: 200, Outcome: journal.OutcomeUpstreamComplete, Done: at + 300*time.Millisecond})
+	g.add(at+120*time.Millisecond, &journal.UpstreamRequest{Upstream: "search", Path: "/x", Seq: &seq, Status: 200, Outcome: journal.OutcomeUpstreamComplete, Done: at + 590*time.Millisecond})
+	a, err := AnalyzeEvents(g.finish())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gu := a.GiveUps; gu.Count != 0 || gu.ClientLeft != 1 {
+		t.Errorf("give-ups %d, client left %d (%q): want none of the gateway's, one passed on", gu.Count, gu.ClientLeft, gu.Statements)
+	}
+}

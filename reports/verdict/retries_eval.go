@@ -186,6 +186,12 @@ func evalNoLockstep(ev *evaluation, e expect.Expectations) (expect.ExpectationRe
 		}
 		d := fmt.Sprintf("%s: %.0f%% of %d retries within %s of another request's retry, %.0f%% expected of independent ones",
 			n, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.IndependentShare*100)
+		if l.Basis == "schedule" {
+			// Judged against the replay's own send times: say what they
+			// gave, the figure the verdict compared with.
+			d = fmt.Sprintf("%s: %.0f%% of %d retries within %s of another request's retry, %.0f%% from the replay's send schedule alone",
+				n, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.ScheduleShare*100)
+		}
 		judged = append(judged, d)
 		if *l.Lockstep {
 			inStep = append(inStep, d)
