@@ -77,20 +77,7 @@ func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
 	r.checkLogLag(t, a, tr, h, pairs)
 	c.exact("turns that reached a provider, unmatched to a client request", 0, len(unmatched))
 	turns, seqs := tr.turns(), h.bySeq()
-	for _, trace := range unmatched {
-		fs := turns[trace]
-		near, nd := int64(-1), math.Inf(1)
-		for seq, cs := range seqs {
-			if d := math.Abs(cs[0].at - fs[0].start); d < nd {
-				near, nd = seq, d
-			}
-		}
-		var starts []string
-		for _, f := range fs {
-			starts = append(starts, fmt.Sprintf("%s %.3f→%d", f.provider, f.start, f.status))
-		}
-		t.Logf("unmatched turn %s: calls %v; nearest request seq %d, %d calls, first %.3f s away", trace, starts, near, len(seqs[near]), nd)
-	}
+	logUnmatched(t, unmatched, turns, seqs)
 	same, per := 0, 0
 	var w ocWaits
 	if l := loadOf(a); l != nil && l.Max >= float64(runtime.NumCPU()) {
@@ -132,6 +119,26 @@ func (r *ocRun) compareCommon(t *testing.T) (*comparer, *ocTruth, *hRun) {
 	c.rows = append(c.rows, [4]string{"OpenClaw's delayMs contained in the wait", fmt.Sprintf("%d retries", delays), fmt.Sprintf("%d contain it", delaysIn), "bound " + yes(delaysIn == delays)})
 	r.compareRetryFigures(c, tr, &w)
 	return c, tr, h
+}
+
+// logUnmatched says, for each turn of the log paired with no request,
+// its calls and the nearest request: what a reader needs to see why.
+func logUnmatched(t *testing.T, unmatched []string, turns map[string][]*ocFetch, seqs map[int64][]*hCall) {
+	t.Helper()
+	for _, trace := range unmatched {
+		fs := turns[trace]
+		near, nd := int64(-1), math.Inf(1)
+		for seq, cs := range seqs {
+			if d := math.Abs(cs[0].at - fs[0].start); d < nd {
+				near, nd = seq, d
+			}
+		}
+		var starts []string
+		for _, f := range fs {
+			starts = append(starts, fmt.Sprintf("%s %.3f→%d", f.provider, f.start, f.status))
+		}
+		t.Logf("unmatched turn %s: calls %v; nearest request seq %d, %d calls, first %.3f s away", trace, starts, near, len(seqs[near]), nd)
+	}
 }
 
 // ocWaits are the waits between consecutive calls of a turn to the same
@@ -352,287 +359,6 @@ func compareNoCooldown(c *comparer, tr *ocTruth, ep *analysis.Episode, a *analys
 		}
 	}
 	c.exact("open states read from the log (observer)", len(tr.primaryCooldowns()), opens)
-}
-
-// compare429 holds the 429 drill's breaker and failover figures to the
-// log: the open, each cooldown and probe, failover and fail-back.
-func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *analysis.Analysis) {
-	t := c.t
-	cds := tr.primaryCooldowns()
-	// OpenClaw's state from its log: primary's profile cools down from
-	// each cooldown line until its cooldownUntil. A primary call while it
-	// cools down is a probe only when OpenClaw chose it as one (a
-	// "probe_cooldown_candidate" decision in the turn before the call);
-	// otherwise the turn chose primary before the cooldown was set
-	// (OpenClaw decides per turn, before its call) — admitted before,
-	// neither a probe nor a new cycle, though its 429 sets the cooldown
-	// again. The first call after a cooldown expired is the probe. The
-	// first 2xx of primary after the trip, whatever the turn, clears the
-	// cooldown (OpenClaw resets the profile's failure state on success):
-	// the fail-back.
-	prim := tr.calls("primary")
-	var first429 *ocFetch
-	for _, f := range prim {
-		if f.status == 429 {
-			first429 = f
-			break
-		}
-	}
-	if len(cds) == 0 || first429 == nil {
-		t.Fatalf("OpenClaw's log has no cooldown of primary (%d) or no 429 (%v)", len(cds), first429)
-	}
-	probeDecided := map[string]float64{} // trace -> its probe decision
-	for _, d := range tr.decisions {
-		if d.provider == "primary" && d.decision == "probe_cooldown_candidate" {
-			if _, ok := probeDecided[d.trace]; !ok {
-				probeDecided[d.trace] = d.at
-			}
-		}
-	}
-	var probes, admittedBefore []*ocFetch
-	var back *ocFetch
-	for _, f := range prim {
-		if f.start <= first429.end {
-			continue
-		}
-		// The cooldown in force when the call started: none logged yet
-		// (a call started between the trip and its cooldown line) is a
-		// turn admitted before it.
-		until := math.Inf(1)
-		for _, cd := range cds {
-			if cd.at <= f.start {
-				until = cd.until
-			}
-		}
-		if at, ok := probeDecided[f.trace]; f.start >= until || (ok && at <= f.start) {
-			probes = append(probes, f)
-		} else {
-			admittedBefore = append(admittedBefore, f)
-		}
-		if f.status/100 == 2 {
-			back = f
-			break
-		}
-	}
-	var ab []string
-	for _, f := range admittedBefore {
-		ab = append(ab, fmt.Sprintf("%.3f s: %d", f.start, f.status))
-	}
-	c.note("primary's calls of turns admitted before a cooldown", fmt.Sprintf("%d %v", len(ab), ab), "—")
-	var configured []string
-	for _, cd := range cds {
-		configured = append(configured, fmt.Sprintf("%.1f s", cd.until-cd.at))
-	}
-	c.note("cooldowns OpenClaw set (cooldownUntil − line)", strings.Join(configured, ", "), "—")
-	c.exact("opened", true, ep.Opened)
-	if ep.OpenedAtS == nil {
-		t.Fatal("no open in the report")
-	}
-	// The tripping 429 ended at the fake between OpenClaw's start line for
-	// the call and its response line (written when its event loop got to
-	// the answer: 38 ms later at load 12): the open must lie between.
-	c.within("open, after the fault started (s): the tripping 429, between its start and response lines", *ep.OpenedAtS-ep.StartS, first429.start-ep.StartS, first429.end-ep.StartS)
-	cy := ep.Cycles[0]
-	hi := cy.OpenedAtS
-	if b := cy.OpenBoundsS; b != nil && b.Max != nil {
-		hi = *b.Max
-	}
-	c.bound("open (s): OpenClaw's cooldown line within the open's bounds", cds[0].at, cy.OpenedAtS, hi)
-
-	// Each cooldown as the harness measures one: from the failure to the
-	// next call let through (the probe).
-	var logCooldowns []float64
-	fail := first429.end
-	var hProbes []analysis.Probe
-	for _, cyc := range ep.Cycles {
-		hProbes = append(hProbes, cyc.Probes...)
-	}
-	for _, f := range prim {
-		if f.start <= first429.end || (back != nil && f.start > back.start) {
-			continue
-		}
-		if slices.Contains(probes, f) {
-			logCooldowns = append(logCooldowns, f.start-fail)
-		}
-		if f.status/100 != 2 {
-			fail = f.over()
-		}
-	}
-	var hCooldowns []float64
-	for _, cyc := range ep.Cycles {
-		hCooldowns = append(hCooldowns, cyc.CooldownsS...)
-	}
-	c.exact("cooldowns (count)", len(logCooldowns), len(hCooldowns))
-	for i, lc := range logCooldowns {
-		c.num(fmt.Sprintf("cooldown %d, failure to probe (s)", i+1), lc, at(hCooldowns, i), i < len(hCooldowns))
-	}
-	okProbes := 0
-	for _, p := range probes {
-		if p.status/100 == 2 {
-			okProbes++
-		}
-	}
-	c.exact("probes (count)", len(probes), len(hProbes))
-	c.exact("probes that succeeded", okProbes, ep.ProbeOutcomes.OK)
-	for i, p := range probes {
-		var got float64
-		if i < len(hProbes) {
-			got = hProbes[i].AtS
-		}
-		c.num(fmt.Sprintf("probe %d, after the open (s), status %d", i+1, p.status), p.start-first429.end, got-*ep.OpenedAtS, i < len(hProbes))
-	}
-	// Fail-back: the 2xx that ended the cooldown.
-	if back != nil {
-		c.num("fail-back, after the fault ended (s): primary's first 2xx", back.end-ep.EndS, val(ep.ClosedAtS)-ep.EndS, ep.ClosedAtS != nil)
-	} else {
-		c.exact("closed", false, ep.Closed)
-	}
-	compareFailover(c, tr, h, first429, back, ep.EndS)
-	compareFailoverFigure(c, tr, ep, first429)
-	// The drill's shape in one line each, to compare run after run.
-	logShape := []string{"open"}
-	for i, p := range probes {
-		// The cooldown in force, as long as the line that set it said
-		// (a later line may repeat the same cooldownUntil).
-		cd := "—"
-		for _, x := range cds {
-			if x.at < p.start {
-				set := x
-				for _, y := range cds {
-					if math.Abs(y.until-x.until) < 0.002 && y.at < set.at {
-						set = y
-					}
-				}
-				cd = fmt.Sprintf("%.0f s", set.until-set.at)
-			}
-		}
-		logShape = append(logShape, fmt.Sprintf("cooldown %s, probe %d after %.1f s: %d", cd, i+1, logCooldowns[i], p.status))
-	}
-	if back != nil {
-		logShape = append(logShape, "fail-back")
-	}
-	hShape := fmt.Sprintf("%s: %d cycle(s), cooldowns %v s, probes %d (%d ok), closed %v", ep.Shape, len(ep.Cycles), roundAll(hCooldowns), len(hProbes), ep.ProbeOutcomes.OK, ep.Closed)
-	c.note("shape", strings.Join(logShape, " → "), hShape)
-}
-
-func roundAll(xs []float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = math.Round(x*10) / 10
-	}
-	return out
-}
-
-func at(xs []float64, i int) float64 {
-	if i < len(xs) {
-		return xs[i]
-	}
-	return math.NaN()
-}
-
-// compareFailover: when the turns moved to backup and back, and how many
-// backup served, from the fakes' calls against the log's.
-func compareFailover(c *comparer, tr *ocTruth, h *hRun, trip, back *ocFetch, faultEnd float64) {
-	lb, hb := tr.calls("backup"), h.upstreamCalls("backup")
-	if len(lb) == 0 || len(hb) == 0 {
-		c.exact("calls to backup", len(lb), len(hb))
-		return
-	}
-	c.num("failover, the trip to the first call to backup (s)", lb[0].start-trip.end, hb[0].at-trip.end, true)
-	end := func(calls []float64, until float64) (float64, bool) {
-		last, ok := 0.0, false
-		for _, x := range calls {
-			if x <= until {
-				last, ok = x, true
-			}
-		}
-		return last, ok
-	}
-	var ls, hs []float64
-	for _, f := range lb {
-		ls = append(ls, f.start)
-	}
-	for _, x := range hb {
-		hs = append(hs, x.at)
-	}
-	limit := math.Inf(1)
-	if back != nil {
-		limit = back.start + 0.5
-	}
-	l, _ := end(ls, limit)
-	hv, ok := end(hs, limit)
-	c.num("fail-back: the last call to backup, after the fault ended (s)", l-faultEnd, hv-faultEnd, ok)
-	lt, ht := map[string]bool{}, map[int64]bool{}
-	for _, f := range lb {
-		lt[f.trace] = true
-	}
-	for _, x := range hb {
-		ht[x.seq] = true
-	}
-	c.exact("turns served by backup", len(lt), len(ht))
-	notOK := 0
-	for _, cr := range h.clients {
-		if cr.Outcome != journal.OutcomeOK {
-			notOK++
-		}
-	}
-	c.exact("turns given up (model fallback chain stopped) vs client requests not ok", len(tr.stopped), notOK)
-}
-
-// compareFailoverFigure holds the report's failover figure (episode
-// "failover") to the log: when the turns moved to backup, how many it
-// served (straight away, or after trying primary), the last it served,
-// and when primary served a turn of its own again after the fault.
-func compareFailoverFigure(c *comparer, tr *ocTruth, ep *analysis.Episode, trip *ocFetch) {
-	f := ep.Failover
-	if f == nil {
-		c.rows = append(c.rows, [4]string{"report: failover", "backup served turns", "absent", "OFF"})
-		c.errorf("the report has no failover figure for primary's episode")
-		return
-	}
-	turns := tr.turns()
-	served, after, skipped := 0, 0, 0
-	var firstBackup, lastBackup float64 = math.Inf(1), math.Inf(-1)
-	for _, fs := range turns {
-		last := fs[len(fs)-1]
-		if last.provider != "backup" {
-			continue
-		}
-		served++
-		if fs[0].provider == "primary" {
-			after++
-		} else {
-			skipped++
-		}
-		for _, x := range fs {
-			if x.provider == "backup" {
-				firstBackup = min(firstBackup, x.start)
-				lastBackup = max(lastBackup, x.start)
-			}
-		}
-	}
-	c.note("report: failover statement", "—", f.Statement)
-	c.exact("report: turns served by backup (requests_served)", served, f.Served)
-	c.exact("report: of them, after trying primary (after_primary)", after, f.AfterPrimary)
-	c.exact("report: of them, primary cooling down (primary_skipped)", skipped, f.PrimarySkipped)
-	if served > 0 {
-		c.num("report: failed over, after the trip (s)", firstBackup-trip.end, val(f.FailedOverAtS)-trip.end, f.FailedOverAtS != nil)
-		c.num("report: last call to backup, after the fault ended (s)", lastBackup-ep.EndS, val(f.LastFallbackAtS)-ep.EndS, f.LastFallbackAtS != nil)
-	}
-	// Primary serving a turn of its own again after the fault ended.
-	back := math.NaN()
-	for _, x := range tr.calls("primary") {
-		if x.start >= ep.EndS && x.status/100 == 2 {
-			back = x.start
-			break
-		}
-	}
-	if !math.IsNaN(back) {
-		c.exact("report: failed back", true, f.FailedBack)
-		c.num("report: failed back, after the fault ended (s)", back-ep.EndS, val(f.FailedBackAtS)-ep.EndS, f.FailedBackAtS != nil)
-	} else {
-		c.exact("report: failed back", false, f.FailedBack)
-	}
 }
 
 // compareGiveUps: the calls OpenClaw abandoned at its timeout, against
