@@ -378,6 +378,9 @@ type Episode struct {
 	Cost    *CostFigures  `json:"cost"`
 
 	Cycles []*Cycle `json:"cycles"`
+	// Shedding is what a load shedder did (shape "shedding": no breaker
+	// states, so no cycles, probes or cooldowns); absent for a breaker.
+	Shedding *Shedding `json:"shedding,omitempty"`
 	// Statement is the episode in one plain sentence.
 	Statement string `json:"statement"`
 }

@@ -1,0 +1,460 @@
+package analysis
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/halfopen/rehearse/reports/num"
+)
+
+// Load shedding: a gateway that turns away a share of the requests that
+// follows the failures (adaptive throttling, a probabilistic shedder) has
+// no open, half-open or closed state, so it has no cycles, probes or
+// cooldowns to report. It is told from a breaker by feasibility: the
+// episode is read as shedding when every breaker hypothesis is ruled out
+// by a witness in the journal and the shedder's one requirement holds (it
+// turned nothing away before a failure):
+//   - a breaker that opens on a failure, one whose failures expire, one
+//     gated by health checks, and a half-open that limits the calls in
+//     flight: shedNonRamp (a refusal with nothing to refuse on);
+//   - a half-open that paces its probes: shedNoPacing;
+//   - a ramp (a share growing over a recovery period): shedNotRamp.
+// Each witness allows for the timing uncertainty of what it compares (a
+// loaded gateway forwards late, an upstream stamps ends late); no
+// threshold is tuned. docs/analysis.md states the rule.
+
+// ShapeShedding: no breaker states; a share of the requests is turned
+// away, growing with failures and shrinking with successes.
+const ShapeShedding = "shedding"
+
+// Shedding is what a load shedder did over a fault episode: the requests
+// it turned away and the refused share over time. Times are seconds into
+// the run (send times of the client requests).
+type Shedding struct {
+	// FirstRefusedAtS is the first request turned away in the episode;
+	// BeganAtS the first of the first run of OpenRunMin or more in a row
+	// (the first sustained refusal; FirstRefusedAtS when there is none);
+	// EndedAtS the last one turned away.
+	FirstRefusedAtS float64 `json:"first_refused_at_s"`
+	BeganAtS        float64 `json:"began_at_s"`
+	EndedAtS        float64 `json:"ended_at_s"`
+	// TurnedAway counts the requests turned away over the episode's span,
+	// FastFails those the gateway answered with its fast-fail, Forwarded
+	// the requests forwarded from the first refusal to the last.
+	TurnedAway int64 `json:"turned_away"`
+	FastFails  int64 `json:"fast_fails"`
+	Forwarded  int64 `json:"forwarded"`
+	// PeakRefusedShare is the largest refused share of one window.
+	PeakRefusedShare float64 `json:"peak_refused_share"`
+	// WindowS is the width of the windows; Windows the refused share
+	// over time, from the first refusal's window to the last's (at most
+	// maxListed windows: the width grows with the span).
+	WindowS float64      `json:"window_s"`
+	Windows []ShedWindow `json:"windows"`
+}
+
+// ShedWindow is one window of the refused share: the client requests sent
+// in [StartS, EndS), those turned away, and of those forwarded, the ones
+// that failed (the failures the share follows).
+type ShedWindow struct {
+	StartS    float64 `json:"start_s"`
+	EndS      float64 `json:"end_s"`
+	Requests  int64   `json:"requests"`
+	Refused   int64   `json:"refused"`
+	Forwarded int64   `json:"forwarded"`
+	Failed    int64   `json:"failed"`
+}
+
+// shedSpan is one episode's client requests (positions in u.sent) sent in
+// [from, to), with their classes.
+type shedSpan struct {
+	u        *upstreamRun
+	cls      []uint8
+	match    []int32
+	js       []int // positions in u.sent, in send order
+	from, to time.Duration
+}
+
+// shedding decides whether an episode's refusals were load shedding and,
+// if so, returns the evidence in words.
+func (u *upstreamRun) shedding(w window, spanEnd time.Duration) (bool, string) {
+	if u.cls == nil || slices.Contains(w.types, "refuse") {
+		// Without attribution there are no refusals to read; a refused
+		// listener makes failures the upstream never records.
+		return false, ""
+	}
+	s := u.shedSpan(w.start, spanEnd)
+	first := -1
+	for _, j := range s.js {
+		if s.cls[j] == clsBlocked {
+			first = j
+			break
+		}
+	}
+	// A shedder turns nothing away before failures: the first refusal
+	// follows a failed answer in the episode.
+	if first < 0 {
+		return false, ""
+	}
+	if fr := &u.c.reqs[u.sent[first]]; !u.failedKnownBy(w.start-time.Second, max(fr.done, fr.sent), max(fr.done, fr.sent)+closeSlackLate) {
+		return false, ""
+	}
+	a, whyA := s.shedNonRamp()
+	if !a {
+		return false, ""
+	}
+	sts, gap := s.stretches()
+	b, whyB := s.shedNoPacing()
+	if !b {
+		return false, ""
+	}
+	r, whyR := s.shedNotRamp(sts, gap)
+	if !r {
+		return false, ""
+	}
+	return true, "requests were turned away interleaved with forwarded calls, a share that followed the failures; no breaker fits: " + whyA + "; " + whyB + "; " + whyR + ". So there are no cycles, probes or cooldowns to report"
+}
+
+func (u *upstreamRun) shedSpan(from, to time.Duration) *shedSpan {
+	s := &shedSpan{u: u, cls: u.cls, match: u.match, from: from, to: to}
+	c := u.c
+	lo := sort.Search(len(u.sent), func(j int) bool { return c.reqs[u.sent[j]].sent >= from })
+	for j := lo; j < len(u.sent) && c.reqs[u.sent[j]].sent < to; j++ {
+		s.js = append(s.js, j)
+	}
+	return s
+}
+
+// shedNonRamp looks for a refusal that only a share-admitting breaker (a
+// ramp) or a shedder makes: two requests turned away with a call let
+// through between them (after the first was turned away), every call
+// answered successfully, no call of the upstream failing from the first
+// refusal's send to the second's answer, and none in flight when the
+// second was turned away. A breaker with an open state opens on a failed
+// answer; one whose failures expire turns requests away again only after
+// a new failure; a half-open turns requests away past its limit only
+// while the calls it let through are unanswered. Any of them let the call
+// through, so it was admitting, and had nothing to stop admitting on.
+func (s *shedSpan) shedNonRamp() (bool, string) {
+	u, c := s.u, s.u.c
+	prev := -1 // the last refusal
+	between := int32(-1)
+	for _, j := range s.js {
+		r := &c.reqs[u.sent[j]]
+		switch s.cls[j] {
+		case clsBlocked:
+			if prev >= 0 && between >= 0 && r.done > 0 {
+				p := &c.reqs[u.sent[prev]]
+				k := &c.calls[between]
+				if k.hasEnd && !k.failed && k.end+closeSlack <= r.sent && !u.failedEndedIn(p.sent-closeSlackLate, r.done+closeSlackLate) && !u.inFlightAt(r.sent, r.done) {
+					return true, fmt.Sprintf("at %s a request was turned away with nothing in flight and no failure since %s, when another was turned away and a call let through after it succeeded (no breaker state refuses then)", num.Sec(seconds(r.sent)), num.Sec(seconds(p.sent)))
+				}
+			}
+			prev, between = j, -1
+		default:
+			if prev < 0 || s.match[j] < 0 {
+				continue
+			}
+			p := &c.reqs[u.sent[prev]]
+			if r.sent >= p.done && p.done > 0 {
+				between = s.match[j]
+			}
+		}
+	}
+	return false, ""
+}
+
+// failedEndedIn reports whether a call of the upstream (any kind) that
+// failed ended in [from, to], or one that failed has no recorded end and
+// arrived by to.
+func (u *upstreamRun) failedEndedIn(from, to time.Duration) bool {
+	c := u.c
+	for _, i := range u.calls {
+		k := &c.calls[i]
+		if k.t > to {
+			break
+		}
+		if !k.failed {
+			continue
+		}
+		if !k.hasEnd || (k.end >= from && k.end <= to) {
+			return true
+		}
+	}
+	return false
+}
+
+// inFlightAt reports whether a call of the upstream (any kind) may have
+// been in flight while a request sent at sent was answered at done: let
+// through by done and its answer not certainly with the gateway before
+// sent (answerHeld: the client's answer, which the gateway relayed, or
+// the upstream's end; a call no client request reached, a health check,
+// closeSlackLate after the upstream's end: a loaded upstream stamps ends
+// late).
+func (u *upstreamRun) inFlightAt(sent, done time.Duration) bool {
+	c := u.c
+	for _, i := range u.calls {
+		k := &c.calls[i]
+		if k.t > done {
+			break
+		}
+		held := k.end + closeSlackLate
+		if _, ok := u.reqOfCall(i); ok {
+			held = u.answerHeld(i)
+		}
+		if !k.hasEnd || held > sent {
+			return true
+		}
+	}
+	return false
+}
+
+// stretch is a failed call let through (x) followed by requests turned
+// away and then the next call let through (next): under a breaker, the
+// failure (re)opened it and the wait to next was its cooldown (or a
+// ramp's fallback and first share).
+type stretch struct {
+	x, next int32
+	// epsLo and epsHi bound when the gateway acted on a failure after x
+	// was let through: the earliest such failure's end, and the latest
+	// moment it certainly held one (answerHeld), no later than the first
+	// refusal's answer.
+	epsLo, epsHi time.Duration
+	// lastRefused is when the last request turned away before next was
+	// sent; idle that nothing was in flight as it was turned away.
+	lastRefused time.Duration
+	idle        bool
+	// afterOK: a call that succeeded was answered since the previous
+	// stretch's failure (a breaker may have closed, its cooldowns
+	// starting over).
+	afterOK bool
+}
+
+// waitLo and waitHi are the least and the most the wait from the failure
+// to the next call let through can be.
+func (s *shedSpan) waitLo(st stretch) time.Duration { return s.u.letFrom(st.next) - st.epsHi }
+func (s *shedSpan) waitHi(st stretch) time.Duration { return s.u.c.calls[st.next].t - st.epsLo }
+
+// stretches are the span's stretches in order, and the longest spacing
+// of two consecutive sends in it.
+func (s *shedSpan) stretches() ([]stretch, time.Duration) {
+	u, c := s.u, s.u.c
+	var out []stretch
+	var gap time.Duration
+	for n := 1; n < len(s.js); n++ {
+		gap = max(gap, c.reqs[u.sent[s.js[n]]].sent-c.reqs[u.sent[s.js[n-1]]].sent)
+	}
+	okSince := false
+	for n := 0; n < len(s.js); n++ {
+		j := s.js[n]
+		if s.cls[j] == clsBlocked || s.match[j] < 0 {
+			continue
+		}
+		x := s.match[j]
+		kx := &c.calls[x]
+		if !kx.failed || !kx.hasEnd {
+			okSince = okSince || kx.hasEnd
+			continue
+		}
+		m := n + 1
+		if m >= len(s.js) || s.cls[s.js[m]] != clsBlocked {
+			continue
+		}
+		firstRefused := &c.reqs[u.sent[s.js[m]]]
+		for m < len(s.js) && s.cls[s.js[m]] == clsBlocked {
+			m++
+		}
+		if m >= len(s.js) || s.match[s.js[m]] < 0 {
+			continue
+		}
+		last := &c.reqs[u.sent[s.js[m-1]]]
+		st := stretch{x: x, next: s.match[s.js[m]], epsLo: kx.end, epsHi: u.answerHeld(x),
+			lastRefused: last.sent, idle: last.done > 0 && !u.inFlightAt(last.sent, last.done), afterOK: okSince}
+		for _, i := range u.calls {
+			k := &c.calls[i]
+			if k.t > firstRefused.done {
+				break
+			}
+			if i != x && k.failed && k.hasEnd && k.end >= u.letFrom(x) && k.end <= firstRefused.done {
+				st.epsLo = min(st.epsLo, k.end)
+				st.epsHi = max(st.epsHi, min(u.answerHeld(i), firstRefused.done))
+			}
+		}
+		st.epsHi = min(max(st.epsHi, st.epsLo), max(firstRefused.done, st.epsLo))
+		out = append(out, st)
+		okSince = false
+	}
+	return out, gap
+}
+
+// shedNotRamp looks for what a ramp cannot do. A ramp reopens on a
+// failure, turns everything away for its fallback period, then lets a
+// share through that grows from nothing over its recovery period, the
+// same way every time: the first call it lets through after a reopen
+// comes the same time after the failure, give or take the spacing of two
+// requests (which request crosses the share depends on where the requests
+// fall) and the uncertainty of when the gateway read the failure. Two
+// stretches whose waits differ by more than that are no ramp.
+func (s *shedSpan) shedNotRamp(sts []stretch, gap time.Duration) (bool, string) {
+	for _, a := range sts {
+		for _, b := range sts {
+			if s.waitLo(b)-s.waitHi(a) > 2*gap {
+				return true, fmt.Sprintf("after a failure at %s the next call was let through within %s, after one at %s no sooner than %s (a ramp waits the same after every failure, give or take two requests' spacing, %s)",
+					num.Sec(seconds(a.epsLo)), num.Sec(seconds(s.waitHi(a))), num.Sec(seconds(b.epsLo)), num.Sec(seconds(s.waitLo(b))), num.Sec(seconds(2*gap)))
+			}
+		}
+	}
+	return false, ""
+}
+
+// shedNoPacing looks for what a half-open that paces its probes cannot
+// do. It lets one probe through, turns requests away until its interval
+// (plus a jitter, which is less than the interval: a spacing that varies
+// by more than itself is no pacing) has passed, and lets the next through:
+// every spacing of two of its probes is at least the interval, and every
+// request it turns away after a probe (with nothing in flight) comes
+// within twice the interval of it. Between two refusals with no failure
+// anywhere, it is half-open throughout (closed, it would need a failure to
+// refuse again; open, it would admit nothing). A refusal later after a
+// probe than twice the closest spacing of two probes is no pacing.
+func (s *shedSpan) shedNoPacing() (bool, string) {
+	u, c := s.u, s.u.c
+	type late struct{ at, least time.Duration }
+	var (
+		admitted []int32 // calls let through since from, all successful
+		lates    []late  // refusals since, and how long after a call
+		from     = time.Duration(-1)
+	)
+	for _, j := range s.js {
+		r := &c.reqs[u.sent[j]]
+		if s.cls[j] != clsBlocked {
+			k := s.match[j]
+			switch {
+			case from < 0 || k < 0:
+			case c.calls[k].failed || !c.calls[k].hasEnd:
+				admitted, lates, from = admitted[:0], lates[:0], -1
+			default:
+				admitted = append(admitted, k)
+			}
+			continue
+		}
+		if from < 0 {
+			from = r.sent
+			continue
+		}
+		if len(admitted) < 2 || r.done <= 0 || u.inFlightAt(r.sent, r.done) || u.failedEndedIn(from, r.done+closeSlackLate) {
+			continue
+		}
+		lates = append(lates, late{r.sent, r.sent - c.calls[admitted[len(admitted)-1]].t})
+		// Still half-open: every call let through since was a probe.
+		closest, at := time.Duration(-1), 0
+		for n := 1; n < len(admitted); n++ {
+			if g := c.calls[admitted[n]].t - u.letFrom(admitted[n-1]); closest < 0 || g < closest {
+				closest, at = g, n
+			}
+		}
+		for _, l := range lates {
+			if l.least > 2*closest {
+				return true, fmt.Sprintf("calls let through at %s and %s were %s apart, yet at %s a request was turned away %s after the call before it, with no failure and nothing in flight (a half-open pacing its probes turns requests away only within its interval and jitter, less than twice the spacing of two probes)",
+					num.Sec(seconds(c.calls[admitted[at-1]].t)), num.Sec(seconds(c.calls[admitted[at]].t)), num.Sec(seconds(closest)), num.Sec(seconds(l.at)), num.Sec(seconds(l.least)))
+			}
+		}
+	}
+	return false, ""
+}
+
+// sheddingFigures sets a shedding episode's figures over its span.
+func (u *upstreamRun) sheddingFigures(ep *Episode, w window, spanEnd time.Duration, why string) {
+	c := u.c
+	s := u.shedSpan(w.start, spanEnd)
+	sd := &Shedding{Windows: []ShedWindow{}}
+	first, last := time.Duration(-1), time.Duration(-1)
+	began, run := time.Duration(-1), 0
+	for n, j := range s.js {
+		r := &c.reqs[u.sent[j]]
+		if s.cls[j] != clsBlocked {
+			run = 0
+			continue
+		}
+		if first < 0 {
+			first = r.sent
+		}
+		if run++; run == OpenRunMin && began < 0 {
+			// The first run of OpenRunMin refusals in a row: its first.
+			began = c.reqs[u.sent[s.js[n-OpenRunMin+1]]].sent
+		}
+		last = r.sent
+		sd.TurnedAway++
+		if r.fastFail {
+			sd.FastFails++
+		}
+	}
+	if began < 0 {
+		began = first
+	}
+	sd.BeganAtS = seconds(began)
+	if first < 0 {
+		return
+	}
+	sd.FirstRefusedAtS, sd.EndedAtS = seconds(first), seconds(last)
+	// Windows of a whole number of seconds (the timeline's bins), as
+	// many as fit in maxListed.
+	width := time.Second
+	if n := (last/time.Second - first/time.Second) + 1; n > maxListed {
+		width = time.Second * ((n + maxListed - 1) / maxListed)
+	}
+	sd.WindowS = seconds(width)
+	w0 := first / width * width
+	for _, j := range s.js {
+		r := &c.reqs[u.sent[j]]
+		if r.sent < w0 || r.sent >= last/width*width+width {
+			continue
+		}
+		k := int((r.sent - w0) / width)
+		for len(sd.Windows) <= k {
+			st := w0 + time.Duration(len(sd.Windows))*width
+			sd.Windows = append(sd.Windows, ShedWindow{StartS: seconds(st), EndS: seconds(st + width)})
+		}
+		sw := &sd.Windows[k]
+		sw.Requests++
+		switch {
+		case s.cls[j] == clsBlocked:
+			sw.Refused++
+		default:
+			sw.Forwarded++
+			if m := s.match[j]; m >= 0 && c.calls[m].failed {
+				sw.Failed++
+			}
+			if r.sent > first && r.sent < last {
+				sd.Forwarded++
+			}
+		}
+	}
+	for _, sw := range sd.Windows {
+		if sw.Requests > 0 {
+			sd.PeakRefusedShare = max(sd.PeakRefusedShare, num.Round3(float64(sw.Refused)/float64(sw.Requests)))
+		}
+	}
+	ep.Shedding = sd
+	ep.Shape, ep.ShapeEvidence = ShapeShedding, why
+	ep.Statement = shedStatement(ep)
+}
+
+// shedStatement says what a shedder did in one plain sentence.
+func shedStatement(ep *Episode) string {
+	sd := ep.Shedding
+	var b strings.Builder
+	fmt.Fprintf(&b, "Shed load, no breaker: turned away %s from %s after the fault started", num.Plural(sd.TurnedAway, "request"), num.Sec(sd.FirstRefusedAtS-ep.StartS))
+	if sd.BeganAtS != sd.FirstRefusedAtS {
+		fmt.Fprintf(&b, " (sustained from %s)", num.Sec(sd.BeganAtS-ep.StartS))
+	}
+	rel, d := "after", sd.EndedAtS-ep.EndS
+	if d < 0 {
+		rel, d = "before", -d
+	}
+	fmt.Fprintf(&b, " to %s %s it ended, %s forwarded between; at most %.0f %% of a %s window refused.", num.Sec(d), rel, num.Plural(sd.Forwarded, "request"), 100*sd.PeakRefusedShare, num.Sec(sd.WindowS))
+	return b.String()
+}
