@@ -148,7 +148,7 @@ func TestShedderAdaptiveThrottling(t *testing.T) {
 	desc := fmt.Sprintf("adaptive throttling, K %g, window %s; a 503 storm for %s", k, window, storm)
 	t.Log("shedder: " + desc)
 	faults := fmt.Sprintf("  - {name: app-503, type: status, upstream: app, at: 3s, for: %s, params: {code: 503}}\n", storm)
-	_, res := throttleDrill(t, sh, "shedder", faults, "")
+	_, res := drill14(t, sh, "shedder", "", faults, "")
 	skipIfStalled(t, res.Analysis)
 	ua := res.Analysis.Upstreams["app"]
 	if ua == nil || len(ua.Episodes) != 1 {
@@ -233,12 +233,13 @@ func TestShedderAdaptiveThrottling(t *testing.T) {
 	c.log(t.Name())
 }
 
-// throttleDrill rehearses faults through the test gateway deciding with
-// br, quick healthy answers, for 14 s at 20 requests a second: long
-// enough for a shedder to recover after a storm (its refused requests
-// count in its window, so its share falls only as calls come back). expect
-// is the scenario's expectations block ("" for none).
-func throttleDrill(t *testing.T, br breaker, name, faults, expect string) (*shapeGW, *rehearsal.Result) {
+// drill14 rehearses faults through the test gateway deciding with br,
+// app's healthy block healthy ("" for the defaults), for 14 s at 20
+// requests a second: long enough for a shedder to recover after a storm
+// (its refused requests count in its window, so its share falls only as
+// calls come back). expect is the scenario's expectations block ("" for
+// none).
+func drill14(t *testing.T, br breaker, name, healthy, faults, expect string) (*shapeGW, *rehearsal.Result) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("timed rehearsal; skipped with -short")
@@ -246,7 +247,7 @@ func throttleDrill(t *testing.T, br breaker, name, faults, expect string) (*shap
 	app := testutil.FreeAddr(t)
 	g := startShapeGW(t, br, app, 0)
 	src := singleScenario("shape", g.URL, g.URL+"/gw-ready", app, singleDrill{
-		Name: name, Rate: 20, Duration: 14 * time.Second, Faults: faults, Expect: expect,
+		Name: name, Rate: 20, Duration: 14 * time.Second, Healthy: healthy, Faults: faults, Expect: expect,
 	})
 	res, _ := runScenario(t, "shape-"+name, src, 14*time.Second, &proc{name: "test gateway"})
 	return g, res

@@ -281,6 +281,7 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 			ua.Episodes[j] = &Episode{}
 		}
 		u.episode(ua.Episodes[j], w, u.spanEnd(j))
+		u.probeSpacingBounds(ua.Episodes[j], u.spanEnd(j))
 		if shed[j] != "" {
 			u.sheddingFigures(ua.Episodes[j], w, u.spanEnd(j), shed[j])
 		}

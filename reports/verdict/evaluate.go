@@ -83,6 +83,10 @@ const (
 	// cooldownUnplaced: a cooldown is bounded for another reason than the
 	// trip: a probe forwarded late, or several failures of a half-open
 	// the reopen may have come at.
+	// UncountedProbes: the probe spacing measured is the most the
+	// shortest can be: a half-open may have let more quick calls through
+	// than were counted (probe_interval_min_bounds_s).
+	UncountedProbes  = "a half-open may have let quick calls through that look like traffic resuming, probes not counted whose spacing is unseen"
 	cooldownUnplaced = "a cooldown is known only to a range: the open's bounds, a probe the gateway may have let through before it reached the upstream, or several failures of a half-open that may have reopened it"
 )
 
