@@ -385,6 +385,8 @@ type Episode struct {
 	Cycles []*Cycle `json:"cycles"`
 	// Shedding is what a load shedder did (shape "shedding": no breaker
 	// states, so no cycles, probes or cooldowns); absent for a breaker.
+	// The report shows it through the shape, its evidence and the
+	// statement.
 	Shedding *Shedding `json:"shedding,omitempty"`
 	// Statement is the episode in one plain sentence.
 	Statement string `json:"statement"`

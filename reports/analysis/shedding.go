@@ -21,7 +21,8 @@ import (
 //     gated by health checks, and a half-open that limits the calls in
 //     flight: shedNonRamp (a refusal with nothing to refuse on);
 //   - a half-open that paces its probes: shedNoPacing;
-//   - a ramp (a share growing over a recovery period): shedNotRamp.
+//   - a ramp (a share growing over a recovery period): shedNotRamp and
+//     shareShrank.
 // Each witness allows for the timing uncertainty of what it compares (a
 // loaded gateway forwards late, an upstream stamps ends late); no
 // threshold is tuned. docs/analysis.md states the rule.
@@ -106,11 +107,11 @@ func (u *upstreamRun) shedding(w window, spanEnd time.Duration) (bool, string) {
 	if !a {
 		return false, ""
 	}
-	sts, gap := s.stretches()
 	b, whyB := s.shedNoPacing()
 	if !b {
 		return false, ""
 	}
+	sts, gap := s.stretches()
 	r, whyR := s.shedNotRamp(sts, gap)
 	if !r {
 		return false, ""
@@ -307,6 +308,51 @@ func (s *shedSpan) shedNotRamp(sts []stretch, gap time.Duration) (bool, string) 
 			}
 		}
 	}
+	return s.shareShrank()
+}
+
+// shareShrank looks for a ramp's share shrinking. With no failure to
+// reopen it, a ramp's share only grows, so the requests it turns away
+// between two calls it lets through never grow in number by more than
+// one (which request tips the share over depends on where the requests
+// fall). A later run of refusals two or more longer than an earlier one
+// with no failure anywhere since is a share that shrank: no ramp.
+func (s *shedSpan) shareShrank() (bool, string) {
+	u, c := s.u, s.u.c
+	type run struct {
+		n  int
+		at time.Duration
+	}
+	var runs []run // refusals between two calls let through
+	n, admitted, from := 0, false, time.Duration(-1)
+	for _, j := range s.js {
+		r := &c.reqs[u.sent[j]]
+		if s.cls[j] == clsBlocked {
+			n++
+			if from < 0 {
+				from = r.sent
+			}
+			continue
+		}
+		k := s.match[j]
+		if k < 0 {
+			continue
+		}
+		if c.calls[k].failed || !c.calls[k].hasEnd || (from >= 0 && u.failedEndedIn(from, r.sent)) {
+			runs, n, admitted, from = runs[:0], 0, false, -1
+			continue
+		}
+		if admitted && n > 0 {
+			runs = append(runs, run{n, r.sent})
+			for _, e := range runs[:len(runs)-1] {
+				if n >= e.n+2 {
+					return true, fmt.Sprintf("with no failure since, %s were turned away before the call let through at %s, after only %s before one at %s (a ramp's share only grows: its refusals between two calls never grow by more than one)",
+						num.Plural(int64(n), "request"), num.Sec(seconds(r.sent)), num.Plural(int64(e.n), "request"), num.Sec(seconds(e.at)))
+				}
+			}
+		}
+		admitted, n = true, 0
+	}
 	return false, ""
 }
 
@@ -345,10 +391,13 @@ func (s *shedSpan) shedNoPacing() (bool, string) {
 			from = r.sent
 			continue
 		}
-		if len(admitted) < 2 || r.done <= 0 || u.inFlightAt(r.sent, r.done) || u.failedEndedIn(from, r.done+closeSlackLate) {
+		if len(admitted) == 0 || r.done <= 0 || u.inFlightAt(r.sent, r.done) || u.failedEndedIn(from, r.done+closeSlackLate) {
 			continue
 		}
 		lates = append(lates, late{r.sent, r.sent - c.calls[admitted[len(admitted)-1]].t})
+		if len(admitted) < 2 {
+			continue
+		}
 		// Still half-open: every call let through since was a probe.
 		closest, at := time.Duration(-1), 0
 		for n := 1; n < len(admitted); n++ {
