@@ -43,3 +43,26 @@ func TestProbeSpacingBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestShedderHasNoBreakerVerdicts: an episode read as load shedding has
+// no open, probes, cooldowns or close: a breaker expectation on it is not
+// observable, saying why, never met or broken by a figure it lacks.
+func TestShedderHasNoBreakerVerdicts(t *testing.T) {
+	ep := &analysis.Episode{Shape: analysis.ShapeShedding, Shedding: &analysis.Shedding{TurnedAway: 83},
+		Cycles: []*analysis.Cycle{}}
+	a := runWith(&analysis.Episode{Cycles: []*analysis.Cycle{{OpenedAtS: 11}}})
+	*a.Upstreams["search"].Episodes[0] = *ep
+	a.Upstreams["search"].Episodes[0].StartS, a.Upstreams["search"].Episodes[0].EndS = 10, 20
+	for _, e := range []expect.Expectations{
+		{OpensWithin: ptr(rehearse.Duration(time.Second))},
+		{ClosesWithin: ptr(rehearse.Duration(time.Second))},
+		{CooldownMin: ptr(rehearse.Duration(time.Second))},
+		{ProbeSpacingMin: ptr(rehearse.Duration(time.Second))},
+		{LeakedMax: ptr(0)},
+	} {
+		res := Evaluate(a, e)
+		if len(res) != 1 || res[0].Outcome != expect.NotObservable || !strings.Contains(res[0].Message, "shed load") || !strings.Contains(res[0].Message, "83 requests") {
+			t.Errorf("%+v on a shedder: %+v, want not observable saying it shed load", e, res)
+		}
+	}
+}
