@@ -332,8 +332,13 @@ type Episode struct {
 	// may have had probes it did not count (maybe_probe): min the
 	// closest two calls that may have been consecutive probes came, max
 	// the spacing measured (probespacing.go). Absent when it is exact.
-	ProbeIntervalMinBoundsS *Bounds  `json:"probe_interval_min_bounds_s,omitempty"`
-	MaxProbesInFlight       *int     `json:"max_probes_in_flight"`
+	ProbeIntervalMinBoundsS *Bounds `json:"probe_interval_min_bounds_s,omitempty"`
+	MaxProbesInFlight       *int    `json:"max_probes_in_flight"`
+	// MaxProbesInFlightBounds bounds it when a cycle may have had probes
+	// it did not count: min the figure, max the most live calls in flight
+	// at once from the open to the latest close (probespacing.go). Absent
+	// when it is exact.
+	MaxProbesInFlightBounds *Bounds  `json:"max_probes_in_flight_bounds,omitempty"`
 	FirstProbeAfterOpen     *float64 `json:"first_probe_after_open_s"`
 	// CooldownsS is the cooldown progression: for each probe after a
 	// failed one after which requests were turned away (or the open), the

@@ -177,6 +177,10 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Max }},
 	{Key: "max_probes_in_flight", Label: "max probes in flight", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.MaxProbesInFlight) }, In: InReport | InCompare,
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			return rangeOf(intf(e.MaxProbesInFlight), e.MaxProbesInFlightBounds)
+		},
+		Cell:    func(e *Episode) string { return bounded(intf(e.MaxProbesInFlight), e.MaxProbesInFlightBounds, Count) },
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.MaxProbesInFlight), c.ProbeCount > 0 })},
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Probe spacing when the probes counted are the least there were. A cycle
+// Probe spacing and concurrency when the probes counted are the least
+// there were. A cycle
 // whose last calls let through may have been more probes (MaybeProbe: a
 // half-open letting several quick calls through looks, from outside, like
 // traffic resuming) has probes the analysis did not count, and their
@@ -15,12 +16,16 @@ import (
 // probe counted (or the open) and every live call up to the latest the
 // breaker can have closed (close_bounds_s max; with none, the next cycle
 // or the episode's end). Probes are some of those calls, so two
-// consecutive probes are never closer than two consecutive calls.
+// consecutive probes are never closer than two consecutive calls. For the
+// same reason no more probes were in flight at once than of the live
+// calls from the open to that latest close: max_probes_in_flight is the
+// least, that the most.
 
 // probeSpacingBounds sets ep.ProbeIntervalMinBoundsS when a cycle of the
 // episode may have had probes it did not count; spanEnd is where the
 // episode's calls end.
 func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
+	u.probesInFlightBounds(ep, spanEnd)
 	if ep.ProbeIntervalS.Min == nil {
 		return
 	}
@@ -34,13 +39,8 @@ func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
 		if cy.lastProbe >= 0 {
 			from = cy.lastProbe
 		}
-		upto := spanEnd
-		if n+1 < len(ep.Cycles) {
-			upto = ep.Cycles[n+1].openAt
-		}
-		if b := cy.CloseBoundsS; b != nil && b.Max != nil {
-			upto = min(upto, time.Duration(*b.Max*float64(time.Second))+time.Millisecond)
-		}
+		upto := cycleEnd(ep, n, spanEnd)
+		upto = cy.latestClose(upto)
 		if g := u.closestCalls(from, cy.lastProbe >= 0, upto); g >= 0 && (least < 0 || g < least) {
 			least = g
 		}
@@ -71,4 +71,47 @@ func (u *upstreamRun) closestCalls(from time.Duration, isCall bool, upto time.Du
 		prev = t
 	}
 	return least
+}
+
+// cycleEnd is where cycle n of ep's calls can end: the next cycle's open,
+// or the episode's end.
+func cycleEnd(ep *Episode, n int, spanEnd time.Duration) time.Duration {
+	if n+1 < len(ep.Cycles) {
+		return ep.Cycles[n+1].openAt
+	}
+	return spanEnd
+}
+
+// latestClose is the latest the cycle can have closed, no later than upto:
+// close_bounds_s max (to the millisecond it is written in, and one more),
+// else upto.
+func (cy *Cycle) latestClose(upto time.Duration) time.Duration {
+	if b := cy.CloseBoundsS; b != nil && b.Max != nil {
+		return min(upto, time.Duration(*b.Max*float64(time.Second))+time.Millisecond)
+	}
+	return upto
+}
+
+// probesInFlightBounds sets ep.MaxProbesInFlightBounds when a cycle may
+// have had probes it did not count: at most as many were in flight at
+// once as of the live calls from its open to the latest it can have
+// closed.
+func (u *upstreamRun) probesInFlightBounds(ep *Episode, spanEnd time.Duration) {
+	if ep.MaxProbesInFlight == nil {
+		return
+	}
+	most := *ep.MaxProbesInFlight
+	for n, cy := range ep.Cycles {
+		if !cy.MaybeProbe {
+			continue
+		}
+		c, live := u.c, u.live
+		upto := cy.latestClose(cycleEnd(ep, n, spanEnd))
+		j := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t >= cy.openAt })
+		k := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t > upto })
+		most = max(most, c.maxInFlight(live[j:k]))
+	}
+	if most > *ep.MaxProbesInFlight {
+		ep.MaxProbesInFlightBounds = &Bounds{Min: Ptr(float64(*ep.MaxProbesInFlight)), Max: Ptr(float64(most))}
+	}
 }

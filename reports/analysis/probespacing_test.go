@@ -53,3 +53,30 @@ func TestProbeSpacingExact(t *testing.T) {
 		t.Errorf("probe_interval_min_bounds_s %s on a spacing the evidence fixes", bounds(ep.ProbeIntervalMinBoundsS))
 	}
 }
+
+// TestProbesInFlightUncounted: the same breaker, but the half-open's
+// calls and the traffic after it take 120 ms (three in flight at once at
+// 20 requests a second) while the earlier probes failed at once: one
+// probe in flight was counted, yet the uncounted ones may have
+// overlapped. max_probes_in_flight is the least; its bounds run to the
+// most live calls in flight at once before the latest close.
+func TestProbesInFlightUncounted(t *testing.T) {
+	r := newSimRun(1000, 4000, 6000)
+	r.passFrom(0, 1000, 0.5, 200)
+	r.passFrom(1000, 1150, 0.5, 503)
+	r.blockFrom(1150, 2150)
+	r.pass(2150, 0.5, 503)
+	r.blockFrom(2200, 3150)
+	r.pass(3150, 0.5, 503)
+	r.blockFrom(3200, 4150)
+	r.pass(4150, 10, 200) // quick, alone: the close cannot be told from a timer
+	r.passFrom(4200, 6000, 120, 200)
+	ep, cy := r.cycle(t)
+	if !cy.MaybeProbe || ep.MaxProbesInFlight == nil || *ep.MaxProbesInFlight != 1 {
+		t.Fatalf("maybe_probe %v, max_probes_in_flight %v: %s", cy.MaybeProbe, fp2(ep.MaxProbesInFlight), ep.Statement)
+	}
+	b := ep.MaxProbesInFlightBounds
+	if b == nil || b.Min == nil || b.Max == nil || *b.Min != 1 || *b.Max < 3 {
+		t.Fatalf("max_probes_in_flight_bounds %s, want [1, ≥ 3]: uncounted probes may have overlapped", bounds(b))
+	}
+}

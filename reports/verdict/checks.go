@@ -87,7 +87,7 @@ var checks = []check{
 			case r.ep.MaxProbesInFlight == nil:
 				return unseen(r.label(), neverProbed)
 			}
-			return seen(r.label(), float64(*r.ep.MaxProbesInFlight))
+			return seenBounded(r.label(), float64(*r.ep.MaxProbesInFlight), r.ep.MaxProbesInFlightBounds, UncountedProbes)
 		}), noEpisode, "episodes"), true
 	}},
 	{"honours_retry_after", evalRetryAfter},

@@ -92,9 +92,10 @@ const (
 	// shedNoBreaker: the episode was load shedding (analysis.Shedding).
 	shedNoBreaker = "the gateway shed load, a refused share over time, not a breaker"
 	// UncountedProbes: the probe spacing measured is the most the
-	// shortest can be: a half-open may have let more quick calls through
-	// than were counted (probe_interval_min_bounds_s).
-	UncountedProbes  = "a half-open may have let quick calls through that look like traffic resuming, probes not counted whose spacing is unseen"
+	// shortest can be, the probes in flight the least: a half-open may
+	// have let more quick calls through than were counted
+	// (probe_interval_min_bounds_s, max_probes_in_flight_bounds).
+	UncountedProbes  = "a half-open may have let quick calls through that look like traffic resuming, probes not counted whose spacing and overlap are unseen"
 	cooldownUnplaced = "a cooldown is known only to a range: the open's bounds, a probe the gateway may have let through before it reached the upstream, or several failures of a half-open that may have reopened it"
 )
 

@@ -66,3 +66,18 @@ func TestShedderHasNoBreakerVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// TestProbesInFlightBounded: max_probes_in_flight with probes that may
+// have gone uncounted is the least there were: a limit within its bounds
+// is not observable, never met on the count measured.
+func TestProbesInFlightBounded(t *testing.T) {
+	one := 1
+	ep := &analysis.Episode{Probes: 2, MaxProbesInFlight: &one, MaxProbesInFlightBounds: &analysis.Bounds{Min: f64(1), Max: f64(4)},
+		Cycles: []*analysis.Cycle{{OpenedAtS: 11, ClosedAtS: f64(21), MaybeProbe: true}}}
+	for limit, want := range map[int]expect.Outcome{1: expect.NotObservable, 4: expect.Met, 0: expect.NotMet} {
+		res := Evaluate(runWith(ep), expect.Expectations{MaxProbesInFlight: ptr(limit)})
+		if len(res) != 1 || res[0].Outcome != want {
+			t.Errorf("max_probes_in_flight %d: %+v, want %s", limit, res, want)
+		}
+	}
+}
