@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +85,32 @@ func TestGobreakerQuickProbes(t *testing.T) {
 	if !seen {
 		t.Error("no probe_spacing_min verdict")
 	}
+	logFigureCounts(t, ep)
+}
+
+// logFigureCounts logs how many of the episode's breaker figures (the
+// figure table's, retries and cost aside) the analysis states exact,
+// bounded or not at all, naming the bounded and unknown ones: the
+// closing note of issue 30 compares these per drill.
+func logFigureCounts(t *testing.T, ep *analysis.Episode) {
+	t.Helper()
+	var exact, bounded, unknown []string
+	for _, f := range analysis.Figures {
+		if f.Value == nil || strings.HasPrefix(f.Key, "retries.") || strings.HasPrefix(f.Key, "cost.") {
+			continue
+		}
+		switch {
+		case f.Value(ep) == nil:
+			unknown = append(unknown, f.Key)
+		case f.Bounds != nil:
+			if _, _, ok := f.Bounds(ep); ok {
+				bounded = append(bounded, f.Key)
+				continue
+			}
+			fallthrough
+		default:
+			exact = append(exact, f.Key)
+		}
+	}
+	t.Logf("figures: %d exact, %d bounded %v, %d unknown %v", len(exact), len(bounded), bounded, len(unknown), unknown)
 }

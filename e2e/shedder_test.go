@@ -231,6 +231,7 @@ func TestShedderAdaptiveThrottling(t *testing.T) {
 		t.Errorf("the windows' refusals sum to %d, turned away %d", sum, sd.TurnedAway)
 	}
 	c.log(t.Name())
+	logFigureCounts(t, ep)
 }
 
 // drill14 rehearses faults through the test gateway deciding with br,
