@@ -77,6 +77,11 @@ type shedSpan struct {
 	match    []int32
 	js       []int // positions in u.sent, in send order
 	from, to time.Duration
+	// back is the longest the gateway held any call of the upstream
+	// before it certainly had the answer (held − arrival); unended the
+	// calls with no recorded end.
+	back    time.Duration
+	unended []int32
 }
 
 // shedding decides whether an episode's refusals were load shedding and,
@@ -119,9 +124,18 @@ func (u *upstreamRun) shedding(w window, spanEnd time.Duration) (bool, string) {
 	return true, "requests were turned away interleaved with forwarded calls, a share that followed the failures; no breaker fits: " + whyA + "; " + whyB + "; " + whyR + ". So there are no cycles, probes or cooldowns to report"
 }
 
+// shedSpan is the span [from, to) of the upstream's sent requests, and
+// what the scans of its calls need.
 func (u *upstreamRun) shedSpan(from, to time.Duration) *shedSpan {
 	s := &shedSpan{u: u, cls: u.cls, match: u.match, from: from, to: to}
 	c := u.c
+	for _, i := range u.calls {
+		if !c.calls[i].hasEnd {
+			s.unended = append(s.unended, i)
+			continue
+		}
+		s.back = max(s.back, u.held(i)-c.calls[i].t)
+	}
 	lo := sort.Search(len(u.sent), func(j int) bool { return c.reqs[u.sent[j]].sent >= from })
 	for j := lo; j < len(u.sent) && c.reqs[u.sent[j]].sent < to; j++ {
 		s.js = append(s.js, j)
@@ -150,7 +164,7 @@ func (s *shedSpan) shedNonRamp() (bool, string) {
 			if prev >= 0 && between >= 0 && r.done > 0 {
 				p := &c.reqs[u.sent[prev]]
 				k := &c.calls[between]
-				if k.hasEnd && !k.failed && k.end+closeSlack <= r.sent && !u.failedEndedIn(p.sent-closeSlackLate, r.done+closeSlackLate) && !u.inFlightAt(r.sent, r.done) {
+				if k.hasEnd && !k.failed && k.end+closeSlack <= r.sent && !s.failedEndedIn(p.sent-closeSlackLate, r.done+closeSlackLate) && !s.inFlightAt(r.sent, r.done) {
 					return true, fmt.Sprintf("at %s a request was turned away with nothing in flight and no failure since %s, when another was turned away and a call let through after it succeeded (no breaker state refuses then)", num.Sec(seconds(r.sent)), num.Sec(seconds(p.sent)))
 				}
 			}
@@ -171,17 +185,19 @@ func (s *shedSpan) shedNonRamp() (bool, string) {
 // failedEndedIn reports whether a call of the upstream (any kind) that
 // failed ended in [from, to], or one that failed has no recorded end and
 // arrived by to.
-func (u *upstreamRun) failedEndedIn(from, to time.Duration) bool {
-	c := u.c
-	for _, i := range u.calls {
+func (s *shedSpan) failedEndedIn(from, to time.Duration) bool {
+	c := s.u.c
+	for _, i := range s.unended {
+		if k := &c.calls[i]; k.failed && k.t <= to {
+			return true
+		}
+	}
+	for _, i := range s.callsFrom(from) {
 		k := &c.calls[i]
 		if k.t > to {
 			break
 		}
-		if !k.failed {
-			continue
-		}
-		if !k.hasEnd || (k.end >= from && k.end <= to) {
+		if k.failed && k.hasEnd && k.end >= from && k.end <= to {
 			return true
 		}
 	}
@@ -191,26 +207,43 @@ func (u *upstreamRun) failedEndedIn(from, to time.Duration) bool {
 // inFlightAt reports whether a call of the upstream (any kind) may have
 // been in flight while a request sent at sent was answered at done: let
 // through by done and its answer not certainly with the gateway before
-// sent (answerHeld: the client's answer, which the gateway relayed, or
-// the upstream's end; a call no client request reached, a health check,
-// closeSlackLate after the upstream's end: a loaded upstream stamps ends
-// late).
-func (u *upstreamRun) inFlightAt(sent, done time.Duration) bool {
-	c := u.c
-	for _, i := range u.calls {
+// sent (held), or with no recorded end.
+func (s *shedSpan) inFlightAt(sent, done time.Duration) bool {
+	c := s.u.c
+	for _, i := range s.unended {
+		if c.calls[i].t <= done {
+			return true
+		}
+	}
+	for _, i := range s.callsFrom(sent) {
 		k := &c.calls[i]
 		if k.t > done {
 			break
 		}
-		held := k.end + closeSlackLate
-		if _, ok := u.reqOfCall(i); ok {
-			held = u.answerHeld(i)
-		}
-		if !k.hasEnd || held > sent {
+		if k.hasEnd && s.u.held(i) > sent {
 			return true
 		}
 	}
 	return false
+}
+
+// held is by when the gateway certainly had call i's answer: answerHeld
+// for a call a client request reached (its client's answer, which the
+// gateway relayed), else closeSlackLate after the upstream's end (a health
+// check; a loaded upstream stamps ends late).
+func (u *upstreamRun) held(i int32) time.Duration {
+	if _, ok := u.reqOfCall(i); ok {
+		return u.answerHeld(i)
+	}
+	return u.c.calls[i].end + closeSlackLate
+}
+
+// callsFrom is the upstream's calls from the first that can still have
+// been unanswered at t (arrived no earlier than the longest any call was
+// held before t), in arrival order: the scans above stay near t.
+func (s *shedSpan) callsFrom(t time.Duration) []int32 {
+	c, ci := s.u.c, s.u.calls
+	return ci[sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= t-s.back }):]
 }
 
 // stretch is a failed call let through (x) followed by requests turned
@@ -273,8 +306,8 @@ func (s *shedSpan) stretches() ([]stretch, time.Duration) {
 		}
 		last := &c.reqs[u.sent[s.js[m-1]]]
 		st := stretch{x: x, next: s.match[s.js[m]], epsLo: kx.end, epsHi: u.answerHeld(x),
-			lastRefused: last.sent, idle: last.done > 0 && !u.inFlightAt(last.sent, last.done), afterOK: okSince}
-		for _, i := range u.calls {
+			lastRefused: last.sent, idle: last.done > 0 && !s.inFlightAt(last.sent, last.done), afterOK: okSince}
+		for _, i := range s.callsFrom(u.letFrom(x)) {
 			k := &c.calls[i]
 			if k.t > firstRefused.done {
 				break
@@ -300,13 +333,19 @@ func (s *shedSpan) stretches() ([]stretch, time.Duration) {
 // fall) and the uncertainty of when the gateway read the failure. Two
 // stretches whose waits differ by more than that are no ramp.
 func (s *shedSpan) shedNotRamp(sts []stretch, gap time.Duration) (bool, string) {
-	for _, a := range sts {
-		for _, b := range sts {
-			if s.waitLo(b)-s.waitHi(a) > 2*gap {
-				return true, fmt.Sprintf("after a failure at %s the next call was let through within %s, after one at %s no sooner than %s (a ramp waits the same after every failure, give or take two requests' spacing, %s)",
-					num.Sec(seconds(a.epsLo)), num.Sec(seconds(s.waitHi(a))), num.Sec(seconds(b.epsLo)), num.Sec(seconds(s.waitLo(b))), num.Sec(seconds(2*gap)))
-			}
+	// The pair furthest apart: the shortest most and the longest least.
+	a, b := -1, -1
+	for i, st := range sts {
+		if a < 0 || s.waitHi(st) < s.waitHi(sts[a]) {
+			a = i
 		}
+		if b < 0 || s.waitLo(st) > s.waitLo(sts[b]) {
+			b = i
+		}
+	}
+	if a >= 0 && s.waitLo(sts[b])-s.waitHi(sts[a]) > 2*gap {
+		return true, fmt.Sprintf("after a failure at %s the next call was let through within %s, after one at %s no sooner than %s (a ramp waits the same after every failure, give or take two requests' spacing, %s)",
+			num.Sec(seconds(sts[a].epsLo)), num.Sec(seconds(s.waitHi(sts[a]))), num.Sec(seconds(sts[b].epsLo)), num.Sec(seconds(s.waitLo(sts[b]))), num.Sec(seconds(2*gap)))
 	}
 	return s.shareShrank()
 }
@@ -338,7 +377,7 @@ func (s *shedSpan) shareShrank() (bool, string) {
 		if k < 0 {
 			continue
 		}
-		if c.calls[k].failed || !c.calls[k].hasEnd || (from >= 0 && u.failedEndedIn(from, r.sent)) {
+		if c.calls[k].failed || !c.calls[k].hasEnd || (from >= 0 && s.failedEndedIn(from, r.sent)) {
 			runs, n, admitted, from = runs[:0], 0, false, -1
 			continue
 		}
@@ -391,7 +430,7 @@ func (s *shedSpan) shedNoPacing() (bool, string) {
 			from = r.sent
 			continue
 		}
-		if len(admitted) == 0 || r.done <= 0 || u.inFlightAt(r.sent, r.done) || u.failedEndedIn(from, r.done+closeSlackLate) {
+		if len(admitted) == 0 || r.done <= 0 || s.inFlightAt(r.sent, r.done) || s.failedEndedIn(from, r.done+closeSlackLate) {
 			continue
 		}
 		lates = append(lates, late{r.sent, r.sent - c.calls[admitted[len(admitted)-1]].t})
