@@ -132,22 +132,35 @@ func readShedLog(t *testing.T, s *shedder) []shedLine {
 	return out
 }
 
-// TestShedderAdaptiveThrottling: a load shedder, not a breaker. The
-// analysis must report shedding — the refused share over time, when it
-// began (the first sustained refusal) and ended, the requests turned away
-// — held to the shedder's own log, and no cycles, probes, cooldowns or
-// probe spacing.
+// TestShedderAdaptiveThrottling: a load shedder, not a breaker, in a 503
+// storm and when a share of the calls fail (successes interleaved with
+// its refusals during the fault). The analysis must report shedding — the
+// refused share over time, when it began (the first sustained refusal)
+// and ended, the requests turned away — held to the shedder's own log,
+// and no cycles, probes, cooldowns or probe spacing.
 func TestShedderAdaptiveThrottling(t *testing.T) {
-	t.Parallel()
+	t.Run("storm", func(t *testing.T) { t.Parallel(); shedDrill(t, false) })
+	t.Run("partial", func(t *testing.T) { t.Parallel(); shedDrill(t, true) })
+}
+
+// shedDrill rehearses a shedder drawn at random against a 503 storm, or
+// (partial) 503s on 70–90 % of the calls, and holds the analysis to its
+// log.
+func shedDrill(t *testing.T, partial bool) {
 	r := shapeRand(t)
 	k := []float64{1.5, 2, 2}[r.IntN(3)]
 	window := between(r, 1500*time.Millisecond, 2500*time.Millisecond)
 	storm := between(r, 2*time.Second, 3*time.Second)
 	seed := r.Uint64()
 	sh := newShedder(t, k, window, seed)
-	desc := fmt.Sprintf("adaptive throttling, K %g, window %s; a 503 storm for %s", k, window, storm)
+	share, prob := "a 503 storm", ""
+	if partial {
+		p := 0.7 + 0.2*r.Float64()
+		share, prob = fmt.Sprintf("503s on %.0f %% of the calls", 100*p), fmt.Sprintf(", probability: %.2f", p)
+	}
+	desc := fmt.Sprintf("adaptive throttling, K %g, window %s; %s for %s", k, window, share, storm)
 	t.Log("shedder: " + desc)
-	faults := fmt.Sprintf("  - {name: app-503, type: status, upstream: app, at: 3s, for: %s, params: {code: 503}}\n", storm)
+	faults := fmt.Sprintf("  - {name: app-503, type: status, upstream: app, at: 3s, for: %s, params: {code: 503}%s}\n", storm, prob)
 	_, res := drill14(t, sh, "shedder", "", faults, "")
 	skipIfStalled(t, res.Analysis)
 	ua := res.Analysis.Upstreams["app"]
