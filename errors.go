@@ -28,6 +28,11 @@ var (
 	// like a failed expectation: both are findings, not failures to run.
 	ErrDiffers = errors.New("figures differ")
 
+	// ErrUndecided marks a comparison (report compare --fail-on-undecided)
+	// in which a figure cannot be judged: a gate that must not pass on
+	// "cannot tell". Exit code 1, as ErrDiffers.
+	ErrUndecided = errors.New("figures cannot be judged")
+
 	// ErrInterrupted marks a run stopped by SIGINT, SIGTERM or SIGHUP. Exit
 	// code 130.
 	ErrInterrupted = errors.New("interrupted")
@@ -54,7 +59,7 @@ func ExitCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, ErrInvalid):
 		return ExitInvalid
-	case errors.Is(err, ErrExpectations), errors.Is(err, ErrDiffers):
+	case errors.Is(err, ErrExpectations), errors.Is(err, ErrDiffers), errors.Is(err, ErrUndecided):
 		return ExitExpectations
 	default:
 		return ExitEnvironment

@@ -21,6 +21,7 @@ func TestExitCode(t *testing.T) {
 		{"nil", nil, 0},
 		{"expectations", fmt.Errorf("2 of 5: %w", ErrExpectations), 1},
 		{"figures differ", fmt.Errorf("compare: %w", ErrDiffers), 1},
+		{"figures cannot be judged", fmt.Errorf("compare: %w", ErrUndecided), 1},
 		{"invalid wrapped", fmt.Errorf("scenario: %w", ErrInvalid), 2},
 		{"invalid typed", fmt.Errorf("load: %w", &typedInvalid{3}), 2},
 		{"environment", fmt.Errorf("dial: %w", ErrEnvironment), 3},

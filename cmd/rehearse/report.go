@@ -80,6 +80,7 @@ func newReportCompareCmd() *cobra.Command {
 		scenario   string
 		force      bool
 		failOnDiff bool
+		failUndec  bool
 		thresholds []string
 		level      float64
 	)
@@ -90,11 +91,20 @@ func newReportCompareCmd() *cobra.Command {
 directories, or archive directories whose run subdirectories are all taken
 (--scenario keeps one scenario's). Every timing figure is compared on all its
 samples (every probe interval, cooldown and cycle, in every run): per figure,
-n, median and p10–p90 on each side, the difference of medians (B − A) with a
-confidence interval (two-level bootstrap, fixed seed), and whether it is
-beyond noise. A figure is flagged when its interval excludes zero and the
-difference is at least its threshold (defaults: 2 ms or 0.5 % for timings,
-1 call for counts, 0.02 for ratios; --threshold KEY=VALUE per figure).
+n, median and p10–p90 on each side, the difference (B − A) of the sides'
+run values (each run's median) with a confidence interval, and whether it is
+beyond noise. The interval is Student's t over the runs, the run-to-run
+spread pooled over both sides and never below what a run's own samples and
+the measurement's resolution leave (the request interval, one call, the
+figure's bounds); the level (--level) holds for all figures at once. A
+figure is flagged when its interval excludes zero and the difference is at
+least its threshold (defaults: 2 ms or 0.5 % for timings, 1 call for counts,
+0.02 for ratios; --threshold KEY=VALUE per figure).
+
+Two runs a side judge every figure (one run against two too). With one run
+a side, figures with one value per run cannot be judged; stderr and the
+report list them and how many runs a side would judge them, and
+--fail-on-undecided makes that exit 1.
 
 Runs of different drills (scenario digests) are refused unless --force;
 every configuration difference that remains is listed, a label contradicting
@@ -104,8 +114,9 @@ facts that differ (timer lateness and load measured during the runs).
 Two arguments without --vs compare one run with another. Without --out the
 comparison goes to stdout (--format md or json); with --out DIR,
 compare.html, compare.md, compare.json and compare-timelines.svg are written.
-Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
-2 bad input (no runs, different drills without --force, bad flags).`,
+Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged, or
+with --fail-on-undecided when a figure cannot be judged; 2 bad input (no
+runs, different drills without --force, bad flags).`,
 		Example: `  rehearse report compare runs/linux-* --vs runs/mac-* --label Linux --label macOS --out cmp/
   rehearse report compare ~/rehearse/runs --vs ci-runs/ --scenario weekly --fail-on-diff
   rehearse report compare a b --format json --threshold probe_spacing=5ms --threshold cooldowns=1%`,
@@ -180,6 +191,9 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 			if failOnDiff && c.Flagged > 0 {
 				return fmt.Errorf("%w: %s", rehearse.ErrDiffers, c.Headline())
 			}
+			if failUndec && c.Unjudged > 0 {
+				return fmt.Errorf("%w: %s (--fail-on-undecided)", rehearse.ErrUndecided, c.Headline())
+			}
 			return nil
 		},
 	}
@@ -190,8 +204,9 @@ Exit codes: 0 compared; 1 with --fail-on-diff when a figure is flagged;
 	f.StringVar(&scenario, "scenario", "", "keep only runs of this scenario (name or digest prefix) from archive directories")
 	f.BoolVar(&force, "force", false, "compare runs of different drills (scenario digests) instead of refusing")
 	f.BoolVar(&failOnDiff, "fail-on-diff", false, "exit 1 when a figure differs beyond noise and its threshold")
+	f.BoolVar(&failUndec, "fail-on-undecided", false, "exit 1 when a figure cannot be judged (e.g. one value per run and one run a side), for gates that must not pass on \"cannot tell\"")
 	f.StringArrayVar(&thresholds, "threshold", nil, "KEY=VALUE practical threshold of one figure: 5ms (timings), 2 (counts, ratios) or 1% of A's median; keys: "+strings.Join(compare.FigureKeys(), ", "))
-	f.Float64Var(&level, "level", stats.DefaultLevel, "confidence level of the intervals")
+	f.Float64Var(&level, "level", stats.DefaultLevel, "confidence level of the comparison: the chance that identical configurations have no figure flagged")
 	return cmd
 }
 

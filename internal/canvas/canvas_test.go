@@ -189,3 +189,21 @@ func TestPlace(t *testing.T) {
 		t.Error("Place changed the drawing it placed")
 	}
 }
+
+// A viewer without the Go font draws a wider fallback; each text must carry
+// the width the layout measured, or labels run under their neighbours.
+func TestSVGTextsCarryMeasuredWidth(t *testing.T) {
+	d := New(200, 50)
+	d.Text(10, 20, "fault window (named on or beside the bar)", TextStyle{Size: 11})
+	d.Text(10, 40, "bold key", TextStyle{Size: 12, Bold: true})
+	s := string(d.SVG(""))
+	for _, c := range []struct {
+		text string
+		ts   TextStyle
+	}{{"fault window (named on or beside the bar)", TextStyle{Size: 11}}, {"bold key", TextStyle{Size: 12, Bold: true}}} {
+		want := `textLength="` + num(TextWidth(c.text, c.ts.Size, c.ts.Bold)) + `" lengthAdjust="spacingAndGlyphs"`
+		if !strings.Contains(s, want) {
+			t.Errorf("text %q lacks %s in\n%s", c.text, want, s)
+		}
+	}
+}

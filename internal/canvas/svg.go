@@ -10,7 +10,10 @@ import (
 )
 
 // FontFamily is the SVG's font stack: the Go font the layout was measured
-// with, then sans-serif faces that are no wider.
+// with, then common sans-serif faces. A viewer without the Go font draws a
+// fallback that may be wider (DejaVu Sans is, by about 10 %), so every text
+// also carries its measured width as textLength: the layout's widths hold in
+// any font.
 const FontFamily = `'Go', 'Helvetica Neue', Helvetica, Arial, sans-serif`
 
 // SVG encodes the drawing as a standalone SVG document. class, when not
@@ -54,8 +57,8 @@ func (d *Drawing) SVG(class string) []byte {
 			if s.ts.Bold {
 				weight = ` font-weight="bold"`
 			}
-			fmt.Fprintf(&b, `<text%s x="%s" y="%s" font-size="%s"%s%s fill="%s"%s>`, classAttr(s.ts.Class), num(s.x), num(s.y), num(s.ts.Size),
-				weight, anchor, HexOf(s.ts.Fill), opacity("fill-opacity", s.ts.Fill.A))
+			fmt.Fprintf(&b, `<text%s x="%s" y="%s" font-size="%s"%s%s%s fill="%s"%s>`, classAttr(s.ts.Class), num(s.x), num(s.y), num(s.ts.Size),
+				weight, anchor, textLength(s.text, s.ts), HexOf(s.ts.Fill), opacity("fill-opacity", s.ts.Fill.A))
 			if s.ts.Title != "" {
 				fmt.Fprintf(&b, "<title>%s</title>", esc(s.ts.Title))
 			}
@@ -64,6 +67,17 @@ func (d *Drawing) SVG(class string) []byte {
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// textLength pins a text to the width the layout measured for it, so that a
+// viewer drawing it in a wider fallback font squeezes it into the same box
+// instead of running it under its neighbour.
+func textLength(text string, ts TextStyle) string {
+	w := TextWidth(text, ts.Size, ts.Bold)
+	if w <= 0 {
+		return ""
+	}
+	return ` textLength="` + num(w) + `" lengthAdjust="spacingAndGlyphs"`
 }
 
 func closeTitled(b *bytes.Buffer, tag, title string) {

@@ -3,48 +3,43 @@
 // Linux, last week and this week), and says whether their difference is
 // beyond noise.
 //
-// The estimate is the difference of medians (B − A). Its confidence
-// interval comes from a two-level percentile bootstrap with a fixed seed:
-// each resample draws a side's runs with replacement, then each drawn
-// run's samples with replacement, so that run-to-run noise (a loaded
-// machine, a different GC rhythm) widens the interval as much as
-// cycle-to-cycle noise does. Samples of one run are not independent of
-// each other; a rank test over the pooled samples (Hodges–Lehmann with
-// Mann–Whitney) would treat twenty probe intervals of one run as twenty
-// independent observations and call a one-run fluke significant. The
-// fixed seed makes the interval a pure function of the samples: the same
-// runs always give the same verdict.
+// The unit of evidence is the run: samples of one run share its machine,
+// its load and its GC rhythm, so they are not independent of each other,
+// and a test over pooled samples would call a one-run fluke significant.
+// Each run's value is the median of its samples; the difference is B − A
+// of the sides' mean run values, and its interval is Student's pooled
+// two-sample t interval over the run values (CompareRuns). Under the
+// hypothesis tested — both sides ran the same thing — both sides' runs
+// share one spread, so it is pooled with R_A + R_B − 2 degrees of freedom:
+// two runs a side (or one against two) can decide, where a rank test of
+// the runs could not (two against two reach p = 1/3 at best).
 //
-// With few runs the plain percentile interval is too narrow (a resample
-// cannot reach beyond the runs it has; with three runs per side it misses
-// the true difference about twice as often as it claims). The interval is
-// therefore the expanded percentile interval (Hesterberg, "What teachers
-// should know about the bootstrap", 2015): its tail probability is
-// 2Φ(−√(n/(n−1))·t(α/2, n−1)) with n the number of runs on the smaller
-// side (samples, when a side has one run). It widens the interval as a t
-// interval is wider than a normal one, and converges to the plain interval
-// as n grows.
+// Two runs that agree exactly have not shown that runs never differ: a
+// value read through client requests is known only to the request
+// interval, a count only to one call, a bounded figure only to its
+// bounds, and a run's median only to its own samples' spread. The spread
+// a run value is given is therefore at least that floor (RunFloor in
+// CompareRuns): the bootstrap variance of the run's median plus grain²/12,
+// the variance of a uniform error over one grain (Sheppard). The floor
+// only widens the interval, so the error rate stays at most 1 − Level
+// under the t interval's assumption (run values about normal: each is a
+// median, or a time made of many small delays).
 //
-// A figure with one value per run (time to open, time to close) has no
-// replication inside a run to widen the bootstrap, whose interval then
-// spans about the range of the runs: three runs per side that do not
-// overlap happen one time in ten by chance. For such figures the exact
-// rank test of the runs (Wilcoxon–Mann–Whitney) must agree, so three runs
-// per side can never be clear at 95 % (the smallest p is 0.1) and four can
-// (2/70).
+// With one run a side there is no run-to-run spread at all: the interval
+// covers the noise within the two runs only (each run's median with its
+// floor, Student's t with the smaller run's samples less one degrees of
+// freedom), which the result says; one sample a side cannot be judged.
 //
 // A difference is flagged (Beyond) only when it is statistically clear
 // (the interval excludes zero) and at least a practical threshold (a
-// Threshold: absolute, in the figure's unit, or relative to A's median,
-// whichever is larger). One sample per side gives no interval at all: the
-// result says that noise cannot be separated, and nothing is flagged.
+// Threshold: absolute, in the figure's unit, or relative to A's value,
+// whichever is larger). The fixed seed of the floor's bootstrap makes every
+// result a pure function of the samples: the same runs give the same
+// verdict, in CI and on a laptop.
 package stats
 
 import (
-	"cmp"
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -115,6 +110,21 @@ type Result struct {
 	Beyond bool
 	// Note says plainly what limits the result, or is empty.
 	Note string
+	// DF is the degrees of freedom of the run-level interval (R_A + R_B −
+	// 2); below 1 the interval is the within-run bootstrap.
+	DF int
+	// Between is the spread (standard deviation) of the run values around
+	// their side's mean, pooled over both sides; Floor the least spread a
+	// run value has even between identical runs (its median's within-run
+	// noise and its resolution). The interval uses the larger.
+	Between, Floor float64
+	// RunsToJudge, when not Judged, is how many runs a side would judge
+	// the figure; 0 when more runs cannot (a side never observed it).
+	RunsToJudge int
+	// RunsToTell, when the difference is at least the threshold but not
+	// clear, is how many runs a side would make a difference this size
+	// clear were runs to spread as these do; 0 otherwise.
+	RunsToTell int
 }
 
 // Comparable reports whether both sides have at least one sample.
@@ -126,13 +136,26 @@ const (
 	NoteOneSample = "one sample per side: a difference cannot be told from noise"
 	NoteOneSided  = "one sample on one side: its noise is unknown, no interval"
 	NoteWithinRun = "one run per side: the interval covers cycle-to-cycle noise only, not run-to-run"
-	NoteFewRuns   = "one value per run: %d runs per side cannot be clear at %.0f %% (the rank test needs more runs)"
 )
 
 // Compare compares sides a and b of one figure. Each side is a list of
-// runs, each run a list of samples (empty runs are ignored). th is the
+// runs, each run a list of samples (empty runs are ignored), all exact
+// (no grain: CompareRuns takes each run's resolution). th is the
 // practical threshold.
 func Compare(a, b [][]float64, th Threshold, opt Options) Result {
+	return CompareRuns(exactRuns(a), exactRuns(b), th, opt)
+}
+
+func exactRuns(side [][]float64) []Run {
+	out := make([]Run, len(side))
+	for i, s := range side {
+		out[i] = Run{Samples: s}
+	}
+	return out
+}
+
+// defaults fills the zero fields of opt.
+func (opt Options) defaults() Options {
 	if opt.Level <= 0 || opt.Level >= 1 {
 		opt.Level = DefaultLevel
 	}
@@ -142,46 +165,35 @@ func Compare(a, b [][]float64, th Threshold, opt Options) Result {
 	if opt.Seed == 0 {
 		opt.Seed = DefaultSeed
 	}
-	r := Result{A: Summarize(a), B: Summarize(b), Level: opt.Level}
-	a, b = thin(a), thin(b)
-	if !r.Comparable() {
-		r.Note = NoteNoSamples
-		return r
-	}
-	r.Delta = r.B.Median - r.A.Median
-	r.Threshold = th.Of(r.A.Median)
+	return opt
+}
+
+// withinRun compares one run a side. There is no run-to-run spread to
+// measure, so the interval covers the noise within the two runs only
+// (NoteWithinRun): each run's median with the spread the floor gives it
+// (its samples' bootstrap variance and its grain), and Student's t
+// quantile with the smaller run's samples less one degrees of freedom. A
+// run of one sample has no within-run noise to show: not judged.
+func withinRun(r Result, a, b Run, th Threshold, opt Options) Result {
+	ya, yb := median(slices.Clone(a.Samples)), median(slices.Clone(b.Samples))
+	r.Delta = yb - ya
+	r.Threshold = th.Of(ya)
 	switch {
 	case r.A.N == 1 && r.B.N == 1:
-		r.Note = NoteOneSample
+		r.Note, r.RunsToJudge = NoteOneSample, 2
 		return r
 	case r.A.N == 1 || r.B.N == 1:
-		r.Note = NoteOneSided
+		r.Note, r.RunsToJudge = NoteOneSided, 2
 		return r
 	}
-	n := min(r.A.Runs, r.B.Runs)
-	if n < 2 {
-		n = min(r.A.N, r.B.N)
-	}
-	r.Lo, r.Hi = bootstrap(a, b, expandedAlpha(1-opt.Level, n), opt)
+	fa, fb := runFloor([]Run{a}, opt), runFloor([]Run{b}, opt)
+	r.Floor = math.Sqrt((fa + fb) / 2)
+	half := tQuantile(1-opt.Level, min(len(a.Samples), len(b.Samples))-1) * math.Sqrt(fa+fb)
+	r.Lo, r.Hi = r.Delta-half, r.Delta+half
 	r.HasCI, r.Judged = true, true
 	r.Clear = r.Lo > 0 || r.Hi < 0
-	if va, vb, ok := onePerRun(a, b); ok {
-		// One value per run: no within-run replication widens the
-		// bootstrap, whose interval is then about the range of the runs
-		// (three runs per side that do not overlap happen one time in ten
-		// by chance alone). The exact rank test of the runs decides.
-		p, minP := RankTest(va, vb)
-		if minP > 1-opt.Level {
-			r.Clear, r.Judged = false, false
-			r.Note = fmt.Sprintf(NoteFewRuns, min(len(va), len(vb)), opt.Level*100)
-		} else if p > 1-opt.Level {
-			r.Clear = false
-		}
-	}
 	r.Beyond = r.Clear && math.Abs(r.Delta) >= r.Threshold
-	if r.A.Runs == 1 && r.B.Runs == 1 {
-		r.Note = NoteWithinRun
-	}
+	r.Note = NoteWithinRun
 	return r
 }
 
@@ -250,36 +262,36 @@ func thin(runs [][]float64) [][]float64 {
 	return out
 }
 
-// bootstrap returns the percentile interval of median(b*) − median(a*)
-// over two-level resamples, with tail probability alpha (both tails).
-func bootstrap(a, b [][]float64, alpha float64, opt Options) (lo, hi float64) {
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
-	bufA := make([]float64, 0, total(a))
-	bufB := make([]float64, 0, total(b))
-	d := make([]float64, opt.Resamples)
-	for i := range d {
-		bufA = resample(rng, a, bufA[:0])
-		bufB = resample(rng, b, bufB[:0])
-		d[i] = median(bufB) - median(bufA)
-	}
-	slices.Sort(d)
-	return Quantile(d, alpha/2), Quantile(d, 1-alpha/2)
-}
-
-// expandedAlpha is the tail probability of the expanded percentile
-// interval for nominal alpha and n observations (n ≥ 2).
-func expandedAlpha(alpha float64, n int) float64 {
-	x := math.Sqrt(float64(n)/float64(n-1)) * tQuantile(alpha, n-1)
-	return math.Erfc(x / math.Sqrt2) // 2Φ(−x)
-}
-
 // tQuantile returns t such that P(|T| > t) = alpha for Student's t with
 // df degrees of freedom, by bisection on tTwoSided.
 func tQuantile(alpha float64, df int) float64 {
+	if df > 300 {
+		// The exact sums take df/2 terms; here the Cornish–Fisher
+		// expansion around the normal quantile is within 1e-6 there.
+		z := zQuantile(alpha)
+		d := float64(df)
+		z3, z5 := z*z*z, z*z*z*z*z
+		return z + (z3+z)/(4*d) + (5*z5+16*z3+3*z)/(96*d*d) + (3*z5*z*z+19*z5+17*z3-15*z)/(384*d*d*d)
+	}
 	lo, hi := 0.0, 1e4
 	for range 200 {
 		mid := (lo + hi) / 2
 		if 1-tCentral(mid, df) > alpha {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// zQuantile returns z such that P(|Z| > z) = alpha for a standard normal
+// Z, by bisection on erfc.
+func zQuantile(alpha float64) float64 {
+	lo, hi := 0.0, 40.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if math.Erfc(mid/math.Sqrt2) > alpha {
 			lo = mid
 		} else {
 			hi = mid
@@ -311,26 +323,6 @@ func tCentral(t float64, df int) float64 {
 		sum += term
 	}
 	return s * sum
-}
-
-// resample draws len(runs) runs with replacement and, from each, as many
-// samples as it holds, with replacement, appending them to buf.
-func resample(rng *rand.Rand, runs [][]float64, buf []float64) []float64 {
-	for range runs {
-		run := runs[rng.IntN(len(runs))]
-		for range run {
-			buf = append(buf, run[rng.IntN(len(run))])
-		}
-	}
-	return buf
-}
-
-func total(runs [][]float64) int {
-	n := 0
-	for _, r := range runs {
-		n += len(r)
-	}
-	return n
 }
 
 // median returns the median of v, reordering v (quickselect: a bootstrap
@@ -380,122 +372,4 @@ func selectK(v []float64, k int) float64 {
 		}
 	}
 	return v[k]
-}
-
-// onePerRun returns each side's values when no run holds more than one.
-func onePerRun(a, b [][]float64) (va, vb []float64, ok bool) {
-	for _, side := range [][][]float64{a, b} {
-		for _, r := range side {
-			if len(r) > 1 {
-				return nil, nil, false
-			}
-		}
-	}
-	return flat(a), flat(b), true
-}
-
-func flat(runs [][]float64) []float64 {
-	var out []float64
-	for _, r := range runs {
-		out = append(out, r...)
-	}
-	return out
-}
-
-// RankTest is the two-sided exact permutation test of the rank sum
-// (Wilcoxon–Mann–Whitney, midranks for ties) of a against b. It returns
-// the p-value and the smallest p-value these samples can reach (2/C(n, k)
-// without ties). Above 16 values in all it uses the normal approximation
-// with the tie correction, and the smallest p is reported as 0.
-func RankTest(a, b []float64) (p, minP float64) {
-	all := append(slices.Clone(a), b...)
-	n, k := len(all), len(a)
-	if k == 0 || k == n {
-		return 1, 1
-	}
-	ranks := midranks(all)
-	obs := 0.0
-	for i := range k {
-		obs += ranks[i]
-	}
-	mean := float64(k) * float64(n+1) / 2
-	dev := math.Abs(obs - mean)
-	if n > 16 {
-		sorted := slices.Clone(all)
-		slices.Sort(sorted)
-		var ties float64
-		for i := 0; i < n; {
-			j := i
-			for j < n && sorted[j] == sorted[i] {
-				j++
-			}
-			t := float64(j - i)
-			ties += t*t*t - t
-			i = j
-		}
-		nf, kf := float64(n), float64(k)
-		v := kf * (nf - kf) / 12 * ((nf + 1) - ties/(nf*(nf-1)))
-		if v <= 0 {
-			return 1, 0
-		}
-		return math.Min(1, math.Erfc(math.Max(dev-0.5, 0)/math.Sqrt(v)/math.Sqrt2)), 0
-	}
-	// Every way to pick k of the n ranks.
-	var total, extreme, atMax, maxDev float64
-	idx := make([]int, k)
-	for i := range idx {
-		idx[i] = i
-	}
-	for {
-		sum := 0.0
-		for _, i := range idx {
-			sum += ranks[i]
-		}
-		d := math.Abs(sum - mean)
-		total++
-		if d >= dev-1e-9 {
-			extreme++
-		}
-		switch {
-		case d > maxDev+1e-9:
-			maxDev, atMax = d, 1
-		case d >= maxDev-1e-9:
-			atMax++
-		}
-		i := k - 1
-		for i >= 0 && idx[i] == n-k+i {
-			i--
-		}
-		if i < 0 {
-			break
-		}
-		idx[i]++
-		for j := i + 1; j < k; j++ {
-			idx[j] = idx[j-1] + 1
-		}
-	}
-	return extreme / total, atMax / total
-}
-
-// midranks returns the rank of each value (1-based), ties sharing the
-// mean of their ranks.
-func midranks(v []float64) []float64 {
-	order := make([]int, len(v))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(v[x], v[y]) })
-	r := make([]float64, len(v))
-	for i := 0; i < len(order); {
-		j := i
-		for j < len(order) && v[order[j]] == v[order[i]] {
-			j++
-		}
-		mid := float64(i+j+1) / 2
-		for q := i; q < j; q++ {
-			r[order[q]] = mid
-		}
-		i = j
-	}
-	return r
 }

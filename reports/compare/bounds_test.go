@@ -12,9 +12,11 @@ import (
 
 // TestCompareWithinBounds: report compare does not call a difference a
 // change when the figure is a range (its *_bounds) and the two sides'
-// ranges meet: an open that several failures fit, between 520 and 580 ms
-// on one side, and 570 ms exact on the other, is the same open as far as
-// the evidence goes; 650 ms exact is beyond it, and flagged.
+// ranges meet: an open that several failures fit, between 520 ms and 2 s
+// on one side, and 1.5 s exact on the other, is the same open as far as
+// the evidence goes; 2.2 s exact is beyond it, and flagged. (The
+// fixture's search requests are 200 ms apart, the grain of its timings:
+// the differences are several grains.)
 func TestCompareWithinBounds(t *testing.T) {
 	base := fixture(t, "clean")
 	raw, err := json.Marshal(base)
@@ -48,36 +50,36 @@ func TestCompareWithinBounds(t *testing.T) {
 		t.Fatalf("no opened_after_s row: %+v", c.Rows)
 		return CompareRow{}
 	}
-	bounded := &analysis.Bounds{Min: analysis.Ptr(0.52), Max: analysis.Ptr(0.58)}
+	bounded := &analysis.Bounds{Min: analysis.Ptr(0.52), Max: analysis.Ptr(2.0)}
 	opt := CompareOptions{Labels: [2]string{"old", "new"}, Force: true}
 
-	c, err := CompareAnalyses(runs(5, 0.52, bounded), runs(5, 0.57, nil), opt)
+	c, err := CompareAnalyses(runs(5, 0.52, bounded), runs(5, 1.5, nil), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := row(c)
-	if r.Flag || !r.WithinBounds || !strings.Contains(r.Note, "old 520 ms – 580 ms, new 570 ms") {
-		t.Errorf("0.52 (0.52–0.58) against 0.57: flag %v, within bounds %v, note %q; want not a change, the ranges named", r.Flag, r.WithinBounds, r.Note)
+	if r.Flag || !r.WithinBounds || !strings.Contains(r.Note, "old 520 ms – 2 s, new 1.5 s") {
+		t.Errorf("0.52 (0.52–2) against 1.5: flag %v, within bounds %v, note %q; want not a change, the ranges named", r.Flag, r.WithinBounds, r.Note)
 	}
 	if v := r.verdictCell(); !strings.HasPrefix(v, "not a change") {
 		t.Errorf("verdict %q", v)
 	}
 
-	c, err = CompareAnalyses(runs(5, 0.52, bounded), runs(5, 0.65, nil), opt)
+	c, err = CompareAnalyses(runs(5, 0.52, bounded), runs(5, 2.2, nil), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := row(c); !r.Flag || r.WithinBounds {
-		t.Errorf("0.52 (0.52–0.58) against 0.65: flag %v, within bounds %v (%s); want flagged", r.Flag, r.WithinBounds, r.Note)
+		t.Errorf("0.52 (0.52–2) against 2.2: flag %v, within bounds %v (%s); want flagged", r.Flag, r.WithinBounds, r.Note)
 	}
 
 	// Exact on both sides: the estimates decide, as before.
-	c, err = CompareAnalyses(runs(5, 0.52, nil), runs(5, 0.57, nil), opt)
+	c, err = CompareAnalyses(runs(5, 0.52, nil), runs(5, 1.5, nil), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := row(c); !r.Flag || r.WithinBounds {
-		t.Errorf("0.52 against 0.57, both exact: flag %v, within bounds %v; want flagged", r.Flag, r.WithinBounds)
+		t.Errorf("0.52 against 1.5, both exact: flag %v, within bounds %v; want flagged", r.Flag, r.WithinBounds)
 	}
 }
 

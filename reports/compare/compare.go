@@ -29,7 +29,9 @@ type CompareOptions struct {
 	Force bool
 	// Thresholds replace DefaultThresholds per figure key (FigureKeys).
 	Thresholds map[string]stats.Threshold
-	// Stats tunes the confidence interval (level, resamples, seed).
+	// Stats tunes the statistics: Level is the comparison's (shared among
+	// its figures, Comparison.FigureLevel), Resamples and Seed the floor's
+	// bootstrap (stats.CompareRuns).
 	Stats stats.Options
 	// Version is the harness version that compares. The figures are
 	// computed anew from the journals by this build, so the documents'
@@ -52,11 +54,16 @@ type Comparison struct {
 	Digest string `json:"scenario_digest,omitempty"`
 	// Forced reports that different drills were compared with Force.
 	Forced bool `json:"forced,omitempty"`
-	// Level is the confidence level of the intervals.
-	Level float64 `json:"level"`
+	// Level is the confidence level of the comparison: the chance that
+	// two sets of runs of one configuration have no figure flagged.
+	// FigureLevel is each figure's interval's, the level shared among
+	// the Judgeable figures (Bonferroni: 1 − (1 − Level)/Judgeable).
+	Level       float64 `json:"level"`
+	FigureLevel float64 `json:"figure_level"`
+	Judgeable   int     `json:"judgeable"`
 	// Rows are the compared figures; Flagged counts the rows beyond noise
-	// and beyond their threshold, Unjudged those with too few samples to
-	// tell.
+	// and beyond their threshold, Unjudged those with too few runs or
+	// samples to tell (Undecided lists them).
 	Rows     []CompareRow `json:"figures"`
 	Flagged  int          `json:"flagged"`
 	Unjudged int          `json:"unjudged"`
@@ -73,6 +80,9 @@ type Comparison struct {
 	// Warnings say what weakens the comparison (a label contradicting the
 	// platform, one run per side, partial runs, unknown digests).
 	Warnings []string `json:"warnings"`
+	// Undecided are the figures that cannot be judged, grouped by how
+	// many runs a side would judge them.
+	Undecided []CompareUndecided `json:"undecided"`
 	// Why ties each flagged figure to the differences that may explain it.
 	Why []CompareWhy `json:"why"`
 
@@ -103,7 +113,8 @@ type CompareRow struct {
 	// A and B summarise each side's samples.
 	A CompareSide `json:"a"`
 	B CompareSide `json:"b"`
-	// Delta is B's median − A's; [Lo, Hi] its confidence interval when
+	// Delta is B − A of the sides' run values (each run's median, averaged
+	// over the side's runs); [Lo, Hi] its confidence interval when
 	// HasCI.
 	Delta *float64 `json:"difference"`
 	Lo    *float64 `json:"ci_low"`
@@ -121,10 +132,31 @@ type CompareRow struct {
 	// overlap: the evidence cannot tell the two apart, so it is not a
 	// change (not flagged; Note gives the ranges).
 	WithinBounds bool `json:"within_bounds,omitempty"`
+	// RunsToJudge, for a figure that cannot be judged, is how many runs
+	// a side would judge it; 0 when more runs cannot (one side never
+	// observed it). RunsToTell, for a difference at least the threshold
+	// but within noise, is how many runs a side would tell a difference
+	// this size from noise this size.
+	RunsToJudge int `json:"runs_to_judge,omitempty"`
+	RunsToTell  int `json:"runs_to_tell,omitempty"`
+	// Noise is the spread the interval used, with two runs or more in
+	// all; nil with one run a side.
+	Noise *CompareNoise `json:"noise,omitempty"`
 	// AWords and BWords are a word figure's distinct values per side
 	// (Unit "word"; no statistics).
 	AWords []string `json:"a_values,omitempty"`
 	BWords []string `json:"b_values,omitempty"`
+}
+
+// CompareNoise is the spread of a figure's run values: Between, their
+// spread around each side's mean pooled over both sides; Floor, the least
+// spread a run value has even between identical runs (its median's
+// within-run noise and its resolution); the interval uses the larger,
+// with DF degrees of freedom.
+type CompareNoise struct {
+	Between float64 `json:"between_runs_sd"`
+	Floor   float64 `json:"floor_sd"`
+	DF      int     `json:"df"`
 }
 
 // CompareSide summarises one side's samples of a figure.
@@ -265,9 +297,9 @@ func compareSides(sides [2][]*SideRun, opt CompareOptions) (*Comparison, error) 
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%d run(s) carry no scenario digest (recorded by an older rehearse): whether they ran the same drill is not checked", unknown))
 	}
 	if len(sides[0]) == 1 && len(sides[1]) == 1 {
-		c.Warnings = append(c.Warnings, "one run per side: run-to-run noise is not measured, so a difference cannot be told from it; intervals cover cycle-to-cycle noise within each run only. Repeat each side (3 runs or more) to separate a platform difference from noise")
+		c.Warnings = append(c.Warnings, "one run per side: run-to-run noise is not measured; figures with one value per run cannot be judged, and the others' intervals cover noise within each run only. "+RunsRule)
 	} else if len(sides[0]) == 1 || len(sides[1]) == 1 {
-		c.Warnings = append(c.Warnings, "one side has a single run: its run-to-run noise is not measured")
+		c.Warnings = append(c.Warnings, "one side has a single run: the run-to-run noise is measured on the other side's runs alone")
 	}
 	for i, runs := range sides {
 		for _, r := range runs {
@@ -278,6 +310,7 @@ func compareSides(sides [2][]*SideRun, opt CompareOptions) (*Comparison, error) 
 	}
 	c.labelWarnings()
 	c.rows(opt.Thresholds, sopt)
+	c.undecided()
 	c.facts()
 	c.config()
 	c.expectations()

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"math"
 	"time"
 
 	"github.com/halfopen/rehearse/reports/analysis"
@@ -43,6 +44,11 @@ type compareFigure struct {
 	Episode func(ep *analysis.Episode) []float64
 	// Run returns the figure's samples in one run.
 	Run func(r *SideRun) []float64
+	// Grain returns the resolution of an episode figure in one run, in
+	// the unit (stats.Run.Grain); RunGrain that of a run figure, nil for
+	// an exact one.
+	Grain    func(r *SideRun, u *analysis.UpstreamAnalysis, ep *analysis.Episode) float64
+	RunGrain func(r *SideRun) float64
 	// Range returns the least and the most the episode's figure can be,
 	// in the unit: its bounds (Figure.Bounds) when the evidence leaves it
 	// a range, else its one value; ok false when not observed. Nil for a
@@ -67,6 +73,7 @@ func episodeFigures() []compareFigure {
 		case analysis.Ratio:
 			cf.Unit = UnitRatio
 		}
+		cf.Grain = episodeGrain(f, cf.Unit, scale)
 		if f.Bounds != nil {
 			cf.Range = func(ep *analysis.Episode) (float64, float64, bool) {
 				if lo, hi, ok := f.Bounds(ep); ok {
@@ -96,6 +103,79 @@ func episodeFigures() []compareFigure {
 	return out
 }
 
+// episodeGrain returns the resolution of figure f of an episode in one
+// run, in the compared unit: what a value can be off by because of how it
+// is observed, combined (root sum of squares: independent roundings add
+// their variances) with the width of the figure's bounds when the evidence
+// leaves it a range.
+//
+//   - A moment is seen through client requests (the first one turned
+//     away, the probe a request carries), so a timing is known to the
+//     upstream's request interval; a metrics lag to the metrics scrape
+//     interval; a wait before a retry is timed by the upstream's own
+//     clock, exactly.
+//   - A count moves in whole calls: one.
+//   - A ratio of calls to requests moves in steps of one over the
+//     requests; other ratios are taken as exact.
+func episodeGrain(f analysis.Figure, unit string, scale float64) func(*SideRun, *analysis.UpstreamAnalysis, *analysis.Episode) float64 {
+	return func(r *SideRun, u *analysis.UpstreamAnalysis, ep *analysis.Episode) float64 {
+		g := 0.0
+		switch {
+		case f.Key == "retries.backoff.p50_ms":
+		case f.Key == "metrics_open_lag_s" || f.Key == "metrics_close_lag_s":
+			g = r.configMs("gateway.metrics.interval")
+			if g == 0 {
+				g = requestIntervalMs(r, u)
+			}
+		case unit == UnitMs:
+			g = requestIntervalMs(r, u)
+		case unit == UnitCalls:
+			g = 1
+		case f.Key == "amplification":
+			g = perOne(ep.ClientRequests)
+		case f.Key == "retries.retry_amplification_during" && ep.Retries != nil:
+			g = perOne(ep.Retries.Requests)
+		}
+		if f.Bounds != nil {
+			if lo, hi, ok := f.Bounds(ep); ok && !math.IsInf(hi-lo, 0) && hi > lo {
+				g = math.Hypot(g, (hi-lo)*scale)
+			}
+		}
+		return g
+	}
+}
+
+// requestIntervalMs is the time between client requests to upstream u in
+// run r (its expected interval at the replay rate), else between the
+// run's requests.
+func requestIntervalMs(r *SideRun, u *analysis.UpstreamAnalysis) float64 {
+	if u != nil && u.ExpectedIntervalS != nil && *u.ExpectedIntervalS > 0 {
+		return *u.ExpectedIntervalS * 1000
+	}
+	if rate := r.A.Replay.AskedRatePerS; rate > 0 {
+		return 1000 / rate
+	}
+	return 0
+}
+
+// perOne is the step of a ratio over n: 1/n, 0 without any.
+func perOne(n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return 1 / float64(n)
+}
+
+// configMs reads a duration setting of the run's scenario in ms, 0 when
+// absent or not a duration.
+func (r *SideRun) configMs(key string) float64 {
+	d, err := time.ParseDuration(r.Config[key])
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return durMs(d)
+}
+
 // wordFigures are the table's Word figures marked InCompare.
 func wordFigures() []analysis.Figure {
 	var out []analysis.Figure
@@ -107,6 +187,16 @@ func wordFigures() []analysis.Figure {
 	return out
 }
 
+// phaseGrain is the step of a phase's success ratio: one request.
+func phaseGrain(ph string) func(r *SideRun) float64 {
+	return func(r *SideRun) float64 {
+		if p := r.A.Phases[ph]; p != nil {
+			return perOne(p.Requests)
+		}
+		return 0
+	}
+}
+
 func phaseRatio(ph string) func(r *SideRun) []float64 {
 	return func(r *SideRun) []float64 {
 		if p := r.A.Phases[ph]; p != nil && p.SuccessRatio != nil {
@@ -116,22 +206,26 @@ func phaseRatio(ph string) func(r *SideRun) []float64 {
 	}
 }
 
-// RunFigures are compared once per run.
+// RunFigures are compared once per run. Send lateness is timed by the
+// harness's clock, exactly; a count moves in whole requests, a ratio over
+// requests in steps of one request.
 var RunFigures = []compareFigure{
 	{Key: "send_lateness", Label: "send lateness (every request)", Unit: UnitMs,
 		Run: func(r *SideRun) []float64 { return r.Lateness }},
 	{Key: "sent", Label: "requests sent", Unit: UnitCalls,
-		Run: func(r *SideRun) []float64 { return []float64{float64(r.A.Replay.Sent)} }},
-	{Key: "client_success_before", Label: "client success before faults", Unit: UnitRatio, Run: phaseRatio("before")},
-	{Key: "client_success_during", Label: "client success during faults", Unit: UnitRatio, Run: phaseRatio("during")},
-	{Key: "client_success_after", Label: "client success after faults", Unit: UnitRatio, Run: phaseRatio("after")},
+		Run:      func(r *SideRun) []float64 { return []float64{float64(r.A.Replay.Sent)} },
+		RunGrain: func(*SideRun) float64 { return 1 }},
+	{Key: "client_success_before", Label: "client success before faults", Unit: UnitRatio, Run: phaseRatio("before"), RunGrain: phaseGrain("before")},
+	{Key: "client_success_during", Label: "client success during faults", Unit: UnitRatio, Run: phaseRatio("during"), RunGrain: phaseGrain("during")},
+	{Key: "client_success_after", Label: "client success after faults", Unit: UnitRatio, Run: phaseRatio("after"), RunGrain: phaseGrain("after")},
 	{Key: "amplification_overall", Label: "amplification overall", Unit: UnitRatio,
 		Run: func(r *SideRun) []float64 {
 			if r.A.Amplification.Overall == nil {
 				return nil
 			}
 			return []float64{*r.A.Amplification.Overall}
-		}},
+		},
+		RunGrain: func(r *SideRun) float64 { return perOne(r.A.Replay.Sent) }},
 }
 
 // platformFigures describe the machine during the run; compared with the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,9 +67,32 @@ func CompareJSON(c *Comparison) ([]byte, error) {
 func (c *Comparison) Headline() string {
 	s := fmt.Sprintf("%d %s beyond noise and threshold", c.Flagged, num.Pick(c.Flagged, "figure differs", "figures differ"))
 	if c.Unjudged > 0 {
-		s += fmt.Sprintf("; %d cannot be judged (too few samples or runs)", c.Unjudged)
+		s += fmt.Sprintf("; %d cannot be judged (%s)", c.Unjudged, c.undecidedText())
 	}
 	return s
+}
+
+// method says in a paragraph how figures are compared and flagged; lb
+// and la are the labels as the document writes them.
+func (c *Comparison) method(lb, la string, md bool) string {
+	s := fmt.Sprintf("Each figure is compared run by run: a run's value is the median of its samples (every cycle, probe and request), the difference is %s − %s of the sides' mean run values, and its interval is Student's t interval of the run values, pooled over both sides, with each run value's spread at least its own samples' noise and its resolution (the request interval, one call, the figure's bounds). ", lb, la)
+	if c.Judgeable > 1 {
+		s += fmt.Sprintf("The intervals are simultaneous at %s %%: each at %s %%, so that %d figures of identical configurations are all within noise at %s %%. ",
+			pct(c.Level), pct(c.FigureLevel), c.Judgeable, pct(c.Level))
+	} else {
+		s += fmt.Sprintf("The interval is at %s %%. ", pct(c.Level))
+	}
+	and := "and"
+	if md {
+		and = "**and**"
+	}
+	s += "With one run a side there is no run-to-run spread: the interval covers the noise within each run only, and a figure with one value a run cannot be judged. ⚑ marks a difference whose interval excludes zero " + and + " that is at least the figure's threshold (defaults: 2 ms or 0.5 % for timings, 1 call for counts, 0.02 for ratios)."
+	return s
+}
+
+// pct writes a level as a percentage with the digits it needs.
+func pct(level float64) string {
+	return strconv.FormatFloat(math.Round(level*1e5)/1e3, 'f', -1, 64)
 }
 
 // cells formats both sides of a row: n and median (p10 – p90).
@@ -133,14 +157,16 @@ func (r CompareRow) verdictCell() string {
 		return "⚑ beyond noise"
 	case r.WithinBounds:
 		return "not a change: " + r.Note
-	case !r.Judged && strings.HasPrefix(r.Note, "one value per run"):
-		return "cannot tell: one value per run, too few runs"
 	case !r.Judged && r.Note == stats.NoteOneSample:
-		return "cannot tell: one sample per side"
+		return fmt.Sprintf("cannot tell: one sample per side (%d runs a side would judge it)", r.RunsToJudge)
+	case !r.Judged && r.RunsToJudge > 0:
+		return fmt.Sprintf("cannot tell: %s (%d runs a side would judge it)", r.Note, r.RunsToJudge)
 	case !r.Judged:
-		return "cannot tell: " + r.Note
+		return "cannot tell: " + r.Note + " (more runs cannot judge it)"
 	case r.Clear:
 		return "clear, below " + FmtValue(r.Threshold, r.Unit)
+	case r.RunsToTell > 0:
+		return fmt.Sprintf("within noise (%d runs a side would tell a difference this size)", r.RunsToTell)
 	default:
 		return "within noise"
 	}
@@ -193,7 +219,7 @@ func (d *cmpDoc) head() {
 	c, la, lb := d.c, d.la, d.lb
 	d.p("# Comparison — %s (%d %s) vs %s (%d %s)\n\n", la, len(c.Runs[0]), num.Pick(len(c.Runs[0]), "run", "runs"), lb, len(c.Runs[1]), num.Pick(len(c.Runs[1]), "run", "runs"))
 	d.p("**%s.**\n\n", c.Headline())
-	d.p("Each figure is compared on all its samples (every cycle, probe and run). The difference is %s − %s of the medians, with a %.0f %% confidence interval from a two-level bootstrap (runs, then samples within runs; fixed seed). ⚑ marks a difference whose interval excludes zero **and** that is at least the figure's threshold (defaults: 2 ms or 0.5 %% for timings, 1 call for counts, 0.02 for ratios).\n\n", lb, la, c.Level*100)
+	d.p("%s\n\n", c.method(lb, la, true))
 	if c.Digest != "" {
 		d.p("Drill: digest `%s`, the same on every run.\n\n", ShortDigest(c.Digest))
 	}
@@ -219,7 +245,7 @@ func (d *cmpDoc) head() {
 // figures writes the figures' table, grouped.
 func (d *cmpDoc) figures() {
 	c, la, lb := d.c, d.la, d.lb
-	d.p("## Figures\n\n| figure | n %s | median %s (p10 – p90) | n %s | median %s (p10 – p90) | difference [%.0f %% CI] | |\n|---|---|---|---|---|---|---|\n", la, la, lb, lb, c.Level*100)
+	d.p("## Figures\n\n| figure | n %s | median %s (p10 – p90) | n %s | median %s (p10 – p90) | difference [%s %% CI] | |\n|---|---|---|---|---|---|---|\n", la, la, lb, lb, pct(c.FigureLevel))
 	group := ""
 	for _, r := range c.Rows {
 		if r.Group != group {
@@ -326,7 +352,7 @@ var compareTmpl = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
 <title>Comparison — {{index .C.Labels 0}} vs {{index .C.Labels 1}}</title><style>{{.CSS}}</style></head><body>
 <h1>Comparison — {{index .C.Labels 0}} ({{len (index .C.Runs 0)}} runs) vs {{index .C.Labels 1}} ({{len (index .C.Runs 1)}} runs)</h1>
 <div class="verdict {{if .C.Flagged}}fail{{else}}pass{{end}}">{{.C.Headline}}.</div>
-<p>Differences are {{index .C.Labels 1}} − {{index .C.Labels 0}} of the medians over every sample, with a {{.Level}} % confidence interval (two-level bootstrap: runs, then samples; fixed seed). ⚑: the interval excludes zero and the difference is at least the figure's threshold.{{if .C.Digest}} Drill digest <code>{{.Digest}}</code> on every run.{{end}}</p>
+<p>{{.Method}}{{if .C.Digest}} Drill digest <code>{{.Digest}}</code> on every run.{{end}}</p>
 {{range .C.Warnings}}<div class="note">{{.}}</div>{{end}}
 <h2>Timelines, aligned at the first fault start</h2>
 <div class="timeline-wrap">{{.SVG}}</div>
@@ -387,10 +413,11 @@ func CompareHTML(c *Comparison) ([]byte, error) {
 		Rows     []row
 		Platform [][3]string
 		Level    string
+		Method   string
 		Digest   string
 		Docs     string
 		Stats    string
-	}{c, template.CSS(render.ReportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), ShortDigest(c.Digest),
+	}{c, template.CSS(render.ReportCSS), template.HTML(CompareTimelinesSVG(c)), rows, plat, fmt.Sprintf("%.0f", c.Level*100), c.method(c.Labels[1], c.Labels[0], false), ShortDigest(c.Digest),
 		analysis.DocsURL(c.Version, "analysis.md"), analysis.DocsURL(c.Version, "cross-platform.md")})
 	return printable.Bytes(b.Bytes()), err // as in HTML
 }

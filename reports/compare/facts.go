@@ -181,7 +181,11 @@ var explainKeys = map[string][]string{
 	"retry_after_honoured":     {"retry_after"},
 	"metrics_open_lag_s":       {"metrics.interval"},
 	"metrics_close_lag_s":      {"metrics.interval"},
-	"amplification":            {"retry.", "fallback"},
+	"open_time_s":              {"cooldown", "probe_interval", "successes_to_close", "distinct_workers"},
+	"amplification":            {"retry.", "fallback", "cooldown"},
+	"amplification_overall":    {"retry.", "fallback", "cooldown"},
+	"client_success_during":    {"cooldown", "probe_interval", "fallback", "retry."},
+	"client_success_after":     {"cooldown", "probe_interval", "successes_to_close", "fallback"},
 	"send_lateness":            {"replay.rate", "max_in_flight"},
 	"sent":                     {"replay.rate", "replay.duration"},
 }

@@ -10,9 +10,15 @@ import (
 	"github.com/halfopen/rehearse/reports/num"
 )
 
-// rows computes every figure's row.
+// rows computes every figure's row. The numeric figures are decided
+// together: the comparison's level is shared among the figures it can
+// judge (Bonferroni), so that two sets of runs of one configuration have
+// no figure flagged at the comparison's level, not a level's worth of
+// their figures. Which figures can be judged depends on how many runs and
+// samples each has, never on their values.
 func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 	rb := rowBuilder{c: c, over: over, sopt: sopt}
+	var todo []pendingRow
 	for _, n := range c.upstreamNames() {
 		eps := 0
 		for _, runs := range c.sides {
@@ -29,16 +35,39 @@ func (c *Comparison) rows(over map[string]stats.Threshold, sopt stats.Options) {
 			}
 			for _, f := range wordFigures() {
 				if row, ok := c.wordRow(n, i, group, f); ok {
-					c.Rows = append(c.Rows, row)
+					todo = append(todo, pendingRow{word: &row})
 				}
 			}
 			for _, f := range episodeFigures() {
-				rb.episodeRow(n, i, group, f)
+				todo = append(todo, rb.episodeRow(n, i, group, f))
 			}
 		}
 	}
-	rb.perRun(&c.Rows, true, "replay and clients", RunFigures)
-	rb.perRun(&c.Platform, false, "platform", platformFigures)
+	todo = append(todo, rb.perRun("replay and clients", RunFigures)...)
+	k := 0
+	for _, p := range todo {
+		if p.word == nil && stats.Judgeable(p.a, p.b) {
+			k++
+		}
+	}
+	c.Judgeable = k
+	c.FigureLevel = c.Level
+	if k > 1 {
+		c.FigureLevel = 1 - (1-c.Level)/float64(k)
+	}
+	fopt := sopt
+	fopt.Level = c.FigureLevel
+	for _, p := range todo {
+		if p.word != nil {
+			c.Rows = append(c.Rows, *p.word)
+			continue
+		}
+		rb.add(&c.Rows, true, p, fopt)
+	}
+	// The platform's figures explain, never flag: each at the level.
+	for _, p := range rb.perRun("platform", platformFigures) {
+		rb.add(&c.Platform, false, p, sopt)
+	}
 }
 
 // wordRow compares a Word figure of episode i of upstream n: the values
@@ -90,65 +119,97 @@ func (rb rowBuilder) threshold(f compareFigure) stats.Threshold {
 	return DefaultThresholds[f.Unit]
 }
 
-// episodeRow compares a numeric figure of episode i of upstream n, each
-// run's samples, and the figure's bounds where it has them.
-func (rb rowBuilder) episodeRow(n string, i int, group string, f compareFigure) {
-	var s [2][][]float64
-	var rg *[2]sideRange
+// pendingRow is a row before its statistics: a word row, ready, or a
+// numeric figure's runs on each side (and its bounds, when it has them).
+type pendingRow struct {
+	word   *CompareRow
+	f      compareFigure
+	group  string
+	a, b   []stats.Run
+	ranges *[2]sideRange
+}
+
+// episodeRow gathers a numeric figure of episode i of upstream n: each
+// run's samples with its resolution, and the figure's bounds where it has
+// them.
+func (rb rowBuilder) episodeRow(n string, i int, group string, f compareFigure) pendingRow {
+	p := pendingRow{f: f, group: group}
 	if f.Range != nil {
-		rg = &[2]sideRange{}
+		p.ranges = &[2]sideRange{}
 	}
 	for k, runs := range rb.c.sides {
 		for _, r := range runs {
-			var v []float64
+			var run stats.Run
 			if u := r.A.Upstreams[n]; u != nil && i < len(u.Episodes) {
-				v = f.Episode(u.Episodes[i])
-				if rg != nil {
-					rg[k].add(f.Range(u.Episodes[i]))
+				ep := u.Episodes[i]
+				run = stats.Run{Samples: f.Episode(ep), Grain: f.Grain(r, u, ep)}
+				if p.ranges != nil {
+					p.ranges[k].add(f.Range(ep))
 				}
 			}
-			s[k] = append(s[k], v)
-		}
-	}
-	rb.add(&rb.c.Rows, true, group, f, s[0], s[1], rg)
-}
-
-// perRun compares figures with one value per run into list.
-func (rb rowBuilder) perRun(list *[]CompareRow, count bool, group string, figs []compareFigure) {
-	for _, f := range figs {
-		var s [2][][]float64
-		for k, runs := range rb.c.sides {
-			for _, r := range runs {
-				s[k] = append(s[k], f.Run(r))
+			if k == 0 {
+				p.a = append(p.a, run)
+			} else {
+				p.b = append(p.b, run)
 			}
 		}
-		rb.add(list, count, group, f, s[0], s[1], nil)
 	}
+	return p
 }
 
-// add compares samples a and b of f into a row of list (nothing when
-// neither side observed it); count: the row counts towards Flagged and
-// Unjudged. A difference beyond noise between estimates whose ranges
-// reach each other is not a change.
-func (rb rowBuilder) add(list *[]CompareRow, count bool, group string, f compareFigure, a, b [][]float64, ranges *[2]sideRange) {
-	c := rb.c
-	res := stats.Compare(a, b, rb.threshold(f), rb.sopt)
+// perRun gathers figures with one value per run.
+func (rb rowBuilder) perRun(group string, figs []compareFigure) []pendingRow {
+	var out []pendingRow
+	for _, f := range figs {
+		p := pendingRow{f: f, group: group}
+		for k, runs := range rb.c.sides {
+			for _, r := range runs {
+				run := stats.Run{Samples: f.Run(r)}
+				if f.RunGrain != nil {
+					run.Grain = f.RunGrain(r)
+				}
+				if k == 0 {
+					p.a = append(p.a, run)
+				} else {
+					p.b = append(p.b, run)
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// add compares a pending row's runs into a row of list (nothing when
+// neither side observed it), at sopt's level; count: the row counts
+// towards Flagged and Unjudged. A difference beyond noise between
+// estimates whose ranges reach each other is not a change.
+func (rb rowBuilder) add(list *[]CompareRow, count bool, p pendingRow, sopt stats.Options) {
+	c, f := rb.c, p.f
+	res := stats.CompareRuns(p.a, p.b, rb.threshold(f), sopt)
 	if res.A.N == 0 && res.B.N == 0 {
 		return // not observed anywhere: not a figure of this drill
 	}
-	row := CompareRow{Key: f.Key, Group: group, Label: f.Label, Unit: f.Unit,
-		A: side(res.A), B: side(res.B), Threshold: res.Threshold, Note: res.Note}
+	row := CompareRow{Key: f.Key, Group: p.group, Label: f.Label, Unit: f.Unit,
+		A: side(res.A), B: side(res.B), Threshold: res.Threshold, Note: res.Note,
+		RunsToJudge: res.RunsToJudge, RunsToTell: res.RunsToTell}
 	if res.Comparable() {
 		row.Delta = analysis.Ptr(res.Delta)
 	}
 	if res.HasCI {
 		row.Lo, row.Hi, row.Clear = analysis.Ptr(res.Lo), analysis.Ptr(res.Hi), res.Clear
 	}
+	if res.DF > 0 {
+		row.Noise = &CompareNoise{Between: res.Between, Floor: res.Floor, DF: res.DF}
+	}
 	row.Flag, row.Judged = res.Beyond, res.Judged
-	if row.Flag && ranges != nil && ranges[0].overlaps(ranges[1]) {
+	if !res.Comparable() {
+		row.Note = notObservedNote(c.Labels, res)
+	}
+	if row.Flag && p.ranges != nil && p.ranges[0].overlaps(p.ranges[1]) {
 		row.Flag, row.WithinBounds = false, true
 		row.Note = fmt.Sprintf("within the figure's bounds: %s %s, %s %s (the evidence does not place it closer)",
-			c.Labels[0], ranges[0].text(f.Unit), c.Labels[1], ranges[1].text(f.Unit))
+			c.Labels[0], p.ranges[0].text(f.Unit), c.Labels[1], p.ranges[1].text(f.Unit))
 	}
 	if count {
 		switch {
@@ -159,6 +220,16 @@ func (rb rowBuilder) add(list *[]CompareRow, count bool, group string, f compare
 		}
 	}
 	*list = append(*list, row)
+}
+
+// notObservedNote names the side that never observed a figure the other
+// did: more runs of the same drill cannot judge it.
+func notObservedNote(labels [2]string, res stats.Result) string {
+	missing := labels[0]
+	if res.A.N > 0 {
+		missing = labels[1]
+	}
+	return "not observed in any run of " + missing
 }
 
 // sideRange is one side's range of a bounded figure over its runs: the
