@@ -227,6 +227,28 @@ func (s *shedSpan) inFlightAt(sent, done time.Duration) bool {
 	return false
 }
 
+// inFlightCount is how many calls of the upstream (any kind) may have
+// been in flight while a request sent at sent was answered at done (as
+// inFlightAt).
+func (s *shedSpan) inFlightCount(sent, done time.Duration) int {
+	c, n := s.u.c, 0
+	for _, i := range s.unended {
+		if c.calls[i].t <= done {
+			n++
+		}
+	}
+	for _, i := range s.callsFrom(sent) {
+		k := &c.calls[i]
+		if k.t > done {
+			break
+		}
+		if k.hasEnd && s.u.held(i) > sent {
+			n++
+		}
+	}
+	return n
+}
+
 // held is by when the gateway certainly had call i's answer: answerHeld
 // for a call a client request reached (its client's answer, which the
 // gateway relayed), else closeSlackLate after the upstream's end (a health
@@ -396,22 +418,29 @@ func (s *shedSpan) shareShrank() (bool, string) {
 }
 
 // shedNoPacing looks for what a half-open that paces its probes cannot
-// do. It lets one probe through, turns requests away until its interval
+// do. It lets a probe through, turns requests away until its interval
 // (plus a jitter, which is less than the interval: a spacing that varies
-// by more than itself is no pacing) has passed, and lets the next through:
+// by more than itself is no pacing) has passed, or while as many probes
+// are in flight as it lets through at once, and lets the next through:
 // every spacing of two of its probes is at least the interval, and every
-// request it turns away after a probe (with nothing in flight) comes
-// within twice the interval of it. Between two refusals with no failure
-// anywhere, it is half-open throughout (closed, it would need a failure to
-// refuse again; open, it would admit nothing). A refusal later after a
-// probe than twice the closest spacing of two probes is no pacing.
+// request it turns away after a probe with fewer in flight than it ever
+// let a probe through beside comes within twice the interval of it.
+// Between two refusals with no failure anywhere, it is half-open
+// throughout (closed, it would need a failure to refuse again; open, it
+// would admit nothing), so every call let through was a probe. A refusal
+// later after a probe than twice the closest spacing of two probes is no
+// pacing.
 func (s *shedSpan) shedNoPacing() (bool, string) {
 	u, c := s.u, s.u.c
-	type late struct{ at, least time.Duration }
+	type late struct {
+		at, least time.Duration
+		inFlight  int // calls that may have been in flight
+	}
 	var (
 		admitted []int32 // calls let through since from, all successful
 		lates    []late  // refusals since, and how long after a call
 		from     = time.Duration(-1)
+		beside   int // the most probes certainly in flight as one was let through
 	)
 	for _, j := range s.js {
 		r := &c.reqs[u.sent[j]]
@@ -420,9 +449,15 @@ func (s *shedSpan) shedNoPacing() (bool, string) {
 			switch {
 			case from < 0 || k < 0:
 			case c.calls[k].failed || !c.calls[k].hasEnd:
-				admitted, lates, from = admitted[:0], lates[:0], -1
+				admitted, lates, from, beside = admitted[:0], lates[:0], -1, 0
 			default:
-				admitted = append(admitted, k)
+				n := 0
+				for _, x := range admitted {
+					if kx := &c.calls[x]; kx.t <= u.letFrom(k) && kx.end >= c.calls[k].t {
+						n++
+					}
+				}
+				admitted, beside = append(admitted, k), max(beside, n)
 			}
 			continue
 		}
@@ -430,14 +465,13 @@ func (s *shedSpan) shedNoPacing() (bool, string) {
 			from = r.sent
 			continue
 		}
-		if len(admitted) == 0 || r.done <= 0 || s.inFlightAt(r.sent, r.done) || s.failedEndedIn(from, r.done+closeSlackLate) {
+		if len(admitted) == 0 || r.done <= 0 || s.failedEndedIn(from, r.done+closeSlackLate) {
 			continue
 		}
-		lates = append(lates, late{r.sent, r.sent - c.calls[admitted[len(admitted)-1]].t})
+		lates = append(lates, late{r.sent, r.sent - c.calls[admitted[len(admitted)-1]].t, s.inFlightCount(r.sent, r.done)})
 		if len(admitted) < 2 {
 			continue
 		}
-		// Still half-open: every call let through since was a probe.
 		closest, at := time.Duration(-1), 0
 		for n := 1; n < len(admitted); n++ {
 			if g := c.calls[admitted[n]].t - u.letFrom(admitted[n-1]); closest < 0 || g < closest {
@@ -445,9 +479,9 @@ func (s *shedSpan) shedNoPacing() (bool, string) {
 			}
 		}
 		for _, l := range lates {
-			if l.least > 2*closest {
-				return true, fmt.Sprintf("calls let through at %s and %s were %s apart, yet at %s a request was turned away %s after the call before it, with no failure and nothing in flight (a half-open pacing its probes turns requests away only within its interval and jitter, less than twice the spacing of two probes)",
-					num.Sec(seconds(c.calls[admitted[at-1]].t)), num.Sec(seconds(c.calls[admitted[at]].t)), num.Sec(seconds(closest)), num.Sec(seconds(l.at)), num.Sec(seconds(l.least)))
+			if l.inFlight <= beside && l.least > 2*closest {
+				return true, fmt.Sprintf("calls let through at %s and %s were %s apart, yet at %s a request was turned away %s after the call before it, with no failure and no more calls in flight than it had let one through beside (%d) (a half-open pacing its probes turns requests away only within its interval and jitter, less than twice the spacing of two probes, or at its limit)",
+					num.Sec(seconds(c.calls[admitted[at-1]].t)), num.Sec(seconds(c.calls[admitted[at]].t)), num.Sec(seconds(closest)), num.Sec(seconds(l.at)), num.Sec(seconds(l.least)), beside)
 			}
 		}
 	}
