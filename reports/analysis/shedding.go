@@ -116,8 +116,7 @@ func (u *upstreamRun) shedding(w window, spanEnd time.Duration) (bool, string) {
 	if !b {
 		return false, ""
 	}
-	sts, gap := s.stretches()
-	r, whyR := s.shedNotRamp(sts, gap)
+	r, whyR := s.shedNotRamp(s.stretches())
 	if !r {
 		return false, ""
 	}
@@ -269,9 +268,9 @@ func (s *shedSpan) callsFrom(t time.Duration) []int32 {
 }
 
 // stretch is a failed call let through (x) followed by requests turned
-// away and then the next call let through (next): under a breaker, the
-// failure (re)opened it and the wait to next was its cooldown (or a
-// ramp's fallback and first share).
+// away and then the next call let through (next): under a ramp, the
+// failure reopened it and the wait to next was its fallback and first
+// share.
 type stretch struct {
 	x, next int32
 	// epsLo and epsHi bound when the gateway acted on a failure after x
@@ -280,30 +279,28 @@ type stretch struct {
 	// refusal's answer.
 	epsLo, epsHi time.Duration
 	// lastRefused is when the last request turned away before next was
-	// sent; idle that nothing was in flight as it was turned away.
-	lastRefused time.Duration
-	idle        bool
-	// afterOK: a call that succeeded was answered since the previous
-	// stretch's failure (a breaker may have closed, its cooldowns
-	// starting over).
-	afterOK bool
+	// sent, nextSent when next's was.
+	lastRefused, nextSent time.Duration
 }
 
-// waitLo and waitHi are the least and the most the wait from the failure
-// to the next call let through can be.
-func (s *shedSpan) waitLo(st stretch) time.Duration { return s.u.letFrom(st.next) - st.epsHi }
+// waitHi is the most the wait from the failure to next can be.
 func (s *shedSpan) waitHi(st stretch) time.Duration { return s.u.c.calls[st.next].t - st.epsLo }
 
-// stretches are the span's stretches in order, and the longest spacing
-// of two consecutive sends in it.
-func (s *shedSpan) stretches() ([]stretch, time.Duration) {
+// rampLeast and rampMost bound a ramp's wait from a reopen to the first
+// call it lets through, by one stretch: after its last refusal, before
+// its next call, each widened by the spacing of the two requests.
+func (s *shedSpan) rampLeast(st stretch) time.Duration {
+	return st.lastRefused - st.epsHi - (st.nextSent - st.lastRefused)
+}
+
+func (s *shedSpan) rampMost(st stretch) time.Duration {
+	return s.waitHi(st) + (st.nextSent - st.lastRefused)
+}
+
+// stretches are the span's stretches in order.
+func (s *shedSpan) stretches() []stretch {
 	u, c := s.u, s.u.c
 	var out []stretch
-	var gap time.Duration
-	for n := 1; n < len(s.js); n++ {
-		gap = max(gap, c.reqs[u.sent[s.js[n]]].sent-c.reqs[u.sent[s.js[n-1]]].sent)
-	}
-	okSince := false
 	for n := 0; n < len(s.js); n++ {
 		j := s.js[n]
 		if s.cls[j] == clsBlocked || s.match[j] < 0 {
@@ -312,7 +309,6 @@ func (s *shedSpan) stretches() ([]stretch, time.Duration) {
 		x := s.match[j]
 		kx := &c.calls[x]
 		if !kx.failed || !kx.hasEnd {
-			okSince = okSince || kx.hasEnd
 			continue
 		}
 		m := n + 1
@@ -326,9 +322,8 @@ func (s *shedSpan) stretches() ([]stretch, time.Duration) {
 		if m >= len(s.js) || s.match[s.js[m]] < 0 {
 			continue
 		}
-		last := &c.reqs[u.sent[s.js[m-1]]]
 		st := stretch{x: x, next: s.match[s.js[m]], epsLo: kx.end, epsHi: u.answerHeld(x),
-			lastRefused: last.sent, idle: last.done > 0 && !s.inFlightAt(last.sent, last.done), afterOK: okSince}
+			lastRefused: c.reqs[u.sent[s.js[m-1]]].sent, nextSent: c.reqs[u.sent[s.js[m]]].sent}
 		for _, i := range s.callsFrom(u.letFrom(x)) {
 			k := &c.calls[i]
 			if k.t > firstRefused.done {
@@ -341,33 +336,35 @@ func (s *shedSpan) stretches() ([]stretch, time.Duration) {
 		}
 		st.epsHi = min(max(st.epsHi, st.epsLo), max(firstRefused.done, st.epsLo))
 		out = append(out, st)
-		okSince = false
 	}
-	return out, gap
+	return out
 }
 
 // shedNotRamp looks for what a ramp cannot do. A ramp reopens on a
 // failure, turns everything away for its fallback period, then lets a
 // share through that grows from nothing over its recovery period, the
 // same way every time: the first call it lets through after a reopen
-// comes the same time after the failure, give or take the spacing of two
-// requests (which request crosses the share depends on where the requests
-// fall) and the uncertainty of when the gateway read the failure. Two
-// stretches whose waits differ by more than that are no ramp.
-func (s *shedSpan) shedNotRamp(sts []stretch, gap time.Duration) (bool, string) {
-	// The pair furthest apart: the shortest most and the longest least.
+// comes the same wait X after the failure, give or take the spacing of
+// the requests around it (which request crosses the share depends on
+// where the requests fall). Each stretch bounds X: longer than from the
+// reopen to its last refusal, less that spacing; shorter than to the call
+// let through next, plus it. Stretches whose bounds do not meet are no
+// ramp.
+func (s *shedSpan) shedNotRamp(sts []stretch) (bool, string) {
+	// The stretch giving the greatest least and the one giving the
+	// smallest most.
 	a, b := -1, -1
 	for i, st := range sts {
-		if a < 0 || s.waitHi(st) < s.waitHi(sts[a]) {
+		if a < 0 || s.rampMost(st) < s.rampMost(sts[a]) {
 			a = i
 		}
-		if b < 0 || s.waitLo(st) > s.waitLo(sts[b]) {
+		if b < 0 || s.rampLeast(st) > s.rampLeast(sts[b]) {
 			b = i
 		}
 	}
-	if a >= 0 && s.waitLo(sts[b])-s.waitHi(sts[a]) > 2*gap {
-		return true, fmt.Sprintf("after a failure at %s the next call was let through within %s, after one at %s no sooner than %s (a ramp waits the same after every failure, give or take two requests' spacing, %s)",
-			num.Sec(seconds(sts[a].epsLo)), num.Sec(seconds(s.waitHi(sts[a]))), num.Sec(seconds(sts[b].epsLo)), num.Sec(seconds(s.waitLo(sts[b]))), num.Sec(seconds(2*gap)))
+	if a >= 0 && s.rampLeast(sts[b]) >= s.rampMost(sts[a]) {
+		return true, fmt.Sprintf("after a failure at %s the next call was let through within %s, after one at %s requests were still turned away %s after it (a ramp waits the same after every failure, give or take the spacing of the requests around it)",
+			num.Sec(seconds(sts[a].epsLo)), num.Sec(seconds(s.waitHi(sts[a]))), num.Sec(seconds(sts[b].epsLo)), num.Sec(seconds(sts[b].lastRefused-sts[b].epsHi)))
 	}
 	return s.shareShrank()
 }
