@@ -133,7 +133,7 @@ func readShedLog(t *testing.T, s *shedder) []shedLine {
 }
 
 // TestShedderAdaptiveThrottling: a load shedder, not a breaker, in a 503
-// storm and when a share of the calls fail (successes interleaved with
+// storm and when most of the calls fail (successes interleaved with
 // its refusals during the fault). The analysis must report shedding — the
 // refused share over time, when it began (the first sustained refusal)
 // and ended, the requests turned away — held to the shedder's own log,
@@ -144,7 +144,7 @@ func TestShedderAdaptiveThrottling(t *testing.T) {
 }
 
 // shedDrill rehearses a shedder drawn at random against a 503 storm, or
-// (partial) 503s on 70–90 % of the calls, and holds the analysis to its
+// (partial) 503s on 85–95 % of the calls, and holds the analysis to its
 // log.
 func shedDrill(t *testing.T, partial bool) {
 	r := shapeRand(t)
@@ -155,7 +155,13 @@ func shedDrill(t *testing.T, partial bool) {
 	sh := newShedder(t, k, window, seed)
 	share, prob := "a 503 storm", ""
 	if partial {
-		p := 0.7 + 0.2*r.Float64()
+		// Above 1 − 1/K failed, the shedder's share grows until little
+		// gets through; nearer that, it refuses so few, and recovers so
+		// soon, that a breaker fits what it did as well (a paced half-open
+		// closing on its second success, seen at 82 %): the evidence
+		// cannot tell, and the analysis says breaker (docs/analysis.md,
+		// "Load shedding").
+		p := 0.85 + 0.1*r.Float64()
 		share, prob = fmt.Sprintf("503s on %.0f %% of the calls", 100*p), fmt.Sprintf(", probability: %.2f", p)
 	}
 	desc := fmt.Sprintf("adaptive throttling, K %g, window %s; %s for %s", k, window, share, storm)
