@@ -377,11 +377,9 @@ func (s *shedSpan) shedNotRamp(sts []stretch) (bool, string) {
 // with no failure anywhere since is a share that shrank: no ramp.
 func (s *shedSpan) shareShrank() (bool, string) {
 	u, c := s.u, s.u.c
-	type run struct {
-		n  int
-		at time.Duration
-	}
-	var runs []run // refusals between two calls let through
+	// The fewest refusals between two calls let through since the last
+	// failure, and where.
+	least, leastAt := -1, time.Duration(0)
 	n, admitted, from := 0, false, time.Duration(-1)
 	for _, j := range s.js {
 		r := &c.reqs[u.sent[j]]
@@ -397,16 +395,17 @@ func (s *shedSpan) shareShrank() (bool, string) {
 			continue
 		}
 		if c.calls[k].failed || !c.calls[k].hasEnd || (from >= 0 && s.failedEndedIn(from, r.sent)) {
-			runs, n, admitted, from = runs[:0], 0, false, -1
+			least, n, admitted, from = -1, 0, false, -1
 			continue
 		}
-		if admitted && n > 0 {
-			runs = append(runs, run{n, r.sent})
-			for _, e := range runs[:len(runs)-1] {
-				if n >= e.n+2 {
-					return true, fmt.Sprintf("with no failure since, %s were turned away before the call let through at %s, after only %s before one at %s (a ramp's share only grows: its refusals between two calls never grow by more than one)",
-						num.Plural(int64(n), "request"), num.Sec(seconds(r.sent)), num.Plural(int64(e.n), "request"), num.Sec(seconds(e.at)))
-				}
+		// Counted once a refusal has shown the ramp not closed.
+		if admitted && from >= 0 {
+			if least >= 0 && n >= least+2 {
+				return true, fmt.Sprintf("with no failure since, %s were turned away before the call let through at %s, after only %s before one at %s (a ramp's share only grows: its refusals between two calls never grow by more than one)",
+					num.Plural(int64(n), "request"), num.Sec(seconds(r.sent)), num.Plural(int64(least), "request"), num.Sec(seconds(leastAt)))
+			}
+			if least < 0 || n < least {
+				least, leastAt = n, r.sent
 			}
 		}
 		admitted, n = true, 0
