@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/halfopen/rehearse/rehearsal"
 	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/expect"
 )
 
 // The nginx drills: one upstream, app, behind nginx's passive breaker
@@ -32,7 +34,13 @@ var nginxDrills = []nginxCase{
 	// The server answers 503 to everything. nginx counts max_fails of
 	// them, skips the server for fail_timeout, lets one request through
 	// as the probe, and takes the server back when a probe succeeds.
-	{timing: nginxDefault, drill: appDrill("503-storm", 12*time.Second, storm503), successes: ptrInt(1)},
+	// The closing probe is quick (a healthy server answers in a
+	// millisecond): the breaker's close has no latest moment seen from
+	// outside, but the traffic's return is a fact, and closes_within —
+	// set as a user reading the configuration would, fail_timeout and a
+	// second — judges that (docs/analysis.md, the observable layer).
+	{timing: nginxDefault, drill: withExpect(appDrill("503-storm", 12*time.Second, storm503), "  closes_within: 3s\n"), successes: ptrInt(1),
+		check: checkResumed},
 	// Without non_idempotent in proxy_next_upstream nginx neither counts
 	// nor passes on a POST's 503: only the GETs (10 % of the capture)
 	// count towards max_fails, and a POST probe's 503 clears the failures
@@ -77,6 +85,49 @@ var nginxDrills = []nginxCase{
 	// go to the responder, and the first of them must not be taken for a
 	// second probe. One successful probe closes it, at its end.
 	{timing: nginxDefault, drill: withHealthy(appDrill("503-storm-slow-healthy", 12*time.Second, storm503), "{latency: {fixed: 300ms}}"), successes: ptrInt(1)},
+}
+
+// withExpect sets a drill's expectations block (YAML body, indented by
+// two spaces).
+func withExpect(d singleDrill, body string) singleDrill {
+	d.Expect = body
+	return d
+}
+
+// checkResumed holds the observable recovery to nginx's access log — the
+// first request after the last one nginx sent to the responder that
+// reached the server and succeeded, answered at its line's end — and
+// wants closes_within met on it.
+func checkResumed(t *testing.T, g *nginxGW, res *rehearsal.Result, ep *analysis.Episode) {
+	t.Helper()
+	lines := readNginxLog(t, g.AccessLog, res.Analysis.Run.WallStart)
+	lastRefused := -1
+	for i, l := range lines {
+		if l.Start >= ep.StartS && !l.Reached(g.App) {
+			lastRefused = i
+		}
+	}
+	truth := -1.0
+	for _, l := range lines[lastRefused+1:] {
+		if l.Reached(g.App) && !l.AttemptFailed() {
+			truth = l.End
+			break
+		}
+	}
+	o := ep.Observed
+	switch {
+	case lastRefused < 0 || truth < 0:
+		t.Fatalf("nginx's log shows no refusal followed by a success in the episode")
+	case o == nil || o.ResumedAtS == nil:
+		t.Errorf("no resumption observed; nginx's log has traffic back at %.3f (%s)", truth, ep.Statement)
+	case math.Abs(*o.ResumedAtS-truth) > tolerance(truth-ep.EndS):
+		t.Errorf("traffic resumed at %.3f, nginx's log says %.3f", *o.ResumedAtS, truth)
+	}
+	for _, e := range res.Analysis.Expectations {
+		if e.Name == "closes_within" && e.Outcome != expect.Met {
+			t.Errorf("closes_within: %s %q (observed %s); nginx's log has traffic back %.3f s after the fault ended", e.Outcome, e.Message, e.Observed, truth-ep.EndS)
+		}
+	}
 }
 
 // nginxPOSTUncounted is nginx without non_idempotent in

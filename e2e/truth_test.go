@@ -253,6 +253,16 @@ func compareCycles(c *comparer, ep *analysis.Episode, truth []truthCycle, wantSu
 	if wantSuccesses != nil {
 		want = fmt.Sprint(*wantSuccesses)
 	}
+	if sb := ep.SuccessesToCloseBounds; ep.SuccessesToClose == nil && sb != nil && wantSuccesses != nil {
+		// The evidence fixes a range: the log's count must lie in it.
+		w := float64(*wantSuccesses)
+		in := sb.Min != nil && w >= *sb.Min && (sb.Max == nil || w <= *sb.Max)
+		c.rows = append(c.rows, [4]string{"successes_to_close", want, "bounds " + boundsStr(sb), "bound " + yes(in)})
+		if !in {
+			t.Errorf("successes_to_close: the log's %s is outside the stated bounds %s", want, boundsStr(sb))
+		}
+		return
+	}
 	if n := len(ep.Cycles); ep.SuccessesToClose == nil && n > 0 && ep.Cycles[n-1].MaybeProbe && wantSuccesses != nil {
 		// Ambiguous: the analysis says it cannot tell (0 or more).
 		c.rows = append(c.rows, [4]string{"successes_to_close", want, "null (ambiguous: the closing call was quick)", "bound"})
@@ -311,6 +321,18 @@ func loadText(a *analysis.Analysis) string {
 		return fmt.Sprintf("median %.1f, max %.1f", l.Median, l.Max)
 	}
 	return "unknown"
+}
+
+// boundsStr writes a figure's bounds ("1 – unknown").
+func boundsStr(b *analysis.Bounds) string {
+	lo, hi := "unknown", "unknown"
+	if b.Min != nil {
+		lo = fmt.Sprint(*b.Min)
+	}
+	if b.Max != nil {
+		hi = fmt.Sprint(*b.Max)
+	}
+	return lo + " – " + hi
 }
 
 func val(p *float64) float64 {

@@ -98,6 +98,7 @@ func appendClientRequest(b []byte, p *ClientRequest) []byte {
 		}
 		b = append(b, '}')
 	}
+	b = appendBoolOmit(b, `,"warmup":`, p.Warmup)
 	return b
 }
 
@@ -809,11 +810,12 @@ const (
 	crDeadline
 	crBodyStamp
 	crHeaders
+	crWarmup
 )
 
 var crKeys = newKeySet("seq", "method", "route", "upstream", "scheduled", "sent", "headers_at", "done", "latency_ns",
 	"service_ns", "status", "bytes", "expected", "fraction", "sse_events", "outcome", "fast_fail", "fast_fail_code",
-	"late", "error", "resent", "idempotency_key", "deadline_ns", "body_stamp", "headers")
+	"late", "error", "resent", "idempotency_key", "deadline_ns", "body_stamp", "headers", "warmup")
 
 // decodeClientRequest decodes the fields after `{"t":N,"kind":"…"`.
 func decodeClientRequest(s *scanner) *ClientRequest {
@@ -881,6 +883,8 @@ func decodeClientRequest(s *scanner) *ClientRequest {
 			p.BodyStamp = s.bool()
 		case crHeaders:
 			s.stringMap(&p.Headers)
+		case crWarmup:
+			p.Warmup = s.bool()
 		default:
 			return false
 		}

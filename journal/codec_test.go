@@ -12,7 +12,7 @@ func clientFrom(seq uint64, method, route, errText string, a, b, c int64, status
 		Sent: time.Duration(b), HeadersAt: time.Duration(c), Done: time.Duration(a + b), Latency: time.Duration(b - a),
 		Service: time.Duration(c), Status: status, Bytes: b, Expected: c, Fraction: frac, SSEEvents: status / 7,
 		Outcome: Outcome(errText), FastFail: ff, FastFailCode: method, Late: late, Error: errText,
-		IdempotencyKey: late != ff, Deadline: time.Duration(c - a), BodyStamp: late}
+		IdempotencyKey: late != ff, Deadline: time.Duration(c - a), BodyStamp: late, Warmup: ff && !late}
 	for i := range resent % 4 {
 		p.Resent = append(p.Resent, time.Duration(a+int64(i)))
 	}
@@ -129,6 +129,9 @@ func FuzzDecodeFast(f *testing.F) {
 		`{"t":1,"kind":"client.request","headers":{}}`,
 		`{"t":1,"kind":"client.request","headers":null}`,
 		`{"t":1,"kind":"client.request","headers":{"A":1}}`,
+		`{"t":1,"kind":"client.request","seq":1099511627776,"outcome":"ok","warmup":true}`,
+		`{"t":1,"kind":"client.request","warmup":false,"warmup":1}`,
+		`{"t":1,"kind":"client.request","warmup":null}`,
 	} {
 		f.Add([]byte(s))
 	}

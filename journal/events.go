@@ -311,7 +311,19 @@ type ClientRequest struct {
 	// run.start config says which were); never a secret header, and
 	// every value passes the redaction rule.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Warmup marks a request of the warm-up (replay.warmup): sent before
+	// the run's time zero to bring the gateway to its working state, and
+	// scored nowhere. Its sequence number is WarmupSeqBase or above.
+	Warmup bool `json:"warmup,omitempty"`
 }
+
+// WarmupSeqBase is the first sequence number of the warm-up's requests.
+// The scored replay numbers its requests from 0 and the warm-up from
+// here, so that an upstream call carrying a number (forwarded header or
+// body stamp) tells by the number alone which phase it belongs to, even
+// when a gateway still calls for a warm-up request after time zero.
+// 2^40 is more than 30 years of sends at 1,000/s.
+const WarmupSeqBase uint64 = 1 << 40
 
 // Kind implements Payload.
 func (*ClientRequest) Kind() Kind { return KindClientRequest }

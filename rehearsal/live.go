@@ -48,6 +48,8 @@ type live struct {
 	mu      sync.Mutex
 	replay  replay.Progress
 	started bool
+	// warming: the counts are the warm-up's (before time zero).
+	warming bool
 	faults  []liveFault
 	watched []string
 	ups     map[string]*liveUpstream
@@ -232,7 +234,15 @@ func (u *liveUpstream) state(now time.Duration) string {
 // setReplay keeps the replay's latest counts.
 func (l *live) setReplay(p replay.Progress) {
 	l.mu.Lock()
-	l.replay, l.started = p, true
+	l.replay, l.started, l.warming = p, true, false
+	l.mu.Unlock()
+}
+
+// setWarmup keeps the warm-up's latest counts, shown as such until the
+// replay's first.
+func (l *live) setWarmup(p replay.Progress) {
+	l.mu.Lock()
+	l.replay, l.started, l.warming = p, true, true
 	l.mu.Unlock()
 }
 
@@ -250,6 +260,9 @@ func (l *live) Line() string {
 	if !l.started {
 		b.WriteString("starting")
 	} else {
+		if l.warming {
+			b.WriteString("warm-up ")
+		}
 		b.WriteString(replay.FmtClock(p.Elapsed))
 		if p.Planned > 0 {
 			b.WriteString("/" + replay.FmtClock(p.Planned))

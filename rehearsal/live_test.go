@@ -109,3 +109,18 @@ func TestLiveStampedRejections(t *testing.T) {
 		t.Errorf("an unanswered request: %s, want closed", s)
 	}
 }
+
+// The status line says when its counts are the warm-up's, and stops
+// saying it once the replay's come.
+func TestLiveWarmup(t *testing.T) {
+	clock := journal.NewClock(time.Now())
+	l := newLive(journal.NewMemory(clock), clock, parse(t, "version: 1\nname: w\n"))
+	l.setWarmup(replay.Progress{Elapsed: 3 * time.Second, Planned: 20 * time.Second, Sent: 3, OK: 3})
+	if line := l.Line(); !strings.HasPrefix(line, "warm-up 0:03/0:20 sent 3 ok 3") {
+		t.Errorf("during the warm-up: %q", line)
+	}
+	l.setReplay(replay.Progress{Elapsed: time.Second, Planned: 30 * time.Second, Sent: 1, OK: 1})
+	if line := l.Line(); !strings.HasPrefix(line, "0:01/0:30 sent 1") {
+		t.Errorf("after it: %q", line)
+	}
+}

@@ -185,3 +185,24 @@ expectations: {closes_within: 5s}
 		t.Errorf("run directory made for a plan that can only fail: %v", err)
 	}
 }
+
+// The plan says that a warm-up comes first, at what rate and how long.
+func TestPlanSaysWarmup(t *testing.T) {
+	for src, want := range map[string]string{
+		"replay: {rate: 5, duration: 10s, warmup: {duration: 20s, rate: 1}}": "warm-up first: 1 req/s for 20s before time zero",
+		"replay: {rate: 5, duration: 10s, warmup: {duration: 3s}}":           "warm-up first: 5 req/s for 3s before time zero",
+		"replay: {rate: 5, duration: 10s}":                                   "",
+	} {
+		p, err := Check(context.Background(), parse(t, "gateway: {builtin: {}}\n"+src+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := p.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); want == "" && strings.Contains(got, "warm-up") || want != "" && !strings.Contains(got, want) {
+			t.Errorf("%s: plan:\n%s", src, got)
+		}
+	}
+}

@@ -62,6 +62,17 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(r.KeepHeaders) > 0 {
 		ew.printf("  response headers kept in the journal: %s\n", strings.Join(r.KeepHeaders, ", "))
 	}
+	if w := r.Warmup; w != nil {
+		rate := w.Rate
+		if rate == 0 {
+			rate = r.Rate
+		}
+		how := timing(r.Timing, rate, r.Speed, r.Schedule, *sc.Seed)
+		if w.Rate > 0 && r.Timing == replay.TimingOriginal {
+			how = timing(replay.TimingRate, rate, 0, "", 0)
+		}
+		ew.printf("  warm-up first: %s for %s before time zero, no fault, not scored\n", how, w.Duration)
+	}
 
 	target := planTarget(sc).String()
 	// A built-in gateway on a free port has no address yet: its URLs are

@@ -172,6 +172,8 @@ type conductor struct {
 	scrapers    []*observe.Scraper
 	obsStop     context.CancelFunc
 	obsWG       sync.WaitGroup
+	// unwatch stops recording the moment of an interruption (watch).
+	unwatch func()
 }
 
 func (c *conductor) run(ctx context.Context) (res *Result, err error) {
@@ -224,6 +226,7 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	}
 	res = &Result{Dir: dir}
 	c.recordStart(start, &platform)
+	c.watch(ctx)
 	// From here on, whatever happens, the journal gets a run.end and the
 	// reports are written from it.
 	var (
@@ -242,6 +245,24 @@ func (c *conductor) run(ctx context.Context) (res *Result, err error) {
 	}
 	summary, runErr = c.replay(ctx, corpus)
 	return res, nil
+}
+
+// watch records the moment ctx is cancelled (Ctrl-C, SIGTERM, SIGHUP) as
+// the phase "interrupted", before anything stops: the reports say when the
+// run was interrupted, and which requests it cut, from that moment, not
+// from the end of the stopping that follows. c.unwatch ends the watch
+// before the journal closes.
+func (c *conductor) watch(ctx context.Context) {
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		c.journal.Record(&journal.Phase{Name: analysis.PhaseInterrupted, Detail: "the run's context was cancelled (Ctrl-C, SIGTERM or SIGHUP)"})
+	})
+	c.unwatch = func() {
+		if !stop() {
+			<-done // recording now, or recorded: the journal waits for it
+		}
+	}
 }
 
 // claimDir returns the run directory, claimed for the run: the caller's
@@ -435,11 +456,18 @@ func (c *conductor) replay(ctx context.Context, corpus *capture.Corpus) (*replay
 	if err != nil {
 		return nil, err
 	}
-	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", corpus.Len())})
 	if c.live != nil {
 		c.opt.Status.Start(c.live.Line)
 		defer c.opt.Status.Stop()
 	}
+	if wopts, ok := sc.WarmupOptions(target, c.runID); ok {
+		if err := c.warmup(ctx, corpus, wopts); err != nil {
+			return nil, err
+		}
+	}
+	// Time zero: the faults count from here, and the analysis scores
+	// from here on.
+	c.journal.Record(&journal.Phase{Name: "replay", Detail: fmt.Sprintf("%d requests in the corpus", corpus.Len())})
 	for _, f := range sc.Faults {
 		if _, err := c.inject.AddFault(f); err != nil {
 			return nil, err
@@ -448,11 +476,40 @@ func (c *conductor) replay(ctx context.Context, corpus *capture.Corpus) (*replay
 	return rp.Run(ctx)
 }
 
+// warmup replays the scenario's warm-up before time zero: no fault, its
+// requests journaled as warm-up (replay.Options.Warmup), on no metrics
+// registry (the harness's replay metrics are the scored replay's). It
+// returns when every warm-up request has ended, so that time zero finds
+// none in flight; an interruption ends the run there.
+func (c *conductor) warmup(ctx context.Context, corpus *capture.Corpus, opts replay.Options) error {
+	ropts := []replay.Option{replay.WithRecorder(c.rec), replay.WithClock(c.clock)}
+	if c.live != nil {
+		ropts = append(ropts, replay.WithProgressFunc(c.live.setWarmup))
+	}
+	wp, err := replay.NewFrom(corpus, opts, ropts...)
+	if err != nil {
+		return err
+	}
+	rate := fmt.Sprintf("%g/s", opts.Rate)
+	if opts.Timing == replay.TimingOriginal {
+		rate = "the capture's spacing"
+	}
+	c.journal.Record(&journal.Phase{Name: "warmup", Detail: fmt.Sprintf("%s at %s before time zero, not scored", opts.Duration, rate)})
+	c.log.Info("warm-up", "duration", opts.Duration, "rate", rate)
+	sum, err := wp.Run(ctx)
+	if err != nil {
+		return err
+	}
+	c.log.Info("warm-up done", "sent", sum.Sent, "ok", sum.ByOutcome[journal.OutcomeOK])
+	return nil
+}
+
 // finish stops everything, closes the journal with run.end, writes the
 // reports and turns the outcome into the run's error.
 func (c *conductor) finish(res *Result, runErr error) error {
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, rehearse.ErrInterrupted))
 	c.stop()
+	c.unwatch()
 	end := &journal.RunEnd{Reason: journal.EndCompleted}
 	switch {
 	case interrupted:
@@ -495,6 +552,11 @@ func (c *conductor) finish(res *Result, runErr error) error {
 		// made from it, or written, is a harness failure, whatever the
 		// reports call it.
 		return rerr
+	case a.HarnessFailure() != "":
+		// Read from the journal: the harness stalled, or the gateway
+		// under test stopped answering. The expectations judged
+		// nothing; exit 3, as for any harness or environment failure.
+		return fmt.Errorf("%w: %s", rehearse.ErrEnvironment, a.HarnessFailure())
 	}
 	return expect.Failed(results)
 }

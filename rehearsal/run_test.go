@@ -83,6 +83,7 @@ expectations:
 `)
 	dir := filepath.Join(t.TempDir(), "run")
 	res, err := Run(context.Background(), sc, Options{OutDir: dir})
+	skipIfStalled(t, res, err)
 	if err != nil {
 		// The reference gateway probes one at a time: the verdict must be
 		// met, not merely evaluated.
@@ -263,7 +264,8 @@ faults:
   - {name: storm, type: status, upstream: search, at: 500ms, for: 3s, params: {code: 503}}
 `)
 	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := Run(context.Background(), sc, Options{OutDir: dir}); err != nil {
+	if res, err := Run(context.Background(), sc, Options{OutDir: dir}); err != nil {
+		skipIfStalled(t, res, err)
 		t.Fatalf("run: %v", err)
 	}
 	events := checkRunDir(t, dir)
@@ -304,5 +306,119 @@ faults:
 	}
 	if fastFails == 0 || kept != fastFails {
 		t.Errorf("%d fast-fails, %d with X-Breaker-State and Retry-After kept", fastFails, kept)
+	}
+}
+
+// TestRunWarmup: a warm-up of 1 s at 10/s before a 2 s replay at 20/s
+// against the built-in gateway. The journal holds the warm-up between
+// its phase and time zero (the "replay" phase), every warm-up request
+// marked and numbered from journal.WarmupSeqBase; the fault counts from
+// time zero; the analysis scores the replay alone and sums the warm-up
+// up apart.
+func TestRunWarmup(t *testing.T) {
+	sc := parse(t, `
+name: warm
+gateway:
+  builtin: {}
+replay:
+  rate: 20
+  duration: 2s
+  warmup: {duration: 1s, rate: 10}
+faults:
+  - {name: storm, type: status, upstream: search, at: 500ms, for: 1s, params: {code: 503}}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), sc, Options{OutDir: dir})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	events := checkRunDir(t, dir)
+	var warmAt, zero, faultAt time.Duration = -1, -1, -1
+	for _, e := range events {
+		switch p := e.Payload.(type) {
+		case *journal.Phase:
+			switch p.Name {
+			case "warmup":
+				warmAt = e.T
+			case "replay":
+				zero = e.T
+			}
+		case *journal.FaultStart:
+			faultAt = e.T
+		}
+	}
+	// The warm-up's ten sends are due in its first 900 ms; time zero
+	// comes when the last has been answered.
+	if warmAt < 0 || zero < warmAt+900*time.Millisecond {
+		t.Fatalf("phases: warm-up at %v, time zero at %v", warmAt, zero)
+	}
+	var warm, scored int
+	for _, e := range events {
+		switch p := e.Payload.(type) {
+		case *journal.ClientRequest:
+			if p.Warmup {
+				warm++
+				if p.Seq < journal.WarmupSeqBase || p.Scheduled < warmAt || p.Done > zero {
+					t.Errorf("warm-up request seq %d scheduled %v done %v, warm-up %v–%v", p.Seq, p.Scheduled, p.Done, warmAt, zero)
+				}
+			} else {
+				scored++
+				if p.Seq >= journal.WarmupSeqBase || p.Scheduled < zero {
+					t.Errorf("scored request seq %d scheduled %v before time zero %v", p.Seq, p.Scheduled, zero)
+				}
+			}
+		}
+	}
+	if faultAt < zero+500*time.Millisecond || faultAt > zero+700*time.Millisecond {
+		t.Errorf("fault at %v, time zero %v: want 500 ms after time zero", faultAt, zero)
+	}
+	if warm != 10 || scored != 40 {
+		t.Errorf("%d warm-up and %d scored requests, want 10 and 40", warm, scored)
+	}
+	a := res.Analysis
+	if a.Replay.Due != 40 || a.Warmup == nil || a.Warmup.Requests != 10 || a.Warmup.Outcomes["ok"] != 10 || a.Warmup.UpstreamCalls < 10 {
+		t.Errorf("replay %+v, warm-up %+v", a.Replay, a.Warmup)
+	}
+	if b := a.Phases["before"]; b == nil || b.StartS < zero.Seconds()-0.001 {
+		t.Errorf("phase before %+v starts before time zero %v", b, zero)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "timeline.svg"))
+	if err != nil || !strings.Contains(string(svg), `class="warmup"`) {
+		t.Errorf("timeline.svg lacks the warm-up band (%v)", err)
+	}
+}
+
+// TestRunInterruptedDuringWarmup: Ctrl-C during the warm-up ends the run
+// there, interrupted (exit 130) with its journal closed and its reports
+// written; no fault started, nothing was scored, and the report says the
+// run ended during the warm-up.
+func TestRunInterruptedDuringWarmup(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sc := parse(t, `
+name: interrupted-warmup
+replay: {rate: 20, duration: 1m, warmup: {duration: 1m, rate: 10}}
+faults:
+  - {type: status, upstream: search, at: 500ms, params: {code: 503}}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	res, err := Run(ctx, sc, Options{OutDir: dir})
+	if !errors.Is(err, rehearse.ErrInterrupted) || rehearse.ExitCode(err) != 130 {
+		t.Fatalf("err = %v, want interrupted (exit 130)", err)
+	}
+	events := checkRunDir(t, dir)
+	if end := events[len(events)-1].Payload.(*journal.RunEnd); end.Reason != journal.EndInterrupted {
+		t.Errorf("run.end = %+v", end)
+	}
+	if count(events, journal.KindFaultStart) != 0 {
+		t.Error("a fault started during the warm-up")
+	}
+	a := res.Analysis
+	if a.Warmup == nil || a.Warmup.Requests == 0 || a.Replay.Due != 0 {
+		t.Fatalf("warm-up %+v, replay %+v", a.Warmup, a.Replay)
+	}
+	if !strings.Contains(strings.Join(a.Notes, " "), "the run ended during the warm-up") {
+		t.Errorf("notes %q", a.Notes)
 	}
 }

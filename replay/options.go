@@ -153,6 +153,11 @@ type Options struct {
 	// on the sender's goroutine, for https:// ones net/http's
 	// http.Transport.
 	Transport http.RoundTripper
+	// Warmup makes this replay a warm-up (a scenario's replay.warmup):
+	// every client.request it records is marked warmup, and its sequence
+	// numbers start at journal.WarmupSeqBase, so that the analysis scores
+	// none of it and tells its upstream calls apart.
+	Warmup bool
 	// StdTransport makes the replayer's own transport net/http's
 	// http.Transport for http:// targets too (to compare the two; the
 	// outcomes are the same). The environment variable

@@ -255,6 +255,16 @@ func newTransport(o *Options) *http.Transport {
 	}
 }
 
+// seqOf is send i's sequence number: i, or above journal.WarmupSeqBase
+// for a warm-up, so that no call of the warm-up is taken for one of the
+// scored replay's. The schedule and the corpus position stay i's.
+func (r *Replayer) seqOf(i uint64) uint64 {
+	if r.opt.Warmup {
+		return journal.WarmupSeqBase + i
+	}
+	return i
+}
+
 // Corpus returns the number of requests one pass of the corpus holds.
 func (r *Replayer) Corpus() int { return r.n }
 
@@ -454,7 +464,8 @@ func (ru *run) drop(i uint64, due, now time.Duration, reason string) {
 	ru.r.met.dropped.WithLabelValues(label).Inc()
 	ru.r.met.requests.WithLabelValues(string(journal.OutcomeDropped), t.upstream).Inc()
 	ru.rec.RecordAt(ru.base+due, &journal.ClientRequest{
-		Seq:       i,
+		Seq:       ru.r.seqOf(i),
+		Warmup:    ru.r.opt.Warmup,
 		Method:    t.method,
 		Route:     t.route,
 		Upstream:  t.upstream,
@@ -472,7 +483,8 @@ func (ru *run) send(i uint64, due time.Duration) {
 	r := ru.r
 	t := r.template(i)
 	ev := &journal.ClientRequest{
-		Seq:       i,
+		Seq:       ru.r.seqOf(i),
+		Warmup:    ru.r.opt.Warmup,
 		Method:    t.method,
 		Route:     t.route,
 		Upstream:  t.upstream,
@@ -537,7 +549,7 @@ func (ru *run) send(i uint64, due time.Duration) {
 			}
 		},
 	}
-	req := t.build(&r.opt, i)
+	req := t.build(&r.opt, r.seqOf(i))
 	if ru.lead > 0 && !early {
 		// Dispatched early, built: now the precise wait (leadFor). An
 		// abort ends it and then the exchange, recorded as aborted.

@@ -39,7 +39,7 @@ func ExampleAnalyze() {
 	fmt.Println(ep.Statement)
 	fmt.Println("opened_after_s:", *ep.OpenedAfterS, "closed_after_recovery_s:", *ep.ClosedAfterRecoveryS)
 	// Output:
-	// Opened 505 ms after the fault started (2 failed calls before). Shape: tagged probes. Probed 1 time (tagged), first 1.9 s after opening. Closed 405 ms after the fault ended, after 1 successful probe.
+	// Opened 505 ms after the fault started (2 failed calls before). Shape: tagged probes. Probed 1 time (tagged), first 1.9 s after opening. Closed 405 ms after the fault ended, after 1 successful probe. Traffic resumed 510 ms after the fault ended.
 	// opened_after_s: 0.505 closed_after_recovery_s: 0.405
 }
 
@@ -50,5 +50,5 @@ func ExampleEvaluate() {
 	}
 	// Output:
 	// opens_within passed=true observed=505 ms want=<= 2 s
-	// closes_within passed=true observed=405 ms want=<= 5 s
+	// closes_within passed=true observed=510 ms want=<= 5 s
 }

@@ -21,6 +21,10 @@ import (
 type retrySim struct {
 	events []journal.Event
 	seq    uint64
+	// tick, when set, makes the gateway hold every retry until the next
+	// multiple of tick on its clock (retries released together), instead
+	// of waiting wait(n).
+	tick time.Duration
 }
 
 func (s *retrySim) request(sent time.Duration, method, path string, key string, attempts int, wait func(n int) time.Duration, final int) {
@@ -41,7 +45,10 @@ func (s *retrySim) request(sent time.Duration, method, path string, key string, 
 		}
 		s.events = append(s.events, journal.Event{T: t, Payload: ev})
 		t += time.Millisecond
-		if n < attempts {
+		switch {
+		case n < attempts && s.tick > 0:
+			t = (t/s.tick + 1) * s.tick
+		case n < attempts:
 			t += wait(n)
 		}
 	}
@@ -75,8 +82,12 @@ func (s *retrySim) analyse(t *testing.T) *analysis.Analysis {
 // naiveRetries is a gateway retrying naively: POSTs without a key on a
 // 100ms grid, 2 s healthy, then a 10 s storm during which each request is
 // tried 4 times with fixed 200ms waits and one in ten succeeds at last.
-func naiveRetries() *retrySim {
-	var s retrySim
+func naiveRetries() *retrySim { return naiveRetriesTicked(0) }
+
+// naiveRetriesTicked is naiveRetries with each retry held until the next
+// multiple of tick (0: none): retries released together.
+func naiveRetriesTicked(tick time.Duration) *retrySim {
+	s := retrySim{tick: tick}
 	for i := range 20 { // before: healthy
 		s.request(time.Duration(i)*100*time.Millisecond, "POST", "/tools/orders", "", 1, nil, 200)
 	}
@@ -107,7 +118,9 @@ func TestRetryFiguresNaive(t *testing.T) {
 	if j := f.Backoff.Jitter; j.Full == nil || *j.Full || len(j.Tests) != 3 || j.Tests[0].Full || j.Tests[0].Waits != 100 {
 		t.Errorf("a fixed 200ms wait passed as full jitter: %+v", j)
 	}
-	if l := f.Lockstep; l.Lockstep == nil || !*l.Lockstep || *l.CoincidentShare < 0.9 {
+	// Fixed 200 ms waits on a 100 ms send grid: every retry meets other
+	// requests' retries, as the grid alone makes them (TestLockstepGrid).
+	if l := f.Lockstep; l.Lockstep == nil || *l.Lockstep || *l.CoincidentShare < 0.9 || l.Basis != "schedule" {
 		t.Errorf("lockstep %+v, share %v vs %v", l, *l.CoincidentShare, *l.IndependentShare)
 	}
 	if w := f.Writes; w.PostPatch.WithoutKey != 100 || w.FailedWithoutKey != 100 || w.Writes != 120 {
@@ -124,7 +137,7 @@ func TestRetryFiguresNaive(t *testing.T) {
 		t.Errorf("tokens amplification without tokens: %v", *c.TokensAmplification)
 	}
 	joined := strings.Join(a.Resilience.Statements, "\n")
-	for _, want := range []string{"retries in lockstep", "not growing", "are not full jitter", "were sent 4 times to orders without an idempotency key", "(×40.00)"} {
+	for _, want := range []string{"not in lockstep: 99% of the retries", "not growing", "are not full jitter", "were sent 4 times to orders without an idempotency key", "(×40.00)"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("statements lack %q:\n%s", want, joined)
 		}
@@ -237,7 +250,7 @@ func verdicts(rs []expect.ExpectationResult) map[string]expect.ExpectationResult
 // expectations, the jittered one meets those it can observe, and a run
 // with nothing to observe passes none of them.
 func TestResilienceExpectations(t *testing.T) {
-	naive := naiveRetries()
+	naive := naiveRetriesTicked(500 * time.Millisecond) // retries released together
 	v := verdicts(verdict.Evaluate(naive.analyse(t), resilienceExpectations()))
 	for _, name := range []string{"max_attempts", "no_write_retries", "retry_jitter", "no_lockstep_retries", "cost_amplification_max"} {
 		if v[name].Passed || v[name].Name == "" {

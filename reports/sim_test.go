@@ -2,6 +2,9 @@ package reports
 
 import (
 	"encoding/json"
+	"math"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/halfopen/rehearse/journal"
@@ -33,12 +36,40 @@ type sim struct {
 	concProbe  bool          // two probes at once
 	metricsInt time.Duration
 	noEnd      bool // no run.end (killed)
-	expect     json.RawMessage
+	// admitLag is how long before its upstream call the gateway decides
+	// a request (an agent runtime admits a turn, then builds the
+	// provider call): the breaker's state at the decision counts, and
+	// the call's answer changes it only when it comes back. Live style
+	// only; a live probe holds the breaker half-open meanwhile.
+	admitLag time.Duration
+	// admitSpread spreads each request's lag over [admitLag,
+	// admitLag+admitSpread), deterministically by sequence number.
+	admitSpread time.Duration
+	pending     []simPending
+	// backLag is how long the gateway takes to relay an answer to its
+	// client after the upstream released it (1 ms when 0).
+	backLag time.Duration
+	expect  json.RawMessage
 
 	ev    []journal.Event
 	leaks int
 	// sink, when set, receives events instead of ev (large journals).
 	sink func(journal.Event)
+}
+
+// simPending is a call's answer the breaker learns at a later time.
+type simPending struct {
+	at    time.Duration
+	apply func()
+}
+
+// settle applies the answers that came back by t, in time order.
+func (s *sim) settle(t time.Duration) {
+	for len(s.pending) > 0 && s.pending[0].at <= t {
+		p := s.pending[0]
+		s.pending = s.pending[1:]
+		p.apply()
+	}
 }
 
 type simFault struct {
@@ -210,6 +241,7 @@ func (s *sim) build() []journal.Event {
 			s.add(nextMetrics, &journal.MetricsSample{Source: "sim", States: st})
 			nextMetrics += s.metricsInt
 		}
+		s.settle(t)
 		u := s.upstreams[i%len(s.upstreams)]
 		b := br[u]
 		s.probeUntil(b, u, t)
@@ -228,33 +260,32 @@ func (s *sim) build() []journal.Event {
 			s.leaks++
 		}
 		if forward {
-			failed, ra, done := s.serve(u, t+time.Millisecond, &seq, "", false)
-			cr.Done, cr.HeadersAt = done+time.Millisecond, done
+			if liveProbe && s.admitLag > 0 {
+				s.transition(t, u, journal.StateOpen, journal.StateHalfOpen)
+				b.state = journal.StateHalfOpen
+			}
+			lag := s.admitLag
+			if s.admitSpread > 0 {
+				_, frac := math.Modf(float64(i) * 0.6180339887)
+				lag += time.Duration(frac * float64(s.admitSpread))
+			}
+			failed, ra, done := s.serve(u, t+time.Millisecond+lag, &seq, "", false)
+			cr.Done, cr.HeadersAt = done+max(s.backLag, time.Millisecond), done
 			if failed {
 				cr.Status, cr.Outcome = 503, journal.OutcomeHTTP5xx
 				if ra > 0 {
 					cr.Status, cr.Outcome = 429, journal.OutcomeHTTP4xx
 				}
-				if liveProbe {
-					b.cool = time.Duration(float64(b.cool) * s.backoff)
-					s.open(b, u, done, ra)
-				} else if b.state == journal.StateClosed && ra > 0 && !s.ignoreRA {
-					s.open(b, u, done, ra) // a 429 with Retry-After opens at once
-				} else if b.state == journal.StateClosed {
-					b.fails++
-					if b.fails >= s.threshold {
-						s.open(b, u, done, ra)
-					}
-				}
 			} else {
 				cr.Status, cr.Outcome = 200, journal.OutcomeOK
-				if b.state == journal.StateClosed {
-					b.fails = 0
-				}
-				if liveProbe {
-					s.transition(done, u, journal.StateOpen, journal.StateClosed)
-					b.state, b.fails, b.cool = journal.StateClosed, 0, s.cooldown
-				}
+			}
+			if s.admitLag > 0 {
+				// Answers come back in their own order, not the decisions'.
+				p := simPending{at: done, apply: func() { s.learn(b, u, failed, liveProbe, ra, done) }}
+				at := sort.Search(len(s.pending), func(j int) bool { return s.pending[j].at > done })
+				s.pending = slices.Insert(s.pending, at, p)
+			} else {
+				s.learn(b, u, failed, liveProbe, ra, done)
 			}
 		} else {
 			cr.Done, cr.HeadersAt = t+time.Millisecond, t+time.Millisecond
@@ -272,6 +303,32 @@ func (s *sim) build() []journal.Event {
 		s.add(s.dur, &journal.RunEnd{Reason: journal.EndCompleted})
 	}
 	return s.ev
+}
+
+// learn is the breaker learning a forwarded call's answer at done.
+func (s *sim) learn(b *simBreaker, u string, failed, liveProbe bool, ra, done time.Duration) {
+	if failed {
+		switch {
+		case liveProbe:
+			b.cool = time.Duration(float64(b.cool) * s.backoff)
+			s.open(b, u, done, ra)
+		case b.state == journal.StateClosed && ra > 0 && !s.ignoreRA:
+			s.open(b, u, done, ra) // a 429 with Retry-After opens at once
+		case b.state == journal.StateClosed:
+			b.fails++
+			if b.fails >= s.threshold {
+				s.open(b, u, done, ra)
+			}
+		}
+		return
+	}
+	if b.state == journal.StateClosed {
+		b.fails = 0
+	}
+	if liveProbe {
+		s.transition(done, u, b.state, journal.StateClosed)
+		b.state, b.fails, b.cool = journal.StateClosed, 0, s.cooldown
+	}
 }
 
 // truth extracts the white-box transitions for an upstream.

@@ -89,6 +89,26 @@ func (s *Scenario) ReplayOptions(target *url.URL, runID string) replay.Options {
 	return opts
 }
 
+// WarmupOptions returns the warm-up's replay options (ReplayOptions for
+// its duration and rate, marked warm-up: replay.Options.Warmup), and
+// false when the scenario has no warm-up. A warm-up rate given with
+// timing original sends at that rate on the fixed grid.
+func (s *Scenario) WarmupOptions(target *url.URL, runID string) (replay.Options, bool) {
+	w := s.Replay.Warmup
+	if w == nil || w.Duration <= 0 {
+		return replay.Options{}, false
+	}
+	opts := s.ReplayOptions(target, runID)
+	opts.Duration, opts.Once, opts.Warmup = w.Duration.D(), false, true
+	if w.Rate > 0 {
+		opts.Rate = w.Rate
+		if opts.Timing == replay.TimingOriginal {
+			opts.Timing, opts.Schedule = replay.TimingRate, replay.ScheduleFixed
+		}
+	}
+	return opts, true
+}
+
 // InjectUpstreams returns the upstreams the harness serves. When the
 // harness runs Redis for the fleet (redis: auto), redisAddr is its
 // host:port, and the tcp upstream standing between the gateways and Redis

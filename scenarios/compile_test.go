@@ -214,3 +214,34 @@ func TestReplayScheduleAndKeptHeaders(t *testing.T) {
 		t.Errorf("original timing given schedule %q", o2.Replay.Schedule)
 	}
 }
+
+// replay.warmup compiles to a second replay: its duration and rate, the
+// replay's requests and deadline, marked warm-up; the scored replay is
+// not marked; no warm-up, no second replay. A warm-up rate with timing
+// original sends on the fixed grid; without one, the capture's spacing.
+func TestWarmupOptions(t *testing.T) {
+	s := loadT(t, filepath.Join("testdata", "valid-warmup.yaml"))
+	target, _ := url.Parse("http://127.0.0.1:8080")
+	w, ok := s.WarmupOptions(target, "run-1")
+	if !ok || !w.Warmup || w.Duration != 20*time.Second || w.Rate != 1 || w.Once || w.Deadline != s.Replay.Deadline.D() || w.Timing != replay.TimingRate {
+		t.Fatalf("warm-up options %+v (%v)", w, ok)
+	}
+	if o := s.ReplayOptions(target, "run-1"); o.Warmup || o.Rate != 5 || o.Duration != time.Minute {
+		t.Errorf("replay options %+v", o)
+	}
+	s.Replay.Warmup.Rate = 0
+	if w, _ := s.WarmupOptions(target, "run-1"); w.Rate != 5 {
+		t.Errorf("warm-up rate %g, want replay.rate", w.Rate)
+	}
+	s.Replay.Timing, s.Replay.Schedule = replay.TimingOriginal, ""
+	if w, _ := s.WarmupOptions(target, "run-1"); w.Timing != replay.TimingOriginal {
+		t.Errorf("original timing without a warm-up rate: %q", w.Timing)
+	}
+	s.Replay.Warmup.Rate = 2
+	if w, _ := s.WarmupOptions(target, "run-1"); w.Timing != replay.TimingRate || w.Rate != 2 || w.Schedule != replay.ScheduleFixed {
+		t.Errorf("original timing with a warm-up rate: %q %g %q", w.Timing, w.Rate, w.Schedule)
+	}
+	if _, ok := loadT(t, filepath.Join("testdata", "valid-minimal.yaml")).WarmupOptions(target, "run-1"); ok {
+		t.Error("a scenario without a warm-up has one")
+	}
+}

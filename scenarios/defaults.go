@@ -289,6 +289,14 @@ func (s *Scenario) Validate() error {
 	default:
 		add("replay.timing", fmt.Errorf("unknown timing %q; allowed: rate, original", r.Timing))
 	}
+	if w := r.Warmup; w != nil {
+		if w.Duration <= 0 {
+			add("replay.warmup.duration", fmt.Errorf("required: how long the warm-up sends, above zero (e.g. 30s)"))
+		}
+		if w.Rate < 0 || w.Rate > 100000 {
+			add("replay.warmup.rate", fmt.Errorf("want a rate between 0 and 100000 requests per second, got %g", w.Rate))
+		}
+	}
 	if r.Schedule != "" && !slices.Contains(replay.Schedules(), r.Schedule) {
 		add("replay.schedule", fmt.Errorf("unknown schedule %q; allowed: %s", r.Schedule, strings.Join(replay.Schedules(), ", ")))
 	}

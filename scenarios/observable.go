@@ -34,6 +34,10 @@ import (
 //     lag) need the breaker to close after the fault: a fault on a covered
 //     upstream that ends at or after the replay's end (or has no for:)
 //     leaves every such episode "never closed before the run ended".
+//   - fails_over_within and fails_back_within need somewhere to fail
+//     over to: a scenario that serves a single upstream gives the gateway
+//     no second upstream, and fails_back_within a fault that ends before
+//     the replay (as the recovery expectations above).
 //   - healthy_unaffected and cost_amplification_max compare client
 //     requests before the first fault with those during the faults: a
 //     fault at 0s (at: left out) leaves nothing before it.
@@ -42,8 +46,9 @@ import (
 // outside rehearse, so it cannot be pointed at an upstream whose port is
 // picked when the run starts (listen: 127.0.0.1:0, the default).
 
-// recoveryExpectations need a close after the fault's end, by key.
-var recoveryExpectations = []string{"closes_within", "successes_to_close_min", "metrics_lag_max"}
+// recoveryExpectations need a close (fails_back_within: a fail-back)
+// after the fault's end, by key.
+var recoveryExpectations = []string{"closes_within", "successes_to_close_min", "metrics_lag_max", "fails_back_within"}
 
 // CheckObservable refuses, as rehearse.ConfigErrors placed at the
 // offending keys (invalid input, exit code 2), an expectation the run
@@ -65,19 +70,25 @@ func (s *Scenario) CheckObservable(requests int, span time.Duration) error {
 				"closes_within":          e.ClosesWithin != nil,
 				"successes_to_close_min": e.SuccessesToCloseMin != nil,
 				// Without metrics it is refused above already.
-				"metrics_lag_max": e.MetricsLagMax != nil && stateSource,
+				"metrics_lag_max":   e.MetricsLagMax != nil && stateSource,
+				"fails_back_within": e.FailsBackWithin != nil,
 			}
 			if late := s.faultsOutlasting(end); len(late) > 0 {
 				for _, key := range recoveryExpectations {
 					if set[key] {
-						add("expectations."+key, fmt.Errorf("cannot be observed: it needs the breaker to close after the fault ends, and the replay ends at %s (%s) while %s: end each fault before the replay does (for:), %s, or remove %s",
-							end, why, strings.Join(late, ", "), s.longerRun(), key))
+						what := "the breaker to close"
+						if key == "fails_back_within" {
+							what = "the gateway to fail back to the faulted upstream"
+						}
+						add("expectations."+key, fmt.Errorf("cannot be observed: it needs %s after the fault ends, and the replay ends at %s (%s) while %s: end each fault before the replay does (for:), %s, or remove %s",
+							what, end, why, strings.Join(late, ", "), s.longerRun(), key))
 					}
 				}
 			}
 		}
 	}
 	errs = append(errs, s.nothingBefore()...)
+	errs = append(errs, s.nowhereToFailOver()...)
 	errs = append(errs, s.randomPorts()...)
 	if len(errs) == 0 {
 		return nil
@@ -248,6 +259,25 @@ func (s *Scenario) nothingBefore() rehearse.ConfigErrors {
 		}
 		errs = append(errs, s.at("expectations."+key, fmt.Errorf("cannot be observed: it compares the client requests before the first fault with those during the faults, and %s (%s) starts with the replay (at: 0s): no request comes before it; start it later (at:), or remove %s",
 			p, s.lineText(p), key)))
+	}
+	return errs
+}
+
+// nowhereToFailOver refuses the failover expectations when the scenario
+// serves fewer than two upstreams: the gateway has no second upstream the
+// harness could see it fail over to.
+func (s *Scenario) nowhereToFailOver() rehearse.ConfigErrors {
+	e := s.Expectations
+	if e == nil || len(s.Upstreams) >= 2 {
+		return nil
+	}
+	var errs rehearse.ConfigErrors
+	for _, key := range []string{"fails_over_within", "fails_back_within"} {
+		if (key == "fails_over_within" && e.FailsOverWithin == nil) || (key == "fails_back_within" && e.FailsBackWithin == nil) {
+			continue
+		}
+		errs = append(errs, s.at("expectations."+key, fmt.Errorf("cannot be observed: a failover moves a route's requests to a second upstream, and this scenario serves %d (upstreams:): add the fallback the gateway fails over to as an upstream, or remove %s",
+			len(s.Upstreams), key)))
 	}
 	return errs
 }

@@ -228,3 +228,37 @@ func FuzzCheckObservable(f *testing.F) {
 		}
 	})
 }
+
+// TestObservableFailover: the failover expectations need a second
+// upstream to fail over to, and fails_back_within a fault that ends
+// before the replay does.
+func TestObservableFailover(t *testing.T) {
+	one := `replay: {duration: 60s}
+upstreams: [{name: primary}]
+faults:
+  - {type: status, upstream: primary, at: 10s, for: 20s}
+expectations:
+  fails_over_within: 1s
+  fails_back_within: 5s
+`
+	err := parseT(t, one).CheckObservable(0, 0)
+	if !errors.Is(err, rehearse.ErrInvalid) {
+		t.Fatalf("one upstream: %v, want invalid input", err)
+	}
+	for _, want := range []string{"expectations.fails_over_within: cannot be observed: a failover moves a route's requests to a second upstream, and this scenario serves 1",
+		"expectations.fails_back_within: cannot be observed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message lacks %q:\n%s", want, err)
+		}
+	}
+	two := strings.Replace(one, "[{name: primary}]", "[{name: primary}, {name: backup}]", 1)
+	if err := parseT(t, two).CheckObservable(0, 0); err != nil {
+		t.Errorf("two upstreams: %v", err)
+	}
+	outlasting := strings.Replace(two, "for: 20s", "for: 60s", 1)
+	err = parseT(t, outlasting).CheckObservable(0, 0)
+	if err == nil || !strings.Contains(err.Error(), "expectations.fails_back_within: cannot be observed: it needs the gateway to fail back to the faulted upstream after the fault ends") ||
+		strings.Contains(err.Error(), "fails_over_within") {
+		t.Errorf("a fault to the replay's end: %v, want fails_back_within refused alone", err)
+	}
+}

@@ -123,6 +123,11 @@ type ReplaySpec struct {
 	// (exponential gaps of the same mean) or "jittered" (uniformly within
 	// each slot), seeded from Seed. Empty for timing original.
 	Schedule string `yaml:"schedule,omitempty" json:"schedule,omitempty" doc:"timing rate only: fixed (default: request i at i/rate), poisson (exponential gaps of the same mean rate) or jittered (uniformly within each slot), seeded from seed"`
+	// Warmup is traffic sent before the run's time zero, against the same
+	// gateway, to bring it to its working state (a fresh AI agent
+	// gateway's first turns take seconds): journaled as warm-up, scored
+	// nowhere, and the faults' times count from its end. Nil means none.
+	Warmup *WarmupSpec `yaml:"warmup,omitempty" json:"warmup,omitempty" doc:"traffic before time zero to warm the gateway up, not scored (default: none)"`
 	// Once replays the capture once instead of looping it.
 	Once bool `yaml:"once,omitempty" json:"once,omitempty" doc:"replay the capture once instead of looping"`
 	// Deadline bounds each request; 0 means 10s.
@@ -157,6 +162,19 @@ type ReplaySpec struct {
 	// /tools/<name> → <name> and /v1/chat/completions → the primary model
 	// provider (built-in gateway) for every upstream of the scenario.
 	Routes []RouteSpec `yaml:"routes,omitempty" json:"routes,omitempty" doc:"request path to upstream map (default: /tools/<name> and /v1/chat/completions)"`
+}
+
+// WarmupSpec is the warm-up phase (replay.warmup): the capture replayed
+// for Duration at Rate before time zero, with no fault, the same
+// requests, headers and deadline as the replay.
+type WarmupSpec struct {
+	// Duration is how long the warm-up sends; required, above zero.
+	Duration rehearse.Duration `yaml:"duration" json:"duration" doc:"how long the warm-up sends (required)"`
+	// Rate is its requests per second; 0 means replay.rate (timing rate)
+	// or the capture's own spacing (timing original). A warm-up at a
+	// lower rate than the replay lets a gateway that starts cold come up
+	// without a queue.
+	Rate float64 `yaml:"rate,omitempty" json:"rate,omitempty" doc:"requests per second of the warm-up (default: replay.rate; with timing original, the capture's spacing)"`
 }
 
 // IdentitySpec places the sequence stamp "[rehearse:seq=N]" in request

@@ -53,6 +53,11 @@ func runSummary(scenario string, res *rehearsal.Result, err error) notify.Summar
 		}
 	}
 	s.Expectations = len(res.Expectations)
+	if a := res.Analysis; a != nil && !a.Judged() {
+		// Interrupted, or the harness failed: nothing was judged, so
+		// nothing is listed as failed (the verdict and error say why).
+		return s
+	}
 	for _, e := range res.Failed() {
 		s.Failed = append(s.Failed, notify.Expectation{Name: e.Name, Observed: e.Observed, Want: e.Want, Message: e.Message})
 	}

@@ -11,7 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/internal/testutil"
+	"github.com/halfopen/rehearse/journal"
+	"github.com/halfopen/rehearse/notify"
+	"github.com/halfopen/rehearse/rehearsal"
+	"github.com/halfopen/rehearse/reports/analysis"
+	"github.com/halfopen/rehearse/reports/expect"
 )
 
 // webhook is a real loopback HTTP server that records every document.
@@ -113,5 +119,35 @@ func TestRunNotifyFailureKeepsExitCode(t *testing.T) {
 	}
 	if _, _, code := execute(t, "run", sc, "--notify", "hooks.example/x"); code != 2 {
 		t.Errorf("a --notify that is not a URL: exit %d, want 2", code)
+	}
+}
+
+// TestNotifyUnjudgedListsNoFailure: an interrupted run, or one whose
+// harness stalled, listed the expectations it could not judge under
+// failed_expectations, as a gateway regression. Now the list is empty and
+// the verdict and error say what happened.
+func TestNotifyUnjudgedListsNoFailure(t *testing.T) {
+	unmet := []expect.ExpectationResult{{Name: "closes_within", Outcome: expect.NotObservable, Observed: "not observed", Want: "<= 45 s"}}
+	for _, c := range []struct {
+		name    string
+		run     analysis.RunInfo
+		replay  analysis.ReplayStats
+		err     error
+		verdict string
+	}{
+		{"interrupted", analysis.RunInfo{EndReason: journal.EndInterrupted}, analysis.ReplayStats{}, rehearse.ErrInterrupted, notify.Interrupted},
+		{"stalled", analysis.RunInfo{EndReason: journal.EndCompleted}, analysis.ReplayStats{Stall: &analysis.Stall{FromS: 2, ToS: 12, Missed: 99, Stalls: 1}},
+			rehearse.ErrEnvironment, notify.Error},
+	} {
+		a := &analysis.Analysis{Run: c.run, Replay: c.replay}
+		s := runSummary("drill", &rehearsal.Result{Analysis: a, Expectations: unmet}, c.err)
+		if s.Verdict != c.verdict || len(s.Failed) != 0 || s.Expectations != 1 {
+			t.Errorf("%s: verdict %s, failed %+v", c.name, s.Verdict, s.Failed)
+		}
+	}
+	// A judged run still lists what failed.
+	a := &analysis.Analysis{Run: analysis.RunInfo{EndReason: journal.EndCompleted}}
+	if s := runSummary("drill", &rehearsal.Result{Analysis: a, Expectations: unmet}, rehearse.ErrExpectations); len(s.Failed) != 1 {
+		t.Errorf("judged run: failed %+v", s.Failed)
 	}
 }

@@ -41,7 +41,10 @@ func newReportRenderCmd() *cobra.Command {
 		Short: "Rebuild a run directory's reports from its journal.jsonl",
 		Long: `Rebuild run.json, report.html, report.md, timeline.svg and junit.xml in each
 run directory from its journal.jsonl, and evaluate the expectations recorded
-in the journal. Exit code 1 when an expectation failed, as for rehearse run.`,
+in the journal. As for rehearse run: exit code 1 when an expectation failed,
+3 when the journal shows a harness failure (the run failed, the harness
+stalled, the gateway under test stopped answering); an interrupted run's
+expectations are not evaluated, and rebuilding its reports exits 0.`,
 		Example: "  rehearse report render runs/2026-11-30",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,8 +64,23 @@ in the journal. Exit code 1 when an expectation failed, as for rehearse run.`,
 				if a.Run.Partial {
 					partial = " (partial run)"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d of %d expectations met%s; wrote %s, %s, %s, %s, %s\n", dir,
-					len(results)-bad, len(results), partial, render.RunFile, render.HTMLFile, render.MarkdownFile, render.TimelineFile, render.JUnitFile)
+				verdict := fmt.Sprintf("%d of %d expectations met%s", len(results)-bad, len(results), partial)
+				switch h, in := a.HarnessFailure(), a.Interrupted(); {
+				case h != "":
+					// As rehearse run says it: exit 3, nothing judged.
+					verdict = fmt.Sprintf("%d expectations not evaluated (harness failure: %s)", len(results), h)
+					if failed == nil {
+						failed = fmt.Errorf("%w: %s: %s", rehearse.ErrEnvironment, dir, h)
+					}
+				case in != "":
+					// Nothing against the gateway: a run cut short.
+					verdict = fmt.Sprintf("%d expectations not evaluated (%s)", len(results), in)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s; wrote %s, %s, %s, %s, %s\n", dir,
+					verdict, render.RunFile, render.HTMLFile, render.MarkdownFile, render.TimelineFile, render.JUnitFile)
+				if !a.Judged() {
+					continue
+				}
 				if err := expect.Failed(results); err != nil && failed == nil {
 					failed = fmt.Errorf("%s: %w", dir, err)
 				}

@@ -43,8 +43,9 @@ recording.
 
 Exit codes: 0 every expectation met; 1 an expectation failed; 2 invalid input;
 3 harness or environment failure (gateway unreachable, port taken, --out in use,
-reports that could not be written); 130 interrupted (the journal is intact and
-a partial report is written).`
+reports that could not be written, the harness stalled, the gateway under test
+stopped answering mid-run); 130 interrupted (the journal is intact, a partial
+report is written, the expectations are not evaluated).`
 
 const runExamples = `  rehearse run weekly                              # built-in weekly drill, built-in gateway
   rehearse run ci-503.yaml --junit out/junit.xml   # in CI
@@ -216,21 +217,38 @@ func printRunResult(w io.Writer, res *rehearsal.Result) {
 	if res.Partial {
 		state = "partial"
 	}
-	harness := ""
+	harness, interrupted := "", ""
 	if res.Analysis != nil {
-		harness = res.Analysis.HarnessFailure()
+		harness, interrupted = res.Analysis.HarnessFailure(), res.Analysis.Interrupted()
 	}
 	if harness != "" {
 		state = "failed"
 	}
 	fmt.Fprintf(w, "run %s: %s\n", state, res.Dir)
-	if r := res.Replay; r != nil {
+	switch r := res.Replay; {
+	case res.Analysis != nil && res.Analysis.Replay.Due > 0:
+		// The report's figures: the lateness counts the slots a stalled
+		// harness missed, which the replayer's own summary (sent
+		// requests only) cannot.
+		ra := res.Analysis.Replay
+		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %s\n", ra.Sent, ra.Dropped, num.MsP(ra.LatenessMs.P99))
+	case r != nil:
 		fmt.Fprintf(w, "  replay: %d sent, %d dropped, lateness p99 %s\n", r.Sent, r.Dropped, num.Ms(r.Lateness.P99))
 	}
-	if harness != "" {
+	switch {
+	case harness != "":
 		// Expectations judged nothing: listing them as FAIL would blame
 		// the gateway for the harness's failure.
 		fmt.Fprintf(w, "  harness failure: %s\n  expectations: %d not evaluated\n", harness, len(res.Expectations))
+		res = &rehearsal.Result{Dir: res.Dir, Complete: res.Complete}
+	case interrupted != "":
+		// Cut short: what was recorded says nothing against the gateway
+		// (a bound not reached yet, a close that had no time to come).
+		cut := ""
+		if n := res.Analysis.Run.CutByInterruption; n > 0 {
+			cut = fmt.Sprintf(", %d %s cut", n, num.Pick(int(n), "request", "requests"))
+		}
+		fmt.Fprintf(w, "  %s%s\n  expectations: %d not evaluated\n", interrupted, cut, len(res.Expectations))
 		res = &rehearsal.Result{Dir: res.Dir, Complete: res.Complete}
 	}
 	passed := 0

@@ -23,10 +23,10 @@ run reads it, with the scenario's filter and rewrite: a file that is not a
 pcap or pcapng file, a truncated one, or one with no request to replay (TLS
 only, another protocol, everything filtered out) is refused with the reason.
 So is a plan that can only fail: an expectation the run cannot observe
-(metrics_lag_max with no metrics source; closes_within, successes_to_close_min
-or metrics_lag_max with a fault that lasts to the replay's end;
-healthy_unaffected or cost_amplification_max with a fault from the replay's
-start) and, for a gateway given by url, upstreams on ports picked at start. run, run --dry-run
+(metrics_lag_max with no metrics source; closes_within, successes_to_close_min,
+metrics_lag_max or fails_back_within with a fault that lasts to the replay's
+end; healthy_unaffected or cost_amplification_max with a fault from the
+replay's start; fails_over_within or fails_back_within with a single upstream) and, for a gateway given by url, upstreams on ports picked at start. run, run --dry-run
 and the launchd and systemd print and install commands make the same check.
 A listen address beyond loopback is refused unless --allow-remote is given, as
 run refuses it. Exit code 2 when any file is invalid.`,

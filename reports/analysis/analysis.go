@@ -1,12 +1,10 @@
 package analysis
 
 import (
-	"strings"
 	"time"
 
 	"github.com/halfopen/rehearse/reports/expect"
 
-	"github.com/halfopen/rehearse"
 	"github.com/halfopen/rehearse/journal"
 )
 
@@ -34,6 +32,16 @@ type Analysis struct {
 	Health HealthStats `json:"health"`
 	// Resilience is the retry, deadline and cost analysis (retries.go).
 	Resilience *Resilience `json:"resilience"`
+	// Saturation is the evidence on whether the gateway was already
+	// saturated before the first fault (saturation.go); null with too few
+	// answered requests there.
+	Saturation *SaturationFigures `json:"saturation"`
+	// Warmup sums up the scenario's warm-up before time zero, which no
+	// other figure includes (warmup.go); absent without one.
+	Warmup *WarmupStats `json:"warmup,omitempty"`
+	// GiveUps are the upstream calls the gateway abandoned and the
+	// per-call timeout they show (giveups.go).
+	GiveUps *GiveUps `json:"give_ups"`
 	// Notes are plain statements about limits of this analysis (no
 	// forwarded sequence header, interrupted run, ...).
 	Notes []string `json:"notes"`
@@ -93,21 +101,15 @@ type RunInfo struct {
 	TornTail      bool    `json:"torn_tail,omitempty"`
 	Events        int64   `json:"events"`
 	UnknownEvents int64   `json:"unknown_events,omitempty"`
-}
 
-// HarnessFailure returns the cause when the run ended because the harness
-// or its environment failed (a taken port, an unreachable gateway): its
-// expectations judged nothing, so reports show the cause instead of a
-// verdict. It is "" for a run that completed or was interrupted.
-func (a *Analysis) HarnessFailure() string {
-	if a.Run.EndReason != journal.EndFailed {
-		return ""
-	}
-	if a.Run.EndError == "" {
-		return "the run failed (no cause recorded)"
-	}
-	// "Harness failure: environment failure: …" says the class twice.
-	return strings.TrimPrefix(a.Run.EndError, rehearse.ErrEnvironment.Error()+": ")
+	// InterruptedAtS is when an interrupted run was interrupted (before
+	// anything stopped); CutByInterruption counts the client requests it
+	// cut (outcome class cut_by_interruption). Absent for other runs.
+	InterruptedAtS    *float64 `json:"interrupted_at_s,omitempty"`
+	CutByInterruption int64    `json:"cut_by_interruption,omitempty"`
+	// GatewayGone says that the gateway under test stopped answering
+	// mid-run (outcome.go); absent otherwise.
+	GatewayGone *GatewayGone `json:"gateway_gone,omitempty"`
 }
 
 // PlatformInfo is journal.Platform with units in the names.
@@ -170,8 +172,17 @@ type ReplayStats struct {
 	Sent    int64 `json:"sent"`
 	Dropped int64 `json:"dropped"`
 	Late    int64 `json:"late"`
-	// LatenessMs is Sent - Scheduled over sent requests, in ms.
+	// LatenessMs is Sent - Scheduled over sent requests, and for a
+	// request dropped because the harness was late (a missed slot) the
+	// wait until the next send, in ms: a harness that stopped sending is
+	// as late as it stopped (collector.lateness).
 	LatenessMs Percentiles `json:"lateness_ms"`
+	// Missed counts the requests that did not go out on time: dropped
+	// while late, or sent when the next one was already due.
+	Missed int64 `json:"missed"`
+	// Stall is the longest span with requests due and none sent that the
+	// analysis cannot see through; absent when the replay kept up.
+	Stall *Stall `json:"stall,omitempty"`
 	// AskedRatePerS is the rate the scenario asked for (run.start).
 	AskedRatePerS float64 `json:"asked_rate_per_s"`
 	// ObservedRatePerS is the achieved rate: sent requests over the span
@@ -222,6 +233,9 @@ type StateInterval struct {
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
 	State  string  `json:"state"`
+	// EndBounds bounds EndS when the evidence only bounds it (a
+	// black-box open band's inferred close); nil when exact.
+	EndBounds *Bounds `json:"end_bounds_s,omitempty"`
 }
 
 // UpstreamAnalysis is the black-box analysis of one upstream.
@@ -231,10 +245,13 @@ type UpstreamAnalysis struct {
 	Faulted bool `json:"faulted"`
 	// Routing says how client requests were attributed to the upstream:
 	// "seq" (forwarded sequence header), "route_map" (client.request
-	// upstream field), "time_match" (arrivals matched in time), or
-	// "gaps_only" (no client attribution: arrival gaps alone).
+	// upstream field), "time_match" (arrivals matched in time),
+	// "seq_reached" (routed no request; its requests are those whose
+	// sequence numbers its calls carried: a fallback's), or "gaps_only"
+	// (no client attribution: arrival gaps alone).
 	Routing string `json:"routing"`
-	// ClientRequests counts client requests routed to the upstream.
+	// ClientRequests counts client requests routed to the upstream (with
+	// routing seq_reached: that reached it).
 	ClientRequests int64 `json:"client_requests"`
 	// Calls counts non-health calls the upstream received; Failed those
 	// that failed; Probes those tagged as probes; HealthChecks the rest.
@@ -251,6 +268,10 @@ type UpstreamAnalysis struct {
 	// before and during faults (for healthy_unaffected).
 	SuccessBefore *float64 `json:"client_success_before"`
 	SuccessDuring *float64 `json:"client_success_during"`
+	// Forwarding is the gateway's forwarding hop to this upstream,
+	// measured on healthy traffic before its first fault (forwarding.go);
+	// null with too few matched calls.
+	Forwarding *Forwarding `json:"forwarding"`
 	// Episodes are the fault windows on this upstream, in time order.
 	Episodes []*Episode `json:"episodes"`
 	// UnprovokedOpens are open cycles outside any fault episode.
@@ -262,6 +283,9 @@ type UpstreamAnalysis struct {
 	// checks and its breaker state disagree.
 	HealthDisagreements    []Disagreement `json:"health_disagreements"`
 	HealthDisagreementMaxS *float64       `json:"health_disagreement_max_s"`
+	// FallbackFor lists the upstreams this one stood in for: the fault
+	// episodes whose failover figure names it (failover.go).
+	FallbackFor []string `json:"fallback_for,omitempty"`
 }
 
 // MetricsTransition is a state change seen between two metrics samples.
@@ -361,6 +385,10 @@ type Episode struct {
 	ClosedAtS            *float64 `json:"closed_at_s"`
 	ClosedAfterRecoveryS *float64 `json:"closed_after_recovery_s"`
 	SuccessesToClose     *int     `json:"successes_to_close"`
+	// SuccessesToCloseBounds bounds successes_to_close when the evidence
+	// fixes a range but not the count (a quick closing trial: at least
+	// the trial's success); absent when the count is exact or unknown.
+	SuccessesToCloseBounds *Bounds `json:"successes_to_close_bounds,omitempty"`
 	// OpenTimeS is how long the breaker turned live traffic away over
 	// the episode, every cycle summed; null when a cycle never closed.
 	// OpenTimeBoundsS bounds it when a cycle's open or close is bounded
@@ -371,6 +399,10 @@ type Episode struct {
 	RetryAfterHonoured   *bool        `json:"retry_after_honoured"`
 	RetryAfter           []RetryAfter `json:"retry_after"`
 	RetryAfterViolations int64        `json:"retry_after_violations"`
+	// RetryAfterAfterRecovery counts the calls inside an announced pause
+	// that came after the fault had ended (ordinary traffic after
+	// recovery); RetryAfterViolations only those while it stood.
+	RetryAfterAfterRecovery int64 `json:"retry_after_after_recovery"`
 
 	UpstreamCalls  int64    `json:"upstream_calls"`
 	ClientRequests int64    `json:"client_requests"`
@@ -386,6 +418,10 @@ type Episode struct {
 	// any fault, over every upstream.
 	Retries *RetryFigures `json:"retries"`
 	Cost    *CostFigures  `json:"cost"`
+	// Failover is whether and when the gateway moved the upstream's
+	// client requests to another upstream and back (failover.go); null
+	// when the analysis did not run it.
+	Failover *Failover `json:"failover"`
 
 	Cycles []*Cycle `json:"cycles"`
 	// Shedding is what a load shedder did (shape "shedding": no breaker
@@ -393,6 +429,9 @@ type Episode struct {
 	// The report shows it through the shape, its evidence and the
 	// statement.
 	Shedding *Shedding `json:"shedding,omitempty"`
+	// Observed is what the clients and the upstream saw, with no
+	// inference (observed.go); null when the episode never opened.
+	Observed *Observed `json:"observed"`
 	// Statement is the episode in one plain sentence.
 	Statement string `json:"statement"`
 }
@@ -406,18 +445,21 @@ type ProbeMix struct {
 // Cycle is one black-box open interval: live traffic stopped at OpenedAtS
 // and resumed at ClosedAtS (null if it never resumed).
 type Cycle struct {
-	OpenedAtS          float64   `json:"opened_at_s"`
-	ClosedAtS          *float64  `json:"closed_at_s"`
-	FailuresBeforeOpen int64     `json:"failures_before_open"`
-	Blocked            int64     `json:"blocked_requests"`
-	FastFails          int64     `json:"fast_fails"`
-	ProbeCount         int64     `json:"probe_count"`
-	Probes             []Probe   `json:"probes"`
-	Leaked             int64     `json:"leaked"`
-	SuccessesToClose   *int      `json:"successes_to_close"`
-	ProbeSource        string    `json:"probe_source,omitempty"`
-	MaxProbesInFlight  int       `json:"max_probes_in_flight"`
-	CooldownsS         []float64 `json:"cooldowns_s"`
+	OpenedAtS          float64  `json:"opened_at_s"`
+	ClosedAtS          *float64 `json:"closed_at_s"`
+	FailuresBeforeOpen int64    `json:"failures_before_open"`
+	Blocked            int64    `json:"blocked_requests"`
+	FastFails          int64    `json:"fast_fails"`
+	ProbeCount         int64    `json:"probe_count"`
+	Probes             []Probe  `json:"probes"`
+	Leaked             int64    `json:"leaked"`
+	SuccessesToClose   *int     `json:"successes_to_close"`
+	// SuccessesToCloseBounds bounds the count when the evidence fixes a
+	// range but not the count (trial.go); absent otherwise.
+	SuccessesToCloseBounds *Bounds   `json:"successes_to_close_bounds,omitempty"`
+	ProbeSource            string    `json:"probe_source,omitempty"`
+	MaxProbesInFlight      int       `json:"max_probes_in_flight"`
+	CooldownsS             []float64 `json:"cooldowns_s"`
 	// FailedRequestsBeforeOpen counts the distinct client requests (by
 	// sequence number) among FailuresBeforeOpen: calls re-sent by a
 	// transport count once, so it reads beside a breaker's threshold.
@@ -482,6 +524,10 @@ type Cycle struct {
 	// success gave back). Those calls are not in Probes: ProbeCount is
 	// then the least there were.
 	MaybeProbe bool `json:"maybe_probe,omitempty"`
+	// ResumedAtS is when live traffic was forwarded again after the
+	// cycle's last refusal and answered (Observed); absent when it never
+	// was.
+	ResumedAtS *float64 `json:"resumed_at_s,omitempty"`
 
 	intervals []time.Duration // probe spacing, all of it (Probes may be capped)
 	// openAt and closeAt (< 0: never closed) are the cycle's open and
@@ -494,6 +540,10 @@ type Cycle struct {
 	// openHi is the latest the open can have been (OpenBoundsS.Max);
 	// openAt when the open is exact.
 	openHi time.Duration
+	// refuseFrom and refuseUntil are the sends of the first and last
+	// requests the cycle turned away, refuseDone the last one's answer;
+	// resumedAt when traffic resumed (ResumedAtS); -1 when none.
+	refuseFrom, refuseUntil, refuseDone, resumedAt time.Duration
 }
 
 // Bounds are the least and the most a figure can be; nil: unbounded.
@@ -519,6 +569,9 @@ type RetryAfter struct {
 	RetryAfterS float64  `json:"retry_after_s"`
 	NextCallS   *float64 `json:"next_call_after_s"`
 	Honoured    bool     `json:"honoured"`
+	// AfterRecovery: the next call came before the Retry-After elapsed,
+	// but after the fault had ended (not a violation).
+	AfterRecovery bool `json:"after_recovery,omitempty"`
 }
 
 // Timeline is per-second data for the timeline renderer.
@@ -534,12 +587,18 @@ type Timeline struct {
 	Faults []FaultWindow
 	// Health are the gateway health intervals (healthy/unhealthy).
 	Health []StateInterval
+	// Warmup is the warm-up's span, drawn greyed (not scored); nil
+	// without one.
+	Warmup *WarmupWindow
 }
 
 // UpstreamTimeline is one upstream's lanes.
 type UpstreamTimeline struct {
 	OK, Failed []int32
 	Probes     []Probe
+	// GiveUps are the moments (run seconds) the gateway was seen hanging
+	// up on a call to the upstream (giveups.go), at most MaxGiveUpMarks.
+	GiveUps []float64
 	// Health holds health-check counts per second (ok, failed).
 	HealthOK, HealthFailed []int32
 	Open                   []StateInterval

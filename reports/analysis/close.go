@@ -126,11 +126,11 @@ func (u *upstreamRun) successesIn(cy *cyc, lo int, lastBlocked, hi time.Duration
 		// request just then, did not close it (a breaker whose failures
 		// expire, with checks passing throughout, has a check end near
 		// the expiry by chance, every cycle when the periods are in step).
-		early := closeSlack
+		early := u.slack
 		if k.health {
-			early = min(max(cy.react, time.Millisecond), closeSlack)
+			early = min(max(cy.react, time.Millisecond), u.slack)
 		}
-		if e := k.end; e > lastBlocked-early && e <= hi+closeSlackLate {
+		if e := k.end; e > lastBlocked-early && e <= hi+u.slackLate {
 			if !k.health && (first < 0 || e < first) {
 				first = e
 			}
@@ -213,7 +213,7 @@ func (u *upstreamRun) pendingAt(cy *cyc, lo int, hi time.Duration) {
 		if k.t >= hi {
 			break
 		}
-		if !cy.admitted[i] || k.tagged || (k.hasEnd && k.end <= hi+closeSlackLate) {
+		if !cy.admitted[i] || k.tagged || (k.hasEnd && k.end <= hi+u.slackLate) {
 			continue
 		}
 		cy.pending = true

@@ -115,19 +115,27 @@ type collector struct {
 	upNames   map[string]bool // upstreams named in run.start
 	platform  []*journal.PlatformSample
 	rl        *retryLog // the retry, deadline and cost analysis
+	warm      warmupLog // the warm-up, kept apart (warmup.go)
+	fo        failoverLog
 	// handles and upHandles answer nameOf and upstreamName for the names
 	// of the last lines (upHandles: names already in upstreams).
 	handles, upHandles recent[name]
+
+	// interruptAt and stopAt are the times of the phases "interrupted"
+	// and "stop"; -1 when not recorded.
+	interruptAt, stopAt time.Duration
 }
 
 func newCollector() *collector {
-	return &collector{
+	c := &collector{
 		openFaults: map[string]int{},
 		upOrder:    map[string]int{},
 		metrics:    map[string][]statePoint{},
 		upNames:    map[string]bool{},
 		rl:         newRetryLog(),
 	}
+	c.interruptAt, c.stopAt = -1, -1
+	return c
 }
 
 // reserve sizes the record slices for a journal of size bytes. Nearly
@@ -176,6 +184,9 @@ func (c *collector) add(ev journal.Event) {
 	if t > c.lastT {
 		c.lastT = t
 	}
+	if c.warm.take(ev) {
+		return // before time zero: scored nowhere
+	}
 	switch p := ev.Payload.(type) {
 	case *journal.RunStart:
 		if c.start == nil {
@@ -188,6 +199,13 @@ func (c *collector) add(ev journal.Event) {
 		}
 	case *journal.RunEnd:
 		c.end = p
+	case *journal.Phase:
+		switch {
+		case p.Name == PhaseInterrupted && c.interruptAt < 0:
+			c.interruptAt = t
+		case p.Name == "stop" && c.stopAt < 0:
+			c.stopAt = t
+		}
 	case *journal.FaultStart:
 		c.openFaults[p.Name] = len(c.faults)
 		c.upstreamName(p.Upstream)
@@ -215,6 +233,7 @@ func (c *collector) add(ev journal.Event) {
 		}
 		c.reqs = append(c.reqs, r)
 		c.rl.addRequest(p)
+		c.fo.addRequest(p)
 	case *journal.UpstreamRequest:
 		c.rl.addCall(ev.T, p)
 		k := call{t: t, end: t, retryAfter: max(p.RetryAfter, 0), upstream: c.upstreamName(p.Upstream), tag: noName, status: int16(min(max(p.Status, 0), 999)),

@@ -21,6 +21,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	if bounded {
 		out.openHi = cy.openHi
 	}
+	out.refusals(cy)
 	end := u.frame.end + 1
 	if cy.closeAt >= 0 {
 		out.ClosedAtS = Ptr(seconds(cy.closeAt))
@@ -43,6 +44,12 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	case len(health) > 0 && (out.Shape == ShapeHealthCheck || cy.closeAt < 0):
 		out.ProbeSource, probes = "health_check", health
 	}
+	// A quick trial the upstream's breaker judges (trial.go) is a probe.
+	trial := out.Shape == ShapeUnknown && out.ProbeSource != "tagged" && u.trialCounts(cy)
+	if trial {
+		probes = append(probes, cy.fr)
+		out.ProbeSource = "live"
+	}
 	out.Leaked = leaks
 	all := make([]Probe, 0, len(probes))
 	for _, i := range probes {
@@ -64,7 +71,10 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, cc.maybeFailures)
 		out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, cc.maybeRequests)
 	}
-	if cy.closeAt >= 0 {
+	switch {
+	case trial:
+		u.trialClose(cy, out, probes)
+	case cy.closeAt >= 0:
 		u.closeFigures(cy, out, probes)
 	}
 	if out.Shape == ShapeRamp {
@@ -178,24 +188,26 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 		out.intervals = append(out.intervals, c.calls[probes[i]].t-c.calls[probes[i-1]].t)
 	}
 	if len(probes) > 0 {
-		out.firstProbe = c.calls[probes[0]].t
+		// A cooldown ends when the gateway lets the probe through: most
+		// likely its arrival less the usual forwarding lag, no later than
+		// its arrival less the least (letAt), as early as its client's
+		// send when the gateway forwarded it late (letFrom).
+		at0, hi0 := u.letAt(probes[0])
+		out.firstProbe = at0
 		out.lastProbe = c.calls[probes[len(probes)-1]].t
-		out.CooldownsS = append(out.CooldownsS, seconds(c.calls[probes[0]].t-cy.openAt))
+		out.CooldownsS = append(out.CooldownsS, seconds(at0-cy.openAt))
 		// One entry per cooldown, null where exact; kept when any is not.
 		cb, anyBounds := []*Bounds{nil}, false
-		// A cooldown ends when the gateway lets the probe through: at its
-		// arrival, or as early as its client's send when the gateway
-		// forwarded it late (letFrom).
-		if p0 := probes[0]; bounded || u.letFrom(p0) < c.calls[p0].t {
+		if p0 := probes[0]; bounded || u.letFrom(p0) < at0 || hi0 > at0 {
 			// As short as the first probe after the latest open; a probe
 			// before it (a health check, which runs whatever the breaker
 			// does) leaves it as short as nothing.
-			cb[0], anyBounds = &Bounds{Min: Ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(out.CooldownsS[0])}, true
+			cb[0], anyBounds = &Bounds{Min: Ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(seconds(hi0 - cy.openAt))}, true
 		}
 		waits := len(cy.blockedAt) > 0 // requests are attributed: a wait shows
 		for i := 0; i+1 < len(probes); i++ {
 			k := &c.calls[probes[i]]
-			next := c.calls[probes[i+1]].t
+			next, nextHi := u.letAt(probes[i+1])
 			if !k.failed {
 				continue
 			}
@@ -216,8 +228,8 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 			// one of those ends.
 			var bnd *Bounds
 			let := u.letFrom(probes[i+1])
-			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next {
-				bnd, anyBounds = &Bounds{Min: Ptr(seconds(max(let-k.end, 0))), Max: Ptr(seconds(next - e))}, true
+			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next || nextHi > next {
+				bnd, anyBounds = &Bounds{Min: Ptr(seconds(max(let-k.end, 0))), Max: Ptr(seconds(nextHi - e))}, true
 			}
 			cb = append(cb, bnd)
 		}
@@ -319,7 +331,7 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 // than after the close. Callers check that there was an earlier success.
 func (u *upstreamRun) resumedOnASlot(cy *cyc, out *Cycle) bool {
 	fr, c := cy.fr, u.c
-	return len(cy.blockedAt) > 0 && fr >= 0 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+closeSlack
+	return len(cy.blockedAt) > 0 && fr >= 0 && out.MaxProbesInFlight > 1 && c.calls[fr].t < c.calls[cy.closeBy].end+u.slack
 }
 
 // letFrom is the earliest the gateway can have let call i through: its
@@ -329,7 +341,7 @@ func (u *upstreamRun) resumedOnASlot(cy *cyc, out *Cycle) bool {
 func (u *upstreamRun) letFrom(i int32) time.Duration {
 	k := &u.c.calls[i]
 	if r, ok := u.reqOfCall(i); ok {
-		if s := u.c.reqs[r].sent; s > 0 && s < k.t-closeSlack {
+		if s := u.c.reqs[r].sent; s > 0 && s < k.t-u.slack {
 			return s
 		}
 	}

@@ -27,6 +27,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	ampEnd = min(ampEnd, spanEnd)
 	u.retryAfter(ep, w, spanEnd, ampEnd)
 	u.metricsLag(ep, w)
+	u.observed(ep, w)
 	openTime(ep)
 	ep.Statement = statement(ep)
 }
@@ -102,6 +103,7 @@ func cyclesFigures(ep *Episode, w window, spanEnd time.Duration) time.Duration {
 		ep.ClosedAtS = last.ClosedAtS
 		ep.ClosedAfterRecoveryS = Ptr(seconds(last.closeAt - w.end))
 		ep.SuccessesToClose = last.SuccessesToClose
+		ep.SuccessesToCloseBounds = last.SuccessesToCloseBounds
 		ep.CloseBoundsS = last.CloseBoundsS
 		return max(w.end, last.closeAt)
 	}
@@ -146,11 +148,14 @@ func (u *upstreamRun) retryAfter(ep *Episode, w window, spanEnd, ampEnd time.Dur
 			if j < len(live) {
 				nt := c.calls[live[j]].t
 				ra.NextCallS = Ptr(seconds(nt - p.from))
-				ra.Honoured = nt >= p.until-RetryAfterSlack
+				early := nt < p.until-RetryAfterSlack
+				ra.Honoured = !early || !faultStood(w, nt)
+				ra.AfterRecovery = early && !faultStood(w, nt)
 			}
 			ep.RetryAfter = append(ep.RetryAfter, ra)
 		}
-		// Violations: calls inside any pause that began before them.
+		// Calls inside any pause that began before them: violations while
+		// the fault stood, ordinary traffic after it ended.
 		pi := 0
 		var until time.Duration = -1
 		for _, i := range live[lo:] {
@@ -163,7 +168,11 @@ func (u *upstreamRun) retryAfter(ep *Episode, w window, spanEnd, ampEnd time.Dur
 				pi++
 			}
 			if k.t < until-RetryAfterSlack {
-				ep.RetryAfterViolations++
+				if faultStood(w, k.t) {
+					ep.RetryAfterViolations++
+				} else {
+					ep.RetryAfterAfterRecovery++
+				}
 			}
 		}
 		ep.RetryAfterHonoured = Ptr(ep.RetryAfterViolations == 0)
@@ -233,7 +242,7 @@ func statement(ep *Episode) string {
 		if ep.RetryAfterHonoured != nil && !*ep.RetryAfterHonoured {
 			s += fmt.Sprintf(" %s ignored a 429's Retry-After.", num.Plural(ep.RetryAfterViolations, "call"))
 		}
-		return s
+		return s + afterRecoveryText(ep)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Opened %s after the fault started (%s before", num.Sec(*ep.OpenedAfterS), num.Plural(*ep.FailuresBeforeOpen, "failed call"))
@@ -262,8 +271,8 @@ func statement(ep *Episode) string {
 	}
 	switch {
 	case ep.Probes > 0 && ep.FirstProbeAfterOpen != nil:
-		fmt.Fprintf(&b, " Probed %s (%s), first %s after opening", num.Plural(ep.Probes, "time"), ep.ProbeSource, num.Sec(*ep.FirstProbeAfterOpen))
-		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil {
+		fmt.Fprintf(&b, " Probed %s%s (%s), first %s after opening", atLeastWord(ep), num.Plural(ep.Probes, "time"), ep.ProbeSource, num.Sec(*ep.FirstProbeAfterOpen))
+		if pb := ep.FirstProbeAfterOpenBoundsS; pb != nil && pb.Min != nil && *pb.Min < *ep.FirstProbeAfterOpen-0.0005 {
 			if ep.OpenedAfterBoundsS != nil {
 				fmt.Fprintf(&b, " (as little as %s after an open as late as it may have been)", num.Sec(*pb.Min))
 			} else {
@@ -273,7 +282,7 @@ func statement(ep *Episode) string {
 		b.WriteString(".")
 	case ep.Probes > 0:
 		// The first open cycle had no probe; a later one did.
-		fmt.Fprintf(&b, " Probed %s (%s), none in the first open cycle.", num.Plural(ep.Probes, "time"), ep.ProbeSource)
+		fmt.Fprintf(&b, " Probed %s%s (%s), none in the first open cycle.", atLeastWord(ep), num.Plural(ep.Probes, "time"), ep.ProbeSource)
 	default:
 		b.WriteString(" No probes seen.")
 	}
@@ -289,27 +298,39 @@ func statement(ep *Episode) string {
 		} else {
 			fmt.Fprintf(&b, " Retry-After violated by %s.", num.Plural(ep.RetryAfterViolations, "call"))
 		}
+		b.WriteString(afterRecoveryText(ep))
 	}
 	if ep.Closed {
-		rel := "after"
-		d := *ep.ClosedAfterRecoveryS
-		if d < 0 {
-			rel, d = "before", -d
-		}
-		fmt.Fprintf(&b, " Closed %s %s the fault ended", num.Sec(d), rel)
+		// What users saw first, then the breaker's close as inferred, in
+		// the one text every output gives it (CloseText).
+		fmt.Fprintf(&b, " Closed %s", CloseText(ep))
 		switch b0 := ep.CloseBoundsS; {
 		case ep.SuccessesToClose != nil:
 			fmt.Fprintf(&b, ", after %s", num.Plural(int64(*ep.SuccessesToClose), "successful probe"))
+		case ep.SuccessesToCloseBounds != nil && ep.SuccessesToCloseBounds.Min != nil && ep.SuccessesToCloseBounds.Max == nil:
+			fmt.Fprintf(&b, ", after at least %s (the trial's, or a later one: unseen)", num.Plural(int64(*ep.SuccessesToCloseBounds.Min), "successful probe"))
 		case b0 != nil && b0.Min != nil && b0.Max != nil:
-			fmt.Fprintf(&b, " (between %s and %s into the run: no success pins it down)", num.Sec(*b0.Min), num.Sec(*b0.Max))
+			b.WriteString(" (no success pins it down)")
 		case b0 != nil:
-			b.WriteString(" at the earliest (the breaker forwarded everything from then on; a ramp's end, or a half-open letting several quick calls through, closes later, unseen from outside)")
+			b.WriteString(" (the breaker forwarded everything from then on; a ramp's end, or a half-open letting several quick calls through, closes later, unseen from outside)")
 		}
 		b.WriteString(".")
+		if r := ResumedText(ep); r != "" {
+			fmt.Fprintf(&b, " Traffic resumed %s.", r)
+		}
 	} else {
 		b.WriteString(" Did not close before the run ended.")
 	}
 	return b.String()
+}
+
+// atLeastWord is "at least " when more calls may have been probes than
+// counted (a cycle's maybe_probe), else "".
+func atLeastWord(ep *Episode) string {
+	if ep.probesBounds() != nil {
+		return "at least "
+	}
+	return ""
 }
 
 // healthDisagreement finds intervals where the upstream's health checks
@@ -390,4 +411,23 @@ func (u *upstreamRun) healthDisagreement(ua *UpstreamAnalysis, opens [][2]time.D
 	}
 	flush(runEnd)
 	ua.HealthDisagreementMaxS = Ptr(seconds(maxD))
+}
+
+// faultStood reports whether the episode's fault still stood at t: a
+// call before an announced Retry-After elapsed is an early probe of the
+// faulted upstream only then. After the fault ended the upstream answers
+// again, and the calls that come then, inside a pause announced long
+// before (Retry-After 120 s against a 30 s cooldown), are the gateway's
+// ordinary traffic after recovery: counted apart, not as violations
+// (issue 28, item 9).
+func faultStood(w window, t time.Duration) bool { return t >= w.start && t < w.end }
+
+// afterRecoveryText says how many calls came inside an announced pause
+// after the fault had ended; "" when none did.
+func afterRecoveryText(ep *Episode) string {
+	if ep.RetryAfterAfterRecovery == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %s came before an announced Retry-After elapsed but after the fault had ended (traffic after recovery, not counted as violations).",
+		num.Plural(ep.RetryAfterAfterRecovery, "call"))
 }

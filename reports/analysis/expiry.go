@@ -65,6 +65,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 			next := newCycBounded(u.openBounds(nb, nb, last))
 			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
 			cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = ft, max(lb, cur.openAt), -1, false
+			cur.resumed = -1 // refused again: what users saw resumed only at the end
 			cur.admitted = map[int32]bool{}
 			out = append(out, cur)
 			cur = next
@@ -72,7 +73,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		}
 		// The last segment ends as the whole cycle did.
 		cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = final.closeAt, final.closeLo, final.closeBy, final.maybeProbe
-		cur.sinceClose = final.sinceClose
+		cur.sinceClose, cur.resumed = final.sinceClose, final.resumed
 		cur.lb, cur.fr, cur.nx, cur.react, cur.th = final.lb, final.fr, final.nx, final.react, final.th
 		out = append(out, cur)
 		// Blocked requests to the segment they fell in.
@@ -150,11 +151,13 @@ func countRuns(cy *cyc, adm []int32, c *collector) int {
 }
 
 // redistributeBlocked gives each segment of a split cycle the blocked
-// requests sent while it was open.
+// requests sent while it was open, each with its own answer and whether
+// it was a fast-fail: a segment's counts are its requests', never a share
+// of the whole's.
 func redistributeBlocked(segs []*cyc, whole *cyc) {
-	all, allDone, ffRatio := whole.blockedAt, whole.blockedDone, whole.ff
+	all, allDone, allFF := whole.blockedAt, whole.blockedDone, whole.blockedFF
 	for _, s := range segs {
-		s.blockedAt, s.blockedDone, s.blocked = nil, nil, 0
+		s.blockedAt, s.blockedDone, s.blockedFF, s.blocked, s.ff = nil, nil, nil, 0, 0
 	}
 	for j, b := range all {
 		for _, s := range segs {
@@ -165,21 +168,13 @@ func redistributeBlocked(segs []*cyc, whole *cyc) {
 			if b >= s.openAt-closeSlack && b < end {
 				s.blockedAt = append(s.blockedAt, b)
 				s.blockedDone = append(s.blockedDone, allDone[j])
+				s.blockedFF = append(s.blockedFF, allFF[j])
 				s.blocked++
+				if allFF[j] {
+					s.ff++
+				}
 				break
 			}
-		}
-	}
-	// Fast-fails are not kept per request: share them in proportion.
-	if n := int64(len(all)); n > 0 {
-		left := ffRatio
-		for i, s := range segs {
-			if i == len(segs)-1 {
-				s.ff = left
-				break
-			}
-			s.ff = ffRatio * s.blocked / n
-			left -= s.ff
 		}
 	}
 }

@@ -123,7 +123,11 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.FastFails)) }, In: InReport},
 	{Key: "probes", Label: "probes", Unit: Count, Value: func(e *Episode) *float64 { return Ptr(float64(e.Probes)) },
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%d (%s; %d ok, %d failed)", e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
+			least := ""
+			if e.probesBounds() != nil {
+				least = "at least " // more calls may have been probes (maybe_probe)
+			}
+			return fmt.Sprintf("%s%d (%s; %d ok, %d failed)", least, e.Probes, num.OrDash(e.ProbeSource), e.ProbeOutcomes.OK, e.ProbeOutcomes.Failed)
 		}, In: InReport | InCompare},
 	{Key: "first_probe_after_open_s", Label: "first probe after open", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.FirstProbeAfterOpen },
@@ -184,8 +188,21 @@ var Figures = []Figure{
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.MaxProbesInFlight), c.ProbeCount > 0 })},
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},
-	{Key: "closed_after_recovery_s", Label: "closed after fault end", Unit: Seconds,
+	{Key: "observed.resumed_after_s", Label: "traffic resumed after fault end (observed)", Unit: Seconds,
+		Value: func(e *Episode) *float64 {
+			if e.Observed == nil {
+				return nil
+			}
+			return e.Observed.ResumedAfterS
+		}, In: InReport | InCompare, CompareLabel: "traffic resumed after fault end"},
+	{Key: "closed_after_recovery_s", Label: "breaker closed (inferred)", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ClosedAfterRecoveryS },
+		Cell: func(e *Episode) string {
+			if t := CloseText(e); t != "" {
+				return t
+			}
+			return "—"
+		},
 		Bounds: func(e *Episode) (float64, float64, bool) {
 			// close_bounds_s are moments into the run; the figure counts
 			// from the fault's end.
@@ -200,14 +217,29 @@ var Figures = []Figure{
 		Value:  func(e *Episode) *float64 { return e.OpenTimeS },
 		Bounds: func(e *Episode) (float64, float64, bool) { return rangeOf(e.OpenTimeS, e.OpenTimeBoundsS) },
 		Cell:   func(e *Episode) string { return bounded(e.OpenTimeS, e.OpenTimeBoundsS, Seconds) }, In: Everywhere},
+	// The close's bounds are in the close's one text (CloseText, the row
+	// above): a second row would give the page two figures for one close.
 	{Key: "close_bounds_s", Label: "close between", Unit: Word, Word: func(e *Episode) string {
 		if b := e.CloseBoundsS; b != nil && b.Min != nil {
 			return boundsText(b, Seconds)
 		}
 		return "—"
-	}, In: InReport},
+	}},
 	{Key: "successes_to_close", Label: "successes to close", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.SuccessesToClose) }, In: InReport | InCompare,
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			if e.SuccessesToClose != nil || e.SuccessesToCloseBounds == nil {
+				return 0, 0, false
+			}
+			lo, hi := BoundsSpan(0, e.SuccessesToCloseBounds)
+			return lo, hi, lo < hi
+		},
+		Cell: func(e *Episode) string {
+			if b := e.SuccessesToCloseBounds; e.SuccessesToClose == nil && b != nil {
+				return atLeastText(b, Count)
+			}
+			return formatUnit(intf(e.SuccessesToClose), Count)
+		},
 		Samples: perCycle(func(c *Cycle) (float64, bool) {
 			if c.SuccessesToClose == nil {
 				return 0, false
@@ -220,7 +252,11 @@ var Figures = []Figure{
 		}
 		return fmt.Sprint(*e.RetryAfterHonoured)
 	}, Cell: func(e *Episode) string {
-		return num.Tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early)", e.RetryAfterViolations))
+		s := num.Tri(e.RetryAfterHonoured, "yes", fmt.Sprintf("no (%d calls too early while the fault stood)", e.RetryAfterViolations))
+		if e.RetryAfterHonoured != nil && e.RetryAfterAfterRecovery > 0 {
+			s += fmt.Sprintf("; %d early after recovery", e.RetryAfterAfterRecovery)
+		}
+		return s
 	}, In: InReport | InCompare},
 	{Key: "amplification", Label: "amplification (calls / request)", Unit: Ratio,
 		Value: func(e *Episode) *float64 { return e.Amplification },
@@ -282,6 +318,9 @@ var Figures = []Figure{
 			if l.Lockstep != nil {
 				verdict = map[bool]string{true: "yes", false: "no"}[*l.Lockstep]
 			}
+			if l.Basis == "schedule" {
+				return fmt.Sprintf("%s (%.0f%% within %s; %.0f%% from the send schedule alone, %.0f%% if independent)", verdict, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.ScheduleShare*100, *l.IndependentShare*100)
+			}
 			return fmt.Sprintf("%s (%.0f%% within %s; %.0f%% if independent)", verdict, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.IndependentShare*100)
 		}), In: InReport | InCompare, CompareLabel: "retries within 10 ms of another's"},
 	{Key: "retries.write_retries.post_patch.without_key", Label: "writes sent again without a key", Unit: Count,
@@ -317,6 +356,90 @@ var Figures = []Figure{
 			}
 			return fmt.Sprintf("%s (%s against %s tokens)", num.NumP(c.TokensAmplification, "×%.2f"), num.NumP(c.TokensPerCompletedDuring, "%.0f"), num.NumP(c.TokensPerCompletedBefore, "%.0f"))
 		}, In: InReport | InCompare, CompareLabel: "cost amplification (tokens)"},
+	// Failover (failover.go; docs/analysis.md, "Failover").
+	{Key: "failover.fallback", Label: "failover to", Unit: Word, Word: func(e *Episode) string {
+		if f := e.Failover; f != nil && f.Fallback != "" {
+			return f.Fallback
+		}
+		return "—"
+	}, Cell: failoverCell, In: InReport | InCompare},
+	{Key: "failover.failed_over_after_s", Label: "failed over after fault start", Unit: Seconds,
+		Value: failoverFig(func(f *Failover) *float64 { return f.FailedOverAfterS }),
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			if e.Failover == nil {
+				return 0, 0, false
+			}
+			return rangeOf(e.Failover.FailedOverAfterS, e.Failover.FailedOverAfterBoundsS)
+		},
+		Cell: func(e *Episode) string {
+			if e.Failover == nil {
+				return "—"
+			}
+			return bounded(e.Failover.FailedOverAfterS, e.Failover.FailedOverAfterBoundsS, Seconds)
+		}, In: InReport | InCompare, CompareLabel: "failed over after"},
+	{Key: "failover.failed_back_after_s", Label: "failed back after fault end", Unit: Seconds,
+		Value: failoverFig(func(f *Failover) *float64 { return f.FailedBackAfterS }),
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			if e.Failover == nil {
+				return 0, 0, false
+			}
+			return rangeOf(e.Failover.FailedBackAfterS, e.Failover.FailedBackAfterBoundsS)
+		},
+		Cell: func(e *Episode) string {
+			f := e.Failover
+			switch {
+			case f == nil || f.Fallback == "":
+				return "—"
+			case !f.FailedBack && e.EndedByRun:
+				return "— (the fault lasted to the run's end)"
+			case !f.FailedBack:
+				return "— (not before the run ended)"
+			}
+			return bounded(f.FailedBackAfterS, f.FailedBackAfterBoundsS, Seconds)
+		}, In: InReport | InCompare, CompareLabel: "failed back after"},
+	{Key: "failover.requests_served", Label: "served by the fallback", Unit: Count,
+		Value: failoverFig(func(f *Failover) *float64 { return Ptr(float64(f.Served)) }),
+		Cell: func(e *Episode) string {
+			f := e.Failover
+			if f == nil || f.Fallback == "" {
+				return "—"
+			}
+			cost := num.Plural(f.FallbackCalls, "call")
+			if f.FallbackTokens != nil {
+				cost += ", " + num.Plural(*f.FallbackTokens, "token")
+			}
+			if f.Evidence == "time" {
+				return fmt.Sprintf("%s (%d ok; %s)", num.Plural(f.Served, "call"), f.ServedOK, cost)
+			}
+			return fmt.Sprintf("%d of %d requests (%d ok; %d after the primary failed them; %s)", f.Served, f.Requests, f.ServedOK, f.AfterPrimary, cost)
+		}, In: InReport},
+}
+
+// failoverFig reads a figure of the episode's failover; nil without it.
+func failoverFig(f func(*Failover) *float64) func(*Episode) *float64 {
+	return func(e *Episode) *float64 {
+		if e.Failover == nil {
+			return nil
+		}
+		return f(e.Failover)
+	}
+}
+
+// failoverCell names the fallback and how the requests were followed, or
+// why there is none.
+func failoverCell(e *Episode) string {
+	f := e.Failover
+	switch {
+	case f == nil:
+		return "—"
+	case f.Unseen != "":
+		return "— (" + f.Unseen + ")"
+	case f.Fallback == "":
+		return fmt.Sprintf("none (%s followed)", num.Plural(f.Requests, "client request"))
+	}
+	how := map[string]string{"same_requests": "the same client requests reached both", "target_header": "the gateway's target header",
+		"time": "matched in time: it received calls only while the primary was faulted"}[f.Evidence]
+	return f.Fallback + " (" + how + ")"
 }
 
 // retryFig reads a figure of the episode's retry figures; nil without them.
@@ -411,6 +534,15 @@ func bounded(v *float64, b *Bounds, u Unit) string {
 		return formatUnit(v, u)
 	}
 	return formatUnit(v, u) + " (" + boundsText(b, u) + ")"
+}
+
+// atLeastText says a range with no known most as "at least N", else as
+// boundsText does.
+func atLeastText(b *Bounds, u Unit) string {
+	if b.Min != nil && b.Max == nil {
+		return "at least " + formatUnit(b.Min, u)
+	}
+	return boundsText(b, u)
 }
 
 // boundsText says a range in the figure's unit; an unknown end is

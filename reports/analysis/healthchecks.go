@@ -116,7 +116,7 @@ func (u *upstreamRun) coincidence(cycles []*cyc, byCheck func(*cyc) bool) float6
 		}
 		hi := c.calls[cy.fr].t
 		e := c.calls[cy.closeBy].end
-		w := hi - cy.lb + closeSlack
+		w := hi - cy.lb + u.slack
 		if e > hi {
 			w += e - hi
 		}

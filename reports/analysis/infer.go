@@ -72,8 +72,10 @@ type cyc struct {
 	// sinceClose are the passed calls after the (tentative) close.
 	sinceClose []int32
 	// blockedAt are the send times of the blocked requests, in order;
-	// blockedDone when each one's answer came back (0: it never did).
+	// blockedDone when each one's answer came back (0: it never did),
+	// blockedFF whether it was a recognised fast-fail.
 	blockedAt, blockedDone []time.Duration
+	blockedFF              []bool
 	// failureDriven: calls failed before the open. Such a breaker opens
 	// again only after failures.
 	failureDriven bool
@@ -117,13 +119,15 @@ type cyc struct {
 	// checkChance ≥ 0: closed on a passing check although the checks
 	// passed throughout; the chance that this was coincidence.
 	checkChance float64
+	// resumed is when the first request of the traffic that resumed
+	// after the last one turned away got its successful answer back
+	// (-1: none did): what users saw of the recovery (Observed).
+	resumed time.Duration
 }
-
-func newCyc(openAt time.Duration) *cyc { return newCycBounded(openAt, openAt) }
 
 // newCycBounded is a cycle whose open is known to [openAt, openHi].
 func newCycBounded(openAt, openHi time.Duration) *cyc {
-	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, closeFirst: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1}
+	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, closeFirst: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1, fr: -1, nx: -1, resumed: -1}
 }
 
 func (c *collector) finish() (*Analysis, error) {
@@ -143,6 +147,7 @@ func (c *collector) finish() (*Analysis, error) {
 	sortStableNearly(c.calls, func(x, y call) int { return cmp.Compare(x.t, y.t) })
 	sortStableNearly(c.reqs, func(x, y creq) int { return cmp.Compare(x.sched, y.sched) })
 	c.markAbandoned()
+	c.markCut(a)
 
 	wins := c.windows(runEnd)
 	fr := frame{end: runEnd, faultStart: -1, faultEnd: -1}
@@ -155,12 +160,16 @@ func (c *collector) finish() (*Analysis, error) {
 		}
 	}
 	c.replayStats(a)
+	c.gatewayGone(a)
 	c.phases(a, fr)
 	reqUp := c.routeUpstreams(a)
 
 	tl := c.timeline(a, runEnd)
+	c.warm.figures(a, runEnd)
 	c.analyseUpstreams(a, reqUp, wins, fr)
 	a.Resilience = c.resilience(a, wins, int64(fr.faultStart), int64(fr.faultEnd))
+	c.failovers(a, wins, fr)
+	c.giveUps(a)
 	c.healthFigures(a, tl, runEnd)
 	if c.start != nil {
 		c.plan(a)
@@ -224,12 +233,18 @@ func (c *collector) analyseUpstreams(a *Analysis, reqUp []name, wins map[string]
 			reqsBy[u.Value()] = append(reqsBy[u.Value()], int32(i))
 		}
 	}
+	reached := c.reachedRequests(reqsBy)
 	for _, name := range c.upstreams {
 		if len(callsBy[name]) == 0 && len(reqsBy[name]) == 0 && len(wins[name]) == 0 && !c.upNames[name] {
 			continue
 		}
-		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr}
-		a.Upstreams[name] = u.analyse(a, reqsBy[name])
+		u := &upstreamRun{c: c, name: name, calls: callsBy[name], wins: wins[name], mpts: c.metrics[name], frame: fr,
+			slack: closeSlack, slackLate: closeSlackLate}
+		reqs := reqsBy[name]
+		if r, ok := reached[name]; ok {
+			reqs, u.reached = r, true
+		}
+		a.Upstreams[name] = u.analyse(a, reqs)
 	}
 }
 

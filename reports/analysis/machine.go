@@ -43,6 +43,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 			u.reqOf.set(uint64(k), sent[j])
 		}
 	}
+	u.fwd = u.forwarding()
 	m := &machineState{u: u, match: match, lastPassed: -1, lastBlocked: -1}
 	for j := range sent {
 		r := &c.reqs[sent[j]]
@@ -87,6 +88,7 @@ func (m *machineState) block(r *creq) {
 	cur.blocked++
 	cur.blockedAt = append(cur.blockedAt, r.sent)
 	cur.blockedDone = append(cur.blockedDone, r.done)
+	cur.blockedFF = append(cur.blockedFF, r.fastFail)
 	if r.fastFail {
 		cur.ff++
 	}
@@ -99,7 +101,7 @@ func (m *machineState) closed(j int, r *creq, k uint8) {
 	u, c, sent := m.u, m.u.c, m.u.sent
 	last := m.last
 	switch {
-	case k == clsBlocked && last != nil && last.failureDriven && !u.failedKnownBy(last.closeLo, r.sent, max(r.done, r.sent)+closeSlackLate):
+	case k == clsBlocked && last != nil && last.failureDriven && !u.failedKnownBy(last.closeLo, r.sent, max(r.done, r.sent)+u.slackLate):
 		// Blocked again without a failure since the close: the
 		// breaker never closed. Resume the cycle; the passes
 		// since were admissions.
@@ -108,7 +110,7 @@ func (m *machineState) closed(j int, r *creq, k uint8) {
 			m.cur.admitted[i] = true
 		}
 		m.cur.sinceClose = m.cur.sinceClose[:0]
-		m.cur.closeAt, m.cur.closeLo, m.cur.closeBy = -1, -1, -1
+		m.cur.closeAt, m.cur.closeLo, m.cur.closeBy, m.cur.resumed = -1, -1, -1, -1
 		m.block(r)
 		m.lastBlocked = j
 		m.run = m.run[:0]
@@ -167,6 +169,7 @@ func (m *machineState) open(j int, r *creq, k uint8) {
 			fr, nx, th, react := u.firstArrivals(m.run, m.match)
 			cur.react, cur.th = react, th
 			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx)
+			cur.resumed = u.resumedAt(m.run)
 			cur.sinceClose = cur.sinceClose[:0]
 			for _, q := range m.run {
 				cur.sinceClose = append(cur.sinceClose, m.match[q])
@@ -221,21 +224,6 @@ func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second, th
 	}
 	qa := byArrival[0]
 	return match[qa], match[byArrival[1]], third, c.calls[match[qa]].t - c.reqs[u.sent[qa]].sent
-}
-
-// openMoment estimates when the breaker opened. The black-box bounds are
-// the end of the last live call that got through and the first request
-// that did not (notBefore). Breakers trip on a failure's response, so when
-// that last call failed its end is the estimate; otherwise the first
-// blocked request is.
-func (c *collector) openMoment(firstBlocked time.Duration, lastPassed int32) time.Duration {
-	if lastPassed >= 0 {
-		k := &c.calls[lastPassed]
-		if k.failed && k.end <= firstBlocked {
-			return k.end
-		}
-	}
-	return firstBlocked
 }
 
 // closeMoment estimates when the breaker closed, given the first two calls
@@ -300,7 +288,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 			if !big {
 				continue
 			}
-			cur = newCyc(c.openMoment(prevT+exp, arr[i-1]))
+			cur = newCycBounded(u.openBounds(prevT+exp, prevT+exp, arr[i-1]))
 			out = append(out, cur)
 			run = run[:0]
 		}
@@ -315,6 +303,11 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 		if len(run) >= CloseRunMin {
 			cur.closeAt, cur.closeBy = u.closeMoment(cur, run[0], run[1])
 			cur.closeLo = cur.closeAt
+			if k := &c.calls[run[0]]; !k.failed && k.hasEnd {
+				// No client attribution: the upstream's answer is the
+				// nearest sight of the recovery.
+				cur.resumed = k.end
+			}
 			cur, run = nil, run[:0]
 		}
 	}
@@ -322,7 +315,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 	if cur == nil && len(c.reqs) > 0 {
 		last := c.calls[arr[len(arr)-1]].t
 		if c.reqs[len(c.reqs)-1].sched-last > gap {
-			out = append(out, newCyc(c.openMoment(last+exp, arr[len(arr)-1])))
+			out = append(out, newCycBounded(u.openBounds(last+exp, last+exp, arr[len(arr)-1])))
 		}
 	}
 	return exp, out

@@ -262,7 +262,7 @@ func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) stri
 	case !ep.Opened:
 		breaker = "its breaker did not open"
 	case ep.OpenedAfterS != nil && ep.Closed && ep.ClosedAfterRecoveryS != nil:
-		breaker = fmt.Sprintf("its breaker opened %s after the fault started and closed %s after it ended", openedAfterWords(ep), num.Sec(*ep.ClosedAfterRecoveryS))
+		breaker = fmt.Sprintf("its breaker opened %s after the fault started and closed %s", openedAfterWords(ep), CloseText(ep))
 	case ep.OpenedAfterS != nil && !ep.Closed:
 		breaker = fmt.Sprintf("its breaker opened %s after the fault started and had not closed by the run's end", openedAfterWords(ep))
 	default:

@@ -38,7 +38,6 @@ func percentiles(h *hdrhistogram.Histogram, p90 bool) Percentiles {
 func (c *collector) replayStats(a *Analysis) {
 	rs := &a.Replay
 	rs.AskedRatePerS = a.Run.RatePerS
-	h := newHist()
 	sends := make([]time.Duration, 0, len(c.reqs)) // grown by appends, 5× its size in garbage
 	for i := range c.reqs {
 		r := &c.reqs[i]
@@ -46,19 +45,23 @@ func (c *collector) replayStats(a *Analysis) {
 		if r.late {
 			rs.Late++
 		}
+		if c.missed(i) {
+			rs.Missed++
+		}
 		if r.outcome == outDropped || r.sent == 0 {
 			rs.Dropped++
 			continue
 		}
 		rs.Sent++
-		record(h, r.sent-r.sched)
 		sends = append(sends, r.sent)
 	}
-	rs.LatenessMs = percentiles(h, false)
 	// The achieved rate and the gaps come from when requests actually
 	// went out, not from the schedule: a stalled replayer sends late, not
 	// less, and only the send times show it.
 	slices.Sort(sends)
+	h := newHist()
+	c.lateness(h, sends)
+	rs.LatenessMs = percentiles(h, false)
 	if n := len(sends); n > 1 && sends[n-1] > sends[0] {
 		rs.ObservedRatePerS = num.Round3(float64(n-1) / (float64(sends[n-1]-sends[0]) / float64(time.Second)))
 		var gap, at time.Duration
@@ -91,36 +94,26 @@ const NoteReplayStalled = "the replay stalled"
 // the analysis itself reads as a breaker turning traffic away when it has
 // nothing else to go on, so an open or a close inside it goes unseen, and
 // the breaker figures around it are only as good as the few requests
-// either side. sends are the send times, sorted; c.reqs are in schedule
-// order. Empty when the replay kept up.
+// either side. It sets rs.Stall to the longest such span. sends are the
+// send times, sorted; c.reqs are in schedule order. Empty when the replay
+// kept up.
 func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 	if len(c.reqs) < 2 {
 		return ""
 	}
-	// The schedule's interval: the asked rate's, or (a capture's own
-	// timing) the median spacing of the due times.
-	var iv time.Duration
-	if rs.AskedRatePerS > 0 {
-		iv = time.Duration(float64(time.Second) / rs.AskedRatePerS)
-	} else {
-		var sp []time.Duration
-		for i := 1; i < len(c.reqs); i++ {
-			if d := c.reqs[i].sched - c.reqs[i-1].sched; d > 0 {
-				sp = append(sp, d)
-			}
-		}
-		if len(sp) == 0 {
-			return ""
-		}
-		iv = num.Median(sp)
+	iv := c.sendInterval(rs.AskedRatePerS)
+	if iv <= 0 {
+		return ""
 	}
-	limit := max(GapFactor*iv, MinGap)
+	limit := blindSpan(iv)
 	// The longest a due request waited for the next send at or after its
 	// due time: a request late itself, or dropped while nothing went out.
 	// A stall is one such wait per next send (the requests due before the
-	// same send waited in the same stall).
+	// same send waited in the same stall), from the first of them.
+	type span struct{ from, to time.Duration }
+	var spans []span
 	var hole, from time.Duration
-	stalls, last := 0, -1
+	last := -1
 	for i := range c.reqs {
 		due := c.reqs[i].sched
 		j, _ := slices.BinarySearch(sends, due)
@@ -132,21 +125,46 @@ func (c *collector) replayStall(sends []time.Duration, rs *ReplayStats) string {
 			continue
 		}
 		if j != last {
-			stalls, last = stalls+1, j
+			spans, last = append(spans, span{due, sends[j]}), j
 		}
 		if d > hole {
 			hole, from = d, due
 		}
 	}
-	if stalls == 0 {
+	if len(spans) == 0 {
 		return ""
 	}
-	spans := "once"
-	if stalls > 1 {
-		spans = fmt.Sprintf("%d times, the longest", stalls)
+	// The harness's stall (rs.Stall, a harness failure) is the longest
+	// span in which it missed sends; a span of requests dropped on time
+	// (a full in-flight cap: the gateway holding every connection) is
+	// the gateway's doing, noted but not the harness's failure.
+	var longest time.Duration
+	for _, sp := range spans {
+		var missed int64
+		lo := sort.Search(len(c.reqs), func(i int) bool { return c.reqs[i].sched >= sp.from })
+		for i := lo; i < len(c.reqs) && c.reqs[i].sched < sp.to; i++ {
+			if c.missed(i) {
+				missed++
+			}
+		}
+		if missed == 0 {
+			continue
+		}
+		if rs.Stall == nil {
+			rs.Stall = &Stall{}
+		}
+		rs.Stall.Stalls++
+		if d := sp.to - sp.from; d > longest {
+			longest = d
+			rs.Stall.FromS, rs.Stall.ToS, rs.Stall.Missed = seconds(sp.from), seconds(sp.to), missed
+		}
+	}
+	times := "once"
+	if len(spans) > 1 {
+		times = fmt.Sprintf("%d times, the longest", len(spans))
 	}
 	return fmt.Sprintf("%s: requests were due and none was sent for longer than %s (%d × the %s between requests, at least %s) %s for %s from %s into the run (%d of %d requests dropped); the analysis cannot see through that: an open or a close of a breaker in such a span is unseen, and the breaker figures around it rest on the few requests either side",
-		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), spans, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
+		NoteReplayStalled, num.Sec(seconds(limit)), GapFactor, num.Sec(seconds(iv)), num.Sec(seconds(MinGap)), times, num.Sec(seconds(hole)), num.Sec(seconds(from)), rs.Dropped, rs.Due)
 }
 
 // phases computes client figures before, during and after the faults.
@@ -156,9 +174,10 @@ func (c *collector) phases(a *Analysis, fr frame) {
 		start, end time.Duration
 	}
 	runEnd := fr.end
-	spans := []span{{"before", 0, runEnd + 1}}
+	zero := c.warm.origin() // after a warm-up, "before" starts at time zero
+	spans := []span{{"before", zero, runEnd + 1}}
 	if fr.faultStart >= 0 {
-		spans = []span{{"before", 0, fr.faultStart}, {"during", fr.faultStart, fr.faultEnd}, {"after", fr.faultEnd, runEnd + 1}}
+		spans = []span{{"before", zero, fr.faultStart}, {"during", fr.faultStart, fr.faultEnd}, {"after", fr.faultEnd, runEnd + 1}}
 	}
 	var totalCalls, totalReqs int64
 	for _, sp := range spans {
@@ -202,6 +221,13 @@ func (c *collector) phases(a *Analysis, fr frame) {
 		}
 	}
 	a.Amplification.Overall = ratio(totalCalls, totalReqs)
+	to := runEnd + 1
+	if fr.faultStart >= 0 {
+		to = fr.faultStart
+	}
+	if a.Saturation = c.saturation(zero, to); a.Saturation != nil && a.Saturation.Saturated {
+		a.Notes = append(a.Notes, saturationNote(a.Saturation, fr.faultStart >= 0))
+	}
 }
 
 // clientGroup maps an outcome to a timeline lane group.
@@ -217,13 +243,15 @@ func clientGroup(o string) string {
 		return "http_4xx"
 	case journal.OutcomeDropped:
 		return "dropped"
+	case OutcomeCut:
+		return "interrupted"
 	default:
 		return "transport"
 	}
 }
 
 // ClientGroups are the client outcome groups of the timeline, bottom up.
-var ClientGroups = []string{"ok", "fast_fail", "http_4xx", "http_5xx", "transport", "dropped"}
+var ClientGroups = []string{"ok", "fast_fail", "http_4xx", "http_5xx", "transport", "interrupted", "dropped"}
 
 func (c *collector) clientTimeline(tl *Timeline) {
 	for _, g := range ClientGroups {

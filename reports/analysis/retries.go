@@ -491,6 +491,7 @@ func (ix *retryIndex) figures(upID uint16, wins []span, scope *span) *RetryFigur
 		starts[i], seqs[i] = r.t, r.seq
 	}
 	f.Lockstep = lockstep(starts, seqs, LockstepWindow)
+	l.scheduleLockstep(&f.Lockstep, rw.retries, int64(LockstepWindow))
 	f.Deadlines.PastAnswerMs = msSummary(past)
 	f.Writes.Examples = topExamples(examples, retryExamples)
 	return f

@@ -137,7 +137,7 @@ func lockstep(starts []int64, seqs []uint64, w time.Duration) LockstepFigures {
 	if n >= LockstepMinRetries {
 		se := math.Sqrt(max(p0*(1-p0), 1e-4) / float64(n))
 		v := obs > p0+3*se && obs > 1.5*p0
-		f.Lockstep = &v
+		f.Lockstep, f.Basis = &v, "poisson"
 	}
 	return f
 }

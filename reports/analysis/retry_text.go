@@ -44,10 +44,7 @@ func (r *Resilience) statements() []string {
 				}
 			}
 		}
-		if l := f.Lockstep; l.Lockstep != nil && *l.Lockstep {
-			out = append(out, fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %s of another request's retry, where independent jittered retries would give %.0f%%.",
-				name, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.IndependentShare*100))
-		}
+		out = append(out, lockstepText(name, f.Lockstep)...)
 		out = append(out, PrefixAll(name+": ", f.Writes.Examples)...)
 		if n := f.Writes.PutDelete.WithoutKey; n > 0 {
 			out = append(out, fmt.Sprintf("%s: %d PUT/DELETE requests reached it more than once without an idempotency key.", name, n))
@@ -84,4 +81,26 @@ func PrefixAll(p string, ss []string) []string {
 		out[i] = p + s + "."
 	}
 	return out
+}
+
+// lockstepText says whether an upstream's retries were in lockstep, and,
+// where they coincided only as much as the replay's send schedule made
+// them, that the schedule did it.
+func lockstepText(name string, l LockstepFigures) []string {
+	switch {
+	case l.Lockstep == nil:
+		return nil
+	case *l.Lockstep && l.Basis == "schedule":
+		return []string{fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %s of another request's retry (%d pairs), where the same retries timed from their own requests' sends on this replay's send schedule would give %.0f%% (%.1f pairs).",
+			name, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.Pairs, *l.ScheduleShare*100, *l.SchedulePairs)}
+	case *l.Lockstep:
+		return []string{fmt.Sprintf("%s: retries in lockstep: %.0f%% of %d retries started within %s of another request's retry, where independent jittered retries would give %.0f%%.",
+			name, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.IndependentShare*100)}
+	case l.Basis == "schedule" && *l.CoincidentShare > 1.5**l.IndependentShare:
+		// Coinciding more than independent retries would, but no more than
+		// the sends did: the replay's grid, not the gateway.
+		return []string{fmt.Sprintf("%s: not in lockstep: %.0f%% of the retries started within %s of another request's retry, but the replay's own send schedule gives %.0f%% to retries timed from their own requests' sends (waits that are multiples of the send spacing meet other sends by construction; replay.schedule: jittered or poisson avoids it).",
+			name, *l.CoincidentShare*100, num.Ms(l.WindowMs), *l.ScheduleShare*100)}
+	}
+	return nil
 }

@@ -125,10 +125,25 @@ type LockstepFigures struct {
 	// the second around each one).
 	CoincidentShare  *float64 `json:"coincident_share"`
 	IndependentShare *float64 `json:"independent_share"`
-	// Lockstep is the verdict: the observed share exceeds the independent
-	// one by three standard errors and by half again; null with fewer
-	// than LockstepMinRetries retries.
+	// Lockstep is the verdict; null with fewer than LockstepMinRetries
+	// retries. With Basis "schedule": the pairs of retries within the
+	// window exceed what the replay's own send times give (SchedulePairs)
+	// by four standard deviations and by half again (retry_grid.go).
+	// With Basis "poisson" (the send times unknown): the observed share
+	// exceeds the independent one by three standard errors and by half
+	// again.
 	Lockstep *bool `json:"lockstep"`
+	// Basis is what the verdict compared with: "schedule" or "poisson".
+	Basis string `json:"basis,omitempty"`
+	// Pairs counts the pairs of retries that started within the window
+	// of each other; SchedulePairs and ScheduleShare are the mean pairs
+	// and coincident share when each request's retries keep their
+	// offsets from its send but are moved onto another retried
+	// request's send time: what the send schedule gives by itself (a
+	// fixed grid whose spacing divides fixed waits makes them meet).
+	Pairs         *int64   `json:"pairs,omitempty"`
+	SchedulePairs *float64 `json:"schedule_pairs,omitempty"`
+	ScheduleShare *float64 `json:"schedule_share,omitempty"`
 }
 
 // WriteRetryFigures count write requests that reached the upstream more

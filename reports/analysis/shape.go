@@ -150,7 +150,7 @@ func (u *upstreamRun) answerHeld(i int32) time.Duration {
 			at = d
 		}
 	}
-	return at + closeSlack
+	return at + u.slack
 }
 
 // refusedBelow reports whether the cycle turned away a request wholly
@@ -271,7 +271,8 @@ func lastShape(ep *Episode) string {
 // does): the trip is any of them, and calls in flight that fail one after
 // another at the request rate (timeouts of calls let through before the
 // trip) bring the count to the threshold at the first one after the last
-// forwarded request. Without one, the first blocked request.
+// forwarded request. Without one, the first blocked request. It is the
+// one estimator of an open: the gaps-only machine asks it too.
 //
 // answered is when the gateway answered the first blocked request: it
 // decided to turn it away somewhere between the client's send and then (a
@@ -320,12 +321,14 @@ func (u *upstreamRun) openBounds(firstBlocked, answered time.Duration, lastPasse
 		// upstream answered) may have tripped any time until it turned a
 		// request away.
 		if ri, ok := u.reqOfCall(trip); ok {
-			if d := c.reqs[ri].done; d > 0 && d-first > closeSlack {
+			if d := c.reqs[ri].done; d > 0 && d-first > u.slack {
 				last = max(last, firstBlocked)
 			}
 		}
 		return first, last
 	}
-	m := c.openMoment(firstBlocked, lastPassed)
-	return m, m
+	// No failure fits: the breaker was open by the first request it
+	// turned away (the last forwarded call, had it failed, would have
+	// been found above: it ended after it arrived).
+	return firstBlocked, firstBlocked
 }

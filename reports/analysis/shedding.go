@@ -24,8 +24,9 @@ import (
 //   - a ramp (a share growing over a recovery period): shedNotRamp and
 //     shareShrank.
 // Each witness allows for the timing uncertainty of what it compares (a
-// loaded gateway forwards late, an upstream stamps ends late); no
-// threshold is tuned. docs/analysis.md states the rule.
+// loaded gateway forwards late, an upstream stamps ends late: the run's
+// measured slacks, u.slack and u.slackLate); no threshold is tuned.
+// docs/analysis.md states the rule.
 
 // ShapeShedding: no breaker states; a share of the requests is turned
 // away, growing with failures and shrinking with successes.
@@ -105,7 +106,7 @@ func (u *upstreamRun) shedding(w window, spanEnd time.Duration) (bool, string) {
 	if first < 0 {
 		return false, ""
 	}
-	if fr := &u.c.reqs[u.sent[first]]; !u.failedKnownBy(w.start-time.Second, max(fr.done, fr.sent), max(fr.done, fr.sent)+closeSlackLate) {
+	if fr := &u.c.reqs[u.sent[first]]; !u.failedKnownBy(w.start-time.Second, max(fr.done, fr.sent), max(fr.done, fr.sent)+u.slackLate) {
 		return false, ""
 	}
 	a, whyA := s.shedNonRamp()
@@ -163,7 +164,7 @@ func (s *shedSpan) shedNonRamp() (bool, string) {
 			if prev >= 0 && between >= 0 && r.done > 0 {
 				p := &c.reqs[u.sent[prev]]
 				k := &c.calls[between]
-				if k.hasEnd && !k.failed && k.end+closeSlack <= r.sent && !s.failedEndedIn(p.sent-closeSlackLate, r.done+closeSlackLate) && !s.inFlightAt(r.sent, r.done) {
+				if k.hasEnd && !k.failed && k.end+u.slack <= r.sent && !s.failedEndedIn(p.sent-u.slackLate, r.done+u.slackLate) && !s.inFlightAt(r.sent, r.done) {
 					return true, fmt.Sprintf("at %s a request was turned away with nothing in flight and no failure since %s, when another was turned away and a call let through after it succeeded (no breaker state refuses then)", num.Sec(seconds(r.sent)), num.Sec(seconds(p.sent)))
 				}
 			}
@@ -250,13 +251,13 @@ func (s *shedSpan) inFlightCount(sent, done time.Duration) int {
 
 // held is by when the gateway certainly had call i's answer: answerHeld
 // for a call a client request reached (its client's answer, which the
-// gateway relayed), else closeSlackLate after the upstream's end (a health
+// gateway relayed), else slackLate after the upstream's end (a health
 // check; a loaded upstream stamps ends late).
 func (u *upstreamRun) held(i int32) time.Duration {
 	if _, ok := u.reqOfCall(i); ok {
 		return u.answerHeld(i)
 	}
-	return u.c.calls[i].end + closeSlackLate
+	return u.c.calls[i].end + u.slackLate
 }
 
 // callsFrom is the upstream's calls from the first that can still have
@@ -461,7 +462,7 @@ func (s *shedSpan) shedNoPacing() (bool, string) {
 			from = r.sent
 			continue
 		}
-		if len(admitted) == 0 || r.done <= 0 || s.failedEndedIn(from, r.done+closeSlackLate) {
+		if len(admitted) == 0 || r.done <= 0 || s.failedEndedIn(from, r.done+u.slackLate) {
 			continue
 		}
 		lates = append(lates, late{r.sent, r.sent - c.calls[admitted[len(admitted)-1]].t, s.inFlightCount(r.sent, r.done)})

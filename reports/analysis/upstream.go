@@ -27,6 +27,22 @@ type upstreamRun struct {
 	// reached (-1: none), by position in sent; nil without attribution.
 	cls   []uint8
 	match []int32
+	// fwd is the forwarding hop measured on healthy traffic, lag what
+	// the model reads from it (forwarding.go).
+	fwd *Forwarding
+	// trial is what the upstream's cycles show about its trials
+	// (trial.go).
+	trial trialFacts
+	// lag is the forwarding lag measured on healthy traffic (forwarding).
+	lag fwdLag
+	// slack and slackLate are closeSlack and closeSlackLate, or the
+	// forwarding hop's jitter measured on this run when it is larger
+	// (forwarding.go); set before the state machine runs.
+	slack, slackLate time.Duration
+	// reached: no client request is routed to the upstream, and its
+	// requests are those whose sequence numbers its calls carried (see
+	// reachedRequests).
+	reached bool
 }
 
 // reqOfCall returns the client request that reached call i, if one did
@@ -53,6 +69,7 @@ func (u *upstreamRun) analyse(a *Analysis, reqs []int32) *UpstreamAnalysis {
 	u.countCalls(ua, tl, n)
 	u.clientFigures(ua, reqs)
 	cycles := u.cycles(ua)
+	ua.Forwarding = u.fwd
 	u.metricsStates(ua, tl)
 	opens := u.episodes(ua, tl, cycles, reqs)
 	for _, p := range cyclesProbes(ua) {
@@ -149,7 +166,7 @@ func (u *upstreamRun) clientFigures(ua *UpstreamAnalysis, reqs []int32) {
 // attribution the journal allows (sequence numbers, time matching, or
 // gaps in the calls alone), and sets ua.Routing to which.
 func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
-	c, wins, sent := u.c, u.wins, u.sent
+	c, sent := u.c, u.sent
 	var cycles []*cyc
 	hasSeq := false
 	for _, i := range u.live {
@@ -159,6 +176,13 @@ func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
 		}
 	}
 	switch {
+	case u.reached:
+		// Its requests reached it by construction: that one did not
+		// says nothing of a breaker (the gateway sent it only the
+		// requests that failed elsewhere), so open and close are read
+		// from gaps in its calls, as without attribution.
+		ua.Routing = "seq_reached"
+		cycles = u.gapCycles(ua)
 	case len(sent) > 0 && hasSeq:
 		ua.Routing = "seq"
 		u.cls, u.match = u.classifySeq()
@@ -169,28 +193,81 @@ func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
 		cycles = u.machine(u.cls, u.match)
 	default:
 		ua.Routing = "gaps_only"
-		var exp time.Duration
-		exp, cycles = u.gapMachine()
-		if exp > 0 {
-			ua.ExpectedIntervalS = Ptr(seconds(exp))
-		}
-		// Without client attribution a quiet upstream (a fallback that only
-		// gets traffic while the primary is open, a route the capture
-		// rarely uses) looks like an open one: keep only gaps that begin
-		// inside a fault episode.
-		kept := cycles[:0]
-		for _, cy := range cycles {
-			for _, w := range wins {
-				if cy.openAt >= w.start && cy.openAt < w.end {
-					kept = append(kept, cy)
-					break
-				}
+		cycles = u.gapCycles(ua)
+	}
+	return cycles
+}
+
+// gapCycles finds open/close cycles in the gaps of the upstream's calls
+// alone, keeping those that begin inside one of its fault windows.
+func (u *upstreamRun) gapCycles(ua *UpstreamAnalysis) []*cyc {
+	exp, cycles := u.gapMachine()
+	if exp > 0 {
+		ua.ExpectedIntervalS = Ptr(seconds(exp))
+	}
+	// Without client attribution a quiet upstream (a fallback that only
+	// gets traffic while the primary is open, a route the capture
+	// rarely uses) looks like an open one: keep only gaps that begin
+	// inside a fault episode.
+	kept := cycles[:0]
+	for _, cy := range cycles {
+		for _, w := range u.wins {
+			if cy.openAt >= w.start && cy.openAt < w.end {
+				kept = append(kept, cy)
+				break
 			}
 		}
-		cycles = kept
 	}
+	return kept
+}
 
-	return cycles
+// reachedRequests returns, for each upstream that no client request is
+// routed to (routed, by name) but whose live calls carry sequence
+// numbers, the client requests of those numbers in log order: the
+// requests a fallback, a mirror or a hedge target served. Without them
+// such an upstream had no client requests, and its calls, though each
+// names its request, were read as gaps alone.
+func (c *collector) reachedRequests(routed map[string][]int32) map[string][]int32 {
+	var bySeq func(uint64) (int, bool)
+	seen := map[string][]bool{} // by upstream, by request: linear, and in log order below
+	isRouted := map[name]bool{} // by handle: no string hashed per call
+	for i := range c.calls {
+		k := &c.calls[i]
+		if !k.hasSeq || k.health {
+			continue
+		}
+		r, ok := isRouted[k.upstream]
+		if !ok {
+			r = len(routed[k.upstream.Value()]) > 0
+			isRouted[k.upstream] = r
+		}
+		if r {
+			continue
+		}
+		name := k.upstream.Value()
+		if bySeq == nil {
+			bySeq = c.seqIndex() // built only when some upstream needs it
+		}
+		ri, ok := bySeq(k.seq)
+		if !ok {
+			continue
+		}
+		if seen[name] == nil {
+			seen[name] = make([]bool, len(c.reqs))
+		}
+		seen[name][ri] = true
+	}
+	out := make(map[string][]int32, len(seen))
+	for name, set := range seen {
+		var reqs []int32
+		for ri, ok := range set {
+			if ok {
+				reqs = append(reqs, int32(ri))
+			}
+		}
+		out[name] = reqs
+	}
+	return out
 }
 
 // metricsStates lists the breaker transitions the gateway's metrics
@@ -227,6 +304,7 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 		}
 	}
 	rep := u.repeats(sends)
+	u.trial = u.trialFacts(cycles)
 
 	// Episodes a load shedder turned requests away in have no cycles
 	// (shedding.go).
@@ -259,7 +337,7 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 			closeAt = cy.closeAt
 			prevClose = cy.closeAt
 		}
-		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: seconds(closeAt), State: journal.StateOpen})
+		tl.Open = append(tl.Open, StateInterval{StartS: out.OpenedAtS, EndS: seconds(closeAt), State: journal.StateOpen, EndBounds: out.CloseBoundsS})
 		opens = append(opens, [2]time.Duration{cy.openAt, closeAt})
 		if epi < 0 {
 			ua.UnprovokedOpens = append(ua.UnprovokedOpens, out)

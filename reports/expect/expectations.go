@@ -114,6 +114,27 @@ type Expectations struct {
 	// during faults over before them, in calls and, where the upstreams
 	// charge tokens, in tokens.
 	CostAmplificationMax *float64 `yaml:"cost_amplification_max,omitempty" json:"cost_amplification_max,omitempty"`
+
+	// The failover and give-up expectations (docs/analysis.md, "Failover"
+	// and "Give-ups"). The failover ones judge every fault episode of
+	// Upstreams (the primaries); each route needs a second upstream to
+	// fail over to.
+
+	// FailsOverWithin: in every episode the gateway handed the primary's
+	// client requests to another upstream within this time of the
+	// fault's start (failover.failed_over_after_s; an episode in which it
+	// never did fails).
+	FailsOverWithin *rehearse.Duration `yaml:"fails_over_within,omitempty" json:"fails_over_within,omitempty" judges:"episodes"`
+	// FailsBackWithin: after every failover the primary served a request
+	// of its own again within this time of the fault's end
+	// (failover.failed_back_after_s; still on the fallback longer than
+	// that when the run ended fails).
+	FailsBackWithin *rehearse.Duration `yaml:"fails_back_within,omitempty" json:"fails_back_within,omitempty" judges:"episodes"`
+	// CallTimeoutMax caps how long the gateway waits on an upstream call
+	// before it gives up: every call it abandoned at the covered
+	// upstreams (Upstreams; every upstream with a give-up when empty) was
+	// abandoned within this time of its start.
+	CallTimeoutMax *rehearse.Duration `yaml:"call_timeout_max,omitempty" json:"call_timeout_max,omitempty"`
 }
 
 // IsZero reports whether no expectation is set (Upstreams alone asserts
@@ -165,6 +186,14 @@ func (e Expectations) Validate() error {
 	neg("orphaned_calls_max", e.OrphanedCallsMax)
 	if e.MaxAttempts != nil && *e.MaxAttempts < 1 {
 		bad("max_attempts", "must be at least 1 (the first call counts), got %d", *e.MaxAttempts)
+	}
+	for _, d := range []struct {
+		key string
+		v   *rehearse.Duration
+	}{{"fails_over_within", e.FailsOverWithin}, {"fails_back_within", e.FailsBackWithin}, {"call_timeout_max", e.CallTimeoutMax}} {
+		if d.v != nil && *d.v < 0 {
+			bad(d.key, "must not be negative, got %s", *d.v)
+		}
 	}
 	if e.RetryBackoffMin != nil && *e.RetryBackoffMin < 0 {
 		bad("retry_backoff_min", "must not be negative, got %s", *e.RetryBackoffMin)

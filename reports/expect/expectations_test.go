@@ -77,6 +77,14 @@ client_success_min: 0.5
 			t.Errorf("%s: err %v", key, err)
 		}
 	}
+	// The failover and give-up expectations: a negative duration can
+	// never be met.
+	err = (Expectations{FailsOverWithin: ptr(dur(-time.Second)), FailsBackWithin: ptr(dur(-time.Second)), CallTimeoutMax: ptr(dur(-time.Second))}).Validate()
+	for _, key := range []string{"fails_over_within", "fails_back_within", "call_timeout_max"} {
+		if err == nil || !strings.Contains(err.Error(), key+": must not be negative") {
+			t.Errorf("%s: err %v", key, err)
+		}
+	}
 }
 
 func dur(d time.Duration) rehearse.Duration { return rehearse.Duration(d) }

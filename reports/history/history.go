@@ -44,6 +44,12 @@ type HistoryRun struct {
 	// State says why the run has no report to read (HistoryOptions.State:
 	// "killed: …", "recording: …"); "" for a run read as a report.
 	State string
+	// Unjudged says why a run read as a report had its expectations not
+	// evaluated ("interrupted at T+…", "harness failure: …"): it is
+	// listed in its group as such and left out of the trends, whose
+	// figures (a requests-sent count of 0, a pass rate of 0) would say
+	// something about the harness, not the gateway. "" for a judged run.
+	Unjudged string
 }
 
 // HistoryGroup is the runs of one drill on one platform: trends are only
@@ -148,6 +154,11 @@ func HistoryWith(dir string, opt HistoryOptions) (*HistoryIndex, error) {
 			continue
 		}
 		hr.Analysis = a
+		if h := a.HarnessFailure(); h != "" {
+			hr.Unjudged = "harness failure: " + h
+		} else if in := a.Interrupted(); in != "" {
+			hr.Unjudged = in
+		}
 		for _, r := range a.Expectations {
 			hr.Total++
 			if r.Passed {
@@ -200,6 +211,9 @@ func (h *HistoryIndex) add(hr *HistoryRun, digest string) {
 		h.Groups = append(h.Groups, g)
 	}
 	g.Runs = append(g.Runs, hr)
+	if hr.Unjudged != "" {
+		return // listed, never in a trend
+	}
 	r := &compare.SideRun{A: a}
 	for _, n := range slices.Sorted(maps.Keys(a.Upstreams)) {
 		for i, ep := range a.Upstreams[n].Episodes {
@@ -268,7 +282,8 @@ func (g *HistoryGroup) trends() {
 	var defs []def
 	seen := map[string]bool{}
 	eps := map[string]int{}
-	for _, r := range g.Runs {
+	judged := g.judged()
+	for _, r := range judged {
 		for n, u := range r.Analysis.Upstreams {
 			eps[n] = max(eps[n], len(u.Episodes))
 		}
@@ -298,7 +313,7 @@ func (g *HistoryGroup) trends() {
 		}
 		seen[d.key] = true
 		t := HistoryTrend{Key: d.key, Label: d.label, Unit: d.unit}
-		for _, r := range g.Runs {
+		for _, r := range judged {
 			v := r.Figures[d.key]
 			t.Values = append(t.Values, v)
 			if v != nil {
@@ -317,6 +332,28 @@ func (g *HistoryGroup) trends() {
 			g.Trends = append(g.Trends, t)
 		}
 	}
+}
+
+// judged are the group's runs whose expectations were judged, the ones
+// its trends are drawn over.
+func (g *HistoryGroup) judged() []*HistoryRun {
+	var out []*HistoryRun
+	for _, r := range g.Runs {
+		if r.Unjudged == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// leftOut says how many of the group's runs the trends leave out, and
+// why; "" when none.
+func (g *HistoryGroup) leftOut() string {
+	n := len(g.Runs) - len(g.judged())
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s left out of the trends (interrupted, or a harness failure: nothing was judged).", n, num.Pick(n, "run", "runs"))
 }
 
 // Title names the group.
@@ -417,6 +454,9 @@ func (r *HistoryRun) cells() (when, verdict string) {
 	if !a.Run.WallStart.IsZero() {
 		when = a.Run.WallStart.UTC().Format("2006-01-02 15:04")
 	}
+	if r.Unjudged != "" {
+		return when, "not judged: " + r.Unjudged
+	}
 	verdict = fmt.Sprintf("%d/%d met", r.Passed, r.Total)
 	if r.Total == 0 {
 		verdict = "no expectations"
@@ -446,6 +486,9 @@ func HistoryMarkdown(h *HistoryIndex) []byte {
 		p("\n## %s — %d %s\n\n", render.MdEscape(g.Title()), len(g.Runs), num.Pick(len(g.Runs), "run", "runs"))
 		if g.Digest != "" {
 			p("Drill digest `%s`.\n\n", compare.ShortDigest(g.Digest))
+		}
+		if lo := g.leftOut(); lo != "" {
+			p("%s\n\n", lo)
 		}
 		p("| run | started | expectations |\n|---|---|---|\n")
 		for _, r := range g.Runs {
@@ -480,7 +523,7 @@ var historyTmpl = template.Must(template.New("history").Parse(`<!DOCTYPE html>
 <h1>Rehearsal history — {{len .H.Runs}} runs, {{.Scenarios}} scenario(s)</h1>
 <p>Trends are drawn per scenario and platform, oldest → newest; "change" is last − first within the group.</p>
 {{range .Groups}}<h2>{{.Title}} — {{len .Runs}} run(s)</h2>
-{{if .Digest}}<p>Drill digest <code>{{.Digest}}</code>.</p>{{end}}
+{{if .Digest}}<p>Drill digest <code>{{.Digest}}</code>.</p>{{end}}{{if .LeftOut}}<p>{{.LeftOut}}</p>{{end}}
 <div class="side"><div><table><tr><th>run</th><th>started</th><th>expectations</th></tr>
 {{range .Runs}}<tr><td><a href="{{.Link}}">{{.Dir}}</a></td><td>{{.When}}</td><td>{{.Verdict}}</td></tr>
 {{end}}</table></div>
@@ -503,13 +546,13 @@ func HistoryHTML(h *HistoryIndex) ([]byte, error) {
 	}
 	type run struct{ Dir, Link, When, Verdict string }
 	type group struct {
-		Title, Digest string
-		Runs          []run
-		Trends        []trend
+		Title, Digest, LeftOut string
+		Runs                   []run
+		Trends                 []trend
 	}
 	var groups []group
 	for _, g := range h.Groups {
-		x := group{Title: g.Title(), Digest: compare.ShortDigest(g.Digest)}
+		x := group{Title: g.Title(), Digest: compare.ShortDigest(g.Digest), LeftOut: g.leftOut()}
 		if g.Digest == "" {
 			x.Digest = ""
 		}

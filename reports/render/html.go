@@ -20,7 +20,7 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <body>
 <h1>{{.V.Title}}</h1>
 {{range .Desc}}<p class="description">{{.}}</p>{{end}}
-<div class="verdict {{if not .V.Passed}}fail{{else if .V.NotCovered}}warn{{else}}pass{{end}}">{{.V.Verdict}}</div>
+<div class="verdict {{if and .V.Interrupted (not .V.Harness)}}warn{{else if not .V.Passed}}fail{{else if .V.NotCovered}}warn{{else}}pass{{end}}">{{.V.Verdict}}</div>
 {{range .V.Notes}}<div class="note">{{.}}</div>{{end}}
 <div class="meta">{{range .V.Meta}}<div><span>{{.K}}</span>{{if .V}}{{.V}}{{else}}—{{end}}</div>{{end}}</div>
 <h2>Timeline</h2>
@@ -37,7 +37,7 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <table>{{range .V.Gateway}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>{{end}}
 {{if .V.Exp}}<h2>Expectations</h2>
 <table><tr><th></th><th>expectation</th><th>observed</th><th>want</th><th>detail</th></tr>
-{{range .V.Exp}}<tr><td class="{{if $.V.Harness}}{{else if .Passed}}pass-cell{{else}}fail-cell{{end}}">{{if $.V.Harness}}not evaluated{{else if .Passed}}pass{{else if eq .Outcome "not_observable"}}FAIL: not observable{{else}}FAIL{{end}}</td><td><code>{{.Name}}</code></td><td>{{.Observed}}</td><td>{{.Want}}</td><td>{{.Message}}</td></tr>
+{{range .V.Exp}}<tr><td class="{{if $.V.Unjudged}}{{else if .Passed}}pass-cell{{else}}fail-cell{{end}}">{{if $.V.Unjudged}}not evaluated{{else if .Passed}}pass{{else if eq .Outcome "not_observable"}}FAIL: not observable{{else}}FAIL{{end}}</td><td><code>{{.Name}}</code></td><td>{{.Observed}}</td><td>{{.Want}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Breakers</h2>
 {{if not .V.Episodes}}<p>No fault episodes in this run.</p>{{end}}

@@ -62,7 +62,8 @@ type junitFailure struct {
 // wanted in the failure message. A run the harness could not carry out
 // (Analysis.HarnessFailure) is one <error> carrying the cause, with every
 // expectation skipped: a CI reader sees one broken harness, not a list of
-// gateway failures that never happened.
+// gateway failures that never happened. An interrupted run's expectations
+// are all skipped, saying when it was interrupted.
 func JUnit(a *analysis.Analysis) ([]byte, error) {
 	scen := a.Run.Scenario
 	if scen == "" {
@@ -76,7 +77,7 @@ func JUnit(a *analysis.Analysis) ([]byte, error) {
 	if p := a.Platform; p != nil {
 		s.Properties = append(s.Properties, junitProperty{"os", p.OS}, junitProperty{"arch", p.Arch})
 	}
-	harness := a.HarnessFailure()
+	harness, interrupted := a.HarnessFailure(), a.Interrupted()
 	if harness != "" {
 		s.Errors++
 		s.Cases = append(s.Cases, junitCase{Name: "harness", Classname: "rehearse." + scen,
@@ -88,6 +89,11 @@ func JUnit(a *analysis.Analysis) ([]byte, error) {
 		case harness != "":
 			s.Skipped++
 			c.Skipped = &junitSkipped{Message: "not evaluated: harness failure"}
+		case interrupted != "":
+			// Cut short by Ctrl-C or a stop: nothing to hold against the
+			// gateway, and exit code 130 says the run did not finish.
+			s.Skipped++
+			c.Skipped = &junitSkipped{Message: "not evaluated: the run was " + interrupted}
 		case r.Outcome == expect.NotObservable:
 			// A failure like any other (a CI must not go green for lack of
 			// evidence), saying what could not be observed.

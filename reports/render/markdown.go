@@ -134,6 +134,8 @@ func (d *mdDoc) head() {
 	// A pass with episodes no expectation judged is not all clear.
 	mark := "✅"
 	switch {
+	case v.Interrupted != "" && v.Harness == "":
+		mark = "⏹️"
 	case !v.Passed:
 		mark = "❌"
 	case len(v.NotCovered) > 0:
@@ -195,7 +197,7 @@ func (d *mdDoc) judged() {
 		for _, r := range v.Exp {
 			m := "pass"
 			switch {
-			case v.Harness != "":
+			case v.Unjudged != "":
 				m = "not evaluated"
 			case r.Outcome == expect.NotObservable:
 				m = "**FAIL: not observable**"

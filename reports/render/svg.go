@@ -42,7 +42,7 @@ const PNGScale = 2
 // (WCAG AA, TestTimelineTextContrast).
 var groupColour = map[string]string{
 	"ok": "#4caf50", "fast_fail": "#ff9800", "http_4xx": "#fdd835", "http_5xx": "#e53935",
-	"transport": "#8e24aa", "dropped": "#9e9e9e",
+	"transport": "#8e24aa", "interrupted": "#00acc1", "dropped": "#9e9e9e",
 }
 
 var stateColour = map[string]string{"closed": "#c8e6c9", "half_open": "#ffcc80", "open": "#ef9a9a",
@@ -59,6 +59,8 @@ const (
 	colHealthOK   = "#607d8b"
 	colHealthFail = "#b71c1c"
 	colPause      = "#f9a825"
+	colFailover   = "#0097a7"
+	colGiveUp     = "#e040fb"
 	colLaneBG     = "#fafafa"
 	colLaneEdge   = "#e0e0e0"
 	colText       = "#222222"
@@ -66,6 +68,16 @@ const (
 	colTick       = "#444444"
 	colGrid       = "#ebebeb"
 	colAxis       = "#555555"
+	// colWarmup greys the warm-up's span over every lane: a translucent
+	// veil (alpha below), so that what it covers stays readable.
+	colWarmup   = "#9e9e9e"
+	warmupAlpha = 0x59
+	// colGone marks the moment the gateway under test stopped answering
+	// and colStall the harness's stall (translucent over the lanes, a hue
+	// of its own: grey veils are the dropped requests' and a warm-up's);
+	// the interruption's mark takes its cut requests' colour.
+	colGone  = "#ff4081"
+	colStall = "#bcaaa4"
 )
 
 // TimelineSVG renders the run's timeline as SVG; see timelineDrawing.
@@ -264,10 +276,28 @@ func TimelineDrawing(a *analysis.Analysis, o SVGOptions) *canvas.Drawing {
 		w.states(tl.Health, 10, "gateway", "gateway ")
 		w.y += 16
 	}
+	w.warmup(tl, gridTop)
+	w.endMarks(a, gridTop)
 	w.axis(clock, o.Origin, gridTop, gridAt)
 	w.legend()
 	w.d.H = math.Ceil(w.y)
 	return w.d
+}
+
+// warmup greys the warm-up's span (before time zero, not scored) over
+// every lane from top, labelled at its top.
+func (w *tlw) warmup(tl *analysis.Timeline, top float64) {
+	wu := tl.Warmup
+	if wu == nil || wu.EndS <= w.from || wu.StartS >= w.to {
+		return
+	}
+	x0, x1 := w.x(max(wu.StartS, w.from)), w.x(min(wu.EndS, w.to))
+	c := Hex(colWarmup)
+	c.A = warmupAlpha
+	w.d.Rect(x0, top, x1-x0, w.y-top, canvas.Style{Fill: c, Class: "warmup",
+		Title: fmt.Sprintf("warm-up %s–%s, not scored", num.Sec(wu.StartS-w.origin), num.Sec(wu.EndS-w.origin))})
+	w.d.Text(x0+3, top+11, fitText("warm-up (not scored)", 10, x1-x0-6), canvas.TextStyle{Size: 10, Fill: Hex(colTick), Class: "warmup-label"})
+	w.used["warmup"] = true
 }
 
 // faultLanes draws the fault windows: one lane per faulted upstream (in
@@ -372,6 +402,15 @@ func (w *tlw) clientLane(tl *analysis.Timeline, b bins) {
 	w.y += ch + 8
 }
 
+// shift is *p + d, nil for nil.
+func shift(p *float64, d float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p + d
+	return &v
+}
+
 // upstreamLane draws one upstream: its black-box open bands, the
 // Retry-After pauses it asked for, its calls and health checks per bin,
 // its probes, and the state its metrics reported.
@@ -384,11 +423,21 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 			continue
 		}
 		x0, x1 := w.x(op.StartS), w.x(op.EndS)
+		// The close in the one text the reports give it: its range when
+		// the evidence only bounds it.
+		end := num.Sec(op.EndS - w.origin)
+		if eb := op.EndBounds; eb != nil && eb.Min != nil {
+			end = "closed between " + num.Sec(*eb.Min-w.origin) + " and " + num.SecP(shift(eb.Max, -w.origin))
+			if eb.Max == nil {
+				end = "closed at " + num.Sec(*eb.Min-w.origin) + " or later"
+			}
+		}
 		w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: Hex(colOpenBand), Class: "open",
-			Title: fmt.Sprintf("black-box open %s–%s", num.Sec(op.StartS-w.origin), num.Sec(op.EndS-w.origin))})
+			Title: fmt.Sprintf("black-box open %s–%s", num.Sec(op.StartS-w.origin), end)})
 		w.used["open"] = true
 	}
 	w.pauses(a.Upstreams[u])
+	w.failovers(a, u)
 	w.calls(ut, b, uh)
 	for _, p := range ut.Probes {
 		if p.AtS < w.from || p.AtS > w.to {
@@ -403,6 +452,7 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 			Title: fmt.Sprintf("%s probe at %s: %s", p.Kind, num.Sec(p.AtS-w.origin), okWord(p.OK))})
 		w.used[k] = true
 	}
+	w.giveUps(ut, uh)
 	w.y += uh + 2
 	if len(ut.Metrics) > 0 {
 		w.label("metrics · "+u, 8)
@@ -429,6 +479,53 @@ func (w *tlw) pauses(ua *analysis.UpstreamAnalysis) {
 			w.used["pause"] = true
 		}
 	}
+}
+
+// failovers draws, under the top edge of a fallback upstream's lane, each
+// span in which it served a faulted upstream's requests: from the
+// failover to the fail-back (else its last call for them).
+func (w *tlw) failovers(a *analysis.Analysis, u string) {
+	for _, p := range slices.Sorted(maps.Keys(a.Upstreams)) {
+		for _, ep := range a.Upstreams[p].Episodes {
+			f := ep.Failover
+			if f == nil || f.Fallback != u || f.FailedOverAtS == nil {
+				continue
+			}
+			end := *f.FailedOverAtS
+			if f.LastFallbackAtS != nil {
+				end = *f.LastFallbackAtS
+			}
+			if f.FailedBackAtS != nil {
+				end = *f.FailedBackAtS
+			}
+			if end < w.from || *f.FailedOverAtS > w.to {
+				continue
+			}
+			x0, x1 := w.x(*f.FailedOverAtS), w.x(end)
+			w.d.Rect(x0, w.y+5, math.Max(x1-x0, 1), 3, canvas.Style{Fill: Hex(colFailover), Class: "failover",
+				Title: fmt.Sprintf("serving %s's requests %s–%s (%s)", p, num.Sec(*f.FailedOverAtS-w.origin), num.Sec(end-w.origin),
+					num.Plural(f.Served, "request"))})
+			w.used["failover"] = true
+		}
+	}
+}
+
+// giveUps marks, at the bottom edge of an upstream's lane, each moment
+// the gateway was seen hanging up on a call to it.
+func (w *tlw) giveUps(ut *analysis.UpstreamTimeline, uh float64) {
+	for _, at := range ut.GiveUps {
+		if at < w.from || at > w.to {
+			continue
+		}
+		w.d.Polygon(triangle(w.x(at), w.y+uh+1), canvas.Style{Fill: Hex(colGiveUp), Class: "give-up",
+			Title: fmt.Sprintf("the gateway gave up on a call at %s", num.Sec(at-w.origin))})
+		w.used["give_up"] = true
+	}
+}
+
+// triangle is a give-up mark pointing up at (x, y), its base below.
+func triangle(x, y float64) []canvas.Point {
+	return []canvas.Point{{X: x, Y: y - 5}, {X: x + 3.5, Y: y + 1}, {X: x - 3.5, Y: y + 1}}
 }
 
 // calls draws an upstream's calls per bin (ok and failed, stacked) and
@@ -525,6 +622,33 @@ func (w *tlw) axis(clock analysis.WallClock, origin, gridTop float64, gridAt int
 	w.y += 15 + float64(len(rows)-1)*14 + 12
 }
 
+// endMarks draws, across every lane, what ended the run's evidence early:
+// the harness's longest stall (a band), the moment the gateway under test
+// stopped answering and the moment the run was interrupted (lines), each
+// with its sentence as a tooltip.
+func (w *tlw) endMarks(a *analysis.Analysis, top float64) {
+	h := w.y - top
+	in := func(t float64) bool { return t >= w.from && t <= w.to }
+	if st := a.Replay.Stall; st != nil && in(st.FromS) {
+		x0, x1 := w.x(st.FromS), w.x(math.Min(st.ToS, w.to))
+		w.d.Rect(x0, top, math.Max(x1-x0, 1), h, canvas.Style{Fill: Hex(colStall + "73"), Title: st.Text(), Class: "stall"})
+		w.used["stall"] = true
+	}
+	line := func(t float64, colour, title, class, key string) {
+		if !in(t) {
+			return
+		}
+		w.d.Rect(w.x(t)-1, top, 2, h, canvas.Style{Fill: Hex(colour), Title: title, Class: class})
+		w.used[key] = true
+	}
+	if g := a.Run.GatewayGone; g != nil {
+		line(g.AtS, colGone, g.Text(), "gateway-gone", "gateway_gone")
+	}
+	if at := a.Run.InterruptedAtS; at != nil {
+		line(*at, groupColour["interrupted"], a.Interrupted(), "interrupted-at", "interrupted_at")
+	}
+}
+
 // legendItems are every kind of mark the timeline can draw, in legend
 // order, keyed as timelineDrawing records them in used.
 var legendItems = []struct {
@@ -532,11 +656,13 @@ var legendItems = []struct {
 	shape             string // "box", "diamond", "band", "bar"
 }{
 	{"fault", "fault window (named on or beside the bar)", FaultColour[0], "box"},
+	{"warmup", "warm-up before time zero (not scored)", colWarmup, "box"},
 	{"ok", "ok / ok call", groupColour["ok"], "box"},
 	{"fast_fail", "fast-fail", groupColour["fast_fail"], "box"},
 	{"http_4xx", "4xx", groupColour["http_4xx"], "box"},
 	{"http_5xx", "5xx / failed call", groupColour["http_5xx"], "box"},
 	{"transport", "transport error", groupColour["transport"], "box"},
+	{"interrupted", "cut by the interruption", groupColour["interrupted"], "box"},
 	{"dropped", "dropped (not sent)", groupColour["dropped"], "box"},
 	{"open", "breaker open (black box)", colOpenBand, "box"},
 	{"probe_ok", "probe ok", colProbeOK, "diamond"},
@@ -544,11 +670,16 @@ var legendItems = []struct {
 	{"health_ok", "health checks ok", colHealthOK, "bar"},
 	{"health_failed", "health check failed", colHealthFail, "bar"},
 	{"pause", "Retry-After pause", colPause, "band"},
+	{"failover", "serving a faulted upstream's requests (failover)", colFailover, "band"},
+	{"give_up", "the gateway gave up on a call", colGiveUp, "triangle"},
 	{"metrics_closed", "metrics: closed", stateColour["closed"], "box"},
 	{"metrics_half_open", "metrics: half-open", stateColour["half_open"], "box"},
 	{"metrics_open", "metrics: open", stateColour["open"], "box"},
 	{"gateway_healthy", "gateway healthy", stateColour["healthy"], "box"},
 	{"gateway_unhealthy", "gateway unhealthy", stateColour["unhealthy"], "box"},
+	{"stall", "the harness stalled (nothing sent)", colStall, "band"},
+	{"gateway_gone", "the gateway stopped answering", colGone, "bar"},
+	{"interrupted_at", "the run interrupted", groupColour["interrupted"], "bar"},
 }
 
 // legend explains every kind of mark the drawing holds, wrapping rows.
@@ -566,6 +697,8 @@ func (w *tlw) legend() {
 		switch it.shape {
 		case "diamond":
 			w.d.Polygon(diamond(x+5, w.y), canvas.Style{Fill: c})
+		case "triangle":
+			w.d.Polygon(triangle(x+5, w.y+8), canvas.Style{Fill: c})
 		case "band":
 			w.d.Rect(x, w.y+3, 10, 4, canvas.Style{Fill: c})
 		case "bar":

@@ -356,3 +356,68 @@ func fixture(t *testing.T, name string) *analysis.Analysis {
 	}
 	return a
 }
+
+// TestTimelineFailoverBand: the fallback's lane shows the span in which
+// it served the faulted upstream's requests, from the failover to the
+// fail-back, the faulted upstream's lane a mark at each give-up, and the
+// legend explains both.
+func TestTimelineFailoverBand(t *testing.T) {
+	a := synthTimeline()
+	n := a.Timeline.Seconds
+	a.Timeline.Upstreams["backup"] = &analysis.UpstreamTimeline{OK: make([]int32, n), Failed: make([]int32, n),
+		HealthOK: make([]int32, n), HealthFailed: make([]int32, n)}
+	a.Upstreams["backup"] = &analysis.UpstreamAnalysis{Name: "backup"}
+	a.Upstreams["search"].Episodes[0].Failover = &analysis.Failover{Fallback: "backup", Served: 70,
+		FailedOverAtS: analysis.Ptr(20.5), LastFallbackAtS: analysis.Ptr(63.0), FailedBack: true, FailedBackAtS: analysis.Ptr(62.0)}
+	a.Timeline.Upstreams["search"].GiveUps = []float64{21.0, 22.5}
+	shapes := parseSVG(t, TimelineSVG(a, SVGOptions{}))
+	var band *svgShape
+	legend := false
+	giveUps, giveUpLegend := 0, false
+	for i, s := range shapes {
+		if s.class == "give-up" {
+			giveUps++
+		}
+		if s.tag == "text" && s.class == "legend" && i > 0 && shapes[i-1].fill == colGiveUp {
+			giveUpLegend = true
+		}
+	}
+	if giveUps != 2 || !giveUpLegend {
+		t.Errorf("%d give-up marks (want 2), in the legend %v", giveUps, giveUpLegend)
+	}
+	for i, s := range shapes {
+		if s.class == "failover" {
+			band = &shapes[i]
+		}
+		if s.tag == "text" && s.class == "legend" && i > 0 && shapes[i-1].fill == colFailover {
+			legend = true
+		}
+	}
+	if band == nil || !legend {
+		t.Fatalf("failover band %v, in the legend %v", band, legend)
+	}
+	w := &tlw{left: 150, plotW: 1200 - 150 - 20, to: float64(n)}
+	if x0, x1 := w.x(20.5), w.x(62); math.Abs(band.x-x0) > 0.5 || math.Abs(band.x+band.w-x1) > 0.5 {
+		t.Errorf("band from %.1f to %.1f, want %.1f to %.1f (failover to fail-back)", band.x, band.x+band.w, x0, x1)
+	}
+}
+
+// TestOpenBandCloseText: an open band whose close the evidence only
+// bounds says so in its title, in the close's one text, never the
+// estimate alone as if it were the close.
+func TestOpenBandCloseText(t *testing.T) {
+	for _, c := range []struct {
+		b    *analysis.Bounds
+		want string
+	}{
+		{nil, "black-box open 30 s–50 s"},
+		{&analysis.Bounds{Min: analysis.Ptr(48.0), Max: analysis.Ptr(50.0)}, "black-box open 30 s–closed between 48 s and 50 s"},
+		{&analysis.Bounds{Min: analysis.Ptr(50.0)}, "black-box open 30 s–closed at 50 s or later"},
+	} {
+		a := synthTimeline()
+		a.Timeline.Upstreams["search"].Open[0].EndBounds = c.b
+		if svg := string(TimelineSVG(a, SVGOptions{})); !strings.Contains(svg, c.want) {
+			t.Errorf("bounds %v: the timeline has no %q", c.b, c.want)
+		}
+	}
+}

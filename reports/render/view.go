@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/halfopen/rehearse/journal"
 	"github.com/halfopen/rehearse/reports/analysis"
 
 	"github.com/halfopen/rehearse/reports/expect"
@@ -46,7 +47,13 @@ type reportView struct {
 	Exp     []expect.ExpectationResult
 	// Harness is the cause of a harness failure ("" otherwise): the
 	// report leads with it and lists the expectations as not evaluated.
-	Harness    string
+	Harness string
+	// Interrupted is "interrupted at T+…" for an interrupted run; its
+	// expectations are not evaluated either.
+	Interrupted string
+	// Unjudged says why the expectations were not evaluated (Harness or
+	// Interrupted); "" when they were.
+	Unjudged   string
 	Episodes   []episodeView
 	Upstreams  [][]string // name, routing, client requests, calls, failed, amplification, health checks, unprovoked opens
 	Phases     []phaseView
@@ -80,6 +87,10 @@ func buildView(a *analysis.Analysis) *reportView {
 	if r := a.Resilience; r != nil {
 		v.AttemptsDef, v.Retries = r.AttemptsDefinition, r.Statements
 	}
+	if g := a.GiveUps; g != nil {
+		// The gateway's give-ups belong with the deadlines.
+		v.Retries = append(slices.Clip(v.Retries), g.Statements...)
+	}
 	clock := a.Run.Clock()
 	scen := v.verdict(a)
 	v.meta(a, scen, clock)
@@ -108,10 +119,17 @@ func (v *reportView) verdict(a *analysis.Analysis) string {
 			unobserved++
 		}
 	}
-	v.Harness = a.HarnessFailure()
+	v.Harness, v.Interrupted = a.HarnessFailure(), a.Interrupted()
 	switch {
+	case v.Harness != "" && a.Run.GatewayGone != nil && a.Run.EndReason != journal.EndFailed:
+		v.Verdict = "Gateway gone: " + sentenceEnd(v.Harness) + " The expectations were not evaluated: what the breaker did after that was not seen, and is not its failure."
 	case v.Harness != "":
 		v.Verdict = "Harness failure: " + sentenceEnd(v.Harness) + " The expectations were not evaluated: this says nothing about the gateway."
+	case v.Interrupted != "":
+		v.Verdict = "Run " + v.Interrupted + " (Ctrl-C, SIGTERM or SIGHUP): the expectations were not evaluated; the figures cover what was recorded."
+		if n := a.Run.CutByInterruption; n > 0 {
+			v.Verdict += fmt.Sprintf(" %d %s in flight %s cut by the interruption.", n, num.Pick(int(n), "request", "requests"), num.Pick(int(n), "was", "were"))
+		}
 	case len(a.Expectations) == 0:
 		v.Verdict, v.Passed = "No expectations were set: figures only.", true
 	case failed == 0:
@@ -122,7 +140,12 @@ func (v *reportView) verdict(a *analysis.Analysis) string {
 			v.Verdict = fmt.Sprintf("%d of %d expectations failed (%d not observable).", failed, len(a.Expectations), unobserved)
 		}
 	}
-	if a.Run.Partial && v.Harness == "" {
+	if v.Harness != "" {
+		v.Unjudged = "harness failure"
+	} else if v.Interrupted != "" {
+		v.Unjudged = v.Interrupted
+	}
+	if a.Run.Partial && v.Unjudged == "" {
 		v.Verdict += " The run is partial (" + a.Run.EndReason + ")."
 	}
 	v.Description = a.Run.Description
@@ -131,7 +154,7 @@ func (v *reportView) verdict(a *analysis.Analysis) string {
 			v.NotCovered = append(v.NotCovered, c.Summary)
 		}
 	}
-	if len(v.NotCovered) > 0 && v.Harness == "" {
+	if len(v.NotCovered) > 0 && v.Unjudged == "" {
 		v.Verdict += " · not covered by any expectation: " + strings.Join(v.NotCovered, "; ")
 	}
 	return scen
@@ -166,7 +189,13 @@ func (v *reportView) upstreams(a *analysis.Analysis, clock analysis.WallClock) {
 			fmt.Sprint(ua.Failed), num.NumP(ua.Amplification, "%.2f"), fmt.Sprint(ua.HealthChecks), fmt.Sprint(len(ua.UnprovokedOpens)),
 			num.SecP(ua.HealthDisagreementMaxS)})
 		for i, ep := range ua.Episodes {
-			v.Episodes = append(v.Episodes, newEpisodeView(name, i, ep, clock))
+			ev := newEpisodeView(name, i, ep, clock)
+			if g := a.Run.GatewayGone; g != nil && (ep.ClosedAtS == nil || *ep.ClosedAtS >= g.AtS) {
+				// "Never closed" would blame the breaker for a gateway
+				// that was no longer there to close it.
+				ev.Statement = fmt.Sprintf("The gateway stopped answering at T+%s: what its breaker did from then on was not seen. %s", num.Sec(g.AtS), ev.Statement)
+			}
+			v.Episodes = append(v.Episodes, ev)
 		}
 		for _, d := range ua.HealthDisagreements {
 			v.Disagree = append(v.Disagree, fmt.Sprintf("%s: health %s while breaker %s (%s), %s, lasting %s", name, d.Health, d.Breaker, d.Source,
@@ -182,7 +211,11 @@ func (v *reportView) upstreams(a *analysis.Analysis, clock analysis.WallClock) {
 // figures (the figure table's report rows), its moments on the wall clock
 // and its Retry-After pauses.
 func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.WallClock) episodeView {
-	ev := episodeView{Upstream: name, Statement: ep.Statement + wallSentence(clock, ep),
+	stmt := ep.Statement + wallSentence(clock, ep)
+	if f := ep.Failover; f != nil && f.Fallback != "" {
+		stmt += " " + f.Statement
+	}
+	ev := episodeView{Upstream: name, Statement: stmt,
 		Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
 	for _, f := range analysis.Figures {
 		if f.In&analysis.InReport != 0 {
@@ -194,7 +227,7 @@ func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.Wal
 		ev.Rows = append(ev.Rows, kv{"opened at", clock.Moment(*ep.OpenedAtS)})
 	}
 	if ep.ClosedAtS != nil {
-		ev.Rows = append(ev.Rows, kv{"closed at", clock.Moment(*ep.ClosedAtS)})
+		ev.Rows = append(ev.Rows, kv{"closed at", closeMoments(ep, clock.Moment)})
 	}
 	for j, r := range ep.RetryAfter {
 		if j == 10 {
@@ -365,9 +398,24 @@ func wallSentence(c analysis.WallClock, ep *analysis.Episode) string {
 		parts = append(parts, "opened "+c.Stamp(*ep.OpenedAtS))
 	}
 	if ep.ClosedAtS != nil {
-		parts = append(parts, "closed "+c.Stamp(*ep.ClosedAtS))
+		parts = append(parts, "closed "+closeMoments(ep, c.Stamp))
 	}
 	return " On the clock: " + strings.Join(parts, ", ") + "."
+}
+
+// closeMoments is the close on a clock, as its one text has it
+// (analysis.CloseText): the moment when exact, else its range.
+func closeMoments(ep *analysis.Episode, at func(float64) string) string {
+	b := ep.CloseBoundsS
+	switch {
+	case b == nil || b.Min == nil:
+		return at(*ep.ClosedAtS)
+	case b.Max == nil:
+		return at(*b.Min) + " or later"
+	case *b.Max-*b.Min < 0.0005:
+		return at(*ep.ClosedAtS)
+	}
+	return "between " + at(*b.Min) + " and " + at(*b.Max)
 }
 
 // sentenceEnd ends s with a full stop unless it already ends a sentence

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -102,8 +103,12 @@ var checks = []check{
 			switch {
 			case !ep.Opened:
 				return unseen(r.label(), neverOpened+": no close to time")
+			case ep.Observed != nil && ep.Observed.ResumedAfterS != nil:
+				return resumedAfterFault(r.label(), ep)
 			case ep.Closed:
 				return closeAfterFault(r.label(), ep)
+			case ev.gone() != "":
+				return unseen(r.label(), ev.gone())
 			case !ep.EndedByRun && ev.a.Run.DurationS-ep.EndS > lim:
 				// Still open longer than the bound after the fault ended:
 				// a breach, whenever it would have closed.
@@ -122,7 +127,12 @@ var checks = []check{
 			case !r.ep.Opened:
 				return unseen(r.label(), neverOpened)
 			case !r.ep.Closed:
-				return unseen(r.label(), neverClosed)
+				return unseen(r.label(), cmp.Or(ev.gone(), neverClosed))
+			case r.ep.SuccessesToClose == nil && r.ep.SuccessesToCloseBounds != nil && r.ep.SuccessesToCloseBounds.Min != nil:
+				// A range the evidence fixes (a judged trial: at least
+				// its success); judged on the whole of it.
+				b := r.ep.SuccessesToCloseBounds
+				return seenBounded(r.label(), *b.Min, b, "it closed on a trial's success or on a later one, unseen: "+r.ep.ShapeEvidence)
 			case r.ep.SuccessesToClose == nil:
 				return unseen(r.label(), "it closed, but no count of successes is known: "+r.ep.ShapeEvidence)
 			}
@@ -205,6 +215,25 @@ var checks = []check{
 	{"orphaned_calls_max", evalOrphanedCalls},
 	{"gateway_answers_before_client_deadline", evalDeadlineOrder},
 	{"cost_amplification_max", evalCostAmplification},
+	// Failover and give-ups (failover_eval.go).
+	{"fails_over_within", evalFailsOver},
+	{"fails_back_within", evalFailsBack},
+	{"call_timeout_max", evalCallTimeout},
+}
+
+// resumedAfterFault observes how long after the fault's end live traffic
+// was forwarded again and answered (the observable layer; an early
+// resumption counts as 0): what users saw of the recovery, which
+// closes_within judges. The breaker's inferred close (CloseText) stays in
+// the message: a half-open that let the traffic through before it closed
+// is a fact of the model, not of what the users got.
+func resumedAfterFault(subject string, ep *analysis.Episode) observation {
+	v := max(*ep.Observed.ResumedAfterS, 0)
+	note := "traffic resumed " + analysis.ResumedText(ep)
+	if c := analysis.CloseText(ep); c != "" {
+		note += "; the breaker closed " + c + " (inferred)"
+	}
+	return seenNote(subject, v, note)
 }
 
 // closeAfterFault observes how long after the fault's end an episode's
@@ -436,7 +465,7 @@ func evalMetricsLag(ev *evaluation, e expect.Expectations) (expect.ExpectationRe
 		}
 		switch {
 		case !ep.Closed:
-			obs = append(obs, unseen(l+" close", neverClosed))
+			obs = append(obs, unseen(l+" close", cmp.Or(ev.gone(), neverClosed)))
 		case ep.MetricsCloseLagS == nil:
 			obs = append(obs, breach(l, "metrics never showed the breaker closed"))
 		default:
@@ -483,6 +512,8 @@ func evalOpenTime(ev *evaluation, e expect.Expectations) (expect.ExpectationResu
 			return unseen(r.label(), neverOpened+": no time open to measure")
 		case ep.OpenTimeS != nil:
 			return seenBounded(r.label(), *ep.OpenTimeS, ep.OpenTimeBoundsS, "a cycle's open or close is only bounded")
+		case ev.gone() != "":
+			return unseen(r.label(), ev.gone())
 		}
 		least := openAtLeast(ep, ev.a.Run.DurationS)
 		if least > lim {

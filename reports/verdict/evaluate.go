@@ -75,6 +75,18 @@ func (ev *evaluation) unstartedObs() []observation {
 
 const noEpisode = "no fault episode on the selected upstreams"
 
+// gone says why a breaker still open at the end cannot be judged when
+// the gateway under test stopped answering mid-run: its breaker had no
+// gateway left to close in, so "never closed" would blame it for that.
+// "" when the gateway answered to the end.
+func (ev *evaluation) gone() string {
+	g := ev.a.Run.GatewayGone
+	if g == nil {
+		return ""
+	}
+	return fmt.Sprintf("the gateway stopped answering at T+%s, before the breaker closed: not the breaker's doing", num.Sec(g.AtS))
+}
+
 // Reasons an episode's figure is missing, shared by several checks.
 const (
 	neverOpened = "the breaker never opened"

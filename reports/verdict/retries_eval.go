@@ -186,6 +186,12 @@ func evalNoLockstep(ev *evaluation, e expect.Expectations) (expect.ExpectationRe
 		}
 		d := fmt.Sprintf("%s: %.0f%% of %d retries within %s of another request's retry, %.0f%% expected of independent ones",
 			n, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.IndependentShare*100)
+		if l.Basis == "schedule" {
+			// Judged against the replay's own send times: say what they
+			// gave, the figure the verdict compared with.
+			d = fmt.Sprintf("%s: %.0f%% of %d retries within %s of another request's retry, %.0f%% from the replay's send schedule alone",
+				n, *l.CoincidentShare*100, l.Retries, num.Ms(l.WindowMs), *l.ScheduleShare*100)
+		}
 		judged = append(judged, d)
 		if *l.Lockstep {
 			inStep = append(inStep, d)
@@ -225,11 +231,21 @@ func evalDeadlineOrder(ev *evaluation, e expect.Expectations) (expect.Expectatio
 	}
 	want := fmt.Sprint(*e.GatewayAnswersBeforeClientDeadline)
 	r := ev.a.Resilience
-	if r == nil || (r.AtRisk == 0 && r.ClientDeadlineFirst == 0) {
+	// A give-up after which the request still succeeded (another attempt,
+	// the fallback) tested the order too: the gateway's timeout fired
+	// first. "Nobody gave up" only when nobody did.
+	var gaveUp int64
+	if g := ev.a.GiveUps; g != nil {
+		gaveUp = g.Count
+	}
+	if r == nil || (r.AtRisk == 0 && r.ClientDeadlineFirst == 0 && gaveUp == 0) {
 		return notObservable("gateway_answers_before_client_deadline", want,
 			"nobody gave up on any request (no slow or hung upstream call): the deadline order was not tested"), true
 	}
 	msg := fmt.Sprintf("on all %d requests where the gateway or the client gave up, the gateway answered before the client's deadline", r.AtRisk)
+	if r.AtRisk == 0 {
+		msg = fmt.Sprintf("the gateway gave up on %d upstream calls and answered every client before its deadline", gaveUp)
+	}
 	if r.ClientDeadlineFirst > 0 {
 		msg = fmt.Sprintf("%d client requests gave up at their own deadline before the gateway answered: the gateway's deadline is longer than the client's", r.ClientDeadlineFirst)
 	}
