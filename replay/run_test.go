@@ -31,8 +31,11 @@ func TestInFlightCapDropsOnRealSockets(t *testing.T) {
 	}))
 	mem := journal.NewMemory(nil)
 	_, sum := replayed(t, []*capture.Request{getReq("/a")}, Options{Target: u, Rate: 20, Duration: time.Second, MaxInFlight: 2}, WithRecorder(mem))
-	if sum.Scheduled != 20 || sum.Sent+sum.Dropped != 20 || sum.Dropped != sum.DroppedInFlight {
-		t.Fatalf("scheduled %d sent %d dropped %d (cap %d)", sum.Scheduled, sum.Sent, sum.Dropped, sum.DroppedInFlight)
+	// A loaded machine may also miss a slot (the replayer was late and
+	// dropped it): counted apart, never as the cap's.
+	if sum.Scheduled != 20 || sum.Sent+sum.Dropped != 20 || sum.DroppedInFlight == 0 ||
+		sum.Dropped != sum.DroppedInFlight+sum.DroppedMissed {
+		t.Fatalf("scheduled %d sent %d dropped %d (cap %d, missed %d)", sum.Scheduled, sum.Sent, sum.Dropped, sum.DroppedInFlight, sum.DroppedMissed)
 	}
 	// Two slots every 250 ms at most: ≤ 10 sent, and at least 6 on a
 	// loaded machine.

@@ -347,13 +347,23 @@ type Episode struct {
 	// open (confirmation of the black-box open).
 	FastFails int64 `json:"fast_fails"`
 
-	Leaked              int64     `json:"leaked"`
-	Probes              int64     `json:"probes"`
-	ProbeSource         string    `json:"probe_source,omitempty"`
-	ProbeOutcomes       ProbeMix  `json:"probe_outcomes"`
-	ProbeIntervalS      MinP50Max `json:"probe_interval_s"`
-	MaxProbesInFlight   *int      `json:"max_probes_in_flight"`
-	FirstProbeAfterOpen *float64  `json:"first_probe_after_open_s"`
+	Leaked         int64     `json:"leaked"`
+	Probes         int64     `json:"probes"`
+	ProbeSource    string    `json:"probe_source,omitempty"`
+	ProbeOutcomes  ProbeMix  `json:"probe_outcomes"`
+	ProbeIntervalS MinP50Max `json:"probe_interval_s"`
+	// ProbeIntervalMinBoundsS bounds probe_interval_s.min when a cycle
+	// may have had probes it did not count (maybe_probe): min the
+	// closest two calls that may have been consecutive probes came, max
+	// the spacing measured (probespacing.go). Absent when it is exact.
+	ProbeIntervalMinBoundsS *Bounds `json:"probe_interval_min_bounds_s,omitempty"`
+	MaxProbesInFlight       *int    `json:"max_probes_in_flight"`
+	// MaxProbesInFlightBounds bounds it when a cycle may have had probes
+	// it did not count: min the figure, max the most live calls in flight
+	// at once from the open to the latest close (probespacing.go). Absent
+	// when it is exact.
+	MaxProbesInFlightBounds *Bounds  `json:"max_probes_in_flight_bounds,omitempty"`
+	FirstProbeAfterOpen     *float64 `json:"first_probe_after_open_s"`
 	// CooldownsS is the cooldown progression: for each probe after a
 	// failed one after which requests were turned away (or the open), the
 	// wait before it.
@@ -414,6 +424,11 @@ type Episode struct {
 	Failover *Failover `json:"failover"`
 
 	Cycles []*Cycle `json:"cycles"`
+	// Shedding is what a load shedder did (shape "shedding": no breaker
+	// states, so no cycles, probes or cooldowns); absent for a breaker.
+	// The report shows it through the shape, its evidence and the
+	// statement.
+	Shedding *Shedding `json:"shedding,omitempty"`
 	// Observed is what the clients and the upstream saw, with no
 	// inference (observed.go); null when the episode never opened.
 	Observed *Observed `json:"observed"`
@@ -520,6 +535,8 @@ type Cycle struct {
 	// the figures are computed from these, never from the rounded
 	// seconds above.
 	openAt, closeAt, firstProbe time.Duration
+	// lastProbe is its last probe's arrival (< 0: none).
+	lastProbe time.Duration
 	// openHi is the latest the open can have been (OpenBoundsS.Max);
 	// openAt when the open is exact.
 	openHi time.Duration

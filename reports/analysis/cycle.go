@@ -14,7 +14,7 @@ import (
 func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool, rep map[int32]bool) *Cycle {
 	c := u.c
 	out := &Cycle{OpenedAtS: seconds(cy.openAt), Blocked: cy.blocked, FastFails: cy.ff,
-		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, openHi: cy.openAt, closeAt: cy.closeAt, firstProbe: -1}
+		Probes: []Probe{}, CooldownsS: []float64{}, openAt: cy.openAt, openHi: cy.openAt, closeAt: cy.closeAt, firstProbe: -1, lastProbe: -1}
 	// bounded: several failures fit the trip (OpenBoundsS), so every
 	// figure measured from the open has bounds too.
 	bounded := cy.openHi > cy.openAt+time.Millisecond
@@ -194,6 +194,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 		// send when the gateway forwarded it late (letFrom).
 		at0, hi0 := u.letAt(probes[0])
 		out.firstProbe = at0
+		out.lastProbe = c.calls[probes[len(probes)-1]].t
 		out.CooldownsS = append(out.CooldownsS, seconds(at0-cy.openAt))
 		// One entry per cooldown, null where exact; kept when any is not.
 		cb, anyBounds := []*Bounds{nil}, false

@@ -154,8 +154,17 @@ var Figures = []Figure{
 	}, In: InReport},
 	{Key: "probe_interval_s.min", Label: "probe interval min / p50 / max", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Min },
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			return rangeOf(e.ProbeIntervalS.Min, e.ProbeIntervalMinBoundsS)
+		},
 		Cell: func(e *Episode) string {
-			return fmt.Sprintf("%s / %s / %s", num.SecP(e.ProbeIntervalS.Min), num.SecP(e.ProbeIntervalS.P50), num.SecP(e.ProbeIntervalS.Max))
+			s := fmt.Sprintf("%s / %s / %s", num.SecP(e.ProbeIntervalS.Min), num.SecP(e.ProbeIntervalS.P50), num.SecP(e.ProbeIntervalS.Max))
+			if b := e.ProbeIntervalMinBoundsS; b != nil {
+				// Probes may have gone uncounted: the spacings measured
+				// are not all there were.
+				s += " (min " + boundsText(b, Seconds) + ": probes may have gone uncounted)"
+			}
+			return s
 		}, In: InReport | InCompare, CompareLabel: "probe interval min"},
 	{Key: "probe_interval_s.p50", Label: "probe interval p50", Unit: Seconds,
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.P50 }, In: InCompare | InHistory,
@@ -172,6 +181,10 @@ var Figures = []Figure{
 		Value: func(e *Episode) *float64 { return e.ProbeIntervalS.Max }},
 	{Key: "max_probes_in_flight", Label: "max probes in flight", Unit: Count,
 		Value: func(e *Episode) *float64 { return intf(e.MaxProbesInFlight) }, In: InReport | InCompare,
+		Bounds: func(e *Episode) (float64, float64, bool) {
+			return rangeOf(intf(e.MaxProbesInFlight), e.MaxProbesInFlightBounds)
+		},
+		Cell:    func(e *Episode) string { return bounded(intf(e.MaxProbesInFlight), e.MaxProbesInFlightBounds, Count) },
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.MaxProbesInFlight), c.ProbeCount > 0 })},
 	{Key: "leaked", Label: "calls leaked while open", Unit: Count,
 		Value: func(e *Episode) *float64 { return Ptr(float64(e.Leaked)) }, In: Everywhere, CompareLabel: "leaked", HistoryLabel: "leaked"},

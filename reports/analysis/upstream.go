@@ -23,6 +23,10 @@ type upstreamRun struct {
 	// reqOf maps a call a client request reached (its index in the
 	// collector's calls) to that request; see reqOfCall.
 	reqOf *seqTable[int32]
+	// cls and match are each sent request's class and the call it
+	// reached (-1: none), by position in sent; nil without attribution.
+	cls   []uint8
+	match []int32
 	// fwd is the forwarding hop measured on healthy traffic, lag what
 	// the model reads from it (forwarding.go).
 	fwd *Forwarding
@@ -181,10 +185,12 @@ func (u *upstreamRun) cycles(ua *UpstreamAnalysis) []*cyc {
 		cycles = u.gapCycles(ua)
 	case len(sent) > 0 && hasSeq:
 		ua.Routing = "seq"
-		cycles = u.machine(u.classifySeq())
+		u.cls, u.match = u.classifySeq()
+		cycles = u.machine(u.cls, u.match)
 	case len(sent) > 0:
 		ua.Routing = "time_match"
-		cycles = u.machine(u.classifyTime())
+		u.cls, u.match = u.classifyTime()
+		cycles = u.machine(u.cls, u.match)
 	default:
 		ua.Routing = "gaps_only"
 		cycles = u.gapCycles(ua)
@@ -300,6 +306,14 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 	rep := u.repeats(sends)
 	u.trial = u.trialFacts(cycles)
 
+	// Episodes a load shedder turned requests away in have no cycles
+	// (shedding.go).
+	shed := make([]string, len(wins))
+	for j, w := range wins {
+		if ok, why := u.shedding(w, u.spanEnd(j)); ok {
+			shed[j] = why
+		}
+	}
 	// Cycles to episodes.
 	var prevClose time.Duration
 	for _, cy := range cycles {
@@ -310,6 +324,9 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 				epi = j
 				break
 			}
+		}
+		if epi >= 0 && shed[epi] != "" {
+			continue
 		}
 		if epi >= 0 && wins[epi].start > segStart {
 			segStart = wins[epi].start
@@ -341,13 +358,22 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 		if ua.Episodes[j] == nil {
 			ua.Episodes[j] = &Episode{}
 		}
-		spanEnd := runEnd + 1
-		if j+1 < len(wins) {
-			spanEnd = wins[j+1].start
+		u.episode(ua.Episodes[j], w, u.spanEnd(j))
+		u.probeSpacingBounds(ua.Episodes[j], u.spanEnd(j))
+		if shed[j] != "" {
+			u.sheddingFigures(ua.Episodes[j], w, u.spanEnd(j), shed[j])
 		}
-		u.episode(ua.Episodes[j], w, spanEnd)
 	}
 	return opens
+}
+
+// spanEnd is where episode j's figures end: the next episode's start, or
+// past the run's end.
+func (u *upstreamRun) spanEnd(j int) time.Duration {
+	if j+1 < len(u.wins) {
+		return u.wins[j+1].start
+	}
+	return u.frame.end + 1
 }
 
 func cyclesProbes(ua *UpstreamAnalysis) []Probe {

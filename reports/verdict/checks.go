@@ -74,7 +74,7 @@ var checks = []check{
 			case r.ep.ProbeIntervalS.Min == nil:
 				return unseen(r.label(), "the breaker probed once: no spacing between probes to measure")
 			}
-			return seen(r.label(), *r.ep.ProbeIntervalS.Min)
+			return seenBounded(r.label(), *r.ep.ProbeIntervalS.Min, r.ep.ProbeIntervalMinBoundsS, UncountedProbes)
 		}), noEpisode, "episodes"), true
 	}},
 	{"max_probes_in_flight", func(ev *evaluation, e expect.Expectations) (expect.ExpectationResult, bool) {
@@ -88,7 +88,7 @@ var checks = []check{
 			case r.ep.MaxProbesInFlight == nil:
 				return unseen(r.label(), neverProbed)
 			}
-			return seen(r.label(), float64(*r.ep.MaxProbesInFlight))
+			return seenBounded(r.label(), float64(*r.ep.MaxProbesInFlight), r.ep.MaxProbesInFlightBounds, UncountedProbes)
 		}), noEpisode, "episodes"), true
 	}},
 	{"honours_retry_after", evalRetryAfter},

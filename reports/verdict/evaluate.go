@@ -52,6 +52,12 @@ func (r episodeRef) label() string {
 func (ev *evaluation) perEpisode(read func(r episodeRef) observation) []observation {
 	var out []observation
 	for _, r := range ev.eps {
+		if sd := r.ep.Shedding; sd != nil {
+			// A load shedder has no breaker states: nothing a breaker
+			// expectation bounds happened, nor failed to.
+			out = append(out, unseen(r.label(), fmt.Sprintf("%s (%s turned away): it has no open, probes, cooldowns or close to judge", shedNoBreaker, num.Plural(sd.TurnedAway, "request"))))
+			continue
+		}
 		out = append(out, read(r))
 	}
 	return append(out, ev.unstartedObs()...)
@@ -95,6 +101,13 @@ const (
 	// cooldownUnplaced: a cooldown is bounded for another reason than the
 	// trip: a probe forwarded late, or several failures of a half-open
 	// the reopen may have come at.
+	// shedNoBreaker: the episode was load shedding (analysis.Shedding).
+	shedNoBreaker = "the gateway shed load, a refused share over time, not a breaker"
+	// UncountedProbes: the probe spacing measured is the most the
+	// shortest can be, the probes in flight the least: a half-open may
+	// have let more quick calls through than were counted
+	// (probe_interval_min_bounds_s, max_probes_in_flight_bounds).
+	UncountedProbes  = "a half-open may have let quick calls through that look like traffic resuming, probes not counted whose spacing and overlap are unseen"
 	cooldownUnplaced = "a cooldown is known only to a range: the open's bounds, a probe the gateway may have let through before it reached the upstream, or several failures of a half-open that may have reopened it"
 )
 

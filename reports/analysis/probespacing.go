@@ -1,0 +1,117 @@
+package analysis
+
+import (
+	"sort"
+	"time"
+)
+
+// Probe spacing and concurrency when the probes counted are the least
+// there were. A cycle
+// whose last calls let through may have been more probes (MaybeProbe: a
+// half-open letting several quick calls through looks, from outside, like
+// traffic resuming) has probes the analysis did not count, and their
+// spacing is not among the intervals measured: probe_interval_s.min is
+// then only the most the shortest spacing can be. The least is the
+// closest two calls that may have been consecutive probes came: the last
+// probe counted (or the open) and every live call up to the latest the
+// breaker can have closed (close_bounds_s max; with none, the next cycle
+// or the episode's end). Probes are some of those calls, so two
+// consecutive probes are never closer than two consecutive calls. For the
+// same reason no more probes were in flight at once than of the live
+// calls from the open to that latest close: max_probes_in_flight is the
+// least, that the most.
+
+// probeSpacingBounds sets ep.ProbeIntervalMinBoundsS when a cycle of the
+// episode may have had probes it did not count; spanEnd is where the
+// episode's calls end.
+func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
+	u.probesInFlightBounds(ep, spanEnd)
+	if ep.ProbeIntervalS.Min == nil {
+		return
+	}
+	measured := *ep.ProbeIntervalS.Min
+	least := time.Duration(-1)
+	for n, cy := range ep.Cycles {
+		if !cy.MaybeProbe {
+			continue
+		}
+		from := cy.openAt
+		if cy.lastProbe >= 0 {
+			from = cy.lastProbe
+		}
+		upto := cycleEnd(ep, n, spanEnd)
+		upto = cy.latestClose(upto)
+		if g := u.closestCalls(from, cy.lastProbe >= 0, upto); g >= 0 && (least < 0 || g < least) {
+			least = g
+		}
+	}
+	if least >= 0 && seconds(least) < measured {
+		ep.ProbeIntervalMinBoundsS = &Bounds{Min: Ptr(seconds(least)), Max: Ptr(measured)}
+	}
+}
+
+// closestCalls is the least spacing of two consecutive live calls of the
+// upstream arriving in [from, upto] (from itself a call when isCall:
+// the last probe counted), or -1 with fewer than two.
+func (u *upstreamRun) closestCalls(from time.Duration, isCall bool, upto time.Duration) time.Duration {
+	c, live := u.c, u.live
+	j := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t >= from })
+	prev, least := time.Duration(-1), time.Duration(-1)
+	if isCall {
+		prev = from
+		if j < len(live) && c.calls[live[j]].t == from {
+			j++
+		}
+	}
+	for ; j < len(live) && c.calls[live[j]].t <= upto; j++ {
+		t := c.calls[live[j]].t
+		if prev >= 0 && (least < 0 || t-prev < least) {
+			least = t - prev
+		}
+		prev = t
+	}
+	return least
+}
+
+// cycleEnd is where cycle n of ep's calls can end: the next cycle's open,
+// or the episode's end.
+func cycleEnd(ep *Episode, n int, spanEnd time.Duration) time.Duration {
+	if n+1 < len(ep.Cycles) {
+		return ep.Cycles[n+1].openAt
+	}
+	return spanEnd
+}
+
+// latestClose is the latest the cycle can have closed, no later than upto:
+// close_bounds_s max (to the millisecond it is written in, and one more),
+// else upto.
+func (cy *Cycle) latestClose(upto time.Duration) time.Duration {
+	if b := cy.CloseBoundsS; b != nil && b.Max != nil {
+		return min(upto, time.Duration(*b.Max*float64(time.Second))+time.Millisecond)
+	}
+	return upto
+}
+
+// probesInFlightBounds sets ep.MaxProbesInFlightBounds when a cycle may
+// have had probes it did not count: at most as many were in flight at
+// once as of the live calls from its open to the latest it can have
+// closed.
+func (u *upstreamRun) probesInFlightBounds(ep *Episode, spanEnd time.Duration) {
+	if ep.MaxProbesInFlight == nil {
+		return
+	}
+	most := *ep.MaxProbesInFlight
+	for n, cy := range ep.Cycles {
+		if !cy.MaybeProbe {
+			continue
+		}
+		c, live := u.c, u.live
+		upto := cy.latestClose(cycleEnd(ep, n, spanEnd))
+		j := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t >= cy.openAt })
+		k := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t > upto })
+		most = max(most, c.maxInFlight(live[j:k]))
+	}
+	if most > *ep.MaxProbesInFlight {
+		ep.MaxProbesInFlightBounds = &Bounds{Min: Ptr(float64(*ep.MaxProbesInFlight)), Max: Ptr(float64(most))}
+	}
+}
