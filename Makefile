@@ -47,10 +47,12 @@ drills:
 # installed by .ci/run in /opt/openclaw, in a network namespace with only
 # loopback (root), each drill's figures held to OpenClaw's own log. About
 # 8 minutes one after another (OpenClaw's shortest cooldown is 30 s).
-# OPENCLAW_COUNT=3 runs each three times (the same shape run after run).
-OPENCLAW_COUNT ?= 1
+# OPENCLAW_COUNT=3 runs each three times (the same shape run after run);
+# OPENCLAW_DRILLS picks drills by name (a go test -run pattern).
+OPENCLAW_COUNT  ?= 1
+OPENCLAW_DRILLS ?= ^TestOpenClawDrill
 drills-openclaw:
-	REHEARSE_OPENCLAW_DRILLS=1 $(GO) test -count=$(OPENCLAW_COUNT) -run '^TestOpenClawDrill' -timeout 60m -v ./e2e
+	REHEARSE_OPENCLAW_DRILLS=1 $(GO) test -count=$(OPENCLAW_COUNT) -run '$(OPENCLAW_DRILLS)' -timeout 60m -v ./e2e
 
 # The harness against Vegeta, Toxiproxy and tshark in one run, paired and
 # alternating, with ratios (scripts/bench.sh; BENCHFLAGS="-rounds 5" etc.).
