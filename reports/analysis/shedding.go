@@ -93,6 +93,14 @@ func (u *upstreamRun) shedding(w window, spanEnd time.Duration) (bool, string) {
 		// listener makes failures the upstream never records.
 		return false, ""
 	}
+	if u.c.gatewayInstances() > 1 {
+		// Every witness below rules a breaker out by assuming one breaker
+		// decides every request. A fleet of N gateways, each with its own
+		// breaker behind one address, refuses on one instance while
+		// another's trial succeeds: the interleaving a shedder shows, from
+		// N breakers.
+		return false, ""
+	}
 	s := u.shedSpan(w.start, spanEnd)
 	first := -1
 	for _, j := range s.js {
@@ -576,4 +584,22 @@ func shedStatement(ep *Episode) string {
 	}
 	fmt.Fprintf(&b, " to %s %s it ended, %s forwarded between; at most %.0f %% of a %s window refused.", num.Sec(d), rel, num.Plural(sd.Forwarded, "request"), 100*sd.PeakRefusedShare, num.Sec(sd.WindowS))
 	return b.String()
+}
+
+// gatewayInstances is how many gateway instances the run put behind its
+// address, as run.start recorded it (or as this build resolves its
+// scenario, for journals written before it was recorded); 1 when the run
+// does not say (a gateway at a URL).
+func (c *collector) gatewayInstances() int {
+	if c.start == nil {
+		return 1
+	}
+	r := c.start.Resolved
+	if r == nil && len(c.start.Config) > 0 {
+		r = Resolve(c.start.Config)
+	}
+	if r == nil || r.Gateway == nil {
+		return 1
+	}
+	return max(r.Gateway.Instances, 1)
 }
