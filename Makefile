@@ -35,10 +35,12 @@ test:
 	$(GO) test -race -count=1 $(PKGS)
 
 # Every built-in drill at its full length against the built-in gateway, two
-# at a time (about 25 minutes of run time, 13 of wall time): fails if any
+# at a time (about 37 minutes of run time, 19 of wall time): fails if any
 # expectation of any drill is not met (not observable counts as not met),
-# naming it. Includes the weekly drill of make rehearse, and retry-storm once
-# more on the naive gateway, which must fail every expectation. The run directories
+# naming it. Includes the weekly drill of make rehearse, the AI gateway
+# drills, and retry-storm once more on the naive gateway, which must fail
+# every expectation but no_lockstep_retries (its fixed 200 ms waits sit on
+# the replay's 100 ms send grid, which the figure says). The run directories
 # stay in $(DRILLS_OUT) for the reports.
 drills:
 	REHEARSE_DRILLS_OUT=$(abspath $(DRILLS_OUT)) $(GO) test -count=1 -run '^TestDrillVerdicts$$' -parallel 2 -timeout 40m -v ./rehearsal

@@ -159,7 +159,8 @@ func TestDrillVerdicts(t *testing.T) {
 	// retries ×3 of every call, no deadline, no breaker: the gateway the
 	// practice warns about): every expectation the reference meets must
 	// fail on it, for the reason its message states, or the drill cannot
-	// tell the two apart.
+	// tell the two apart — all but no_lockstep_retries, which the send
+	// grid explains on both (below).
 	t.Run("retry-storm-naive", func(t *testing.T) {
 		t.Parallel()
 		sc, err := scenarios.Builtin("retry-storm")
@@ -181,6 +182,16 @@ func TestDrillVerdicts(t *testing.T) {
 			t.Fatal("no expectation was evaluated")
 		}
 		for _, e := range res.Expectations {
+			if e.Name == "no_lockstep_retries" && e.Passed && strings.Contains(e.Message, "from the replay's send schedule") {
+				// The naive gateway's fixed 200 ms waits are two of the
+				// replay's 100 ms send intervals: its retries meet other
+				// requests' retries on the send grid, as often as the
+				// schedule alone makes them (docs/analysis.md, lockstep
+				// against the send grid). That is not lockstep, and the
+				// figure must say so rather than blame the gateway.
+				t.Logf("naive: %s met, the coincidences are the send grid's: %s", e.Name, e.Message)
+				continue
+			}
 			if e.Passed || e.Outcome != expect.NotMet {
 				t.Errorf("%s %s on the naive gateway (observed %s, want %s): the drill does not tell it from the reference: %s", e.Name, e.Outcome, e.Observed, e.Want, e.Message)
 				continue
