@@ -32,7 +32,9 @@ func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
 	measured := *ep.ProbeIntervalS.Min
 	least := time.Duration(-1)
 	for n, cy := range ep.Cycles {
-		if !cy.MaybeProbe {
+		if !cy.MaybeProbe || cy.Shape == ShapeTaggedProbe {
+			// A gateway that tags its probes tags every one: an
+			// untagged call is none, so no probe went uncounted.
 			continue
 		}
 		from := cy.openAt
@@ -102,8 +104,8 @@ func (u *upstreamRun) probesInFlightBounds(ep *Episode, spanEnd time.Duration) {
 	}
 	most := *ep.MaxProbesInFlight
 	for n, cy := range ep.Cycles {
-		if !cy.MaybeProbe {
-			continue
+		if !cy.MaybeProbe || cy.Shape == ShapeTaggedProbe {
+			continue // every probe tagged: none uncounted
 		}
 		c, live := u.c, u.live
 		upto := cy.latestClose(cycleEnd(ep, n, spanEnd))
