@@ -13,7 +13,7 @@ import (
 // Saturation before the first fault.
 //
 // A gateway that was already saturated when the first fault began (more
-// requests offered than it serves: 10 req/s into one OpenClaw on 2 cores)
+// requests offered than it serves: 10 req/s into one AI agent gateway on 2 cores)
 // queues them, and every figure of the fault then mixes the fault's
 // effect with the queue's. The window looked at is the healthy traffic
 // from time zero (after any warm-up) to the first fault's start (or the
