@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -105,18 +104,7 @@ func (f flushWriter) Write(p []byte) (int, error) {
 
 func (g *agentGateway) start(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: g}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String()
+	return "http://" + testutil.Serve(t, &http.Server{Handler: g})
 }
 
 // TestAgentGatewayRetriesAttributedByBodyStamp: through an agent runtime

@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/halfopen/rehearse/internal/testutil"
 )
 
 // fallbackGateway is the second AI gateway of the e2e tests, built the
@@ -280,18 +281,10 @@ func (g *fallbackGateway) start(t *testing.T, logPath string) string {
 	// Its own transport: idle connections of one drill do not serve
 	// another's gateway.
 	g.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: g}
-	go func() { _ = srv.Serve(ln) }()
+	// Registered first, so it runs after the server is closed.
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
 		g.client.CloseIdleConnections()
 		_ = f.Close()
 	})
-	return "http://" + ln.Addr().String()
+	return "http://" + testutil.Serve(t, &http.Server{Handler: g})
 }
