@@ -62,6 +62,9 @@ func TestFigureKeysInRunJSON(t *testing.T) {
 		}
 		seenKeys[f.Key] = true
 		got, ok := lookup(obj, f.Key)
+		if !ok && f.Applies != nil && !f.Applies(ep) {
+			continue // another kind of episode's (TestSheddingRows)
+		}
 		if !ok {
 			t.Errorf("figure %s: no such key in run.json's episode", f.Key)
 			continue

@@ -58,6 +58,9 @@ func fixtures() map[string]func() []journal.Event {
 			}
 			return cut
 		},
+		// shedder: an adaptive-throttling load shedder, no breaker
+		// (shedding_test.go).
+		"shedder": func() []journal.Event { return shedderEvents(1, 2) },
 		"hostile": func() []journal.Event {
 			s := base()
 			s.upstreams = []string{`s<e>arch|x`, "weather"}

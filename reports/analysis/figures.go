@@ -81,13 +81,18 @@ type Figure struct {
 	Cell func(*Episode) string
 	// In says where the figure appears.
 	In Shown
+	// Applies, when set, says which episodes the figure belongs to (the
+	// shedding figures to a shedder's): the report's episode table has no
+	// row for it on the others. Nil: every episode.
+	Applies func(*Episode) bool
 	// CompareLabel and HistoryLabel rename the figure in report compare
 	// and report history.
 	CompareLabel, HistoryLabel string
 }
 
-// Figures are the breaker figures of an episode, in report order.
-var Figures = []Figure{
+// Figures are the breaker figures of an episode, in report order, then
+// the load shedder's (shedding_figures.go).
+var Figures = append([]Figure{
 	{Key: "fault", Label: "fault", Unit: Word, Word: func(e *Episode) string { return e.Fault }, In: InCompare},
 	{Key: "opened", Label: "opened", Unit: Word, Word: func(e *Episode) string { return fmt.Sprint(e.Opened) }, In: InCompare},
 	{Key: "opened_after_s", Label: "opened after fault start", Unit: Seconds,
@@ -413,7 +418,7 @@ var Figures = []Figure{
 			}
 			return fmt.Sprintf("%d of %d requests (%d ok; %d after the primary failed them; %s)", f.Served, f.Requests, f.ServedOK, f.AfterPrimary, cost)
 		}, In: InReport},
-}
+}, sheddingFigures...)
 
 // failoverFig reads a figure of the episode's failover; nil without it.
 func failoverFig(f func(*Failover) *float64) func(*Episode) *float64 {

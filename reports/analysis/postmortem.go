@@ -259,6 +259,8 @@ func episodeSummary(upstream string, ep *Episode, injected []InjectedFault) stri
 	}
 	var breaker string
 	switch {
+	case ep.Shedding != nil:
+		breaker = shedSummary(ep.Shedding)
 	case !ep.Opened:
 		breaker = "its breaker did not open"
 	case ep.OpenedAfterS != nil && ep.Closed && ep.ClosedAfterRecoveryS != nil:

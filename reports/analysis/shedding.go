@@ -43,6 +43,14 @@ type Shedding struct {
 	FirstRefusedAtS float64 `json:"first_refused_at_s"`
 	BeganAtS        float64 `json:"began_at_s"`
 	EndedAtS        float64 `json:"ended_at_s"`
+	// FirstRefusedAfterS and BeganAfterS are the first and the first
+	// sustained refusal counted from the fault's start, EndedAfterRecoveryS
+	// the last from its end (negative: before it ended): the moments as
+	// the report and compare give them (a drill's runs share the fault
+	// windows, not their refusals).
+	FirstRefusedAfterS  float64 `json:"first_refused_after_s"`
+	BeganAfterS         float64 `json:"began_after_s"`
+	EndedAfterRecoveryS float64 `json:"ended_after_recovery_s"`
 	// TurnedAway counts the requests turned away over the episode's span,
 	// FastFails those the gateway answered with its fast-fail, Forwarded
 	// the requests forwarded from the first refusal to the last.
@@ -527,6 +535,8 @@ func (u *upstreamRun) sheddingFigures(ep *Episode, w window, spanEnd time.Durati
 		return
 	}
 	sd.FirstRefusedAtS, sd.EndedAtS = seconds(first), seconds(last)
+	sd.FirstRefusedAfterS, sd.BeganAfterS = num.Round3(sd.FirstRefusedAtS-ep.StartS), num.Round3(sd.BeganAtS-ep.StartS)
+	sd.EndedAfterRecoveryS = num.Round3(sd.EndedAtS - ep.EndS)
 	// Windows of a whole number of seconds (the timeline's bins), as
 	// many as fit in maxListed.
 	width := time.Second
@@ -574,15 +584,11 @@ func (u *upstreamRun) sheddingFigures(ep *Episode, w window, spanEnd time.Durati
 func shedStatement(ep *Episode) string {
 	sd := ep.Shedding
 	var b strings.Builder
-	fmt.Fprintf(&b, "Shed load, no breaker: turned away %s from %s after the fault started", num.Plural(sd.TurnedAway, "request"), num.Sec(sd.FirstRefusedAtS-ep.StartS))
+	fmt.Fprintf(&b, "Shed load, no breaker: turned away %s from %s after the fault started", num.Plural(sd.TurnedAway, "request"), num.Sec(sd.FirstRefusedAfterS))
 	if sd.BeganAtS != sd.FirstRefusedAtS {
-		fmt.Fprintf(&b, " (sustained from %s)", num.Sec(sd.BeganAtS-ep.StartS))
+		fmt.Fprintf(&b, " (sustained from %s)", num.Sec(sd.BeganAfterS))
 	}
-	rel, d := "after", sd.EndedAtS-ep.EndS
-	if d < 0 {
-		rel, d = "before", -d
-	}
-	fmt.Fprintf(&b, " to %s %s it ended, %s forwarded between; at most %.0f %% of a %s window refused.", num.Sec(d), rel, num.Plural(sd.Forwarded, "request"), 100*sd.PeakRefusedShare, num.Sec(sd.WindowS))
+	fmt.Fprintf(&b, " to %s it ended, %s forwarded between; at most %.0f %% of a %s window refused.", endedWords(sd), num.Plural(sd.Forwarded, "request"), 100*sd.PeakRefusedShare, num.Sec(sd.WindowS))
 	return b.String()
 }
 

@@ -116,7 +116,8 @@ func episodeFigures() []compareFigure {
 //     clock, exactly.
 //   - A count moves in whole calls: one.
 //   - A ratio of calls to requests moves in steps of one over the
-//     requests; other ratios are taken as exact.
+//     requests, a shedder's peak refused share in steps of one request
+//     of its window; other ratios are taken as exact.
 func episodeGrain(f analysis.Figure, unit string, scale float64) func(*SideRun, *analysis.UpstreamAnalysis, *analysis.Episode) float64 {
 	return func(r *SideRun, u *analysis.UpstreamAnalysis, ep *analysis.Episode) float64 {
 		g := 0.0
@@ -135,6 +136,11 @@ func episodeGrain(f analysis.Figure, unit string, scale float64) func(*SideRun, 
 			g = perOne(ep.ClientRequests)
 		case f.Key == "retries.retry_amplification_during" && ep.Retries != nil:
 			g = perOne(ep.Retries.Requests)
+		case f.Key == "shedding.peak_refused_share" && ep.Shedding != nil:
+			// A window's share moves by one of its requests.
+			if w, ok := ep.Shedding.PeakWindow(); ok {
+				g = perOne(w.Requests)
+			}
 		}
 		if f.Bounds != nil {
 			if lo, hi, ok := f.Bounds(ep); ok && !math.IsInf(hi-lo, 0) && hi > lo {

@@ -218,7 +218,7 @@ func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.Wal
 	ev := episodeView{Upstream: name, Statement: stmt,
 		Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
 	for _, f := range analysis.Figures {
-		if f.In&analysis.InReport != 0 {
+		if f.In&analysis.InReport != 0 && (f.Applies == nil || f.Applies(ep)) {
 			ev.Rows = append(ev.Rows, kv{f.Label, f.CellOf(ep)})
 		}
 	}
