@@ -358,6 +358,7 @@ func (u *upstreamRun) episodes(ua *UpstreamAnalysis, tl *UpstreamTimeline, cycle
 		if ua.Episodes[j] == nil {
 			ua.Episodes[j] = &Episode{}
 		}
+		u.resumeCooldowns(ua.Episodes[j])
 		u.episode(ua.Episodes[j], w, u.spanEnd(j))
 		u.probeSpacingBounds(ua.Episodes[j], u.spanEnd(j))
 		if shed[j] != "" {
