@@ -43,6 +43,7 @@ func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
 		}
 		upto := cycleEnd(ep, n, spanEnd)
 		upto = cy.latestClose(upto)
+		upto = u.closedBefore(ep, from, upto)
 		if g := u.closestCalls(from, cy.lastProbe >= 0, upto); g >= 0 && (least < 0 || g < least) {
 			least = g
 		}
@@ -50,6 +51,53 @@ func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
 	if least >= 0 && seconds(least) < measured {
 		ep.ProbeIntervalMinBoundsS = &Bounds{Min: Ptr(seconds(least)), Max: Ptr(measured)}
 	}
+}
+
+// closedBefore is the latest the half-open after from can have let a
+// probe through, no later than upto, when a failure shows the breaker
+// closed. A breaker seen to judge its trials (u.trial.judged: one failed
+// trial reopened it) reopens on a failed probe and turns the next
+// request away unless its cooldown has already passed; so a live call
+// that failed, with the next request after its answer forwarded sooner
+// than the least cooldown the episode shows, was let through by a closed
+// breaker. The half-open had ended before it: no call from it on was a
+// probe. upto when no failure shows it (a close with no latest moment and
+// healthy traffic after it leaves every later call a possible probe: a
+// half-open admitting that many calls, or closing on a timer that long,
+// fits the evidence, and the bound stays what those calls allow).
+func (u *upstreamRun) closedBefore(ep *Episode, from, upto time.Duration) time.Duration {
+	if !u.trial.judged || u.cls == nil {
+		return upto
+	}
+	cool := time.Duration(-1) // the least cooldown the episode allows
+	for i, v := range ep.CooldownsS {
+		if i < len(ep.CooldownsBoundsS) && ep.CooldownsBoundsS[i] != nil && ep.CooldownsBoundsS[i].Min != nil {
+			v = *ep.CooldownsBoundsS[i].Min
+		}
+		if d := time.Duration(v * float64(time.Second)); cool < 0 || d < cool {
+			cool = d
+		}
+	}
+	if cool <= 0 {
+		return upto
+	}
+	c, live := u.c, u.live
+	for j := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t > from }); j < len(live); j++ {
+		i := live[j]
+		k := &c.calls[i]
+		if k.t > upto {
+			break
+		}
+		if !k.failed || !k.hasEnd {
+			continue
+		}
+		held := u.answerHeld(i)
+		q := sort.Search(len(u.sent), func(q int) bool { return c.reqs[u.sent[q]].sent > held })
+		if q < len(u.sent) && u.cls[q] != clsBlocked && u.match[q] >= 0 && c.reqs[u.sent[q]].sent < held+cool {
+			return k.t - 1
+		}
+	}
+	return upto
 }
 
 // closestCalls is the least spacing of two consecutive live calls of the

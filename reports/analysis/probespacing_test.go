@@ -80,3 +80,37 @@ func TestProbesInFlightUncounted(t *testing.T) {
 		t.Fatalf("max_probes_in_flight_bounds %s, want [1, ≥ 3]: uncounted probes may have overlapped", bounds(b))
 	}
 }
+
+// TestProbeSpacingClosedByAFailure: the quick half-open of
+// TestProbeSpacingUncountedProbes (three probes 50 ms apart from 4.15 s,
+// closed after the third), the close with no latest moment; at 5.5 s a
+// call fails and the next request, 50 ms later, is forwarded: the breaker
+// judges its trials (a failed trial reopened it twice), so it was closed
+// by then, and the replay's catch-up pair at 5.7 s (sent 1 ms apart)
+// cannot have been consecutive probes. The lower bound is the closest
+// spacing before the failure, not the pair's 1 ms, and holds the truth
+// (50 ms).
+func TestProbeSpacingClosedByAFailure(t *testing.T) {
+	r := newSimRun(1000, 4000, 7000)
+	r.passFrom(0, 1000, 0.5, 200)
+	r.passFrom(1000, 1150, 0.5, 503)
+	r.blockFrom(1150, 2150)
+	r.pass(2150, 0.5, 503)
+	r.blockFrom(2200, 3150)
+	r.pass(3150, 0.5, 503)
+	r.blockFrom(3200, 4150)
+	r.passFrom(4150, 5500, 0.5, 200)
+	r.pass(5500, 0.5, 500) // tolerated: the next request is forwarded
+	r.passFrom(5550, 5700, 0.5, 200)
+	r.pass(5700, 0.5, 200)
+	r.pass(5701, 0.5, 200) // a catch-up send
+	r.passFrom(5750, 7000, 0.5, 200)
+	ep, cy := r.cycle(t)
+	if !cy.MaybeProbe {
+		t.Fatalf("maybe_probe false: %s", ep.Statement)
+	}
+	b := ep.ProbeIntervalMinBoundsS
+	if b == nil || b.Min == nil || *b.Min > 0.05 || *b.Min < 0.04 {
+		t.Fatalf("probe_interval_min_bounds_s %s, want a least of about 50 ms: the catch-up pair came after a failure the closed breaker tolerated", bounds(b))
+	}
+}
