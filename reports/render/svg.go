@@ -54,6 +54,7 @@ var FaultColour = []string{"#283593", "#00695c", "#6d4c41", "#827717", "#ad1457"
 
 const (
 	colOpenBand   = "#f8d7da"
+	colShed       = "#ffccbc" // a shedder's windows, as opaque as the share refused
 	colProbeOK    = "#1565c0"
 	colProbeFail  = "#e65100"
 	colHealthOK   = "#607d8b"
@@ -436,6 +437,7 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 			Title: fmt.Sprintf("black-box open %s–%s", num.Sec(op.StartS-w.origin), end)})
 		w.used["open"] = true
 	}
+	w.shedding(a.Upstreams[u], uh)
 	w.pauses(a.Upstreams[u])
 	w.failovers(a, u)
 	w.calls(ut, b, uh)
@@ -460,6 +462,34 @@ func (w *tlw) upstreamLane(a *analysis.Analysis, u string, ut *analysis.Upstream
 		w.y += 12
 	}
 	w.y += 6
+}
+
+// shedding shades, over an upstream's lane, each window of an episode
+// read as load shedding in which requests were turned away, the more
+// opaque the larger the refused share: a shedder has no open to band.
+func (w *tlw) shedding(ua *analysis.UpstreamAnalysis, uh float64) {
+	if ua == nil {
+		return
+	}
+	for _, ep := range ua.Episodes {
+		sd := ep.Shedding
+		if sd == nil {
+			continue
+		}
+		for _, sw := range sd.Windows {
+			if sw.Refused == 0 || sw.Requests == 0 || sw.EndS < w.from || sw.StartS > w.to {
+				continue
+			}
+			share := float64(sw.Refused) / float64(sw.Requests)
+			x0, x1 := w.x(math.Max(sw.StartS, w.from)), w.x(math.Min(sw.EndS, w.to))
+			c := Hex(colShed)
+			c.A = uint8(0x40 + share*0xbf)
+			w.d.Rect(x0, w.y, math.Max(x1-x0, 1), uh, canvas.Style{Fill: c, Class: "shed",
+				Title: fmt.Sprintf("load shed %s–%s: %d of %s turned away (%.0f %%)", num.Sec(sw.StartS-w.origin), num.Sec(sw.EndS-w.origin),
+					sw.Refused, num.Plural(sw.Requests, "request"), 100*share)})
+			w.used["shed"] = true
+		}
+	}
 }
 
 // pauses draws the Retry-After pauses an upstream asked for, as a band
@@ -665,6 +695,7 @@ var legendItems = []struct {
 	{"interrupted", "cut by the interruption", groupColour["interrupted"], "box"},
 	{"dropped", "dropped (not sent)", groupColour["dropped"], "box"},
 	{"open", "breaker open (black box)", colOpenBand, "box"},
+	{"shed", "load shed (darker: a larger share turned away)", colShed, "box"},
 	{"probe_ok", "probe ok", colProbeOK, "diamond"},
 	{"probe_failed", "probe failed", colProbeFail, "diamond"},
 	{"health_ok", "health checks ok", colHealthOK, "bar"},
