@@ -43,6 +43,10 @@ func (u *upstreamRun) resumeCooldown(cy *Cycle) {
 		return
 	case int64(len(cy.Probes)) != cy.ProbeCount:
 		return // probes capped: which cooldown is which is not listed
+	case cy.MaxProbesInFlight > 1:
+		// Probes in flight together: which failure reopened it, and
+		// which half-open the resumed call came in, is not shown.
+		return
 	}
 	for _, p := range cy.Probes {
 		if p.AtS < seconds(cy.refuseUntil) && (p.DoneS == 0 || time.Duration(p.DoneS*float64(time.Second)) > cy.refuseUntil+time.Millisecond) {
