@@ -19,7 +19,9 @@ import (
 //     came at any moment after the breaker turned away its last request
 //     (it was still open then: a half-open refuses only past its limit,
 //     and it had let nothing through yet) and before fr was let through.
-// So the wait lies between the last refusal's send less the latest the
+// (When the trial is the cycle's first probe the wait is the first probe
+// after the open, a probe's moment, which fr's admission fixes: left as
+// stated.) So the wait lies between the last refusal's send less the latest the
 // (re)open can have been, and fr's arrival less the earliest it can have
 // been: bounds that hold every one of those hypotheses. The estimate is
 // the first's (fr's admission, as for every counted probe).
@@ -83,7 +85,9 @@ func (u *upstreamRun) resumeCooldown(cy *Cycle) {
 			idx = len(cy.CooldownsS) - 1
 		}
 	} else if counted {
-		idx = 0
+		// The trial is the first probe: the first cooldown is the first
+		// probe after the open, whose moment fr's admission fixes.
+		return
 	}
 	lo := seconds(max(cy.refuseUntil-reHi, 0))
 	hi := seconds(frHi - reLo)
