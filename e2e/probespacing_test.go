@@ -96,7 +96,7 @@ func logFigureCounts(t *testing.T, ep *analysis.Episode) {
 	t.Helper()
 	var exact, bounded, unknown []string
 	for _, f := range analysis.Figures {
-		if f.Value == nil || strings.HasPrefix(f.Key, "retries.") || strings.HasPrefix(f.Key, "cost.") || (f.Applies != nil && !f.Applies(ep)) {
+		if f.Value == nil || strings.HasPrefix(f.Key, "retries.") || strings.HasPrefix(f.Key, "cost.") || !f.AppliesTo(ep) {
 			continue
 		}
 		switch {

@@ -107,8 +107,9 @@ func sheddingKeys() []string {
 
 // TestSheddingRows: a shedding episode has its figures as rows of the
 // report's episode table (report.md and report.html), in run.json under
-// their keys, and in the postmortem's one-line summary; a breaker's
-// episode has none of those rows.
+// their keys, and in the postmortem's one-line summary, without the
+// breaker's rows (its open, probes, cooldowns, close); a breaker's episode
+// has none of the shedding rows.
 func TestSheddingRows(t *testing.T) {
 	dir := renderFixture(t, "shedder")
 	a, err := render.ReadRunJSON(filepath.Join(dir, render.RunFile))
@@ -152,6 +153,12 @@ func TestSheddingRows(t *testing.T) {
 		}
 		if label := strings.Trim(r, "| "); !strings.Contains(html, label) {
 			t.Errorf("report.html has no row %q", label)
+		}
+	}
+	// A shedder has no breaker states: no rows of dashes for them.
+	for _, r := range []string{"| probes | ", "| open/close cycles | ", "| cooldown progression | ", "| breaker closed (inferred) | ", "| opened after fault start | "} {
+		if strings.Contains(md, r) {
+			t.Errorf("report.md lists the breaker row %q on a shedder", r)
 		}
 	}
 	if !strings.Contains(md, "the gateway shed load, no breaker: ") || strings.Contains(md, "its breaker did not open") {

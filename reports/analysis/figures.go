@@ -83,7 +83,8 @@ type Figure struct {
 	In Shown
 	// Applies, when set, says which episodes the figure belongs to (the
 	// shedding figures to a shedder's): the report's episode table has no
-	// row for it on the others. Nil: every episode.
+	// row for it on the others. Nil: every episode but, for a breaker's
+	// states, a shedder's (AppliesTo).
 	Applies func(*Episode) bool
 	// CompareLabel and HistoryLabel rename the figure in report compare
 	// and report history.

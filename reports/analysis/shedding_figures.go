@@ -54,6 +54,27 @@ var sheddingFigures = []Figure{
 		Cell: peakShareCell, In: InReport | InCompare, CompareLabel: "shedding: peak refused share of a window"},
 }
 
+// breakerOnly are the figures of a breaker's states (its open, probes,
+// cooldowns, close): a shedder has none of them, and its report table
+// lists none (the statement says so) rather than a column of dashes.
+var breakerOnly = map[string]bool{
+	"opened_after_s": true, "failures_before_open": true, "failed_requests_before_open": true,
+	"fast_fails": true, "probes": true, "first_probe_after_open_s": true, "cooldowns_s": true,
+	"probe_interval_s.min": true, "probe_interval_s.p50": true, "probe_interval_s.max": true,
+	"max_probes_in_flight": true, "leaked": true, "observed.resumed_after_s": true,
+	"closed_after_recovery_s": true, "open_time_s": true, "close_bounds_s": true,
+	"successes_to_close": true, "metrics_open_lag_s": true, "metrics_close_lag_s": true, "cycles": true,
+}
+
+// AppliesTo reports whether f is a figure of episode e: its Applies
+// when set; else every figure but a breaker's states on a shedder's.
+func (f Figure) AppliesTo(e *Episode) bool {
+	if f.Applies != nil {
+		return f.Applies(e)
+	}
+	return e.Shedding == nil || !breakerOnly[f.Key]
+}
+
 // isShedding: the episode was read as load shedding.
 func isShedding(e *Episode) bool { return e.Shedding != nil }
 

@@ -217,11 +217,23 @@ func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.Wal
 	}
 	ev := episodeView{Upstream: name, Statement: stmt,
 		Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
+	// A kind of episode's own figures (a shedder's) follow its shape,
+	// before the figures every episode has.
+	var own []kv
+	at := 0
 	for _, f := range analysis.Figures {
-		if f.In&analysis.InReport != 0 && (f.Applies == nil || f.Applies(ep)) {
+		switch {
+		case f.In&analysis.InReport == 0 || !f.AppliesTo(ep):
+		case f.Applies != nil:
+			own = append(own, kv{f.Label, f.CellOf(ep)})
+		default:
 			ev.Rows = append(ev.Rows, kv{f.Label, f.CellOf(ep)})
+			if f.Key == "shape" {
+				at = len(ev.Rows)
+			}
 		}
 	}
+	ev.Rows = slices.Insert(ev.Rows, at, own...)
 	// The moments, on the clock the gateway's logs use.
 	if ep.OpenedAtS != nil {
 		ev.Rows = append(ev.Rows, kv{"opened at", clock.Moment(*ep.OpenedAtS)})
