@@ -226,26 +226,6 @@ func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second, th
 	return match[qa], match[byArrival[1]], third, c.calls[match[qa]].t - c.reqs[u.sent[qa]].sent
 }
 
-// closeMoment estimates when the breaker closed, given the first two calls
-// of the run of resumed traffic. A breaker closes on a probe's successful
-// response: the end of the successful tagged probe or health check just
-// before the traffic resumed, or of the live-traffic probe that began the
-// run; else the resumed traffic's first arrival.
-func (u *upstreamRun) closeMoment(cy *cyc, first, second int32) (time.Duration, int32) {
-	c := u.c
-	if cy.admitted[first] {
-		if e := c.calls[first].end; e <= c.calls[second].t {
-			return e, first
-		}
-		return c.calls[second].t, -1
-	}
-	t := c.calls[first].t
-	if p := u.lastCallBefore(t); c.okProbeLike(p) && c.calls[p].t >= cy.openAt && c.calls[p].end <= t {
-		return c.calls[p].end, p
-	}
-	return t, -1
-}
-
 // gapMachine infers open intervals from gaps in untagged live arrivals
 // alone, when no client request can be attributed to the upstream. It
 // returns the expected interval it used.
@@ -301,8 +281,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 		}
 		run = append(run, arr[i])
 		if len(run) >= CloseRunMin {
-			cur.closeAt, cur.closeBy = u.closeMoment(cur, run[0], run[1])
-			cur.closeLo = cur.closeAt
+			u.closeFromGaps(cur, run, exp)
 			if k := &c.calls[run[0]]; !k.failed && k.hasEnd {
 				// No client attribution: the upstream's answer is the
 				// nearest sight of the recovery.
@@ -319,4 +298,31 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 		}
 	}
 	return exp, out
+}
+
+// closeFromGaps places the close of cy, whose traffic resumed with the
+// run of arrivals run (CloseRunMin of them at the usual spacing exp), by
+// the one estimator of a close, closeOf. Without client attribution no
+// refusal is seen: the last request the breaker turned away is taken as
+// the last arrival the gap is missing, one usual spacing before the run
+// began (as the open takes the first missing one after the gap began,
+// openBounds). A run that began with a call let through alone after the
+// gap (an admission: not right after a passing tagged probe or health
+// check) began with the trial: the resumed traffic is the calls after it,
+// and the trial's success in the window is what closed the breaker.
+func (u *upstreamRun) closeFromGaps(cy *cyc, run []int32, exp time.Duration) {
+	c := u.c
+	resumed := run
+	if cy.admitted[run[0]] {
+		resumed = run[1:]
+	}
+	cy.th = -1
+	if len(resumed) > 2 {
+		cy.th = resumed[2]
+	}
+	nx := int32(-1)
+	if len(resumed) > 1 {
+		nx = resumed[1]
+	}
+	u.closeOf(cy, c.calls[run[0]].t-exp, resumed[0], nx)
 }
