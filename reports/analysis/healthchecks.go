@@ -96,12 +96,13 @@ func (u *upstreamRun) checksFailedNear(cycles []*cyc) bool {
 
 // coincidence is the chance that, were the checks not the gate, a passing
 // check would have ended in every close window by accident. A window runs
-// from the last blocked request (less closeSlack) to the first resumed
-// call, or to the check's end when that came later; a check lands in it
-// with probability its width over the checks' spacing, independently per
-// cycle, unless the check sat at the same place in every window (the
-// clients' and the checks' periods in step, and a timer that keeps step
-// too): then the cycles are one trial, not several.
+// from the last blocked request (less the run's slack) to the first
+// resumed call, or to the check's end when that came later; a check lands
+// in it with probability its width over the checks' spacing,
+// independently per cycle, unless the check sat at the same place in
+// every window, its offset from the last blocked request the same within
+// the run's slack (the clients' and the checks' periods in step, and a
+// timer that keeps step too): then the cycles are one trial, not several.
 func (u *upstreamRun) coincidence(cycles []*cyc, byCheck func(*cyc) bool) float64 {
 	c := u.c
 	iv := u.checkSpacing(cycles)
@@ -125,7 +126,12 @@ func (u *upstreamRun) coincidence(cycles []*cyc, byCheck func(*cyc) bool) float6
 		most = max(most, p)
 		offs = append(offs, e-cy.lb)
 	}
-	if len(offs) > 1 && slices.Max(offs)-slices.Min(offs) <= 3*time.Millisecond {
+	// Offsets that differ by no more than the run's slack (how far apart
+	// two processes' stamps of one moment can be on this run: the
+	// clocks' noise, plus the gateway's usual relay delay when it has
+	// one) are one moment, read through that noise: the check sat at
+	// the same place in every window.
+	if len(offs) > 1 && slices.Max(offs)-slices.Min(offs) <= u.slack {
 		return most
 	}
 	return product
