@@ -3,6 +3,8 @@ package analysis
 import (
 	"sort"
 	"time"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // splitExpiry: in a cycle whose close was evidenced as a timer's (traffic
@@ -26,10 +28,15 @@ import (
 func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 	c := u.c
 	expires := false
+	ends := u.failureEnds()
+	segStart := time.Duration(0)
 	for _, cy := range cycles {
-		if adm, ok := u.expiryCandidate(cy); ok && (!cy.maybeProbe || u.quickReadmission(cy, adm)) {
+		if adm, ok := u.expiryCandidate(cy); ok && (!cy.maybeProbe || u.quickReadmission(cy, adm, segStart, ends)) {
 			expires = true
 			break
+		}
+		if cy.closeAt >= 0 {
+			segStart = cy.closeAt
 		}
 	}
 	var out []*cyc
@@ -106,25 +113,57 @@ func (u *upstreamRun) expiryCandidate(cy *cyc) ([]int32, bool) {
 	return adm, true
 }
 
-// quickReadmission reports whether, after an admitted call of cy failed
-// and a request was turned away, the next admission came sooner than half
-// the wait from the open to the first one.
-func (u *upstreamRun) quickReadmission(cy *cyc, adm []int32) bool {
+// quickReadmission reports whether, after an admitted call k of cy failed
+// and a request was turned away, the next admission n came as only a
+// breaker whose failures expire one by one lets a call through. Such a
+// breaker let k through as the oldest failure of the trip, e0, expired,
+// and lets the next through when the next one, e1, does: within the
+// widest gap between consecutive failure ends before k of k's let-through
+// (trial.go's judgedTrial reads the same gap the other way). A breaker
+// that probes reopened on k's answer and waits its cooldown again; its
+// first wait, from the latest the open can have been to the first
+// admission, was that cooldown plus at most one request's spacing (a call
+// is let through only when a request comes), so a wait after k's answer
+// shorter than the first less that spacing is none of its. Both must
+// hold: the failures' gaps are the evidence, and the first wait keeps a
+// probing breaker whose trip failures were spread wider than its
+// cooldown.
+func (u *upstreamRun) quickReadmission(cy *cyc, adm []int32, segStart time.Duration, ends []time.Duration) bool {
 	c := u.c
 	if len(adm) < 2 {
 		return false
 	}
-	first := c.calls[adm[0]].t - cy.openAt
+	first := c.calls[adm[0]].t - cy.openHi - cy.requestSpacing()
 	for i := 0; i+1 < len(adm); i++ {
 		k, n := &c.calls[adm[i]], &c.calls[adm[i+1]]
 		if !k.failed || !k.hasEnd || n.t <= k.end || !cy.blockedBetween(k.end, n.t) {
 			continue
 		}
-		if 2*(n.t-k.end) < first {
+		from := u.letFrom(adm[i])
+		gap := time.Duration(0)
+		lo := sort.Search(len(ends), func(j int) bool { return ends[j] >= segStart })
+		for j := lo + 1; j < len(ends) && ends[j] <= from; j++ {
+			gap = max(gap, ends[j]-ends[j-1])
+		}
+		if n.t <= k.t+gap+u.slack && n.t-k.end < first {
 			return true
 		}
 	}
 	return false
+}
+
+// requestSpacing is the median spacing of the requests cy turned away
+// (0 with fewer than two): how long a breaker that could let a call
+// through waited for a request to let through.
+func (cy *cyc) requestSpacing() time.Duration {
+	if len(cy.blockedAt) < 2 {
+		return 0
+	}
+	d := make([]time.Duration, 0, len(cy.blockedAt)-1)
+	for i := 1; i < len(cy.blockedAt); i++ {
+		d = append(d, cy.blockedAt[i]-cy.blockedAt[i-1])
+	}
+	return num.Median(d)
 }
 
 // nextBlocked is the first request the cycle blocked after t.
