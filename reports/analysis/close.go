@@ -46,45 +46,76 @@ func (u *upstreamRun) failedBetween(from, to time.Duration) bool {
 	return u.failedKnownBy(from, to, math.MaxInt64)
 }
 
+// How a cycle's close was placed (cyc.closeKind): the one estimator,
+// closeOf, says which evidence placed it, and the figures follow from
+// that and closeLo ≤ closeAt ≤ closeHi alone.
+const (
+	// closeTimer: no success closed it (closeBy < 0): a timer (failures
+	// expired, a ramp ended) or a quick probe, which cannot be told
+	// apart; known to the window only.
+	closeTimer uint8 = iota
+	// closeOnSuccess: closeBy's success closed it; exact, or bounded
+	// while its answer was in flight by the upstream's record.
+	closeOnSuccess
+	// closeOnOneOf: several successes ended in the window; it closed on
+	// one of them (a half-open counting k of the n calls it lets through
+	// closes on the k-th), which one unseen: closeLo is the first's end.
+	closeOnOneOf
+	// closeOnPending: a success ended in the window, but another call the
+	// open breaker let through was still in flight when traffic resumed:
+	// closed on that success or a later answer (pendingAt).
+	closeOnPending
+)
+
 // closeOf places the close of cy, whose forwarding resumed with call fr
-// after the last blocked request, sent at lastBlocked. The breaker closed
-// in (lastBlocked, arrival of fr]: it was still open when it blocked that
-// request and closed by the time it forwarded fr. A breaker that closes on
-// a success closes when a successful probe's response comes back: if one
-// ended in that window (an admitted live call, a tagged probe, or a health
-// check when the checks are the gate), the close is its end, exact;
-// several: the last (a half-open that counts several successes closes on
-// the last one). If none did, the breaker closed on a timer (failures
-// expired, a ramp ended, a quick probe's success cannot be told from
-// that) and the close is known to the window only: the estimate is the
-// first resumed call, the earliest bound the last blocked request. When
-// more than one call the half-open let through succeeded in the window,
-// the breaker may have closed on any of them (a half-open counting k of
-// the n calls it let through closes on the k-th): closeFirst keeps the
-// earliest, and the close is bounded between it and the last. Passing
-// health checks keep the last: a check-gated breaker closes on the rise-th
-// check in a row, and two checks both in the window (no request sent
-// between them) cannot tell a rise of 1 from 2 — a known limit the count
-// states as the last (docs/analysis.md).
-func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32) {
+// after the last blocked request, sent at lastBlocked; checks: passing
+// health checks may be what closed it (checksGate decides, over the
+// upstream's cycles, that they are not). It is the one estimator of a
+// close, for attributed traffic and for gaps alone (closeFromGaps): it
+// sets closeLo ≤ closeAt ≤ closeHi (closeHi < 0: no latest seen), closeBy
+// and closeKind. The breaker closed in (lastBlocked, arrival of fr]: it
+// was still open when it blocked that request and closed by the time it
+// forwarded fr. A breaker that closes on a success closes when a
+// successful probe's response comes back: if one ended in that window (an
+// admitted live call, a tagged probe, or a health check when the checks
+// are the gate), the close is its end, exact; several: the last (a
+// half-open that counts several successes closes on the last one) is the
+// estimate, bounded from the first (a half-open counting k of the n calls
+// it let through closes on the k-th). If none did, the breaker closed on
+// a timer (failures expired, a ramp ended, a quick probe's success cannot
+// be told from that) and the close is known to the window only: the
+// estimate is the first resumed call, the earliest bound the last blocked
+// request. Passing health checks keep the last: a check-gated breaker
+// closes on the rise-th check in a row, and two checks both in the window
+// (no request sent between them) cannot tell a rise of 1 from 2 — a known
+// limit the count states as the last (docs/analysis.md).
+func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32, checks bool) {
 	c, ci := u.c, u.calls
 	hi := c.calls[fr].t
-	cy.closeLo, cy.closeAt, cy.closeBy, cy.maybeProbe, cy.closeInFlight = lastBlocked, hi, -1, false, false
-	cy.pending, cy.pendingEnd, cy.closeFirst = false, -1, -1
+	cy.closeLo, cy.closeAt, cy.closeHi, cy.closeBy, cy.closeKind, cy.maybeProbe = lastBlocked, hi, -1, -1, closeTimer, false
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
 	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })
-	if best, first, by := u.successesIn(cy, lo, lastBlocked, hi); best >= 0 {
-		cy.closeBy = by
-		cy.closeAt = min(best, hi)
-		cy.closeLo = cy.closeAt
-		if first >= 0 && first < best && !c.calls[cy.closeBy].health {
-			cy.closeFirst = min(first, hi)
+	if best, first, by := u.successesIn(cy, lo, lastBlocked, hi, checks); best >= 0 {
+		at := min(best, hi)
+		cy.closeBy, cy.closeKind = by, closeOnSuccess
+		cy.closeLo, cy.closeAt, cy.closeHi = at, at, at
+		if first >= 0 && first < best && !c.calls[by].health {
+			cy.closeKind, cy.closeLo = closeOnOneOf, min(first, hi)
 		}
-		u.pendingAt(cy, lo, hi)
+		if pending, end := u.pendingAt(cy, lo, hi); pending {
+			// Closed on that success or on a later answer: from the
+			// success, to the end of the last call still in flight
+			// when they all succeeded.
+			cy.closeKind, cy.closeLo, cy.closeHi = closeOnPending, at, -1
+			if end >= 0 {
+				cy.closeHi = max(end, at)
+			}
+		}
 		return
 	}
 	if by := u.successInFlight(cy, lo, hi); by >= 0 {
-		cy.closeBy, cy.closeInFlight = by, true
+		// Closed on that success's answer, somewhere in the window.
+		cy.closeBy, cy.closeKind, cy.closeHi = by, closeOnSuccess, hi
 		return
 	}
 	cy.maybeProbe = u.resumedOnProbe(cy, fr, next)
@@ -96,9 +127,9 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 // window (lastBlocked, hi], with slack. It gives the last end (best, -1
 // for none) and its call (by), and the first end of a call that is not
 // a health check (first, -1 for none).
-func (u *upstreamRun) successesIn(cy *cyc, lo int, lastBlocked, hi time.Duration) (best, first time.Duration, by int32) {
+func (u *upstreamRun) successesIn(cy *cyc, lo int, lastBlocked, hi time.Duration, checks bool) (best, first time.Duration, by int32) {
 	c := u.c
-	checksGate := !cy.noChecks
+	checksGate := checks
 	for i := range cy.admitted {
 		if !c.calls[i].tagged {
 			checksGate = false
@@ -190,10 +221,11 @@ func (u *upstreamRun) resumedOnProbe(cy *cyc, fr, next int32) bool {
 	return false
 }
 
-// pendingAt marks cy pending when a call the open breaker let through
-// (an admission, from ci[lo:]) was still in flight, by the upstream's
-// record, when traffic resumed with the call that arrived at hi, although
-// a success had ended in the close window. A half-open that needs all the
+// pendingAt reports whether a call the open breaker let through (an
+// admission, from ci[lo:]) was still in flight, by the upstream's record,
+// when traffic resumed with the call that arrived at hi, although a
+// success had ended in the close window, and the latest end among those
+// (-1: one of them failed or never ended). A half-open that needs all the
 // calls it let through to succeed turns requests away until the last has
 // (a fixed admission count), so traffic resuming first means the breaker
 // had closed on the success that ended, or was letting the next call in
@@ -205,7 +237,7 @@ func (u *upstreamRun) resumedOnProbe(cy *cyc, fr, next int32) bool {
 // succeeded: by then every call of that half-open had, so any count it
 // needed was met; the answer head may have decided it earlier), and
 // successes_to_close is unknown.
-func (u *upstreamRun) pendingAt(cy *cyc, lo int, hi time.Duration) {
+func (u *upstreamRun) pendingAt(cy *cyc, lo int, hi time.Duration) (pending bool, end time.Duration) {
 	c, ci := u.c, u.calls
 	latest, known := time.Duration(-1), true
 	for _, i := range ci[lo:] {
@@ -216,14 +248,15 @@ func (u *upstreamRun) pendingAt(cy *cyc, lo int, hi time.Duration) {
 		if !cy.admitted[i] || k.tagged || (k.hasEnd && k.end <= hi+u.slackLate) {
 			continue
 		}
-		cy.pending = true
+		pending = true
 		if k.failed || !k.hasEnd {
 			known = false
 			continue
 		}
 		latest = max(latest, k.end)
 	}
-	if cy.pending && known {
-		cy.pendingEnd = latest
+	if !known {
+		latest = -1
 	}
+	return pending, latest
 }

@@ -261,24 +261,21 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 			out.ClosedAtS = Ptr(seconds(c.calls[cy.fr].t))
 			out.closeAt = c.calls[cy.fr].t
 		}
-	case cy.closeBy >= 0 && cy.pending:
+	case cy.closeKind == closeOnPending:
 		// A success ended in the window, but a call let through
 		// with it was still in flight when traffic resumed: closed on
 		// that success or on a later answer (pendingAt). The first
 		// resumed call may have been one more probe.
 		out.MaybeProbe = true
-		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeAt))}
-		if cy.pendingEnd >= 0 {
-			out.CloseBoundsS.Max = Ptr(seconds(max(cy.pendingEnd, cy.closeAt)))
-		}
-	case cy.closeBy >= 0 && cy.closeFirst >= 0:
+		out.CloseBoundsS = cy.closeBounds()
+	case cy.closeKind == closeOnOneOf:
 		// Two or more successes ended in the close window: the
 		// breaker closed on one of them, which one unseen (a
 		// half-open counting k of n closes on the k-th answer, one
 		// needing all on the last). The close is bounded by the
 		// earliest and the latest; the successes it took are
 		// unknown.
-		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeFirst)), Max: Ptr(seconds(cy.closeAt))}
+		out.CloseBoundsS = cy.closeBounds()
 		if u.resumedOnASlot(cy, out) {
 			out.MaybeProbe = true
 		}
@@ -302,24 +299,32 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 			// ProbeCount is the least there were.
 			out.MaybeProbe = true
 		}
-		switch {
-		case cy.closeInFlight:
-			out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeLo)), Max: out.ClosedAtS}
-		case cy.checkChance >= 0:
-			// Checks that passed throughout: the close is also known
-			// to the window between the requests either side.
-			out.CloseBoundsS = &Bounds{Min: Ptr(seconds(min(cy.lb, cy.closeAt))), Max: Ptr(seconds(max(c.calls[cy.fr].t, cy.closeAt)))}
+		if cy.closeLo < cy.closeAt || cy.closeHi > cy.closeAt {
+			// Its answer came back somewhere in the window, or a
+			// timer beside a check that passed throughout would
+			// have closed it there (checksGate).
+			out.CloseBoundsS = cy.closeBounds()
 		}
 	default:
 		// Closed on a timer, or the evidence cannot tell: known to a
 		// window, and no success count to give.
 		out.MaybeProbe = cy.maybeProbe
-		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeLo))}
+		out.CloseBoundsS = cy.closeBounds()
 		if out.Shape == ShapeExpiry {
 			// Failures expired: closed before the first resumed call.
 			out.CloseBoundsS.Max = out.ClosedAtS
 		}
 	}
+}
+
+// closeBounds is the close's bounds as closeOf (or checksGate) placed
+// them: from closeLo, to closeHi when one is known.
+func (cy *cyc) closeBounds() *Bounds {
+	b := &Bounds{Min: Ptr(seconds(cy.closeLo))}
+	if cy.closeHi >= 0 {
+		b.Max = Ptr(seconds(cy.closeHi))
+	}
+	return b
 }
 
 // resumedOnASlot reports whether the first resumed call of cy, which

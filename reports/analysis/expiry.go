@@ -71,7 +71,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 			nb := cy.nextBlocked(c.calls[last].t)
 			next := newCycBounded(u.openBounds(nb, nb, last))
 			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
-			cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = ft, max(lb, cur.openAt), -1, false
+			cur.closeAt, cur.closeLo, cur.closeHi, cur.closeBy, cur.closeKind, cur.maybeProbe = ft, max(lb, cur.openAt), -1, -1, closeTimer, false
 			cur.resumed = -1 // refused again: what users saw resumed only at the end
 			cur.admitted = map[int32]bool{}
 			out = append(out, cur)
@@ -79,7 +79,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 			g = h
 		}
 		// The last segment ends as the whole cycle did.
-		cur.closeAt, cur.closeLo, cur.closeBy, cur.maybeProbe = final.closeAt, final.closeLo, final.closeBy, final.maybeProbe
+		cur.closeAt, cur.closeLo, cur.closeHi, cur.closeBy, cur.closeKind, cur.maybeProbe = final.closeAt, final.closeLo, final.closeHi, final.closeBy, final.closeKind, final.maybeProbe
 		cur.sinceClose, cur.resumed = final.sinceClose, final.resumed
 		cur.lb, cur.fr, cur.nx, cur.react, cur.th = final.lb, final.fr, final.nx, final.react, final.th
 		out = append(out, cur)

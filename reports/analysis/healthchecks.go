@@ -47,7 +47,12 @@ func (u *upstreamRun) checksGate(cycles []*cyc) {
 		} else {
 			for _, cy := range cycles {
 				if cy.closeAt >= 0 && byCheck(cy) {
+					// A timer beside the check would have closed it
+					// between the requests either side: the close is
+					// known to that window too.
 					cy.checkChance = chance
+					cy.closeLo = min(cy.lb, cy.closeAt)
+					cy.closeHi = max(c.calls[cy.fr].t, cy.closeAt)
 				}
 			}
 		}
@@ -57,8 +62,7 @@ func (u *upstreamRun) checksGate(cycles []*cyc) {
 	}
 	for _, cy := range cycles {
 		if cy.closeAt >= 0 && byCheck(cy) {
-			cy.noChecks = true
-			u.closeOf(cy, cy.lb, cy.fr, cy.nx)
+			u.closeOf(cy, cy.lb, cy.fr, cy.nx, false)
 		}
 	}
 }

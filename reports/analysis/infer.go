@@ -63,12 +63,14 @@ type cyc struct {
 	// admitted are the calls the open breaker let through (call indexes):
 	// live probes, or a ramp's share of the traffic.
 	admitted map[int32]bool
-	// closeLo is the earliest the close can have been (the last blocked
-	// request), closeAt the estimate (≤ the first resumed call). closeBy
-	// is the successful call whose end closed it, -1 when none did (the
-	// breaker closed on a timer: failures expired, a ramp ended).
-	closeLo time.Duration
-	closeBy int32
+	// closeLo ≤ closeAt ≤ closeHi bound the close and closeAt is the
+	// estimate (≤ the first resumed call); closeHi < 0: no latest seen.
+	// closeBy is the successful call whose end closed it, -1 when none
+	// did (the breaker closed on a timer: failures expired, a ramp
+	// ended); closeKind says which evidence placed it (closeOf).
+	closeLo, closeHi time.Duration
+	closeBy          int32
+	closeKind        uint8
 	// sinceClose are the passed calls after the (tentative) close.
 	sinceClose []int32
 	// blockedAt are the send times of the blocked requests, in order;
@@ -84,30 +86,9 @@ type cyc struct {
 	maybeProbe bool
 	// lb, fr, nx are what closeOf placed the close from (the last blocked
 	// request's send, the first resumed call and the one after it), kept
-	// to place it again; noChecks: health checks are not the gate.
-	lb       time.Duration
-	fr, nx   int32
-	noChecks bool
-	// closeInFlight: closeBy's answer came back somewhere in the close
-	// window while the upstream still had it in flight; the close is
-	// bounded, not exact.
-	closeInFlight bool
-	// pending: a success closeBy ended in the close window, but another
-	// call the open breaker let through was still in flight when traffic
-	// resumed; pendingEnd is the latest end among those (-1: one of them
-	// failed or never ended). A half-open that lets several calls through
-	// at once and another in as each ends (permits given back), or
-	// that needs more successes than had ended, closes on a later answer:
-	// the close is bounded, the success count unknown.
-	pending    bool
-	pendingEnd time.Duration
-	// closeFirst is the earliest end, in the close window, of another
-	// success of a call the half-open let through that could have closed
-	// the breaker instead of closeBy (-1: none). A half-open counting k successes of the n calls it lets
-	// through closes on the k-th, not necessarily the last: with two
-	// successes in the window, which one closed it — and so how many
-	// successes it took — cannot be told from outside.
-	closeFirst time.Duration
+	// to place it again without the checks (checksGate).
+	lb     time.Duration
+	fr, nx int32
 	// react is how long the first resumed call took from the client's
 	// send to the upstream: the gateway's reaction time around the close.
 	react time.Duration
@@ -127,7 +108,7 @@ type cyc struct {
 
 // newCycBounded is a cycle whose open is known to [openAt, openHi].
 func newCycBounded(openAt, openHi time.Duration) *cyc {
-	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeBy: -1, closeFirst: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1, fr: -1, nx: -1, resumed: -1}
+	return &cyc{openAt: openAt, openHi: openHi, closeAt: -1, closeLo: -1, closeHi: -1, closeBy: -1, admitted: map[int32]bool{}, checkChance: -1, th: -1, fr: -1, nx: -1, resumed: -1}
 }
 
 func (c *collector) finish() (*Analysis, error) {

@@ -110,7 +110,7 @@ func (m *machineState) closed(j int, r *creq, k uint8) {
 			m.cur.admitted[i] = true
 		}
 		m.cur.sinceClose = m.cur.sinceClose[:0]
-		m.cur.closeAt, m.cur.closeLo, m.cur.closeBy, m.cur.resumed = -1, -1, -1, -1
+		m.cur.closeAt, m.cur.closeLo, m.cur.closeHi, m.cur.closeBy, m.cur.resumed = -1, -1, -1, -1, -1
 		m.block(r)
 		m.lastBlocked = j
 		m.run = m.run[:0]
@@ -168,7 +168,7 @@ func (m *machineState) open(j int, r *creq, k uint8) {
 			}
 			fr, nx, th, react := u.firstArrivals(m.run, m.match)
 			cur.react, cur.th = react, th
-			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx)
+			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx, true)
 			cur.resumed = u.resumedAt(m.run)
 			cur.sinceClose = cur.sinceClose[:0]
 			for _, q := range m.run {
@@ -324,5 +324,5 @@ func (u *upstreamRun) closeFromGaps(cy *cyc, run []int32, exp time.Duration) {
 	if len(resumed) > 1 {
 		nx = resumed[1]
 	}
-	u.closeOf(cy, c.calls[run[0]].t-exp, resumed[0], nx)
+	u.closeOf(cy, c.calls[run[0]].t-exp, resumed[0], nx, true)
 }

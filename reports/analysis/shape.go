@@ -64,9 +64,11 @@ func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evi
 		return ShapeExpiry, "no call got through while open, and traffic resumed with calls in flight together and no success to close on: the failures expired"
 	case len(live) == 0:
 		return ShapeUnknown, "no call got through while open"
-	case cy.closeAt >= 0 && cy.closeBy >= 0 && several && cy.pending:
+	case cy.closeAt >= 0 && cy.closeKind == closeOnPending && several:
 		return ShapeLiveProbes, "several live calls were let through at once while open; traffic resumed after one had succeeded while another was still in flight, so the breaker closed on that success or on a later answer (a half-open that lets the next call in as one ends): the close is bounded, the successes it took unknown"
-	case cy.closeAt >= 0 && cy.closeBy >= 0 && cy.closeFirst >= 0:
+	case cy.closeAt >= 0 && cy.closeKind == closeOnPending:
+		return ShapeLiveProbe, "live calls were let through while open; traffic resumed after one had succeeded while another was still in flight, so the breaker closed on that success or on a later answer: the close is bounded, the successes it took unknown"
+	case cy.closeAt >= 0 && cy.closeKind == closeOnOneOf:
 		shape := ShapeLiveProbe
 		if several {
 			shape = ShapeLiveProbes
