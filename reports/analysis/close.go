@@ -95,6 +95,12 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	cy.closeLo, cy.closeAt, cy.closeHi, cy.closeBy, cy.closeKind, cy.maybeProbe = lastBlocked, hi, -1, -1, closeTimer, false
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
 	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })
+	if u.rampAdmissions(cy, lo, hi) {
+		// A share of the traffic let through closes on the ramp's
+		// timer, not on any of its successes: after the last refusal,
+		// by the first resumed call, the latest unseen.
+		return
+	}
 	if best, first, by := u.successesIn(cy, lo, lastBlocked, hi, checks); best >= 0 {
 		at := min(best, hi)
 		cy.closeBy, cy.closeKind = by, closeOnSuccess
@@ -119,6 +125,29 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 		return
 	}
 	cy.maybeProbe = u.resumedOnProbe(cy, fr, next)
+}
+
+// rampAdmissions reports whether the live calls cy let through while open
+// (untagged admissions, in arrival order) show a ramp (rampEvidence), in
+// a breaker that tagged no probe from ci[lo:] until hi (one that tags its
+// probes is read by them: shapeOf).
+func (u *upstreamRun) rampAdmissions(cy *cyc, lo int, hi time.Duration) bool {
+	c := u.c
+	for _, i := range u.calls[lo:] {
+		if k := &c.calls[i]; k.t >= hi {
+			break
+		} else if k.tagged {
+			return false
+		}
+	}
+	var live []int32
+	for _, i := range u.admittedByArrival(cy) {
+		if k := &c.calls[i]; !k.tagged && !k.health {
+			live = append(live, i)
+		}
+	}
+	ramp, _ := u.rampEvidence(cy, live)
+	return ramp
 }
 
 // successesIn finds the successful calls that may have closed cy: those

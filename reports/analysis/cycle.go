@@ -248,19 +248,12 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 	case out.Shape == ShapeRamp:
 		// A ramp closes at the end of its recovery period, on a timer:
 		// after the last request it turned away, unseen from outside
-		// how long after; no success count.
+		// how long after; no success count (closeOf placed it so).
 		out.CloseBoundsS = &Bounds{Min: Ptr(seconds(cy.closeLo))}
 		// The share it let through went on past the first resumed
 		// call, unseen: the admissions counted are the least there
 		// were.
 		out.MaybeProbe = true
-		if cy.closeBy >= 0 {
-			// The success that ended in the window was a ramp's
-			// admission, not a closing probe: the estimate is the
-			// first resumed call.
-			out.ClosedAtS = Ptr(seconds(c.calls[cy.fr].t))
-			out.closeAt = c.calls[cy.fr].t
-		}
 	case cy.closeKind == closeOnPending:
 		// A success ended in the window, but a call let through
 		// with it was still in flight when traffic resumed: closed on

@@ -59,3 +59,33 @@ func TestRampNeedsARefusalWithNothingInFlight(t *testing.T) {
 		t.Errorf("a share let through, refusals with nothing in flight: shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, ShapeRamp)
 	}
 }
+
+// TestRampCloseFromLastRefusal: a ramp closes on its timer, somewhere
+// after the last request it turned away (2550 ms) and by the first
+// resumed call (2600.5 ms). The last call of its share let through ended
+// in between (2570.5 ms): that success is no close, so it bounds
+// nothing. The close estimator placed it as a closing success, and a
+// later pass moved the estimate to the first resumed call but kept the
+// success as the lower bound, ruling out a ramp that ended at 2560 ms.
+func TestRampCloseFromLastRefusal(t *testing.T) {
+	r := newSimRun(1000, 2000, 5000)
+	r.passFrom(0, 1000, 300, 200)
+	r.passFrom(1000, 1150, 0.5, 503)
+	r.blockFrom(1150, 2000)
+	for at := 2000.0; at < 2450; at += 150 {
+		r.pass(at, 5, 200)
+		r.blockFrom(at+50, at+150)
+	}
+	r.pass(2450, 120, 200) // ends 2570.5, after the last refusal
+	r.blockFrom(2500, 2600)
+	r.passFrom(2600, 5000, 5, 200)
+	ep, cy := r.cycle(t)
+	if cy.Shape != ShapeRamp {
+		t.Fatalf("shape %s (%s), want %s", cy.Shape, cy.ShapeEvidence, ShapeRamp)
+	}
+	b := cy.CloseBoundsS
+	if cy.ClosedAtS == nil || *cy.ClosedAtS != 2.6005 && *cy.ClosedAtS != 2.601 || b == nil || b.Min == nil || *b.Min != 2.55 || b.Max != nil || cy.SuccessesToClose != nil {
+		t.Errorf("closed at %v, bounds %s, successes %v; want the first resumed call (2.6005), from the last refusal (2.55), no latest, no count: %s",
+			fp(cy.ClosedAtS), bounds(b), fp2(cy.SuccessesToClose), ep.Statement)
+	}
+}
