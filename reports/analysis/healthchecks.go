@@ -14,9 +14,9 @@ import (
 // rise count). When some cycle closed with no check to close on, or the
 // runs differ, the checks that happened to end just before traffic
 // resumed were coincidence (a breaker whose failures expire, with checks
-// passing throughout): those cycles' closes are placed again without
-// them.
-func (u *upstreamRun) checksGate(cycles []*cyc) {
+// passing throughout): it reports false when a cycle closed on a check
+// that is not the gate, and the machine walks again without them.
+func (u *upstreamRun) checksGate(cycles []*cyc) bool {
 	c := u.c
 	byCheck := func(cy *cyc) bool { return cy.closeBy >= 0 && c.calls[cy.closeBy].health }
 	consistent, rise := true, -1
@@ -57,14 +57,7 @@ func (u *upstreamRun) checksGate(cycles []*cyc) {
 			}
 		}
 	}
-	if consistent {
-		return
-	}
-	for _, cy := range cycles {
-		if cy.closeAt >= 0 && byCheck(cy) {
-			u.closeOf(cy, cy.lb, cy.fr, cy.nx, false)
-		}
-	}
+	return consistent || rise < 0
 }
 
 // CoincidenceMax is the largest chance that, with a breaker that ignores

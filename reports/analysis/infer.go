@@ -85,8 +85,8 @@ type cyc struct {
 	// flight; it may have been a probe.
 	maybeProbe bool
 	// lb, fr, nx are what closeOf placed the close from (the last blocked
-	// request's send, the first resumed call and the one after it), kept
-	// to place it again without the checks (checksGate).
+	// request's send, the first resumed call and the one after it): the
+	// close window the checks' coincidence and the trial rule read.
 	lb     time.Duration
 	fr, nx int32
 	// react is how long the first resumed call took from the client's

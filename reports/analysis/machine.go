@@ -32,7 +32,7 @@ func (c *collector) okProbeLike(k int32) bool {
 // several calls), and the cycle goes on; with failures it is a re-trip,
 // a new cycle.
 func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
-	c, sent := u.c, u.sent
+	sent := u.sent
 	var top int32
 	for _, k := range match {
 		top = max(top, k)
@@ -44,7 +44,20 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 		}
 	}
 	u.fwd = u.forwarding()
-	m := &machineState{u: u, match: match, lastPassed: -1, lastBlocked: -1}
+	out := u.walk(cls, match, true)
+	if !u.checksGate(out) {
+		// Its health checks are not what closes the breaker: walk
+		// again, every close placed without them.
+		out = u.walk(cls, match, false)
+	}
+	return u.splitExpiry(out)
+}
+
+// walk runs the state machine once over the sent requests; checks: a
+// passing health check may be what closed a cycle (closeOf).
+func (u *upstreamRun) walk(cls []uint8, match []int32, checks bool) []*cyc {
+	c, sent := u.c, u.sent
+	m := &machineState{u: u, match: match, lastPassed: -1, lastBlocked: -1, checks: checks}
 	for j := range sent {
 		r := &c.reqs[sent[j]]
 		if m.cur == nil {
@@ -62,8 +75,7 @@ func (u *upstreamRun) machine(cls []uint8, match []int32) []*cyc {
 			}
 		}
 	}
-	u.checksGate(m.out)
-	return u.splitExpiry(m.out)
+	return m.out
 }
 
 // machineState is the black-box state machine's state as it walks the
@@ -80,6 +92,8 @@ type machineState struct {
 	run         []int
 	lastPassed  int32
 	lastBlocked int
+	// checks: passing health checks may close a cycle (closeOf).
+	checks bool
 }
 
 // block counts request r as turned away by the open cycle.
@@ -168,7 +182,7 @@ func (m *machineState) open(j int, r *creq, k uint8) {
 			}
 			fr, nx, th, react := u.firstArrivals(m.run, m.match)
 			cur.react, cur.th = react, th
-			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx, true)
+			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx, m.checks)
 			cur.resumed = u.resumedAt(m.run)
 			cur.sinceClose = cur.sinceClose[:0]
 			for _, q := range m.run {
