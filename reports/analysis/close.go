@@ -127,6 +127,18 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 	cy.maybeProbe = u.resumedOnProbe(cy, fr, next)
 }
 
+// reaction is how long call fr, the first resumed, took from its
+// client's send to the upstream: the gateway's reaction time around the
+// close (0 when it carries no client request).
+func (u *upstreamRun) reaction(fr int32) time.Duration {
+	if r, ok := u.reqOfCall(fr); ok {
+		if s := u.c.reqs[r].sent; s > 0 {
+			return u.c.calls[fr].t - s
+		}
+	}
+	return 0
+}
+
 // rampAdmissions reports whether the live calls cy let through while open
 // (untagged admissions, in arrival order) show a ramp (rampEvidence), in
 // a breaker that tagged no probe from ci[lo:] until hi (one that tags its
@@ -188,7 +200,7 @@ func (u *upstreamRun) successesIn(cy *cyc, lo int, lastBlocked, hi time.Duration
 		// the expiry by chance, every cycle when the periods are in step).
 		early := u.slack
 		if k.health {
-			early = min(max(cy.react, time.Millisecond), u.slack)
+			early = min(max(u.reaction(cy.fr), time.Millisecond), u.slack)
 		}
 		if e := k.end; e > lastBlocked-early && e <= hi+u.slackLate {
 			if !k.health && (first < 0 || e < first) {

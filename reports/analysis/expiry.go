@@ -81,7 +81,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		// The last segment ends as the whole cycle did.
 		cur.closeAt, cur.closeLo, cur.closeHi, cur.closeBy, cur.closeKind, cur.maybeProbe = final.closeAt, final.closeLo, final.closeHi, final.closeBy, final.closeKind, final.maybeProbe
 		cur.sinceClose, cur.resumed = final.sinceClose, final.resumed
-		cur.lb, cur.fr, cur.nx, cur.react, cur.th = final.lb, final.fr, final.nx, final.react, final.th
+		cur.lb, cur.fr, cur.nx, cur.th = final.lb, final.fr, final.nx, final.th
 		out = append(out, cur)
 		// Blocked requests to the segment they fell in.
 		redistributeBlocked(out[len(out)-countRuns(cy, adm, c)-1:], cy)

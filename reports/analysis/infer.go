@@ -89,9 +89,6 @@ type cyc struct {
 	// close window the checks' coincidence and the trial rule read.
 	lb     time.Duration
 	fr, nx int32
-	// react is how long the first resumed call took from the client's
-	// send to the upstream: the gateway's reaction time around the close.
-	react time.Duration
 	// th is the third resumed call to arrive (-1: none).
 	th int32
 	// expiryByOthers: the close alone could not tell a probe from a

@@ -180,8 +180,8 @@ func (m *machineState) open(j int, r *creq, k uint8) {
 			for _, q := range m.run {
 				delete(cur.admitted, m.match[q])
 			}
-			fr, nx, th, react := u.firstArrivals(m.run, m.match)
-			cur.react, cur.th = react, th
+			fr, nx, th := u.firstArrivals(m.run, m.match)
+			cur.th = th
 			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx, m.checks)
 			cur.resumed = u.resumedAt(m.run)
 			cur.sinceClose = cur.sinceClose[:0]
@@ -224,10 +224,8 @@ func (u *upstreamRun) laterArrival(a, b int32) int32 {
 // requests; a loaded gateway can forward a later one first (a slow dial),
 // and the resumed traffic began with the earliest arrival, not with the
 // first request sent: a call that arrived before it would otherwise be
-// counted as let through while open. It also returns how long the first
-// of them took from the client's send to the upstream: the gateway's
-// reaction time just then.
-func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second, third int32, react time.Duration) {
+// counted as let through while open.
+func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second, third int32) {
 	c := u.c
 	byArrival := make([]int, len(run))
 	copy(byArrival, run)
@@ -237,7 +235,7 @@ func (u *upstreamRun) firstArrivals(run []int, match []int32) (first, second, th
 		third = match[byArrival[2]]
 	}
 	qa := byArrival[0]
-	return match[qa], match[byArrival[1]], third, c.calls[match[qa]].t - c.reqs[u.sent[qa]].sent
+	return match[qa], match[byArrival[1]], third
 }
 
 // gapMachine infers open intervals from gaps in untagged live arrivals
