@@ -19,9 +19,10 @@ import (
 // A breaker has one shape: once any cycle of the upstream shows that its
 // failures expire, the cycles whose close alone could not tell (the call
 // after which traffic resumed was alone in flight) are read the same way.
-// Besides a timer's close, a re-admission shows it: after an admitted call
-// failed and requests were turned away again, the next one was let
-// through far sooner than the first was after the open. A breaker that
+// Besides a timer's close, a re-admission shows it (quickReadmission):
+// after an admitted call failed and requests were turned away again, the
+// next one was let through within the widest gap between the failures
+// before it, and sooner than the first was after the open. A breaker that
 // probes waits at least its cooldown again after a failed probe; one whose
 // failures expire lets a call through whenever the next remembered
 // failure is forgotten, which can be moments later.
