@@ -69,9 +69,10 @@ const (
 
 // closeOf places the close of cy, whose forwarding resumed with call fr
 // after the last blocked request, sent at lastBlocked; checks: passing
-// health checks may be what closed it (checksGate decides, over the
-// upstream's cycles, that they are not). It is the one estimator of a
-// close, for attributed traffic and for gaps alone (closeFromGaps): it
+// health checks may be what closed it (false on the state machine's
+// second walk, once checksGate found they are not the gate). It is the
+// one estimator of a close, for attributed traffic and for gaps alone
+// (closeFromGaps): it
 // sets closeLo ≤ closeAt ≤ closeHi (closeHi < 0: no latest seen), closeBy
 // and closeKind. The breaker closed in (lastBlocked, arrival of fr]: it
 // was still open when it blocked that request and closed by the time it
