@@ -110,38 +110,47 @@ func stripAttribution(evs []journal.Event) []journal.Event {
 
 // TestGapsOnlyExpiryCloseBounds: a breaker whose failures expire closes
 // on a timer, before the first call it lets through. Read from gaps
-// alone, with healthy answers slow enough that the call after the gap is
-// still in flight when the next arrives, every close lies inside the
-// stated bounds. The gaps-only machine had its own close estimator
-// (closeMoment), which stated the first resumed call's arrival as a
-// lower bound past the timer's close, and a failed trial's end as an
-// exact close; the one estimator (closeOf) bounds both.
+// alone, every close lies inside the stated bounds and no success is
+// counted, whether healthy answers are quick (the call after the last gap
+// is alone in flight) or slow (in flight when the next arrives). The
+// gaps-only machine had its own close estimator (closeMoment), which
+// stated a failed trial's end as an exact close, and the first resumed
+// call's arrival as a lower bound past the timer's close; the one
+// estimator bounds both. And the cycles show a failed call after a gap
+// followed by traffic at the usual spacing — no breaker that judges its
+// trial does that — so the quick success that ended the last gap is no
+// closing trial (it was stated as one, exact, 50 ms after the truth).
 func TestGapsOnlyExpiryCloseBounds(t *testing.T) {
 	ms := time.Millisecond
-	for _, forget := range []time.Duration{1200 * ms, 2100 * ms} {
-		x := expirySim{rate: 20, phase: 10 * ms, lag: ms, healthy: 300 * ms, forget: forget, maxFails: 3,
-			faultAt: 3 * time.Second, faultFor: 4 * time.Second, dur: 14 * time.Second}
-		t.Run(fmt.Sprintf("forget=%v", forget), func(t *testing.T) {
-			ev, spells := x.build()
-			a, err := analysis.AnalyzeEvents(stripAttribution(ev))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ua := a.Upstreams["app"]
-			if ua.Routing != "gaps_only" || len(ua.Episodes) != 1 {
-				t.Fatalf("routing %q, %d episodes", ua.Routing, len(ua.Episodes))
-			}
-			cycles := ua.Episodes[0].Cycles
-			if len(cycles) != len(spells) {
-				t.Fatalf("%d cycles, the breaker had %v", len(cycles), spells)
-			}
-			for i, cy := range cycles {
-				want := spells[i].close.Seconds()
-				t.Logf("cycle %d: truth %.3f, closed %s bounds %s", i, want, fp(cy.ClosedAtS), bounds(cy.CloseBoundsS))
-				if b := cy.CloseBoundsS; cy.ClosedAtS == nil || b == nil || b.Min == nil || want < *b.Min-0.002 || (b.Max != nil && want > *b.Max+0.002) {
-					t.Errorf("cycle %d: closed at %.3f by the breaker, stated %s with bounds %s", i, want, fp(cy.ClosedAtS), bounds(cy.CloseBoundsS))
+	for _, healthy := range []time.Duration{2 * ms, 300 * ms} {
+		for _, forget := range []time.Duration{1200 * ms, 2100 * ms} {
+			x := expirySim{rate: 20, phase: 10 * ms, lag: ms, healthy: healthy, forget: forget, maxFails: 3,
+				faultAt: 3 * time.Second, faultFor: 4 * time.Second, dur: 14 * time.Second}
+			t.Run(fmt.Sprintf("healthy=%v/forget=%v", healthy, forget), func(t *testing.T) {
+				ev, spells := x.build()
+				a, err := analysis.AnalyzeEvents(stripAttribution(ev))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				ua := a.Upstreams["app"]
+				if ua.Routing != "gaps_only" || len(ua.Episodes) != 1 {
+					t.Fatalf("routing %q, %d episodes", ua.Routing, len(ua.Episodes))
+				}
+				cycles := ua.Episodes[0].Cycles
+				if len(cycles) != len(spells) {
+					t.Fatalf("%d cycles, the breaker had %v", len(cycles), spells)
+				}
+				for i, cy := range cycles {
+					want := spells[i].close.Seconds()
+					t.Logf("cycle %d: truth %.3f, closed %v bounds %s", i, want, fp(cy.ClosedAtS), bounds(cy.CloseBoundsS))
+					if b := cy.CloseBoundsS; cy.ClosedAtS == nil || b == nil || b.Min == nil || want < *b.Min-0.002 || (b.Max != nil && want > *b.Max+0.002) {
+						t.Errorf("cycle %d: closed at %.3f by the breaker, stated %v with bounds %s", i, want, fp(cy.ClosedAtS), bounds(cy.CloseBoundsS))
+					}
+					if cy.SuccessesToClose != nil {
+						t.Errorf("cycle %d: successes_to_close %d, %s: a breaker whose failures expire counts none", i, *cy.SuccessesToClose, cy.Shape)
+					}
+				}
+			})
+		}
 	}
 }

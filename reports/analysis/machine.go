@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -273,6 +274,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 	var out []*cyc
 	var cur *cyc
 	var run []int32
+	var closed []gapRun
 	for i := 1; i < len(arr); i++ {
 		prevT, t := c.calls[arr[i-1]].t, c.calls[arr[i]].t
 		big := t-prevT > gap
@@ -293,7 +295,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 		}
 		run = append(run, arr[i])
 		if len(run) >= CloseRunMin {
-			u.closeFromGaps(cur, run, exp)
+			closed = append(closed, gapRun{cur, slices.Clone(run)})
 			if k := &c.calls[run[0]]; !k.failed && k.hasEnd {
 				// No client attribution: the upstream's answer is the
 				// nearest sight of the recovery.
@@ -302,6 +304,7 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 			cur, run = nil, run[:0]
 		}
 	}
+	u.gapCloses(closed, exp)
 	// Traffic that stopped for good while clients kept sending.
 	if cur == nil && len(c.reqs) > 0 {
 		last := c.calls[arr[len(arr)-1]].t
@@ -310,6 +313,39 @@ func (u *upstreamRun) gapMachine() (time.Duration, []*cyc) {
 		}
 	}
 	return exp, out
+}
+
+// gapRun is a gaps-only cycle and the run of arrivals that closed it.
+type gapRun struct {
+	cy  *cyc
+	run []int32
+}
+
+// gapCloses places the closes of the gaps-only cycles. The call that
+// ended a gap, let through alone, is read as the trial whose success
+// closed the breaker — unless the upstream's cycles show a breaker that
+// does not judge such a call: one that failed and was followed by
+// traffic at the usual spacing, not by another gap (a breaker that
+// judges its trial reopens on its failure; one whose failures expire
+// lets the next call through when the next one goes, and a half-open
+// admitting several calls lets them through). Then no call after a gap
+// is taken for the closing trial: each is the first of the resumed
+// traffic, and the close is bounded as a timer's or a quick probe's
+// (closeOf). Placed after the walk: one breaker has one shape, and the
+// gaps machine's walk never reads a close.
+func (u *upstreamRun) gapCloses(closed []gapRun, exp time.Duration) {
+	judged := true
+	for _, g := range closed {
+		if f := g.run[0]; g.cy.admitted[f] && u.c.calls[f].failed {
+			judged = false
+		}
+	}
+	for _, g := range closed {
+		if !judged {
+			delete(g.cy.admitted, g.run[0])
+		}
+		u.closeFromGaps(g.cy, g.run, exp)
+	}
 }
 
 // closeFromGaps places the close of cy, whose traffic resumed with the
