@@ -123,6 +123,7 @@ func appendUpstreamRequest(b []byte, p *UpstreamRequest) []byte {
 	b = appendIntOmit(b, `,"headers_at":`, int64(p.HeadersAt))
 	b = appendIntOmit(b, `,"done":`, int64(p.Done))
 	b = appendStr(b, `,"outcome":`, string(p.Outcome))
+	b = appendBoolOmit(b, `,"delivered":`, p.Delivered)
 	b = appendStrOmit(b, `,"idempotency_key":`, p.IdempotencyKey)
 	b = appendIntOmit(b, `,"budget_ns":`, int64(p.Budget))
 	b = appendIntOmit(b, `,"prompt_tokens":`, p.PromptTokens)
@@ -911,6 +912,7 @@ const (
 	urBytes
 	urDone
 	urOutcome
+	urDelivered
 	urIdempotencyKey
 	urBudget
 	urPromptTokens
@@ -920,7 +922,7 @@ const (
 )
 
 var urKeys = newKeySet("upstream", "method", "path", "seq", "remote", "user_agent", "probe_tag", "health_check",
-	"fault", "fault_type", "in_flight", "status", "retry_after_ns", "bytes", "done", "outcome", "idempotency_key",
+	"fault", "fault_type", "in_flight", "status", "retry_after_ns", "bytes", "done", "outcome", "delivered", "idempotency_key",
 	"budget_ns", "prompt_tokens", "completion_tokens", "headers_at", "seq_from")
 
 // decodeUpstreamRequest decodes the fields after `{"t":N,"kind":"…"`.
@@ -970,6 +972,8 @@ func decodeUpstreamRequest(s *scanner) *UpstreamRequest {
 			p.HeadersAt = time.Duration(s.int64())
 		case urOutcome:
 			p.Outcome = Outcome(s.internStr())
+		case urDelivered:
+			p.Delivered = s.bool()
 		case urIdempotencyKey:
 			p.IdempotencyKey = s.internStr()
 		case urBudget:

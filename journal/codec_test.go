@@ -26,7 +26,7 @@ func clientFrom(seq uint64, method, route, errText string, a, b, c int64, status
 
 func upstreamFrom(seq uint64, method, path, ua string, a, b int64, status int, health, withSeq bool) *UpstreamRequest {
 	p := &UpstreamRequest{Upstream: path, Method: method, Path: path, Remote: ua, UserAgent: ua, ProbeTag: method,
-		HealthCheck: health, Fault: ua, FaultType: method, InFlight: status, Status: status,
+		HealthCheck: health, Delivered: health != withSeq, Fault: ua, FaultType: method, InFlight: status, Status: status,
 		RetryAfter: time.Duration(a), Bytes: b, HeadersAt: time.Duration(b + a), Done: time.Duration(a - b), Outcome: Outcome(path),
 		IdempotencyKey: ua, Budget: time.Duration(b), PromptTokens: a, CompletionTokens: b - a}
 	if withSeq {

@@ -369,7 +369,9 @@ type UpstreamRequest struct {
 	Status   int `json:"status,omitempty"`
 	// RetryAfter is the Retry-After advertised in the response, if any.
 	RetryAfter time.Duration `json:"retry_after_ns,omitempty"`
-	// Bytes counts response body bytes written.
+	// Bytes counts response body bytes written: handed to the connection
+	// without an error (a write that failed, or bytes net/http held when
+	// its flush failed, are not counted).
 	Bytes int64 `json:"bytes,omitempty"`
 	// HeadersAt is when the upstream released its response head to the
 	// gateway's connection, stamped just before the bytes were written:
@@ -382,6 +384,15 @@ type UpstreamRequest struct {
 	// Done is when the exchange ended.
 	Done    time.Duration `json:"done,omitempty"`
 	Outcome Outcome       `json:"outcome"`
+	// Delivered reports, of a call the gateway hung up on (client_gone),
+	// that the answer's content had all been written before the hang-up:
+	// only the transport's end marker (an event stream's terminal event,
+	// "data: [DONE]" or message_stop, after the last content event and
+	// the usage) was left unwritten. A gateway that has read every event
+	// it needs may close at once; that is the caller finishing, not a
+	// give-up. Bytes then counts what was written, the marker not
+	// included. False in journals recorded before the field.
+	Delivered bool `json:"delivered,omitempty"`
 	// IdempotencyKey is a fingerprint ("sha256:" and 12 hex digits) of
 	// the request's idempotency key header, empty when it had none: it
 	// tells whether attempts of one client request carried the same key
