@@ -46,7 +46,9 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.cfg.Chunked {
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(h.cfg.Status)
-		w.Write(body)
+		if _, err := w.Write(body); err == nil && x != nil {
+			x.setWrote(wroteAll)
+		}
 		return
 	}
 	if x != nil {
@@ -62,6 +64,9 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		flush(w)
+	}
+	if x != nil && x.wroteOK() {
+		x.setWrote(wroteAll) // the last chunk is net/http's, on return
 	}
 }
 
@@ -218,5 +223,21 @@ func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchan
 			return
 		}
 		flush(w)
+		if x != nil && x.wroteOK() {
+			x.setWrote(streamWrote(i, len(events)))
+		}
 	}
+}
+
+// streamWrote is how far a stream of n events is written once event i
+// is: its last event is the end marker ([DONE], message_stop), the
+// content is every event before it.
+func streamWrote(i, n int) wroteState {
+	switch i {
+	case n - 1:
+		return wroteAll
+	case n - 2:
+		return wroteContent
+	}
+	return wroteNone
 }

@@ -262,7 +262,9 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 			return err != nil || r.close, false
 		}
 		ev.HeadersAt = s.now() // the head goes with this write, recorded after it
-		if _, err := fc.c.Write(b); err != nil {
+		if n, err := fc.c.Write(b); err != nil {
+			// Only what the connection took is written.
+			ev.Bytes = int64(min(max(n-(len(b)-len(body)), 0), len(body)))
 			ev.Outcome = journal.OutcomeUpstreamGone
 			return true, false
 		}
@@ -286,22 +288,43 @@ func (fc *fastConn) fakeExchange(r *fastReq, info reqInfo, probe string) (done, 
 		}
 		interval = h.cfg.ChunkInterval.D()
 	}
+	// An event stream's content is every event before its last, the end
+	// marker ([DONE], message_stop): a hang-up after the content is the
+	// gateway finishing (journal.UpstreamRequest.Delivered), as on the
+	// full path (streamWrote). A chunked JSON body's pieces are all
+	// content. Bytes counts the pieces the connection took whole.
+	content := len(pieces)
+	if kind == answerSSE {
+		content--
+	}
 	b = ff.appendHead(b, kind, 0, r.close)
+	var endsBuf [16]int
+	ends := endsBuf[:0] // where each piece of b not yet written ends in b
+	written := 0        // pieces written
 	for i, p := range pieces {
 		if i > 0 && !fc.pause(interval) {
+			ev.Delivered = written >= content
 			return cut(append(b, lastChunk...)) // with what is not sent yet
 		}
-		ev.Bytes += int64(len(p))
 		b = appendChunk(b, p)
+		ends = append(ends, len(b))
 		if interval > 0 || i == len(pieces)-1 {
 			if ev.HeadersAt == 0 {
 				ev.HeadersAt = s.now() // the head goes with the first write
 			}
-			if _, err := fc.c.Write(b); err != nil {
+			n, err := fc.c.Write(b)
+			for _, end := range ends {
+				if end <= n {
+					ev.Bytes += int64(len(pieces[written]))
+					written++
+				}
+			}
+			if err != nil {
 				ev.Outcome = journal.OutcomeUpstreamGone
+				ev.Delivered = written >= content
 				return true, false
 			}
-			b = b[:0]
+			b, ends = b[:0], ends[:0]
 		}
 	}
 	ev.Outcome = journal.OutcomeUpstreamComplete

@@ -92,7 +92,42 @@ type Exchange struct {
 	clientGo bool
 	prompt   int64
 	output   int64
+	wrote    wroteState // how far the healthy handler got
 	outcomeCell
+}
+
+// wroteState is how far the healthy handler got in writing its answer,
+// every write and flush before it without an error.
+type wroteState uint8
+
+const (
+	wroteNone wroteState = iota
+	// wroteContent: every content event and the usage are written; only
+	// the stream's end marker ("data: [DONE]", message_stop) is left.
+	wroteContent
+	// wroteAll: the whole answer is written; what is left is net/http's
+	// (a chunked body's last chunk, the buffer flushed on return).
+	wroteAll
+)
+
+// setWrote records how far the healthy handler got (fake.go).
+func (x *Exchange) setWrote(w wroteState) {
+	x.mu.Lock()
+	x.wrote = max(x.wrote, w)
+	x.mu.Unlock()
+}
+
+func (x *Exchange) getWrote() wroteState {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.wrote
+}
+
+// wroteOK reports whether every write and flush of the response so far
+// went out without an error.
+func (x *Exchange) wroteOK() bool {
+	_, _, _, err := x.rw.snapshot()
+	return err == nil
 }
 
 // SetUsage records the tokens the upstream charged for this exchange.

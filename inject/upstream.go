@@ -404,9 +404,15 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if x.getOutcome() == "" {
 		_, _, _, werr := rw.snapshot()
-		if werr != nil || r.Context().Err() != nil {
+		switch {
+		case werr == nil && x.getWrote() == wroteAll:
+			// The whole answer went out; a gateway that closed the
+			// connection after reading it (the request's context is
+			// then cancelled) had finished, as on the fast path.
+			x.SetOutcome(journal.OutcomeUpstreamComplete)
+		case werr != nil || r.Context().Err() != nil:
 			x.SetOutcome(journal.OutcomeUpstreamGone)
-		} else {
+		default:
 			x.SetOutcome(journal.OutcomeUpstreamComplete)
 		}
 	}
@@ -421,6 +427,9 @@ func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x 
 	}
 	ev.PromptTokens, ev.CompletionTokens = x.usage()
 	ev.Outcome = x.getOutcome()
+	// A hang-up after the content, before the stream's end marker: the
+	// gateway had its answer (journal.UpstreamRequest.Delivered).
+	ev.Delivered = ev.Outcome == journal.OutcomeUpstreamGone && x.getWrote() >= wroteContent
 	if ev.Outcome == "" {
 		// The handler panicked before deciding (an abort from the proxy).
 		ev.Outcome = journal.OutcomeUpstreamCut

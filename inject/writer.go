@@ -21,8 +21,13 @@ type respWriter struct {
 	retryAfter  string // the Retry-After header as sent
 	sentTime    time.Time
 	bytes       int64
-	err         error
-	hijacked    bool
+	// flushed is bytes at the last flush that went out without an
+	// error: when a write or flush fails, what net/http still held of
+	// the body since then did not reach the connection, and bytes
+	// falls back to it.
+	flushed  int64
+	err      error
+	hijacked bool
 	// now is the run's clock; headAt is when the head was released to
 	// the connection (stampHead), zero while net/http still holds it.
 	now    func() time.Duration
@@ -77,11 +82,21 @@ func (rw *respWriter) Write(p []byte) (int, error) {
 	n, err := rw.w.Write(p)
 	rw.mu.Lock()
 	rw.bytes += int64(n)
-	if err != nil && rw.err == nil {
-		rw.err = err
+	if err != nil {
+		rw.failed(err)
 	}
 	rw.mu.Unlock()
 	return n, err
+}
+
+// failed records a write or flush error; rw.mu is held. The body bytes
+// since the last good flush are not counted written: net/http held them,
+// and the connection they were for has failed.
+func (rw *respWriter) failed(err error) {
+	if rw.err == nil {
+		rw.err = err
+	}
+	rw.bytes = rw.flushed
 }
 
 // Flush sends buffered bytes to the client.
@@ -95,13 +110,14 @@ func (rw *respWriter) Flush() {
 	if hj {
 		return
 	}
-	if err := http.NewResponseController(rw.w).Flush(); err != nil {
-		rw.mu.Lock()
-		if rw.err == nil {
-			rw.err = err
-		}
-		rw.mu.Unlock()
+	err := http.NewResponseController(rw.w).Flush()
+	rw.mu.Lock()
+	if err != nil {
+		rw.failed(err)
+	} else if rw.err == nil {
+		rw.flushed = rw.bytes
 	}
+	rw.mu.Unlock()
 }
 
 // Hijack implements http.Hijacker.
@@ -141,6 +157,7 @@ func (rw *respWriter) hijack() (net.Conn, error) {
 		}
 	}
 	rw.hijacked = true
+	rw.flushed = rw.bytes // flushed above: on the connection now
 	return c, nil
 }
 
@@ -148,6 +165,7 @@ func (rw *respWriter) hijack() (net.Conn, error) {
 func (rw *respWriter) addBytes(n int64) {
 	rw.mu.Lock()
 	rw.bytes += n
+	rw.flushed = rw.bytes // written to the connection itself
 	rw.mu.Unlock()
 }
 
