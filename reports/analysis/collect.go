@@ -300,7 +300,7 @@ func upstreamFailed(p *journal.UpstreamRequest) bool {
 	if p.Status >= 500 || p.Status == 429 {
 		return true
 	}
-	switch p.Outcome {
+	switch callOutcome(p) {
 	case journal.OutcomeUpstreamComplete, "":
 		return false
 	default:

@@ -99,7 +99,7 @@ func newRetryLog() *retryLog {
 
 func (l *retryLog) addCall(t time.Duration, p *journal.UpstreamRequest) {
 	k := rCall{at: int64(t), up: l.ups.id(p.Upstream), mp: l.mps.pair(p.Method, p.Path),
-		outcome: l.outcomes.id(string(p.Outcome)), status: int16(min(max(p.Status, 0), 32767)),
+		outcome: l.outcomes.id(string(callOutcome(p))), status: int16(min(max(p.Status, 0), 32767)),
 		tokens: uint32(min(max(p.PromptTokens+p.CompletionTokens, 0), 1<<32-1))}
 	k.end = k.at
 	if p.Done > 0 && p.Done >= t {
@@ -554,16 +554,35 @@ func (l *retryLog) deadlineFigures(f *RetryFigures, r *rReq, idx []int) []float6
 	}
 	out := journal.Outcome(l.outcomes.names[r.outcome])
 	if out != journal.OutcomeOK {
-		switch {
-		case out == journal.OutcomeHeadersTimeout || out == journal.OutcomeDeadlineMidBody:
-			f.Deadlines.GaveUpFirst["client"]++
-		case l.hungUp(last) || (r.done > 0 && last.end > r.done+int64(OrphanTolerance)):
-			f.Deadlines.GaveUpFirst["gateway"]++
-		default:
-			f.Deadlines.GaveUpFirst["upstream"]++
-		}
+		f.Deadlines.GaveUpFirst[l.gaveUpFirst(out, r, idx, last)]++
 	}
 	return past
+}
+
+// gaveUpFirst says who ended failed request r, whose calls are idx (last
+// the one that ended last): "client" when its own deadline fired;
+// "gateway" when the gateway hung up on any of its calls (a timeout:
+// whatever came after followed from that give-up), or answered while a
+// call still ran, or failed the request although every call answered
+// (a stream it could not resume after a retry); "upstream" when the
+// calls ended on their own and one failed (an error status, a reset, a
+// cut: what the gateway passed on or gave up after).
+func (l *retryLog) gaveUpFirst(out journal.Outcome, r *rReq, idx []int, last *rCall) string {
+	if out == journal.OutcomeHeadersTimeout || out == journal.OutcomeDeadlineMidBody {
+		return "client"
+	}
+	failed := false
+	for _, ci := range idx {
+		c := &l.calls[ci]
+		if l.hungUp(c) {
+			return "gateway"
+		}
+		failed = failed || l.failedCall(c) || c.status >= 400
+	}
+	if (r.done > 0 && last.end > r.done+int64(OrphanTolerance)) || !failed {
+		return "gateway"
+	}
+	return "upstream"
 }
 
 // hungUp reports that the upstream saw the caller hang up on the call.
