@@ -369,9 +369,11 @@ func compareNoCooldown(c *comparer, tr *ocTruth, ep *analysis.Episode, a *analys
 // hundreds of ms after).
 func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, a *analysis.Analysis, timeout float64) {
 	gaveUp := func(x *hCall) bool {
-		// The gateway hung up: during the answer (client_gone), or on a
-		// stream the fault held until it did (stalled).
-		return x.outcome == journal.OutcomeUpstreamGone || x.outcome == journal.OutcomeUpstreamStalled
+		// The gateway hung up: during the answer (client_gone, unless
+		// only the stream's end marker was left: OpenClaw closes after
+		// the usage chunk), or on a stream the fault held until it did
+		// (stalled).
+		return x.outcome == journal.OutcomeUpstreamGone && !x.delivered || x.outcome == journal.OutcomeUpstreamStalled
 	}
 	var logs, hs []float64
 	for _, f := range tr.fetches {
@@ -434,8 +436,24 @@ func compareGiveUps(c *comparer, tr *ocTruth, h *hRun, a *analysis.Analysis, tim
 	}
 	c.exact("report: give-ups whose turn then succeeded on a retry", onRetry, g.OnRetry)
 	c.exact("report: give-ups whose turn failed", failed, g.ThenFailed)
+	// Who gave up first on the turns that failed: OpenClaw, when it
+	// timed out a call of the turn (its log's "timed out" line) — the
+	// stream failed after, on a retry it could not append; else the
+	// provider's failure it passed on.
 	if r := a.Resilience; r != nil && r.Upstreams["primary"] != nil {
-		c.note("report: resilience…deadlines.gave_up_first", "—", fmt.Sprint(r.Upstreams["primary"].Deadlines.GaveUpFirst))
+		timedOut := map[string]bool{}
+		for _, f := range tr.fetches {
+			timedOut[f.trace] = timedOut[f.trace] || f.timedOut
+		}
+		gw := 0
+		for trace := range failedTurns {
+			if timedOut[trace] {
+				gw++
+			}
+		}
+		gf := r.Upstreams["primary"].Deadlines.GaveUpFirst
+		c.exact("report: failed turns the gateway gave up on first (deadlines.gave_up_first)", gw, int(gf["gateway"]))
+		c.exact("report: failed turns the provider ended first (deadlines.gave_up_first)", len(failedTurns)-gw, int(gf["upstream"]))
 	}
 }
 

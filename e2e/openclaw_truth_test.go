@@ -215,6 +215,9 @@ type hCall struct {
 	at, done float64
 	status   int
 	outcome  journal.Outcome
+	// delivered: the gateway hung up after the answer's content was all
+	// written (journal.UpstreamRequest.Delivered), not a give-up.
+	delivered bool
 }
 
 // hRun is the harness's journal of a drill: provider calls, and each
@@ -238,7 +241,7 @@ func readHarnessRun(t *testing.T, dir string) *hRun {
 			if p.HealthCheck {
 				return
 			}
-			c := &hCall{upstream: p.Upstream, seq: -1, at: ev.T.Seconds(), done: p.Done.Seconds(), status: p.Status, outcome: p.Outcome}
+			c := &hCall{upstream: p.Upstream, seq: -1, at: ev.T.Seconds(), done: p.Done.Seconds(), status: p.Status, outcome: p.Outcome, delivered: p.Delivered}
 			if p.Seq != nil {
 				c.seq = int64(*p.Seq)
 			}
