@@ -3,6 +3,8 @@ package inject
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -124,4 +126,32 @@ func awaitUpstreamEvent(t *testing.T, mem *journal.Memory) *journal.UpstreamRequ
 	}
 	t.Fatal("no upstream.request recorded")
 	return nil
+}
+
+// TestHandlerOutcome: the full path's outcome of an exchange no fault
+// ended. A gateway that closes the moment it has read the whole answer
+// cancels the request's context before the handler's outcome is read
+// (a race a loaded machine loses: the stall drill's 2270-byte
+// client_gone calls); the answer was written whole: completed.
+func TestHandlerOutcome(t *testing.T) {
+	werr := errors.New("write: broken pipe")
+	cases := []struct {
+		werr   error
+		wrote  wroteState
+		ctxErr error
+		want   journal.Outcome
+	}{
+		{nil, wroteAll, context.Canceled, journal.OutcomeUpstreamComplete},
+		{nil, wroteAll, nil, journal.OutcomeUpstreamComplete},
+		{nil, wroteContent, context.Canceled, journal.OutcomeUpstreamGone},
+		{nil, wroteNone, context.Canceled, journal.OutcomeUpstreamGone},
+		{werr, wroteContent, nil, journal.OutcomeUpstreamGone},
+		{werr, wroteAll, nil, journal.OutcomeUpstreamGone},
+		{nil, wroteNone, nil, journal.OutcomeUpstreamComplete}, // a proxied answer
+	}
+	for _, c := range cases {
+		if got := handlerOutcome(c.werr, c.wrote, c.ctxErr); got != c.want {
+			t.Errorf("handlerOutcome(%v, %d, %v) = %s, want %s", c.werr, c.wrote, c.ctxErr, got, c.want)
+		}
+	}
 }

@@ -404,18 +404,25 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if x.getOutcome() == "" {
 		_, _, _, werr := rw.snapshot()
-		switch {
-		case werr == nil && x.getWrote() == wroteAll:
-			// The whole answer went out; a gateway that closed the
-			// connection after reading it (the request's context is
-			// then cancelled) had finished, as on the fast path.
-			x.SetOutcome(journal.OutcomeUpstreamComplete)
-		case werr != nil || r.Context().Err() != nil:
-			x.SetOutcome(journal.OutcomeUpstreamGone)
-		default:
-			x.SetOutcome(journal.OutcomeUpstreamComplete)
-		}
+		x.SetOutcome(handlerOutcome(werr, x.getWrote(), r.Context().Err()))
 	}
+}
+
+// handlerOutcome is how an exchange no fault ended ended: werr the first
+// write or flush error, wrote how far the healthy handler got, ctxErr the
+// request context's error when the handler returned. A handler that
+// wrote its whole answer without an error completed it, even if the
+// gateway closed the connection the moment it had read it (net/http then
+// cancels the context, racing this check), as on the fast path; one cut
+// short by a hang-up (it returns early) or a failed write is client_gone.
+func handlerOutcome(werr error, wrote wroteState, ctxErr error) journal.Outcome {
+	switch {
+	case werr == nil && wrote == wroteAll:
+		return journal.OutcomeUpstreamComplete
+	case werr != nil || ctxErr != nil:
+		return journal.OutcomeUpstreamGone
+	}
+	return journal.OutcomeUpstreamComplete
 }
 
 func (u *upstream) record(arrival time.Duration, ev *journal.UpstreamRequest, x *Exchange) {
