@@ -36,16 +36,22 @@ func TestHangUpAfterContentIsDelivered(t *testing.T) {
 		{APIAnthropic, "/v1/messages", "event: message_delta", `"text":"token0 "`, streamTerminal(APIAnthropic)},
 	}
 	for _, tc := range cases {
-		for _, path := range []string{"fast", "full"} {
+		// "latency": the full path behind a fault that passes the
+		// healthy answer through unaltered.
+		for _, path := range []string{"fast", "full", "latency"} {
 			for _, early := range []bool{false, true} {
 				name := fmt.Sprintf("%s-%s-after-%s", tc.api, path, map[bool]string{false: "content", true: "first-event"}[early])
 				t.Run(name, func(t *testing.T) {
 					cfg := UpstreamConfig{Name: "llm", API: tc.api, Healthy: &HealthyConfig{SSE: &SSEConfig{
-						Events: 4, Interval: rehearse.Duration(150 * time.Millisecond)}}}
+						Events: 1, Interval: rehearse.Duration(150 * time.Millisecond)}}}
+					var faults []FaultSpec
+					if path == "latency" {
+						faults = []FaultSpec{{Type: "latency", Upstream: "llm", Params: &LatencyParams{LatencyConfig{Fixed: rehearse.Duration(10 * time.Millisecond)}}}}
+					}
 					fakeFastPathOff = path == "full"
-					s, mem := startServer(t, []UpstreamConfig{cfg}, nil)
+					s, mem := startServer(t, []UpstreamConfig{cfg}, faults)
 					fakeFastPathOff = false
-					if (s.byName["llm"].fake != nil) != (path == "fast") {
+					if path != "latency" && (s.byName["llm"].fake != nil) != (path == "fast") {
 						t.Fatalf("the %s path does not serve the fake", path)
 					}
 					until := tc.last
@@ -60,7 +66,7 @@ func TestHangUpAfterContentIsDelivered(t *testing.T) {
 					for _, e := range h.sseEvents(tc.path, time.Now().Unix()) {
 						full += int64(len(e))
 					}
-					if ev.Outcome != journal.OutcomeUpstreamGone {
+					if ev.Outcome != journal.OutcomeUpstreamGone || (path == "latency") != (ev.Fault != "") {
 						t.Fatalf("outcome %q, want client_gone (the client closed before the end marker); read %q", ev.Outcome, got)
 					}
 					if early {

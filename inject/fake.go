@@ -46,7 +46,7 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.cfg.Chunked {
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(h.cfg.Status)
-		if _, err := w.Write(body); err == nil && x != nil {
+		if _, err := w.Write(body); err == nil && onWire(x, w) {
 			x.setWrote(wroteAll)
 		}
 		return
@@ -65,7 +65,7 @@ func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		flush(w)
 	}
-	if x != nil && x.wroteOK() {
+	if onWire(x, w) && x.wroteOK() {
 		x.setWrote(wroteAll) // the last chunk is net/http's, on return
 	}
 }
@@ -223,10 +223,17 @@ func (h *fakeHandler) serveSSE(w http.ResponseWriter, r *http.Request, x *Exchan
 			return
 		}
 		flush(w)
-		if x != nil && x.wroteOK() {
+		if onWire(x, w) && x.wroteOK() {
 			x.setWrote(streamWrote(i, len(events)))
 		}
 	}
+}
+
+// onWire reports whether w writes straight to the exchange's connection:
+// what the handler writes through a fault's writer (which may buffer,
+// slow or rewrite it) says nothing of what the gateway got.
+func onWire(x *Exchange, w http.ResponseWriter) bool {
+	return x != nil && w == x.W
 }
 
 // streamWrote is how far a stream of n events is written once event i
