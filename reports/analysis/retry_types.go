@@ -173,10 +173,12 @@ type KeySplit struct {
 // DeadlineFigures say, for the failed client requests that reached the
 // upstream, who gave up first, and count the orphaned calls.
 type DeadlineFigures struct {
-	// GaveUpFirst counts failed requests by who ended them: "upstream"
-	// (its last call ended on its own before the answer), "gateway" (it
-	// hung up on the call, or answered while the call still ran),
-	// "client" (its deadline fired before the gateway's answer was done).
+	// GaveUpFirst counts failed requests by who ended them first:
+	// "gateway" (it hung up on any of the request's calls, or answered
+	// while a call still ran, or failed the request although every call
+	// answered), "upstream" (the calls ended on their own and one
+	// failed), "client" (its deadline fired before the gateway's answer
+	// was done). retryLog.gaveUpFirst.
 	GaveUpFirst map[string]int64 `json:"gave_up_first"`
 	// OrphanedCalls are calls still running OrphanTolerance after the
 	// client's exchange ended (the gateway answered, or the client left);
