@@ -55,7 +55,8 @@ func (u *upstreamRun) trialFacts(cycles []*cyc) trialFacts {
 			if u.refusedDuring(cy, i) {
 				f.single = true
 			}
-			if u.judgedTrial(cy, i, u.nextLet(cy, adm, j), segStart, ends) {
+			next := u.nextLet(cy, adm, j)
+			if u.judgedTrial(cy, i, next, segStart, ends) || u.heldPastWindow(cy, adm, i, next, ends) {
 				f.judged = true
 			}
 		}
@@ -208,21 +209,29 @@ func (u *upstreamRun) tripFailures(cy *cyc) (int, time.Duration) {
 
 // trialCounts reports whether cy's first resumed call was a trial the
 // model counts as a probe: the close alone could not tell (maybeProbe),
-// the call succeeded quickly, and the upstream's cycles rule out failures
-// expiring (u.trial.judged).
+// the call succeeded, and the upstream's cycles rule out failures
+// expiring (u.trial.judged). Such a breaker lets the first call after
+// its cooldown through as a trial, whether or not the trial was still
+// answering when the next call was let through (trialQuick): that
+// places the close, not the probe.
 func (u *upstreamRun) trialCounts(cy *cyc) bool {
 	if !u.trial.judged || !cy.maybeProbe || cy.expiryByOthers || cy.closeAt < 0 || cy.closeBy >= 0 || cy.fr < 0 {
 		return false
 	}
 	k := &u.c.calls[cy.fr]
-	if k.failed || !k.hasEnd {
-		return false
-	}
-	// Quick: answered whole before the next call can have been let
-	// through. A trial still in flight then (a slow body after a quick
-	// head, which a breaker may judge on) leaves its answer's moment —
-	// and so the close — unplaced between its head and its end.
-	return cy.nx < 0 || k.end <= u.letFrom(cy.nx)
+	return !k.failed && k.hasEnd
+}
+
+// trialQuick reports whether cy's trial (cy.fr) was answered whole before
+// the next call can have been let through. A trial still in flight then
+// (a slow body after a quick head, which a breaker may judge on) leaves
+// its answer's moment — and so the close — unplaced between its head and
+// its end. The upstream stamps the end once its handler has returned,
+// which can be a moment after the gateway had the answer (slackLate): an
+// answer streamed for the whole spacing of the requests ends that moment
+// after the next one's send.
+func (u *upstreamRun) trialQuick(cy *cyc) bool {
+	return cy.nx < 0 || u.c.calls[cy.fr].end <= u.letFrom(cy.nx)+u.slackLate
 }
 
 // trialClose places the close of a cycle whose last trial (cy.fr, counted
@@ -235,6 +244,10 @@ func (u *upstreamRun) trialCounts(cy *cyc) bool {
 // latest unseen, and at least one success closed it.
 func (u *upstreamRun) trialClose(cy *cyc, out *Cycle, probes []int32) {
 	c := u.c
+	if !u.trialQuick(cy) {
+		u.slowTrialClose(cy, out)
+		return
+	}
 	end := c.calls[cy.fr].end
 	out.closeAt = end
 	out.ClosedAtS = Ptr(seconds(end))
@@ -252,4 +265,19 @@ func (u *upstreamRun) trialClose(cy *cyc, out *Cycle, probes []int32) {
 	out.CloseBoundsS = &Bounds{Min: Ptr(seconds(end))}
 	out.SuccessesToCloseBounds = &Bounds{Min: Ptr(1.0)}
 	out.ShapeEvidence = "one live call at a time got through while open; the last, answered quickly, was a trial the breaker judged (the upstream's cycles show it reopening on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired): it closed on that trial's success or, if its half-open lets several calls through, on a later one, unseen; the close is no earlier than the trial's answer, and at least one success closed it"
+}
+
+// slowTrialClose places the close of a cycle whose trial (cy.fr, counted
+// among probes) succeeded but was still answering when the next call can
+// have been let through (a streamed answer): the breaker judged it on its
+// head, closing before its end, or let the next call in as another trial
+// of a half-open that lets several through and closed on a later
+// success. The close is no earlier than the trial's arrival (the estimate,
+// from closeOf: the earliest its head can have come back); its latest is
+// unseen.
+func (u *upstreamRun) slowTrialClose(cy *cyc, out *Cycle) {
+	out.MaybeProbe = true
+	out.CloseBoundsS = &Bounds{Min: Ptr(seconds(u.c.calls[cy.fr].t))}
+	out.SuccessesToCloseBounds = &Bounds{Min: Ptr(1.0)}
+	out.ShapeEvidence = "one live call at a time got through while open; the last, which succeeded, was a trial the breaker judged (the upstream's cycles show it holding the upstream out after a failed trial longer than expiring failures would): its answer was still coming when the next call can have been let through, so the breaker closed on its head or, if its half-open lets several calls through, on a later success, unseen; the close is no earlier than the trial's arrival, and at least one success closed it"
 }
