@@ -165,6 +165,8 @@ func (u *upstreamRun) sortCalls(cy *cyc, out *Cycle, segStart, from, end time.Du
 		case repeated:
 			// The same request again (a transport's re-send): it was let
 			// through once already, not a leak.
+		case cy.early[i]:
+			// Let through with a trial, before it failed.
 		case cy.admitted[i]:
 			cc.live = append(cc.live, i)
 		case mayPrecede:

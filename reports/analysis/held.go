@@ -67,3 +67,91 @@ func (u *upstreamRun) heldPastWindow(cy *cyc, adm []int32, i int32, next time.Du
 	}
 	return false
 }
+
+// mergeHeldTrials reads again a close that was a failed trial. The state
+// machine closes a cycle once CloseRunMin requests in a row reached the
+// upstream; a gateway that admits several requests before a trial's
+// answer (it decides each some time before its call) lets them through
+// with the trial, and when the trial fails they fail too and the breaker
+// turns requests away again: the machine reads a close and a re-trip.
+// Two readings fit: failures that expired (a timer's close) and tripped
+// it again, or a trial that failed, with calls admitted before its
+// answer. When the resumed traffic began with a failure and nothing
+// succeeded before the re-trip, and the breaker then held the upstream
+// out past any window of expiring failures that fits the first cooldown
+// (heldPastWindow), only the second fits: the cycles are one, the first
+// resumed call a failed trial, the calls let through with it admitted
+// before it failed (neither probes nor leaks).
+func (u *upstreamRun) mergeHeldTrials(cycles []*cyc) []*cyc {
+	if len(cycles) < 2 {
+		return cycles
+	}
+	out := []*cyc{cycles[0]}
+	ends := u.failureEnds()
+	for _, b := range cycles[1:] {
+		a := out[len(out)-1]
+		if m := u.heldTrial(a, b, ends); m != nil {
+			out[len(out)-1] = m
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// heldTrial is a and b as one cycle when a's close was a failed trial
+// (see mergeHeldTrials), nil otherwise.
+func (u *upstreamRun) heldTrial(a, b *cyc, ends []time.Duration) *cyc {
+	c := u.c
+	if a.closeAt < 0 || a.closeBy >= 0 || a.fr < 0 || b.openAt < a.closeAt {
+		return nil
+	}
+	tr := &c.calls[a.fr]
+	if !tr.failed || !tr.hasEnd || a.admitted[a.fr] {
+		return nil
+	}
+	// Nothing the upstream answered between the trial and the re-trip
+	// succeeded: the breaker had no success to close on.
+	lo := sort.Search(len(u.calls), func(i int) bool { return c.calls[u.calls[i]].t >= tr.t })
+	for _, i := range u.calls[lo:] {
+		k := &c.calls[i]
+		if k.t > b.openAt {
+			break
+		}
+		if !k.health && !k.failed {
+			return nil
+		}
+	}
+	m := *b
+	m.openAt, m.openHi, m.failureDriven = a.openAt, a.openHi, a.failureDriven
+	m.blocked, m.ff = a.blocked+b.blocked, a.ff+b.ff
+	m.blockedAt = append(append([]time.Duration{}, a.blockedAt...), b.blockedAt...)
+	m.blockedDone = append(append([]time.Duration{}, a.blockedDone...), b.blockedDone...)
+	m.blockedFF = append(append([]bool{}, a.blockedFF...), b.blockedFF...)
+	m.admitted = map[int32]bool{a.fr: true}
+	for i := range a.admitted {
+		m.admitted[i] = true
+	}
+	for i := range b.admitted {
+		m.admitted[i] = true
+	}
+	m.early = map[int32]bool{}
+	for _, i := range a.sinceClose {
+		if i != a.fr && !m.admitted[i] {
+			m.early[i] = true
+		}
+	}
+	// The hold after the trial, to the next call let through.
+	next := u.frame.end
+	if b.closeAt >= 0 && b.fr >= 0 {
+		next = c.calls[b.fr].t
+	}
+	for i := range b.admitted {
+		next = min(next, c.calls[i].t)
+	}
+	adm := u.admittedByArrival(&m)
+	if !u.heldPastWindow(&m, adm, a.fr, next, ends) {
+		return nil
+	}
+	return &m
+}

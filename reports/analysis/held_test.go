@@ -221,3 +221,50 @@ func TestSlowTrialStillAProbe(t *testing.T) {
 		t.Errorf("closed at %v s %s, maybe_probe %v; want from the trial's arrival %.3f s on, its latest unseen", fp(ep.ClosedAtS), bounds(b), cy.MaybeProbe, p2/1000)
 	}
 }
+
+// TestTrialWithTurnsAdmittedBeforeItFailed: the gateway queues its turns
+// and decides each before its call: the first trial after the cooldown
+// (sent 300 ms before it reached primary) and the three turns sent after
+// it but before its 429 came back all chose primary; they reach it 1–2 s
+// later and fail too. Three requests in a row reached primary, so the
+// state machine read a close, and the refusals after as a second cycle
+// with no probe. The breaker then held primary out for twice the first
+// cooldown: one cycle, the trial a failed probe, the three turns neither
+// probes nor leaks, and the quick 2xx trial that closed it.
+func TestTrialWithTurnsAdmittedBeforeItFailed(t *testing.T) {
+	const lag = 30
+	r := newFoRun(960, 5000, 16000)
+	r.turns(0, 800, lag, 5, 200)
+	r.turn(1000-lag, lag, 2, 429) // the trip
+	p1 := 4002.0
+	r.turns(1000, p1-300, 0, 0, 0)
+	r.turn(p1-300, 300, 2, 429) // the trial, queued 300 ms
+	for i := 1; i <= 3; i++ {
+		x := p1 - 300 + 100*float64(i)
+		r.turn(x, p1+500*float64(i)+500-x, 2, 429) // admitted before the trial failed, reaching primary 1-2 s later
+	}
+	p2 := p1 + 2 + 6000
+	r.turns(p1+100, p2-lag, 0, 0, 0)
+	r.turn(p2-lag, lag, 3, 200)
+	r.turns(p2-lag+100, 16000, lag, 5, 200)
+	ep := r.episode(t)
+	if len(ep.Cycles) != 1 {
+		t.Fatalf("%d cycles, want 1: %s", len(ep.Cycles), ep.Statement)
+	}
+	cy := ep.Cycles[0]
+	if math.Abs(cy.OpenedAtS-1.002) > 0.002 {
+		t.Errorf("opened at %.3f s, the trip ended at 1.002 s", cy.OpenedAtS)
+	}
+	if ep.Probes != 2 || ep.ProbeOutcomes.OK != 1 || len(cy.Probes) != 2 {
+		t.Fatalf("probes %d (%d ok), want 2 (1 ok): %s", ep.Probes, ep.ProbeOutcomes.OK, ep.Statement)
+	}
+	if math.Abs(cy.Probes[0].AtS-p1/1000) > 0.001 || math.Abs(cy.Probes[1].AtS-p2/1000) > 0.001 {
+		t.Errorf("probes at %.3f and %.3f s, want %.3f and %.3f", cy.Probes[0].AtS, cy.Probes[1].AtS, p1/1000, p2/1000)
+	}
+	if ep.Leaked != 0 {
+		t.Errorf("%d leaks: the turns admitted before the trial failed are not leaks", ep.Leaked)
+	}
+	if len(cy.CooldownsS) != 2 || cy.CooldownsS[1] < 5.5 {
+		t.Errorf("cooldowns %v s, want the second ~6 s", cy.CooldownsS)
+	}
+}

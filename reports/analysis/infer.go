@@ -101,6 +101,9 @@ type cyc struct {
 	// after the last one turned away got its successful answer back
 	// (-1: none did): what users saw of the recovery (Observed).
 	resumed time.Duration
+	// early are calls let through with a trial, before its failure
+	// (mergeHeldTrials): neither probes nor leaks.
+	early map[int32]bool
 }
 
 // newCycBounded is a cycle whose open is known to [openAt, openHi].

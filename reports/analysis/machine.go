@@ -76,7 +76,7 @@ func (u *upstreamRun) walk(cls []uint8, match []int32, checks bool) []*cyc {
 			}
 		}
 	}
-	return m.out
+	return u.mergeHeldTrials(m.out)
 }
 
 // machineState is the black-box state machine's state as it walks the
