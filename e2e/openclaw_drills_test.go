@@ -253,14 +253,18 @@ func TestOpenClawRecheck(t *testing.T) {
 	recheckOpenClawRun(t, dir)
 }
 
-// TestOpenClawKeptRuns holds the analysis to OpenClaw's log on three
+// TestOpenClawKeptRuns holds the analysis to OpenClaw's log on four
 // runs of the drills kept in testdata/openclaw (the 503 storm, the
 // stall past timeoutSeconds 3 and the mid-stream reset, 2026-12-05, the
 // runs whose every row was within tolerance; OpenClaw's log reduced to
-// the lines the drills read): what make drills-openclaw does against
-// the real OpenClaw, without it, in every make test.
+// the lines the drills read), and the 429 drill (2026-12-05 03:41: its
+// second cooldown, doubled, and the closing probe whose stream was still
+// answering when the next turn was sent; the journal without the log
+// observer's samples that carry no state, the log lines with only the
+// fields the drills read): what make drills-openclaw does against the
+// real OpenClaw, without it, in every make test.
 func TestOpenClawKeptRuns(t *testing.T) {
-	for _, name := range []string{ocDrill503.name, ocDrillStall.name, ocDrillReset.name} {
+	for _, name := range []string{ocDrill429.name, ocDrill503.name, ocDrillStall.name, ocDrillReset.name} {
 		t.Run(name, func(t *testing.T) { recheckOpenClawRun(t, filepath.Join("testdata", "openclaw", name)) })
 	}
 }
