@@ -130,6 +130,11 @@ func TestGrowingCooldownBehindAFailover(t *testing.T) {
 	if ep.ClosedAtS == nil || math.Abs(*ep.ClosedAtS-(p2+3)/1000) > 0.001 {
 		t.Errorf("closed at %v s, want the closing trial's answer at %.3f s", fp(ep.ClosedAtS), (p2+3)/1000)
 	}
+	// A breaker may judge the answer's head: the close is bounded from
+	// the trial's arrival, not its end.
+	if b := cy.CloseBoundsS; b == nil || b.Min == nil || math.Abs(*b.Min-p2/1000) > 0.001 || b.Max != nil {
+		t.Errorf("close bounds %s, want from the trial's arrival %.3f s, the latest unseen", bounds(b), p2/1000)
+	}
 }
 
 // TestSteadyCooldownStaysAmbiguous: the same failover, but the breaker
@@ -205,7 +210,8 @@ func TestAdmittedBeforeFailuresAfterAFailedTrial(t *testing.T) {
 // arrived and reaching primary 70 ms later): the gateway may have let
 // the next call through while the trial was answering. The trial is a
 // probe all the same (the breaker judges its trials); the close is
-// placed no earlier than its arrival, its latest unseen.
+// estimated at its end, as a quick trial's, no earlier than its arrival,
+// its latest unseen.
 func TestSlowTrialStillAProbe(t *testing.T) {
 	r, _, p2 := cooldownRun(70, 3000, 6000, 90)
 	ep := r.episode(t)
@@ -217,8 +223,8 @@ func TestSlowTrialStillAProbe(t *testing.T) {
 		t.Fatalf("probes %d (%d ok), want 2 (1 ok): %s", ep.Probes, ep.ProbeOutcomes.OK, ep.Statement)
 	}
 	b := cy.CloseBoundsS
-	if ep.ClosedAtS == nil || math.Abs(*ep.ClosedAtS-p2/1000) > 0.001 || b == nil || b.Min == nil || math.Abs(*b.Min-p2/1000) > 0.001 || b.Max != nil || !cy.MaybeProbe {
-		t.Errorf("closed at %v s %s, maybe_probe %v; want from the trial's arrival %.3f s on, its latest unseen", fp(ep.ClosedAtS), bounds(b), cy.MaybeProbe, p2/1000)
+	if ep.ClosedAtS == nil || math.Abs(*ep.ClosedAtS-(p2+90)/1000) > 0.001 || b == nil || b.Min == nil || math.Abs(*b.Min-p2/1000) > 0.001 || b.Max != nil || !cy.MaybeProbe {
+		t.Errorf("closed at %v s %s, maybe_probe %v; want at its end %.3f s, from its arrival %.3f s on, its latest unseen", fp(ep.ClosedAtS), bounds(b), cy.MaybeProbe, (p2+90)/1000, p2/1000)
 	}
 }
 

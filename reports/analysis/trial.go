@@ -240,8 +240,9 @@ func (u *upstreamRun) trialQuick(cy *cyc) bool {
 // through, on a later one. When the upstream's cycles show a half-open
 // letting one call through at a time (u.trial.single), the close is the
 // trial's end and one success in a row (with the successful probes before
-// it) closed it; otherwise the close is no earlier than that end, its
-// latest unseen, and at least one success closed it.
+// it) closed it; otherwise the close is estimated at that end, no
+// earlier than the trial's arrival (a breaker may judge a streamed
+// answer's head), its latest unseen, and at least one success closed it.
 func (u *upstreamRun) trialClose(cy *cyc, out *Cycle, probes []int32) {
 	c := u.c
 	if !u.trialQuick(cy) {
@@ -262,9 +263,12 @@ func (u *upstreamRun) trialClose(cy *cyc, out *Cycle, probes []int32) {
 		return
 	}
 	out.MaybeProbe = true
-	out.CloseBoundsS = &Bounds{Min: Ptr(seconds(end))}
+	// A breaker judges the answer's head (its status) or its end: the
+	// close is no earlier than the trial's arrival, where a streamed
+	// answer's head came back.
+	out.CloseBoundsS = &Bounds{Min: Ptr(seconds(c.calls[cy.fr].t))}
 	out.SuccessesToCloseBounds = &Bounds{Min: Ptr(1.0)}
-	out.ShapeEvidence = "one live call at a time got through while open; the last, answered quickly, was a trial the breaker judged (the upstream's cycles show it reopening on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired): it closed on that trial's success or, if its half-open lets several calls through, on a later one, unseen; the close is no earlier than the trial's answer, and at least one success closed it"
+	out.ShapeEvidence = "one live call at a time got through while open; the last, answered quickly, was a trial the breaker judged (the upstream's cycles show it reopening on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired, or holding the upstream out after a failed trial longer than expiring failures would): it closed on that trial's success (its answer's head or its end) or, if its half-open lets several calls through, on a later one, unseen; the close is no earlier than the trial's arrival, estimated at its end, and at least one success closed it"
 }
 
 // slowTrialClose places the close of a cycle whose trial (cy.fr, counted
@@ -272,12 +276,15 @@ func (u *upstreamRun) trialClose(cy *cyc, out *Cycle, probes []int32) {
 // have been let through (a streamed answer): the breaker judged it on its
 // head, closing before its end, or let the next call in as another trial
 // of a half-open that lets several through and closed on a later
-// success. The close is no earlier than the trial's arrival (the estimate,
-// from closeOf: the earliest its head can have come back); its latest is
-// unseen.
+// success. The close is no earlier than the trial's arrival (the earliest
+// its head can have come back), estimated at its end as a quick trial's
+// is; its latest is unseen.
 func (u *upstreamRun) slowTrialClose(cy *cyc, out *Cycle) {
+	end := u.c.calls[cy.fr].end
+	out.closeAt = end
+	out.ClosedAtS = Ptr(seconds(end))
 	out.MaybeProbe = true
 	out.CloseBoundsS = &Bounds{Min: Ptr(seconds(u.c.calls[cy.fr].t))}
 	out.SuccessesToCloseBounds = &Bounds{Min: Ptr(1.0)}
-	out.ShapeEvidence = "one live call at a time got through while open; the last, which succeeded, was a trial the breaker judged (the upstream's cycles show it holding the upstream out after a failed trial longer than expiring failures would): its answer was still coming when the next call can have been let through, so the breaker closed on its head or, if its half-open lets several calls through, on a later success, unseen; the close is no earlier than the trial's arrival, and at least one success closed it"
+	out.ShapeEvidence = "one live call at a time got through while open; the last, which succeeded, was a trial the breaker judged (the upstream's cycles show it holding the upstream out after a failed trial longer than expiring failures would): its answer was still coming when the next call can have been let through, so the breaker closed on its head or its end or, if its half-open lets several calls through, on a later success, unseen; the close is no earlier than the trial's arrival, estimated at its end, and at least one success closed it"
 }
