@@ -114,6 +114,16 @@ func compare429(c *comparer, tr *ocTruth, h *hRun, ep *analysis.Episode, a *anal
 	// Fail-back: the 2xx that ended the cooldown.
 	if o.back != nil {
 		c.num("fail-back, after the fault ended (s): primary's first 2xx", o.back.end-ep.EndS, val(ep.ClosedAtS)-ep.EndS, ep.ClosedAtS != nil)
+		// The estimate is the closing probe's end (its stream's, ~0.6 s
+		// after its head here); OpenClaw fails back on the head: the
+		// close's bounds must hold it.
+		if b := ep.CloseBoundsS; b != nil && b.Min != nil {
+			hi := math.Inf(1)
+			if b.Max != nil {
+				hi = *b.Max
+			}
+			c.bound("fail-back (s): primary's first 2xx within the close's bounds", o.back.end, *b.Min, hi)
+		}
 	} else {
 		c.exact("closed", false, ep.Closed)
 	}
