@@ -17,20 +17,22 @@ func holds(b *Bounds, v float64) bool {
 }
 
 // TestResumeCooldownOmitted: a breaker that trips on one failure (so its
-// trials cannot be shown judged), a failed trial at 2.05 s, requests
-// turned away to 4.1 s and quick calls from 4.15 s. The call at 4.15 s
-// may have been the half-open's uncounted probe: the wait from the
-// reopen (2.051 s) to it was not stated. It is now, bounded: a lazy
-// half-open's 2.0995 s and a timer's at 4.12 s (2.069 s) both inside,
-// and nothing shorter than the last refusal allows.
+// trials cannot be shown judged by the failures' gaps), a failed trial
+// at 2.05 s, requests turned away to 3.0 s and quick calls from 3.05 s:
+// the second wait no longer than the first, so no cooldown grew either
+// (held.go) and the trial stays unjudged. The call at 3.05 s may have
+// been the half-open's uncounted probe: the wait from the reopen
+// (2.051 s) to it was not stated. It is now, bounded: a lazy half-open's
+// 0.9995 s and a timer's at 3.02 s (0.969 s) both inside, and nothing
+// shorter than the last refusal allows.
 func TestResumeCooldownOmitted(t *testing.T) {
 	r := newSimRun(1000, 4000, 6000)
 	r.passFrom(0, 1000, 0.5, 200)
 	r.passFrom(1000, 1050, 0.5, 503)
 	r.blockFrom(1050, 2050)
 	r.pass(2050, 0.5, 503)
-	r.blockFrom(2100, 4150)
-	r.passFrom(4150, 6000, 0.5, 200)
+	r.blockFrom(2100, 3050)
+	r.passFrom(3050, 6000, 0.5, 200)
 	ep, cy := r.cycle(t)
 	if !cy.MaybeProbe || cy.ProbeCount != 1 {
 		t.Fatalf("maybe_probe %v, %d probes: the setting is not the one meant (%s)", cy.MaybeProbe, cy.ProbeCount, ep.Statement)
@@ -39,12 +41,12 @@ func TestResumeCooldownOmitted(t *testing.T) {
 		t.Fatalf("cooldowns %v bounds %d: the wait to the resumed call is not stated", ep.CooldownsS, len(ep.CooldownsBoundsS))
 	}
 	b := ep.CooldownsBoundsS[1]
-	for _, truth := range []float64{2.0995, 2.069} {
+	for _, truth := range []float64{0.9995, 0.969} {
 		if !holds(b, truth) {
 			t.Errorf("cooldown 2 bounds %s do not hold %v", bounds(b), truth)
 		}
 	}
-	if *b.Min < 2.04 || *b.Max > 2.11 || !holds(b, ep.CooldownsS[1]) {
+	if *b.Min < 0.94 || *b.Max > 1.01 || !holds(b, ep.CooldownsS[1]) {
 		t.Errorf("cooldown 2 %v bounds %s: wider than the last refusal and the resumed call allow", ep.CooldownsS[1], bounds(b))
 	}
 	if ep.CooldownsBoundsS[0] != nil {
