@@ -473,6 +473,9 @@ type Cycle struct {
 	// ShapeEvidence why, in words.
 	Shape         string `json:"shape"`
 	ShapeEvidence string `json:"shape_evidence"`
+	// ShapeCandidates names the shapes the evidence still fits when it
+	// fits more than one (Shape is then ambiguous); absent otherwise.
+	ShapeCandidates []string `json:"shape_candidates,omitempty"`
 	// CloseBoundsS bounds a close no success pins down: it came after
 	// the breaker blocked its last request (min); for a breaker whose
 	// failures expire, before it forwarded the first resumed call (max,

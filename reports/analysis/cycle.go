@@ -33,7 +33,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	cc := u.sortCalls(cy, out, segStart, from, end, rep)
 	tagged, health, liveP, leaks := cc.tagged, cc.health, cc.live, cc.leaks
-	out.Shape, out.ShapeEvidence = u.shapeOf(cy, tagged, health, liveP)
+	out.Shape, out.ShapeEvidence, out.ShapeCandidates = u.shapeOf(cy, tagged, health, liveP)
 	var probes []int32
 	switch {
 	case len(tagged) > 0:

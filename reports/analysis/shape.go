@@ -10,8 +10,10 @@ import (
 )
 
 // Breaker shapes: how a breaker lets traffic through while open and how
-// it closes, inferred per cycle from what reached the upstream. Each
-// shape has its own rules for the figures (docs/analysis.md).
+// it closes, inferred per cycle from what reached the upstream. Each is
+// a hypothesis tested against the cycle's evidence (hypothesis.go, and
+// the shape_*.go file that tests it); each has its own rules for the
+// figures (docs/analysis.md).
 const (
 	// ShapeTaggedProbe: probes the gateway marks as such (a header or a
 	// User-Agent); it closes on a probe's success.
@@ -34,59 +36,11 @@ const (
 	// ShapeRamp: a growing share of the traffic is let through over a
 	// recovery period.
 	ShapeRamp = "ramp"
-	// ShapeUnknown: the evidence fits more than one shape; the figures
-	// that differ between them are given as bounds or left null.
+	// ShapeUnknown: the evidence fits more than one shape (named in
+	// Cycle.ShapeCandidates); the figures that differ between them are
+	// given as bounds or left null.
 	ShapeUnknown = "ambiguous"
 )
-
-// shapeOf infers the shape of one cycle from its admissions and its close
-// and says why, in words for the statement.
-func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evidence string) {
-	c := u.c
-	switch {
-	case len(tagged) > 0:
-		return ShapeTaggedProbe, fmt.Sprintf("%s marked as probes", num.Plural(int64(len(tagged)), "call"))
-	case len(live) == 0 && len(health) > 0 && cy.closeBy >= 0 && c.calls[cy.closeBy].health && cy.checkChance >= 0:
-		return ShapeHealthCheck, fmt.Sprintf("traffic resumed right after a passing health check, and no live call got through while open; the checks passed throughout, so a timer of the gateway's own could look the same, but only by a coincidence at every close (chance %.2g %%): the close is also bounded by the requests either side", 100*cy.checkChance)
-	case len(live) == 0 && len(health) > 0 && cy.closeBy >= 0 && c.calls[cy.closeBy].health:
-		return ShapeHealthCheck, "traffic resumed right after a passing health check, and no live call got through while open"
-	}
-	if ramp, why := u.rampEvidence(cy, live); ramp {
-		return ShapeRamp, why
-	}
-	several := c.maxInFlight(live) > 1
-	switch {
-	case len(live) == 0 && cy.closeAt >= 0 && cy.closeBy < 0 && cy.maybeProbe:
-		return ShapeUnknown, "no call got through while open; the call after which traffic resumed was alone in flight, so it may have been a probe (whose answer closed the breaker) or the first call after the failures expired"
-	case len(live) == 0 && cy.closeAt >= 0 && cy.closeBy < 0 && cy.expiryByOthers:
-		return ShapeExpiry, "no call got through while open and no success closed it; the call after which traffic resumed was alone in flight, and the upstream's other cycles show its failures expiring (traffic resumed with no success to close on, or a call let through again soon after an admitted one failed): read the same way"
-	case len(live) == 0 && cy.closeAt >= 0 && cy.closeBy < 0:
-		return ShapeExpiry, "no call got through while open, and traffic resumed with calls in flight together and no success to close on: the failures expired"
-	case len(live) == 0:
-		return ShapeUnknown, "no call got through while open"
-	case cy.closeAt >= 0 && cy.closeKind == closeOnPending && several:
-		return ShapeLiveProbes, "several live calls were let through at once while open; traffic resumed after one had succeeded while another was still in flight, so the breaker closed on that success or on a later answer (a half-open that lets the next call in as one ends): the close is bounded, the successes it took unknown"
-	case cy.closeAt >= 0 && cy.closeKind == closeOnPending:
-		return ShapeLiveProbe, "live calls were let through while open; traffic resumed after one had succeeded while another was still in flight, so the breaker closed on that success or on a later answer: the close is bounded, the successes it took unknown"
-	case cy.closeAt >= 0 && cy.closeKind == closeOnOneOf:
-		shape := ShapeLiveProbe
-		if several {
-			shape = ShapeLiveProbes
-		}
-		return shape, "live calls were let through while open, and more than one of them succeeded between the last request turned away and the first resumed: the breaker closed on one of those answers (a half-open counting some of the calls it let through closes before the last), which one unseen, so the close is bounded and the successes it took unknown"
-	case cy.closeAt >= 0 && cy.closeBy >= 0 && several:
-		return ShapeLiveProbes, "several live calls were let through at once while open, and requests were turned away until they had succeeded"
-	case cy.closeAt >= 0 && cy.closeBy >= 0:
-		return ShapeLiveProbe, "one live call at a time got through while open; requests were turned away until its success"
-	case several:
-		return ShapeLiveProbes, "several live calls were let through at once while open"
-	case cy.closeAt >= 0 && cy.maybeProbe:
-		return ShapeUnknown, "one live call at a time got through while open; the call after which traffic resumed was alone in flight, so whether its answer closed the breaker (a live probe) or the breaker had already closed (failures expired, or a half-open that admits several calls) cannot be told from outside"
-	case cy.closeAt >= 0:
-		return ShapeExpiry, "single calls got through while open and failed; traffic resumed with calls in flight together and no success to close on: failures expire, and each expiry let one call through"
-	}
-	return ShapeLiveProbe, "one live call at a time got through while open"
-}
 
 // rampEvidence finds a ramp: while still open, a request was turned away
 // after an admitted call's success had certainly reached the gateway and

@@ -257,11 +257,14 @@ func (u *upstreamRun) trialClose(cy *cyc, out *Cycle, probes []int32) {
 		n++
 	}
 	if u.trial.single {
-		out.Shape = ShapeLiveProbe
+		out.Shape, out.ShapeCandidates = ShapeLiveProbe, nil
 		out.ShapeEvidence = "one live call at a time got through while open; the last, answered quickly, closed it: the upstream's cycles show a half-open that judges its trial (it reopened on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired) and lets one call through at a time (it refused a request while a trial was in flight)"
 		out.SuccessesToClose = Ptr(max(n, 1))
 		return
 	}
+	// A judged trial rules out failures that expire; the half-opens
+	// admitting one call or several still fit.
+	out.ShapeCandidates = without(out.ShapeCandidates, ShapeExpiry)
 	out.MaybeProbe = true
 	// A breaker judges the answer's head (its status) or its end: the
 	// close is no earlier than the trial's arrival, where a streamed
