@@ -63,10 +63,11 @@ type verdict struct {
 func fits(why string) verdict     { return verdict{fits: true, why: why} }
 func ruledOut(why string) verdict { return verdict{why: why} }
 
-// hypothesis is one breaker shape and its feasibility test.
+// hypothesis is one breaker shape, its name in the statement's words
+// ("Shape: …"), and its feasibility test.
 type hypothesis struct {
-	shape string
-	test  func(f *shapeFacts) verdict
+	shape, words string
+	test         func(f *shapeFacts) verdict
 }
 
 // hypotheses is the family, each added by its own file.

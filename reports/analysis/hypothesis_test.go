@@ -247,3 +247,22 @@ func TestJudgedTrialNarrowsTheCandidates(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryHypothesisIsNamed: each shape of the family has a name of its
+// own and words of its own for the statement, so that one added in its
+// own file is stated as itself, never as "shape ambiguous".
+func TestEveryHypothesisIsNamed(t *testing.T) {
+	names, words := map[string]bool{}, map[string]bool{"shape ambiguous": true}
+	for _, h := range hypotheses {
+		if h.shape == "" || h.shape == ShapeUnknown || names[h.shape] || h.words == "" || words[h.words] || h.test == nil {
+			t.Errorf("hypothesis %q (%q): unnamed, repeated or without a test", h.shape, h.words)
+		}
+		names[h.shape], words[h.words] = true, true
+		if shapeWords(h.shape) != h.words {
+			t.Errorf("%s stated as %q, want %q", h.shape, shapeWords(h.shape), h.words)
+		}
+	}
+	if len(names) != 6 || shapeWords(ShapeUnknown) != "shape ambiguous" {
+		t.Errorf("%d shapes %v; ambiguous stated as %q", len(names), names, shapeWords(ShapeUnknown))
+	}
+}

@@ -169,21 +169,13 @@ func (u *upstreamRun) repeats(sends map[uint64]int) map[int32]bool {
 	return out
 }
 
-// shapeWords names a shape for the statement.
+// shapeWords names a shape for the statement: the words its hypothesis
+// gives (hypothesis.words).
 func shapeWords(s string) string {
-	switch s {
-	case ShapeTaggedProbe:
-		return "tagged probes"
-	case ShapeHealthCheck:
-		return "health checks decide"
-	case ShapeLiveProbe:
-		return "one live probe per half-open"
-	case ShapeLiveProbes:
-		return "several live probes per half-open"
-	case ShapeExpiry:
-		return "no probes, failures expire"
-	case ShapeRamp:
-		return "ramp recovery"
+	for _, h := range hypotheses {
+		if h.shape == s {
+			return h.words
+		}
 	}
 	return "shape ambiguous"
 }

@@ -1,6 +1,8 @@
 package analysis
 
-func init() { addHypothesis(hypothesis{shape: ShapeExpiry, test: failuresExpire}) }
+func init() {
+	addHypothesis(hypothesis{shape: ShapeExpiry, words: "no probes, failures expire", test: failuresExpire})
+}
 
 // failuresExpire: no half-open and no probes: the failures are forgotten
 // after a period and traffic resumes on that timer. It is read from how

@@ -2,7 +2,9 @@ package analysis
 
 import "fmt"
 
-func init() { addHypothesis(hypothesis{shape: ShapeHealthCheck, test: healthGate}) }
+func init() {
+	addHypothesis(hypothesis{shape: ShapeHealthCheck, words: "health checks decide", test: healthGate})
+}
 
 // healthGate: the gateway's health checks decide; it closes on a passing
 // check, or a run of them. Its witness is traffic resuming right after a

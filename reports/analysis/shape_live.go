@@ -1,6 +1,8 @@
 package analysis
 
-func init() { addHypothesis(hypothesis{shape: ShapeLiveProbe, test: oneLiveProbe}) }
+func init() {
+	addHypothesis(hypothesis{shape: ShapeLiveProbe, words: "one live probe per half-open", test: oneLiveProbe})
+}
 
 // oneLiveProbe: one live client request at a time is let through as the
 // probe, and the breaker closes on its success (a classic one-trial

@@ -1,6 +1,8 @@
 package analysis
 
-func init() { addHypothesis(hypothesis{shape: ShapeLiveProbes, test: severalLiveProbes}) }
+func init() {
+	addHypothesis(hypothesis{shape: ShapeLiveProbes, words: "several live probes per half-open", test: severalLiveProbes})
+}
 
 // severalLiveProbes: a half-open that lets several live requests through
 // at once (a configured number of trial calls, each counted, or permits

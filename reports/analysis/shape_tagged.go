@@ -6,7 +6,9 @@ import (
 	"github.com/halfopen/rehearse/reports/num"
 )
 
-func init() { addHypothesis(hypothesis{shape: ShapeTaggedProbe, test: taggedProbe}) }
+func init() {
+	addHypothesis(hypothesis{shape: ShapeTaggedProbe, words: "tagged probes", test: taggedProbe})
+}
 
 // taggedProbe: the gateway marks its probes (a header or a User-Agent)
 // and closes on a probe's success. The witness is a marked call while
