@@ -210,14 +210,15 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 		for i := 0; i+1 < len(probes); i++ {
 			k := &c.calls[probes[i]]
 			next, nextHi := u.letAt(probes[i+1])
-			if !k.failed {
-				continue
-			}
-			if waits && !cy.blockedBetween(k.end, next) {
-				// Nobody was turned away between the failure and the next
-				// probe: the breaker did not reopen on it (a half-open
-				// counting more than one failure, or the next probe let
-				// through with it): no cooldown began there.
+			if !k.failed || (waits && !cy.blockedBetween(k.end, next)) {
+				// No refusal after this probe's failure (or it succeeded):
+				// the breaker did not reopen on it (a half-open counting
+				// more than one failure, or the next probe let through
+				// with it). It may have reopened on another failure
+				// (reopen.go).
+				if b, ok := u.reopenCooldown(cy, out, lo, probes[i], probes[i+1]); ok {
+					cb, anyBounds = append(cb, b), anyBounds || b != nil
+				}
 				continue
 			}
 			out.CooldownsS = append(out.CooldownsS, seconds(next-k.end))
