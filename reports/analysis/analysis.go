@@ -366,7 +366,9 @@ type Episode struct {
 	FirstProbeAfterOpen     *float64 `json:"first_probe_after_open_s"`
 	// CooldownsS is the cooldown progression: for each probe after a
 	// failed one after which requests were turned away (or the open), the
-	// wait before it.
+	// wait before it; and for each probe after a refusal with no answer
+	// between (the breaker reopened on an older call's failure: reopen.go),
+	// the wait from that failure's end.
 	CooldownsS []float64 `json:"cooldowns_s"`
 
 	// FailedRequestsBeforeOpen is FailuresBeforeOpen counted as distinct
@@ -510,7 +512,9 @@ type Cycle struct {
 	// 0) and as long as CooldownsS[0]; the others are measured from a
 	// failed probe's end, exact (null) unless another failure ended
 	// earlier in the same half-open (the reopen may have come at it: up
-	// to the next probe − that end). Absent when all are exact.
+	// to the next probe − that end), or, for a reopen on an older call's
+	// failure, from the first of the failures it can have reopened on,
+	// bounded by the last. Absent when all are exact.
 	CooldownsBoundsS []*Bounds `json:"cooldowns_bounds_s,omitempty"`
 	// RampStartS and RampEndS are a ramp's first successful admission in
 	// the recovery that ended it, and its end (the earliest: see
