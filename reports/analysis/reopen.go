@@ -28,6 +28,13 @@ import (
 // older state's answers or tolerates some failures). The cooldown ran
 // from that end to b's admission, as for a failed probe's.
 //
+// Where an answer came back after every refusal between a and b, it may
+// have freed the slot b took in the same half-open, and no reopen is
+// claimed here; the breaker may still have reopened (a half-open that
+// admitted b's successors while a's answer was pending shows it only
+// across several probes), so the cooldowns stated are then the least
+// there were.
+//
 // The moments are the upstream's stamps, read in the order it stamped
 // them (as probeFigures reads a failed probe's end and the next probe):
 // an answer is before the refusal when it ended a slack before the
