@@ -397,6 +397,11 @@ type Episode struct {
 	// (a null max: no latest close seen from outside). See openTime.
 	OpenTimeS       *float64 `json:"open_time_s"`
 	OpenTimeBoundsS *Bounds  `json:"open_time_bounds_s,omitempty"`
+	// Bases says, for each inferred figure that is bounded or unknown,
+	// which evidence set each end (or why it is null), keyed by the
+	// figure's key in Figures ("cooldowns_s[i]" per bounded cooldown);
+	// absent when every figure is exact (basis.go).
+	Bases map[string]*Basis `json:"bases,omitempty"`
 
 	RetryAfterHonoured   *bool        `json:"retry_after_honoured"`
 	RetryAfter           []RetryAfter `json:"retry_after"`
@@ -551,6 +556,9 @@ type Cycle struct {
 	// requests the cycle turned away, refuseDone the last one's answer;
 	// resumedAt when traffic resumed (ResumedAtS); -1 when none.
 	refuseFrom, refuseUntil, refuseDone, resumedAt time.Duration
+	// bases says which evidence bound the cycle's bounded figures, by
+	// figure key (basis.go); the episode gathers them into Bases.
+	bases map[string]*Basis
 }
 
 // Bounds are the least and the most a figure can be; nil: unbounded.

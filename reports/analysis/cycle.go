@@ -66,10 +66,13 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	u.probeFigures(cy, out, probes, len(all), cc.lo, bounded)
 	if bounded {
 		out.OpenBoundsS = &Bounds{Min: Ptr(seconds(cy.openAt)), Max: Ptr(seconds(cy.openHi))}
+		out.setBasis("opened_after_s", u.openBasis(cy, out))
 	}
 	if cc.maybeFailures > 0 {
 		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, cc.maybeFailures)
 		out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, cc.maybeRequests)
+		out.setBasis("failures_before_open", countBasis(cy, cc.maybeFailures))
+		out.setBasis("failed_requests_before_open", countBasis(cy, cc.maybeRequests))
 	}
 	switch {
 	case trial:
@@ -77,6 +80,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	case cy.closeAt >= 0:
 		u.closeFigures(cy, out, probes)
 	}
+	u.closeBasis(cy, out, trial)
 	if out.Shape == ShapeRamp {
 		for _, i := range liveP {
 			if c.calls[i].failed {
@@ -205,6 +209,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 			// before it (a health check, which runs whatever the breaker
 			// does) leaves it as short as nothing.
 			cb[0], anyBounds = &Bounds{Min: Ptr(seconds(max(u.letFrom(p0)-out.openHi, 0))), Max: Ptr(seconds(hi0 - cy.openAt))}, true
+			out.setBasis("cooldowns_s[0]", u.firstCooldownBasis(cy, out, p0))
 		}
 		waits := len(cy.blockedAt) > 0 // requests are attributed: a wait shows
 		for i := 0; i+1 < len(probes); i++ {
@@ -233,6 +238,7 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 			let := u.letFrom(probes[i+1])
 			if e := u.firstFailedEnd(lo, k.t, k.end); e < k.end || let < next || nextHi > next {
 				bnd, anyBounds = &Bounds{Min: Ptr(seconds(max(let-k.end, 0))), Max: Ptr(seconds(nextHi - e))}, true
+				out.setBasis(cooldownKey(len(cb)), u.laterCooldownBasis(probes[i+1], let, nextHi, k.end, e))
 			}
 			cb = append(cb, bnd)
 		}

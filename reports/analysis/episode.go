@@ -29,6 +29,7 @@ func (u *upstreamRun) episode(ep *Episode, w window, spanEnd time.Duration) {
 	u.metricsLag(ep, w)
 	u.observed(ep, w)
 	openTime(ep)
+	episodeBases(ep)
 	ep.Statement = statement(ep)
 }
 

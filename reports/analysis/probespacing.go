@@ -30,7 +30,7 @@ func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
 		return
 	}
 	measured := *ep.ProbeIntervalS.Min
-	least := time.Duration(-1)
+	least, leastAt := time.Duration(-1), time.Duration(-1)
 	for n, cy := range ep.Cycles {
 		if !cy.MaybeProbe || cy.Shape == ShapeTaggedProbe {
 			// A gateway that tags its probes tags every one: an
@@ -44,12 +44,13 @@ func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
 		upto := cycleEnd(ep, n, spanEnd)
 		upto = cy.latestClose(upto)
 		upto = u.closedBefore(ep, from, upto)
-		if g := u.closestCalls(from, cy.lastProbe >= 0, upto); g >= 0 && (least < 0 || g < least) {
-			least = g
+		if g, at := u.closestCalls(from, cy.lastProbe >= 0, upto); g >= 0 && (least < 0 || g < least) {
+			least, leastAt = g, at
 		}
 	}
 	if least >= 0 && seconds(least) < measured {
 		ep.ProbeIntervalMinBoundsS = &Bounds{Min: Ptr(seconds(least)), Max: Ptr(measured)}
+		ep.setBasis("probe_interval_s.min", spacingBasis(leastAt-least, leastAt, measured))
 	}
 }
 
@@ -102,11 +103,13 @@ func (u *upstreamRun) closedBefore(ep *Episode, from, upto time.Duration) time.D
 
 // closestCalls is the least spacing of two consecutive live calls of the
 // upstream arriving in [from, upto] (from itself a call when isCall:
-// the last probe counted), or -1 with fewer than two.
-func (u *upstreamRun) closestCalls(from time.Duration, isCall bool, upto time.Duration) time.Duration {
+// the last probe counted), or -1 with fewer than two, and the later
+// call's arrival (the spacing's basis).
+func (u *upstreamRun) closestCalls(from time.Duration, isCall bool, upto time.Duration) (least, at time.Duration) {
 	c, live := u.c, u.live
 	j := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t >= from })
-	prev, least := time.Duration(-1), time.Duration(-1)
+	prev := time.Duration(-1)
+	least, at = -1, -1
 	if isCall {
 		prev = from
 		if j < len(live) && c.calls[live[j]].t == from {
@@ -116,11 +119,11 @@ func (u *upstreamRun) closestCalls(from time.Duration, isCall bool, upto time.Du
 	for ; j < len(live) && c.calls[live[j]].t <= upto; j++ {
 		t := c.calls[live[j]].t
 		if prev >= 0 && (least < 0 || t-prev < least) {
-			least = t - prev
+			least, at = t-prev, t
 		}
 		prev = t
 	}
-	return least
+	return least, at
 }
 
 // cycleEnd is where cycle n of ep's calls can end: the next cycle's open,
@@ -150,7 +153,7 @@ func (u *upstreamRun) probesInFlightBounds(ep *Episode, spanEnd time.Duration) {
 	if ep.MaxProbesInFlight == nil {
 		return
 	}
-	most := *ep.MaxProbesInFlight
+	most, mostCy := *ep.MaxProbesInFlight, -1
 	for n, cy := range ep.Cycles {
 		if !cy.MaybeProbe || cy.Shape == ShapeTaggedProbe {
 			continue // every probe tagged: none uncounted
@@ -159,9 +162,13 @@ func (u *upstreamRun) probesInFlightBounds(ep *Episode, spanEnd time.Duration) {
 		upto := cy.latestClose(cycleEnd(ep, n, spanEnd))
 		j := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t >= cy.openAt })
 		k := sort.Search(len(live), func(i int) bool { return c.calls[live[i]].t > upto })
-		most = max(most, c.maxInFlight(live[j:k]))
+		if m := c.maxInFlight(live[j:k]); m > most {
+			most, mostCy = m, n
+		}
 	}
 	if most > *ep.MaxProbesInFlight {
 		ep.MaxProbesInFlightBounds = &Bounds{Min: Ptr(float64(*ep.MaxProbesInFlight)), Max: Ptr(float64(most))}
+		cy := ep.Cycles[mostCy]
+		ep.setBasis("max_probes_in_flight", inFlightBasis(*ep.MaxProbesInFlight, most, cy.openAt, cy.latestClose(cycleEnd(ep, mostCy, spanEnd))))
 	}
 }

@@ -91,12 +91,14 @@ func (u *upstreamRun) resumeCooldown(cy *Cycle) {
 	}
 	lo := seconds(max(cy.refuseUntil-reHi, 0))
 	hi := seconds(frHi - reLo)
+	basis := resumeCooldownBasis(cy.refuseUntil, reHi, frHi, reLo, prev >= 0)
 	if idx < 0 {
 		cy.CooldownsS = append(cy.CooldownsS, seconds(frAt-reLo))
 		if cy.CooldownsBoundsS == nil {
 			cy.CooldownsBoundsS = make([]*Bounds, len(cy.CooldownsS)-1)
 		}
 		cy.CooldownsBoundsS = append(cy.CooldownsBoundsS, &Bounds{Min: Ptr(lo), Max: Ptr(max(hi, lo))})
+		cy.setBasis(cooldownKey(len(cy.CooldownsS)-1), basis)
 		return
 	}
 	if idx >= len(cy.CooldownsS) {
@@ -112,12 +114,20 @@ func (u *upstreamRun) resumeCooldown(cy *Cycle) {
 	if b == nil {
 		b = &Bounds{Min: Ptr(v), Max: Ptr(v)}
 	}
-	if b.Min != nil {
+	// Each end's basis is the observation that set it, the wider one.
+	was := cy.bases[cooldownKey(idx)]
+	if was == nil {
+		was = &Basis{}
+	}
+	if b.Min != nil && (lo < *b.Min || was.Min == nil) {
+		was.Min = basis.Min
 		b.Min = Ptr(min(*b.Min, lo))
 	}
-	if b.Max != nil {
+	if b.Max != nil && (hi > *b.Max || was.Max == nil) {
+		was.Max = basis.Max
 		b.Max = Ptr(max(*b.Max, hi))
 	}
+	cy.setBasis(cooldownKey(idx), was)
 	cy.CooldownsBoundsS[idx] = b
 }
 

@@ -42,7 +42,8 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <h2>Breakers</h2>
 {{if not .V.Episodes}}<p>No fault episodes in this run.</p>{{end}}
 <div class="episodes">{{range .V.Episodes}}<div class="episode"><h3>{{.Title}}</h3><p>{{.Statement}}</p>
-<table>{{range .Rows}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
+<table>{{range .Rows}}<tr><td>{{.K}}</td><td{{if .Why}} title="{{.Why}}"{{end}}>{{.V}}{{if .Note}}<sup class="why">{{.Note}}</sup>{{end}}</td></tr>{{end}}</table>
+{{if .Why}}<ol class="why">{{range .Why}}<li value="{{.Note}}">why {{.K}}: {{.Why}}</li>{{end}}</ol>{{end}}
 {{if .RetryAfter}}<ul class="ra">{{range .RetryAfter}}<li>{{.}}</li>{{end}}</ul>{{end}}</div>
 {{end}}</div>
 {{if .V.AttemptsDef}}<h2>Retries, deadlines and cost</h2>

@@ -215,9 +215,19 @@ func (d *mdDoc) judged() {
 	for _, e := range v.Episodes {
 		d.p("### %s\n\n%s\n\n| figure | value |\n|---|---|\n", MdEscape(e.Title), MdLine(e.Statement))
 		for _, r := range e.Rows {
-			d.p("| %s | %s |\n", r.K, MdEscape(r.V))
+			note := ""
+			if r.Note != "" {
+				note = " (" + r.Note + ")"
+			}
+			d.p("| %s | %s%s |\n", r.K, MdEscape(r.V), note)
 		}
 		d.p("\n")
+		for _, r := range e.Why {
+			d.p("- (%s) why %s: %s\n", r.Note, r.K, MdEscape(r.Why))
+		}
+		if len(e.Why) > 0 {
+			d.p("\n")
+		}
 		for _, r := range e.RetryAfter {
 			d.p("- %s\n", MdLine(r))
 		}

@@ -26,11 +26,18 @@ type episodeView struct {
 	Upstream  string
 	Title     string
 	Statement string
-	Rows      []kv
+	Rows      []epRow
+	// Why lists, under the table, what evidence bound each bounded or
+	// unknown figure (analysis.Basis), by the row's note number.
+	Why []epRow
 	// RetryAfter lists the served 429s and what followed, first ones
 	// first.
 	RetryAfter []string
 }
+
+// epRow is a row of an episode's figure table; Note, when set, is the
+// number of the row's "why" line under the table (Why: its text).
+type epRow struct{ K, V, Note, Why string }
 
 type phaseView struct {
 	Name, Span, Requests, OK, FastFail, Errors, P50, P99, Max, Amp string
@@ -219,27 +226,36 @@ func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.Wal
 		Title: fmt.Sprintf("%s — episode %d: %s (%s), %s", name, i+1, ep.Fault, strings.Join(ep.FaultTypes, ", "), clock.Span(ep.StartS, ep.EndS))}
 	// A kind of episode's own figures (a shedder's) follow its shape,
 	// before the figures every episode has.
-	var own []kv
+	var own []epRow
 	at := 0
 	for _, f := range analysis.Figures {
+		row := epRow{K: f.Label, V: f.CellOf(ep), Why: strings.Join(analysis.BasisLines(ep, f.Key), "; ")}
 		switch {
 		case f.In&analysis.InReport == 0 || !f.AppliesTo(ep):
 		case f.Applies != nil:
-			own = append(own, kv{f.Label, f.CellOf(ep)})
+			own = append(own, row)
 		default:
-			ev.Rows = append(ev.Rows, kv{f.Label, f.CellOf(ep)})
+			ev.Rows = append(ev.Rows, row)
 			if f.Key == "shape" {
 				at = len(ev.Rows)
 			}
 		}
 	}
 	ev.Rows = slices.Insert(ev.Rows, at, own...)
+	// A bounded or unknown figure's basis is a numbered line under the
+	// table: the cell stays readable, the evidence is one glance away.
+	for j := range ev.Rows {
+		if r := &ev.Rows[j]; r.Why != "" {
+			r.Note = fmt.Sprint(len(ev.Why) + 1)
+			ev.Why = append(ev.Why, *r)
+		}
+	}
 	// The moments, on the clock the gateway's logs use.
 	if ep.OpenedAtS != nil {
-		ev.Rows = append(ev.Rows, kv{"opened at", clock.Moment(*ep.OpenedAtS)})
+		ev.Rows = append(ev.Rows, epRow{K: "opened at", V: clock.Moment(*ep.OpenedAtS)})
 	}
 	if ep.ClosedAtS != nil {
-		ev.Rows = append(ev.Rows, kv{"closed at", closeMoments(ep, clock.Moment)})
+		ev.Rows = append(ev.Rows, epRow{K: "closed at", V: closeMoments(ep, clock.Moment)})
 	}
 	for j, r := range ep.RetryAfter {
 		if j == 10 {
