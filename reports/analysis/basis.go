@@ -268,7 +268,10 @@ func (u *upstreamRun) noLatestClose(cy *cyc, out *Cycle, trial bool) string {
 
 // durText writes a short span ("1 ms", "0.250 s").
 func durText(d time.Duration) string {
-	if d < time.Second {
+	switch {
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
 		return fmt.Sprintf("%d ms", d.Milliseconds())
 	}
 	return fmt.Sprintf("%.3f s", d.Seconds())
@@ -375,5 +378,16 @@ func inFlightBasis(counted, most int, from, to time.Duration) *Basis {
 	return &Basis{
 		Min: &BasisEnd{Evidence: "counted_probes", Text: fmt.Sprintf("the probes counted, %d at once", counted)},
 		Max: basisSpan("live_calls_while_maybe_open", to, from, fmt.Sprintf("%d live calls in flight at once between the open, %s, and the latest close, %s", most, atText(from), atText(to))),
+	}
+}
+
+// metricsLagBasis says what bounded metrics_open_lag_s when the open is
+// bounded: the first metrics sample showing it open (at) less the latest
+// and the earliest open.
+func metricsLagBasis(at, openAt, openHi time.Duration) *Basis {
+	sample := "the first metrics sample showing it open, " + atText(at)
+	return &Basis{
+		Min: basisSpan("metrics_open_sample-open_max", at, openHi, sample+", less the latest open "+atText(openHi)),
+		Max: basisSpan("metrics_open_sample-open_min", at, openAt, sample+", less the earliest open "+atText(openAt)),
 	}
 }

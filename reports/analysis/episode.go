@@ -197,6 +197,7 @@ func (u *upstreamRun) metricsLag(ep *Episode, w window) {
 				ep.MetricsOpenLagS = Ptr(seconds(mpts[i].t - openAt))
 				if openHi > openAt {
 					ep.MetricsOpenLagBoundsS = &Bounds{Min: Ptr(seconds(mpts[i].t - openHi)), Max: ep.MetricsOpenLagS}
+					ep.setBasis("metrics_open_lag_s", metricsLagBasis(mpts[i].t, openAt, openHi))
 				}
 				if ep.Closed {
 					// The close the metrics show is the first closed
