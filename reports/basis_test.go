@@ -20,7 +20,7 @@ func TestBasisBoundedOpen(t *testing.T) {
 	if b == nil || b.Min.Evidence != "failure_end" || *b.Min.AtS != 10.52 || b.Max.Evidence != "failure_end" || *b.Max.AtS != 10.58 {
 		t.Fatalf("opened_after_s basis %+v, want the failures ending 10.52 s and 10.58 s", b)
 	}
-	if fb := ep.Bases["failures_before_open"]; fb == nil || *fb.Min.AtS != 10.52 || *fb.Max.AtS != 10.58 || !strings.Contains(fb.Max.Text, "1 failed call") {
+	if fb := ep.Bases["failures_before_open"]; fb == nil || *fb.Min.AtS != 10.52 || *fb.Max.AtS != 10.58 || !strings.Contains(fb.Max.Text, "1 failed call let through") {
 		t.Errorf("failures_before_open basis %+v, want counted to 10.52 s and, with one more call, to 10.58 s", fb)
 	}
 	// The first probe at 12.6 s: 2.02 s after the latest open, 2.08 s
@@ -60,7 +60,9 @@ func TestBasisBoundedOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	why := "why opened after fault start: min: the first failed call to end after the last call let through, answered 10.520 s; max: the last failed call to end before the first refusal was answered, answered 10.580 s"
-	for _, w := range []string{"| opened after fault start | 520 ms (520 ms – 580 ms) (1) |", "- (1) " + why} {
+	for _, w := range []string{"| opened after fault start | 520 ms (520 ms – 580 ms) [1] |", "- [1] " + why,
+		// The first cooldown is the first probe: it says so.
+		"| first probe after open | 2.08 s (2.02 s – 2.08 s) [4] |", "- [5] why cooldown progression: cooldown #1: as the first probe after open"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("report.md lacks %q", w)
 		}

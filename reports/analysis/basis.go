@@ -73,7 +73,13 @@ func BasisLines(e *Episode, key string) []string {
 	slices.SortFunc(idx, func(a, b string) int { return len(a)*1000 - len(b)*1000 + strings.Compare(a, b) })
 	for _, k := range idx {
 		n := strings.TrimSuffix(strings.TrimPrefix(k, key+"["), "]")
-		out = append(out, fmt.Sprintf("cooldown %s: %s", ordinal(n), e.Bases[k].Text()))
+		t := e.Bases[k].Text()
+		if fp := e.Bases["first_probe_after_open_s"]; fp != nil && fp.Text() == t {
+			// The first cooldown is the first probe after the open:
+			// its row says it already.
+			t = "as the first probe after open"
+		}
+		out = append(out, fmt.Sprintf("cooldown %s: %s", ordinal(n), t))
 	}
 	return out
 }
@@ -136,10 +142,15 @@ func (u *upstreamRun) openBasis(cy *cyc, out *Cycle) *Basis {
 // countBasis says what bounded a failure count before the open: the
 // failed calls before the earliest open, and those let through before the
 // latest.
-func countBasis(cy *cyc, more int64) *Basis {
+// what names what is counted ("call", "client request").
+func countBasis(cy *cyc, more int64, what string) *Basis {
+	more1 := fmt.Sprintf("%d failed %s", more, what)
+	if more != 1 {
+		more1 += "s"
+	}
 	return &Basis{
-		Min: basisAt("failed_before_open_min", cy.openAt, "the failed calls that arrived before the earliest open, "+atText(cy.openAt)),
-		Max: basisAt("failed_before_open_max", cy.openHi, fmt.Sprintf("with the %d failed call(s) let through (arrived, or sent by their client) before the latest open, %s, which may have reached a breaker still closed", more, atText(cy.openHi))),
+		Min: basisAt("failed_before_open_min", cy.openAt, "the failed "+what+"s that arrived before the earliest open, "+atText(cy.openAt)),
+		Max: basisAt("failed_before_open_max", cy.openHi, "with the "+more1+" let through (arrived, or sent by the client) before the latest open, "+atText(cy.openHi)+", which may have reached a breaker still closed"),
 	}
 }
 

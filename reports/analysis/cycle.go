@@ -71,8 +71,8 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	if cc.maybeFailures > 0 {
 		out.FailuresBeforeOpenBounds = countBounds(out.FailuresBeforeOpen, cc.maybeFailures)
 		out.FailedRequestsBeforeOpenBounds = countBounds(out.FailedRequestsBeforeOpen, cc.maybeRequests)
-		out.setBasis("failures_before_open", countBasis(cy, cc.maybeFailures))
-		out.setBasis("failed_requests_before_open", countBasis(cy, cc.maybeRequests))
+		out.setBasis("failures_before_open", countBasis(cy, cc.maybeFailures, "call"))
+		out.setBasis("failed_requests_before_open", countBasis(cy, cc.maybeRequests, "client request"))
 	}
 	switch {
 	case trial:

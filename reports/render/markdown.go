@@ -217,13 +217,13 @@ func (d *mdDoc) judged() {
 		for _, r := range e.Rows {
 			note := ""
 			if r.Note != "" {
-				note = " (" + r.Note + ")"
+				note = " [" + r.Note + "]"
 			}
 			d.p("| %s | %s%s |\n", r.K, MdEscape(r.V), note)
 		}
 		d.p("\n")
 		for _, r := range e.Why {
-			d.p("- (%s) why %s: %s\n", r.Note, r.K, MdEscape(r.Why))
+			d.p("- [%s] why %s: %s\n", r.Note, r.K, MdEscape(r.Why))
 		}
 		if len(e.Why) > 0 {
 			d.p("\n")

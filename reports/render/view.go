@@ -244,9 +244,18 @@ func newEpisodeView(name string, i int, ep *analysis.Episode, clock analysis.Wal
 	ev.Rows = slices.Insert(ev.Rows, at, own...)
 	// A bounded or unknown figure's basis is a numbered line under the
 	// table: the cell stays readable, the evidence is one glance away.
+	// Two rows with the same basis (the close and the time open of an
+	// episode never seen to close) share one line.
+	notes := map[string]string{}
 	for j := range ev.Rows {
-		if r := &ev.Rows[j]; r.Why != "" {
+		r := &ev.Rows[j]
+		switch {
+		case r.Why == "":
+		case notes[r.Why] != "":
+			r.Note = notes[r.Why]
+		default:
 			r.Note = fmt.Sprint(len(ev.Why) + 1)
+			notes[r.Why] = r.Note
 			ev.Why = append(ev.Why, *r)
 		}
 	}
