@@ -196,43 +196,13 @@ func (u *upstreamRun) letText(i int32, t time.Duration, which string) string {
 // when it is. trial: the first resumed call was a trial the breaker
 // judged (cycleFigures).
 func (u *upstreamRun) closeBasis(cy *cyc, out *Cycle, trial bool) {
-	if out.ClosedAtS == nil || cy.fr < 0 {
+	if out.ClosedAtS == nil {
 		return
 	}
 	c := u.c
-	fr := &c.calls[cy.fr]
-	var successEnd time.Duration = -1
-	if cy.closeBy >= 0 {
-		successEnd = c.calls[cy.closeBy].end
-	}
 	if b := out.CloseBoundsS; b != nil && b.Min != nil {
-		cb := &Basis{}
-		// Each end is the observation whose moment it is: the ones the
-		// close's estimators place it at.
-		cands := []*BasisEnd{
-			basisAt("last_refused_sent", cy.lb, "the last request turned away, sent "+atText(cy.lb)),
-		}
-		if trial {
-			cands = append(cands, basisAt("trial_arrival", fr.t, "the trial's arrival "+atText(fr.t)+" (a breaker may judge its answer's head)"))
-		}
-		cands = append(cands, basisAt("first_resumed_arrival", fr.t, "the first resumed call's arrival "+atText(fr.t)))
-		if successEnd >= 0 {
-			word := "success_end"
-			txt := "the end of the success that closed it, " + atText(successEnd)
-			if cy.closeKind == closeOnOneOf {
-				word, txt = "last_success_end", "the last success to end in the close window, "+atText(successEnd)
-			} else if c.calls[cy.closeBy].health {
-				word, txt = "check_end", "the passing health check's end "+atText(successEnd)
-			}
-			cands = append(cands, basisAt(word, successEnd, txt))
-		}
-		if cy.closeKind == closeOnOneOf {
-			cands = append(cands, basisAt("first_success_end", cy.closeLo, "the first success to end in the close window, "+atText(cy.closeLo)))
-		}
-		if cy.closeKind == closeOnPending && cy.closeHi >= 0 {
-			cands = append(cands, basisAt("pending_end", cy.closeHi, "the end of the last call let through beside it, still in flight when traffic resumed, "+atText(cy.closeHi)))
-		}
-		cb.Min = pick(cands, *b.Min, "close_min")
+		cands := u.closeCandidates(cy, out, trial)
+		cb := &Basis{Min: pick(cands, *b.Min, "close_min")}
 		if b.Max != nil {
 			cb.Max = pick(cands, *b.Max, "close_max")
 		} else {
@@ -244,9 +214,13 @@ func (u *upstreamRun) closeBasis(cy *cyc, out *Cycle, trial bool) {
 		return
 	}
 	sb := &Basis{}
+	lb, first := cy.lb, out.closeAt
+	if cy.fr >= 0 {
+		first = c.calls[cy.fr].t
+	}
 	switch {
 	case out.SuccessesToCloseBounds != nil && trial:
-		sb.Min = basisAt("trial_success", fr.end, "the trial's success, answered "+atText(fr.end))
+		sb.Min = basisAt("trial_success", c.calls[cy.fr].end, "the trial's success, answered "+atText(c.calls[cy.fr].end))
 		sb.Max = basisNone("a half-open letting several calls through may have closed on a later success, unseen")
 	case out.Shape == ShapeRamp || out.Shape == ShapeExpiry:
 		sb.Why = "closed on a timer (" + out.Shape + "): no success count"
@@ -255,20 +229,64 @@ func (u *upstreamRun) closeBasis(cy *cyc, out *Cycle, trial bool) {
 	case cy.closeKind == closeOnPending:
 		sb.Why = "a call let through beside the success was still in flight when traffic resumed: it may have closed on a later answer"
 	default:
-		sb.Why = fmt.Sprintf("no success the open breaker let through ended between the last refusal (%s) and the first resumed call (%s): a timer or an uncounted quick probe closed it", atText(cy.lb), atText(fr.t))
+		sb.Why = fmt.Sprintf("no success the open breaker let through ended between the last refusal (%s) and the first resumed call (%s): a timer or an uncounted quick probe closed it", atText(lb), atText(first))
 	}
 	out.setBasis("successes_to_close", sb)
 }
 
+// closeCandidates are the observations a close's bounds are placed at
+// (closeOf, trialClose, checksGate, an expiry's segments), each with its
+// moment; closeBasis names an end by the one at its moment. The more
+// specific come first: a trial's arrival is also the first resumed call's.
+func (u *upstreamRun) closeCandidates(cy *cyc, out *Cycle, trial bool) []*BasisEnd {
+	c := u.c
+	var cands []*BasisEnd
+	if cy.lb > 0 {
+		cands = append(cands, basisAt("last_refused_sent", cy.lb, "the last request turned away, sent "+atText(cy.lb)))
+	}
+	if out.refuseUntil >= 0 {
+		cands = append(cands, basisAt("last_refused_sent", out.refuseUntil, "the last request turned away, sent "+atText(out.refuseUntil)))
+	}
+	if cy.fr >= 0 {
+		t := c.calls[cy.fr].t
+		if trial {
+			cands = append(cands, basisAt("trial_arrival", t, "the trial's arrival "+atText(t)+" (a breaker may judge its answer's head)"))
+		}
+		cands = append(cands, basisAt("first_resumed_arrival", t, "the first resumed call's arrival "+atText(t)))
+	}
+	if cy.closeBy >= 0 {
+		e := c.calls[cy.closeBy].end
+		word, txt := "success_end", "the end of the success that closed it, "+atText(e)
+		switch {
+		case cy.closeKind == closeOnOneOf:
+			word, txt = "last_success_end", "the last success to end in the close window, "+atText(e)
+		case c.calls[cy.closeBy].health:
+			word, txt = "check_end", "the passing health check's end "+atText(e)
+		}
+		cands = append(cands, basisAt(word, e, txt))
+	}
+	if cy.closeKind == closeOnOneOf {
+		cands = append(cands, basisAt("first_success_end", cy.closeLo, "the first success to end in the close window, "+atText(cy.closeLo)))
+	}
+	if cy.closeKind == closeOnPending && cy.closeHi >= 0 {
+		cands = append(cands, basisAt("pending_end", cy.closeHi, "the end of the last call let through beside it, still in flight when traffic resumed, "+atText(cy.closeHi)))
+	}
+	// A segment of a breaker whose failures expire closes by the first
+	// call let through after its refusals, no earlier than its open.
+	cands = append(cands, basisAt("first_resumed_arrival", out.closeAt, "the first call let through after the refusals, arrived "+atText(out.closeAt)),
+		basisAt("open", cy.openAt, "the open itself, "+atText(cy.openAt)+" (no request was turned away before the next call was let through)"))
+	return cands
+}
+
 // noLatestClose says why a close has no latest moment.
 func (u *upstreamRun) noLatestClose(cy *cyc, out *Cycle, trial bool) string {
-	fr := &u.c.calls[cy.fr]
 	switch {
 	case out.Shape == ShapeRamp:
 		return "a ramp lets a growing share through and closes on its timer after the first resumed call, unseen"
 	case trial && !u.trialQuick(cy):
 		return "the trial's answer was still coming when the next call could be let through: a half-open letting several calls through may have closed on a later success, unseen"
 	case trial:
+		fr := &u.c.calls[cy.fr]
 		return fmt.Sprintf("the trial answered in %s and traffic resumed at once: a half-open admitting several calls, closing on a later success, fits", durText(fr.end-fr.t))
 	case cy.closeKind == closeOnPending:
 		return "a call let through beside the success failed or never ended: the close may have waited for an answer that never came"

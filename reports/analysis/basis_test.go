@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,115 +12,11 @@ import (
 // (basis.go): an end's moment is the bound it set, exact figures carry no
 // basis, and every bounded figure has one.
 
-// slackS is the most two sides of a span may differ from the bound
-// computed on unrounded durations: each moment is written to the
-// millisecond.
-const slackS = 0.0011
-
-// checkBases checks every basis of ep against the bounds it explains, and
-// that every bounded figure has one: a basis end with a moment (at_s, and
-// from_s for a span) is the bound, an end with none is an open end, and a
-// figure with no bounds and a value has no basis.
+// checkBases fails t with every problem BasisProblems finds in ep.
 func checkBases(t *testing.T, name string, ep *Episode) {
 	t.Helper()
-	span := func(e *BasisEnd) float64 {
-		if e.FromS != nil {
-			return math.Max(*e.AtS-*e.FromS, 0)
-		}
-		return *e.AtS
-	}
-	// end checks one end against the bound v (nil: open).
-	end := func(key, which string, e *BasisEnd, v *float64, off float64, timed bool) {
-		t.Helper()
-		switch {
-		case e == nil:
-			t.Errorf("%s: %s basis has no %s", name, key, which)
-		case v == nil && e.Evidence != "none":
-			t.Errorf("%s: %s %s is open, but its basis names %s", name, key, which, e.Evidence)
-		case v != nil && e.Evidence == "none":
-			t.Errorf("%s: %s %s is %v, but its basis says none", name, key, which, *v)
-		case e.Evidence == "derived":
-			t.Errorf("%s: %s %s basis names no observation: %s", name, key, which, e.Text)
-		case v != nil && timed && (e.AtS == nil || math.Abs(span(e)-off-*v) > slackS):
-			t.Errorf("%s: %s %s is %v, its basis (%s) %v", name, key, which, *v, e.Evidence, fp(e.AtS))
-		case e.Text == "":
-			t.Errorf("%s: %s %s basis has no text", name, key, which)
-		}
-	}
-	bnd := func(key string, b *Bounds, off float64, timed bool) {
-		t.Helper()
-		bs := ep.Bases[key]
-		if b == nil {
-			return
-		}
-		if bs == nil {
-			t.Errorf("%s: %s bounded %s with no basis", name, key, bounds(b))
-			return
-		}
-		end(key, "min", bs.Min, b.Min, off, timed)
-		end(key, "max", bs.Max, b.Max, off, timed)
-	}
-	seen := map[string]bool{}
-	check := func(key string, b *Bounds, off float64, timed bool) {
-		seen[key] = true
-		bnd(key, b, off, timed)
-	}
-	check("opened_after_s", ep.OpenedAfterBoundsS, -ep.StartS, true)
-	check("first_probe_after_open_s", ep.FirstProbeAfterOpenBoundsS, 0, true)
-	check("metrics_open_lag_s", ep.MetricsOpenLagBoundsS, 0, true)
-	check("probe_interval_s.min", ep.ProbeIntervalMinBoundsS, 0, false)
-	check("max_probes_in_flight", ep.MaxProbesInFlightBounds, 0, false)
-	check("failures_before_open", ep.FailuresBeforeOpenBounds, 0, false)
-	check("failed_requests_before_open", ep.FailedRequestsBeforeOpenBounds, 0, false)
-	for i, b := range ep.CooldownsBoundsS {
-		check(fmt.Sprintf("cooldowns_s[%d]", i), b, 0, true)
-	}
-	if b := ep.ProbeIntervalMinBoundsS; b != nil {
-		end("probe_interval_s.min", "min", ep.Bases["probe_interval_s.min"].Min, b.Min, 0, true)
-	}
-	for _, k := range []string{"failures_before_open", "failed_requests_before_open"} {
-		if bs := ep.Bases[k]; bs != nil {
-			// Counted up to the earliest open and to the latest.
-			ob := ep.Cycles[0].OpenBoundsS
-			lo, hi := ep.Cycles[0].OpenedAtS, ep.Cycles[0].OpenedAtS
-			if ob != nil {
-				hi = *ob.Max
-			}
-			if *bs.Min.AtS != lo || *bs.Max.AtS != hi {
-				t.Errorf("%s: %s counted to %v and %v, the open %v – %v", name, k, *bs.Min.AtS, *bs.Max.AtS, lo, hi)
-			}
-		}
-	}
-	// The close: its bounds, or why it is null.
-	seen["closed_after_recovery_s"] = true
-	switch cb := ep.Bases["closed_after_recovery_s"]; {
-	case ep.ClosedAtS != nil:
-		bnd("closed_after_recovery_s", ep.CloseBoundsS, 0, true)
-		if ep.CloseBoundsS == nil && cb != nil {
-			t.Errorf("%s: an exact close carries a basis: %s", name, cb.Text())
-		}
-	case ep.Opened && (cb == nil || cb.Why == ""):
-		t.Errorf("%s: a close never seen says nothing", name)
-	}
-	seen["successes_to_close"] = true
-	switch sb := ep.Bases["successes_to_close"]; {
-	case ep.SuccessesToClose != nil && sb != nil:
-		t.Errorf("%s: an exact successes_to_close carries a basis: %s", name, sb.Text())
-	case ep.Closed && ep.SuccessesToClose == nil && ep.SuccessesToCloseBounds != nil:
-		bnd("successes_to_close", ep.SuccessesToCloseBounds, 0, false)
-	case ep.Closed && ep.SuccessesToClose == nil && (sb == nil || sb.Why == ""):
-		t.Errorf("%s: a null successes_to_close says nothing", name)
-	}
-	seen["open_time_s"] = true
-	if ep.OpenTimeBoundsS != nil {
-		bnd("open_time_s", ep.OpenTimeBoundsS, 0, false)
-	} else if ep.OpenTimeS != nil && ep.Bases["open_time_s"] != nil {
-		t.Errorf("%s: an exact open_time_s carries a basis", name)
-	}
-	for k := range ep.Bases {
-		if !seen[k] {
-			t.Errorf("%s: basis %s explains a figure that is exact", name, k)
-		}
+	for _, p := range BasisProblems(ep) {
+		t.Errorf("%s: %s", name, p)
 	}
 }
 
