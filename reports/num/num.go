@@ -36,6 +36,17 @@ func Plural(n int64, noun string) string {
 // flags keep Go duration strings ("250ms") that users type.
 func Sec(s float64) string { return durText(s * 1000) }
 
+// At is a moment into the run, s seconds from its start, to the
+// millisecond the journal stamps it with ("12.301 s"): text that names
+// one observation a reader looks up in the journal or the gateway's log,
+// where Sec's three significant digits would lose it.
+func At(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return durText(s * 1000)
+	}
+	return strconv.FormatFloat(math.Round(s*1000)/1000, 'f', 3, 64) + " s"
+}
+
 // Ms is Sec of a value held in milliseconds.
 func Ms(ms float64) string { return durText(ms) }
 

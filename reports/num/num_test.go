@@ -66,3 +66,13 @@ func TestMsIsSec(t *testing.T) {
 		t.Error("nil is not a dash")
 	}
 }
+
+// TestAt: a moment keeps the millisecond the journal stamps it with,
+// where Sec would round 117.307 s to "117 s".
+func TestAt(t *testing.T) {
+	for in, want := range map[float64]string{117.307: "117.307 s", 4.1: "4.100 s", 0: "0.000 s", 2.3005: "2.301 s", math.Inf(1): "∞"} {
+		if got := At(in); got != want {
+			t.Errorf("At(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
