@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/halfopen/rehearse/reports/num"
 )
 
 // Which evidence bound each figure (docs/analysis.md "Exact, bounded or
@@ -94,7 +96,7 @@ func ordinal(n string) string {
 }
 
 // atText is an observed moment as the basis writes it.
-func atText(d time.Duration) string { return fmt.Sprintf("%.3f s", seconds(d)) }
+func atText(d time.Duration) string { return num.At(seconds(d)) }
 
 // basisAt is a basis end at moment d.
 func basisAt(evidence string, d time.Duration, text string) *BasisEnd {
@@ -287,23 +289,12 @@ func (u *upstreamRun) noLatestClose(cy *cyc, out *Cycle, trial bool) string {
 		return "the trial's answer was still coming when the next call could be let through: a half-open letting several calls through may have closed on a later success, unseen"
 	case trial:
 		fr := &u.c.calls[cy.fr]
-		return fmt.Sprintf("the trial answered in %s and traffic resumed at once: a half-open admitting several calls, closing on a later success, fits", durText(fr.end-fr.t))
+		return fmt.Sprintf("the trial answered in %s and traffic resumed at once: a half-open admitting several calls, closing on a later success, fits", num.Sec((fr.end - fr.t).Seconds()))
 	case cy.closeKind == closeOnPending:
 		return "a call let through beside the success failed or never ended: the close may have waited for an answer that never came"
 	default:
 		return "the first resumed call was answered before the next came: a half-open admitting several quick calls, or a timer, fits"
 	}
-}
-
-// durText writes a short span ("1 ms", "0.250 s").
-func durText(d time.Duration) string {
-	switch {
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
-		return fmt.Sprintf("%d ms", d.Milliseconds())
-	}
-	return fmt.Sprintf("%.3f s", d.Seconds())
 }
 
 // pick is the candidate whose moment is v (the bound it set), or a
@@ -315,7 +306,7 @@ func pick(cands []*BasisEnd, v float64, what string) *BasisEnd {
 			return e
 		}
 	}
-	return &BasisEnd{Evidence: "derived", AtS: Ptr(v), Text: fmt.Sprintf("%.3f s, derived from the other figures (%s)", v, what)}
+	return &BasisEnd{Evidence: "derived", AtS: Ptr(v), Text: num.At(v) + ", derived from the other figures (" + what + ")"}
 }
 
 // episodeBases gathers an episode's bases from its cycles, as its flat
@@ -343,6 +334,9 @@ func episodeBases(ep *Episode) {
 			}
 		}
 		off += len(cy.CooldownsS)
+	}
+	if ep.probesBounds() != nil {
+		set("probes", probesBasis(ep))
 	}
 	if b := ep.OpenTimeBoundsS; b != nil {
 		ob := &Basis{Min: &BasisEnd{Evidence: "open_max-close_min", Text: "each cycle from its latest open to its earliest close"}}
@@ -396,7 +390,7 @@ func (ep *Episode) setBasis(key string, b *Basis) {
 func spacingBasis(from, to time.Duration, measured float64) *Basis {
 	return &Basis{
 		Min: basisSpan("closest_possible_probes", to, from, "two live calls that may both have been probes (after the last probe counted, before the latest close), arrived "+atText(from)+" and "+atText(to)),
-		Max: &BasisEnd{Evidence: "counted_probes", Text: fmt.Sprintf("the least spacing of the probes counted, %.3f s", measured)},
+		Max: &BasisEnd{Evidence: "counted_probes", Text: "the least spacing of the probes counted, " + num.Sec(measured)},
 	}
 }
 
@@ -418,5 +412,23 @@ func metricsLagBasis(at, openAt, openHi time.Duration) *Basis {
 	return &Basis{
 		Min: basisSpan("metrics_open_sample-open_max", at, openHi, sample+", less the latest open "+atText(openHi)),
 		Max: basisSpan("metrics_open_sample-open_min", at, openAt, sample+", less the earliest open "+atText(openAt)),
+	}
+}
+
+// probesBasis says why the probe count is only the least there were: the
+// first call let through after a cycle's last refusal may have been one
+// more probe (maybe_probe), or the first of several a half-open lets
+// through.
+func probesBasis(ep *Episode) *Basis {
+	why := "a call let through after the refusals may have been one more probe, or the first of several a half-open lets through"
+	for _, cy := range ep.Cycles {
+		if cy.MaybeProbe && cy.refuseUntil >= 0 {
+			why = "the calls let through after the last request turned away, sent " + atText(cy.refuseUntil) + ", may have been more probes (one that closed it, or several a half-open lets through), uncounted"
+			break
+		}
+	}
+	return &Basis{
+		Min: &BasisEnd{Evidence: "counted_probes", Text: fmt.Sprintf("the %d calls counted as probes", ep.Probes)},
+		Max: basisNone(why),
 	}
 }

@@ -32,14 +32,17 @@ func BasisProblems(ep *Episode) []string {
 	if b, bs := ep.ProbeIntervalMinBoundsS, ep.Bases["probe_interval_s.min"]; b != nil && bs != nil {
 		ck.end("probe_interval_s.min", "min", bs.Min, b.Min, 0, true)
 	}
+	ck.bounds("probes", ep.probesBounds(), 0, false)
 	ck.counts()
 	ck.close()
 	ck.seen["open_time_s"] = true
-	switch {
+	switch ob := ep.Bases["open_time_s"]; {
 	case ep.OpenTimeBoundsS != nil:
 		ck.bounds("open_time_s", ep.OpenTimeBoundsS, 0, false)
-	case ep.OpenTimeS != nil && ep.Bases["open_time_s"] != nil:
+	case ep.OpenTimeS != nil && ob != nil:
 		ck.add("an exact open_time_s carries a basis")
+	case ep.OpenTimeS == nil && ep.Opened && (ob == nil || ob.Why == ""):
+		ck.add("a null open_time_s says nothing")
 	}
 	for k := range ep.Bases {
 		if !ck.seen[k] {
