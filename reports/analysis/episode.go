@@ -266,7 +266,7 @@ func statement(ep *Episode) string {
 	}
 	b.WriteString(".")
 	if ep.Shape != "" {
-		fmt.Fprintf(&b, " Shape: %s.", shapeWords(lastShape(ep)))
+		fmt.Fprintf(&b, " Shape: %s.", lastShapeWords(ep))
 	}
 	if ep.Resent > 0 {
 		fmt.Fprintf(&b, " The gateway's transport re-sent %s.", num.Plural(ep.Resent, "call"))

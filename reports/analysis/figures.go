@@ -101,12 +101,7 @@ var Figures = append([]Figure{
 		Bounds: func(e *Episode) (float64, float64, bool) { return rangeOf(e.OpenedAfterS, e.OpenedAfterBoundsS) },
 		Cell:   func(e *Episode) string { return bounded(e.OpenedAfterS, e.OpenedAfterBoundsS, Seconds) }, In: Everywhere},
 	{Key: "shape", Label: "breaker shape", Unit: Word, Word: func(e *Episode) string { return num.OrDash(e.Shape) },
-		Cell: func(e *Episode) string {
-			if e.Shape == "" {
-				return "—"
-			}
-			return e.Shape + " (" + e.ShapeEvidence + ")"
-		}, In: InReport | InCompare},
+		Cell: shapeCell, In: InReport | InCompare},
 	{Key: "failures_before_open", Label: "failed calls before open", Unit: Count,
 		Value:   func(e *Episode) *float64 { return i64f(e.FailuresBeforeOpen) },
 		Samples: perCycle(func(c *Cycle) (float64, bool) { return float64(c.FailuresBeforeOpen), true }),

@@ -64,10 +64,11 @@ func fits(why string) verdict     { return verdict{fits: true, why: why} }
 func ruledOut(why string) verdict { return verdict{why: why} }
 
 // hypothesis is one breaker shape, its name in the statement's words
-// ("Shape: …"), and its feasibility test.
+// ("Shape: …"), the same as one of several readings still standing
+// ("ambiguous: a live probe or …": alt), and its feasibility test.
 type hypothesis struct {
-	shape, words string
-	test         func(f *shapeFacts) verdict
+	shape, words, alt string
+	test              func(f *shapeFacts) verdict
 }
 
 // hypotheses is the family, each added by its own file.

@@ -180,6 +180,60 @@ func shapeWords(s string) string {
 	return "shape ambiguous"
 }
 
+// candidateWords names the shapes still standing, each in its words as
+// an alternative, joined as a sentence says them ("a live probe, several
+// live probes, or expiring failures"); "" for none.
+func candidateWords(cands []string) string {
+	w := make([]string, 0, len(cands))
+	for _, s := range cands {
+		for _, h := range hypotheses {
+			if h.shape == s {
+				w = append(w, h.alt)
+			}
+		}
+	}
+	switch len(w) {
+	case 0:
+		return ""
+	case 1:
+		return w[0]
+	case 2:
+		return w[0] + " or " + w[1]
+	}
+	return strings.Join(w[:len(w)-1], ", ") + ", or " + w[len(w)-1]
+}
+
+// lastShapeWords states the episode's last shape ("Shape: …"): its
+// hypothesis's words, or, when the evidence left it ambiguous, the shapes
+// still standing.
+func lastShapeWords(ep *Episode) string {
+	if n := len(ep.Cycles); n > 0 && ep.Cycles[n-1].Shape == ShapeUnknown {
+		if w := candidateWords(ep.Cycles[n-1].ShapeCandidates); w != "" {
+			return ShapeUnknown + ": " + w
+		}
+	}
+	return shapeWords(lastShape(ep))
+}
+
+// shapeCell is the report's shape cell: the episode's shapes, the shapes
+// still standing when its last cycle is ambiguous, and the evidence.
+func shapeCell(e *Episode) string {
+	if e.Shape == "" {
+		return "—"
+	}
+	s := e.Shape
+	if n := len(e.Cycles); n > 0 && e.Cycles[n-1].Shape == ShapeUnknown {
+		if w := candidateWords(e.Cycles[n-1].ShapeCandidates); w != "" {
+			if e.Shape == ShapeUnknown {
+				s += ": " + w
+			} else {
+				s += "; the last cycle ambiguous: " + w
+			}
+		}
+	}
+	return s + " (" + e.ShapeEvidence + ")"
+}
+
 // joinShapes is the distinct shapes of an episode's cycles, in order.
 func joinShapes(cs []*Cycle) string {
 	var out []string

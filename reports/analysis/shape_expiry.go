@@ -1,7 +1,7 @@
 package analysis
 
 func init() {
-	addHypothesis(hypothesis{shape: ShapeExpiry, words: "no probes, failures expire", test: failuresExpire})
+	addHypothesis(hypothesis{shape: ShapeExpiry, words: "no probes, failures expire", alt: "expiring failures", test: failuresExpire})
 }
 
 // failuresExpire: no half-open and no probes: the failures are forgotten

@@ -3,7 +3,7 @@ package analysis
 import "fmt"
 
 func init() {
-	addHypothesis(hypothesis{shape: ShapeHealthCheck, words: "health checks decide", test: healthGate})
+	addHypothesis(hypothesis{shape: ShapeHealthCheck, words: "health checks decide", alt: "health checks", test: healthGate})
 }
 
 // healthGate: the gateway's health checks decide; it closes on a passing

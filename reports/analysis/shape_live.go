@@ -1,7 +1,7 @@
 package analysis
 
 func init() {
-	addHypothesis(hypothesis{shape: ShapeLiveProbe, words: "one live probe per half-open", test: oneLiveProbe})
+	addHypothesis(hypothesis{shape: ShapeLiveProbe, words: "one live probe per half-open", alt: "a live probe", test: oneLiveProbe})
 }
 
 // oneLiveProbe: one live client request at a time is let through as the

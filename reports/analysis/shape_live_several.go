@@ -1,7 +1,7 @@
 package analysis
 
 func init() {
-	addHypothesis(hypothesis{shape: ShapeLiveProbes, words: "several live probes per half-open", test: severalLiveProbes})
+	addHypothesis(hypothesis{shape: ShapeLiveProbes, words: "several live probes per half-open", alt: "several live probes", test: severalLiveProbes})
 }
 
 // severalLiveProbes: a half-open that lets several live requests through

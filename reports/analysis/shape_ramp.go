@@ -1,6 +1,8 @@
 package analysis
 
-func init() { addHypothesis(hypothesis{shape: ShapeRamp, words: "ramp recovery", test: rampShare}) }
+func init() {
+	addHypothesis(hypothesis{shape: ShapeRamp, words: "ramp recovery", alt: "a ramp", test: rampShare})
+}
 
 // rampShare: a growing share of the traffic is let through over a
 // recovery period. Its witness is rampEvidence's (shape.go): requests

@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	addHypothesis(hypothesis{shape: ShapeTaggedProbe, words: "tagged probes", test: taggedProbe})
+	addHypothesis(hypothesis{shape: ShapeTaggedProbe, words: "tagged probes", alt: "tagged probes", test: taggedProbe})
 }
 
 // taggedProbe: the gateway marks its probes (a header or a User-Agent)
