@@ -65,6 +65,12 @@ const (
 	// open breaker let through was still in flight when traffic resumed:
 	// closed on that success or a later answer (pendingAt).
 	closeOnPending
+	// closeOnTrial: traffic resumed on a quick trial (fr) that a breaker
+	// judging its trials let through alone; it closed on that trial's
+	// success (closeLo == closeHi: its half-open lets one call through
+	// at a time) or on a later one (closeHi < 0), closeLo its arrival
+	// (closeOnJudgedTrial).
+	closeOnTrial
 )
 
 // closeOf places the close of cy, whose forwarding resumed with call fr
@@ -126,6 +132,25 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 		return
 	}
 	cy.maybeProbe = u.resumedOnProbe(cy, fr, next)
+}
+
+// closeOnJudgedTrial places the close of cy, which closeOf left to the
+// window (no success in it; the first resumed call fr alone in flight:
+// maybeProbe), once the upstream's cycles show that its breaker judges
+// its trials (shapeFacts.trial: facts of every cycle, later ones too, so
+// not known while the state machine walks). The breaker closed on the
+// trial's success or, if its half-open lets several calls through, on a
+// later one: the close is estimated at the trial's end, no earlier than
+// its arrival (a breaker may judge a streamed answer's head), its latest
+// unseen. When the trial was answered whole before the next call came
+// and the upstream's half-open lets one call through at a time (single),
+// the trial's end is the close, exact.
+func (u *upstreamRun) closeOnJudgedTrial(cy *cyc, single bool) {
+	k := &u.c.calls[cy.fr]
+	cy.closeKind, cy.closeAt, cy.closeLo, cy.closeHi = closeOnTrial, k.end, k.t, -1
+	if single {
+		cy.closeLo, cy.closeHi = k.end, k.end
+	}
 }
 
 // reaction is how long call fr, the first resumed, took from its

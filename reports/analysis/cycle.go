@@ -24,7 +24,6 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	out.refusals(cy)
 	end := u.frame.end + 1
 	if cy.closeAt >= 0 {
-		out.ClosedAtS = Ptr(seconds(cy.closeAt))
 		end = cy.closeAt
 	}
 	from := segStart
@@ -33,7 +32,17 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	}
 	cc := u.sortCalls(cy, out, segStart, from, end, rep)
 	tagged, health, liveP, leaks := cc.tagged, cc.health, cc.live, cc.leaks
-	out.Shape, out.ShapeEvidence, out.ShapeCandidates = u.shapeOf(cy, tagged, health, liveP)
+	var trial bool
+	out.Shape, out.ShapeEvidence, out.ShapeCandidates, trial = u.shapeOf(cy, tagged, health, liveP)
+	if trial {
+		// A quick trial the upstream's breaker judges (trial.go) is a
+		// probe, and its answer placed the close.
+		u.closeOnJudgedTrial(cy, out.Shape == ShapeLiveProbe)
+	}
+	if cy.closeAt >= 0 {
+		out.closeAt = cy.closeAt
+		out.ClosedAtS = Ptr(seconds(cy.closeAt))
+	}
 	var probes []int32
 	switch {
 	case len(tagged) > 0:
@@ -44,8 +53,6 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 	case len(health) > 0 && (out.Shape == ShapeHealthCheck || cy.closeAt < 0):
 		out.ProbeSource, probes = "health_check", health
 	}
-	// A quick trial the upstream's breaker judges (trial.go) is a probe.
-	trial := out.Shape == ShapeUnknown && out.ProbeSource != "tagged" && u.trialCounts(cy)
 	if trial {
 		probes = append(probes, cy.fr)
 		out.ProbeSource = "live"
@@ -74,10 +81,7 @@ func (u *upstreamRun) cycleFigures(cy *cyc, segStart time.Duration, atFault bool
 		out.setBasis("failures_before_open", countBasis(cy, cc.maybeFailures, "call"))
 		out.setBasis("failed_requests_before_open", countBasis(cy, cc.maybeRequests, "client request"))
 	}
-	switch {
-	case trial:
-		u.trialClose(cy, out, probes)
-	case cy.closeAt >= 0:
+	if cy.closeAt >= 0 {
 		u.closeFigures(cy, out, probes)
 	}
 	u.closeBasis(cy, out, trial)
@@ -263,6 +267,8 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 		// call, unseen: the admissions counted are the least there
 		// were.
 		out.MaybeProbe = true
+	case cy.closeKind == closeOnTrial:
+		u.trialCloseFigures(cy, out, probes)
 	case cy.closeKind == closeOnPending:
 		// A success ended in the window, but a call let through
 		// with it was still in flight when traffic resumed: closed on
@@ -317,6 +323,26 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 			out.CloseBoundsS.Max = out.ClosedAtS
 		}
 	}
+}
+
+// trialCloseFigures: closed on a judged trial's success (closeOnTrial).
+// Exact (a half-open letting one call through at a time): the trial and
+// the successful probes in a row before it closed it. Else closed on it
+// or on a later success, unseen: the close is bounded from the trial's
+// arrival, the first resumed call may have been one more probe, and at
+// least one success closed it.
+func (u *upstreamRun) trialCloseFigures(cy *cyc, out *Cycle, probes []int32) {
+	if cy.closeHi >= 0 {
+		n := 0
+		for i := len(probes) - 1; i >= 0 && !u.c.calls[probes[i]].failed; i-- {
+			n++
+		}
+		out.SuccessesToClose = Ptr(max(n, 1))
+		return
+	}
+	out.MaybeProbe = true
+	out.CloseBoundsS = cy.closeBounds()
+	out.SuccessesToCloseBounds = &Bounds{Min: Ptr(1.0)}
 }
 
 // closeBounds is the close's bounds as closeOf (or checksGate) placed

@@ -37,6 +37,27 @@ type shapeFacts struct {
 	// checkChance ≥ 0: the checks passed throughout, and this is the
 	// chance that a close beside one at every cycle was coincidence.
 	checkChance float64
+	// trial: traffic resumed after a lone successful trial, in an
+	// upstream whose cycles show a breaker that judges its trials
+	// (trialCounts); quick: the trial was answered whole before the
+	// next call can have been let through (trialQuick); single: the
+	// upstream's cycles show a half-open letting one call through at a
+	// time (trialFacts). Upstream-wide facts, known before the reading.
+	trial, quick, single bool
+}
+
+// onJudgedTrial: traffic resumed on a trial the breaker judged, read
+// from live traffic (no tagged probe, no calls in flight together while
+// open, no ramp: those are read by their own evidence).
+func (f *shapeFacts) onJudgedTrial() bool {
+	return f.trial && f.tagged == 0 && !f.several && !f.ramp
+}
+
+// oneTrialAtATime: the judged trial was answered whole before the next
+// call came, and the upstream's half-open lets one call through at a
+// time: its success closed it.
+func (f *shapeFacts) oneTrialAtATime() bool {
+	return f.onJudgedTrial() && f.single && f.quick
 }
 
 // checksClosed reports whether the health checks closed the cycle: no
@@ -124,6 +145,10 @@ func readShape(f *shapeFacts) shapeReading {
 // call after which traffic resumed cannot tell them apart.
 func ambiguousWhy(f *shapeFacts) string {
 	switch {
+	case f.onJudgedTrial() && f.quick:
+		return whyJudgedTrial
+	case f.onJudgedTrial():
+		return whySlowTrial
 	case f.live == 0 && f.closed && !f.bySuccess && f.maybeProbe:
 		return "no call got through while open; the call after which traffic resumed was alone in flight, so it may have been a probe (whose answer closed the breaker) or the first call after the failures expired"
 	case f.live == 0:
@@ -143,6 +168,9 @@ func (u *upstreamRun) shapeFactsOf(cy *cyc, tagged, health, live []int32) shapeF
 		kind: cy.closeKind, maybeProbe: cy.maybeProbe, expiryByOthers: cy.expiryByOthers,
 		checkChance: cy.checkChance,
 	}
+	if u.trialCounts(cy) {
+		f.trial, f.quick, f.single = true, u.trialQuick(cy), u.trial.single
+	}
 	f.byCheck = f.bySuccess && c.calls[cy.closeBy].health
 	if len(tagged) == 0 {
 		f.ramp, f.rampWhy = u.rampEvidence(cy, live)
@@ -150,23 +178,22 @@ func (u *upstreamRun) shapeFactsOf(cy *cyc, tagged, health, live []int32) shapeF
 	return f
 }
 
-// shapeOf infers the shape of one cycle from its admissions and its close
-// and says why, in words for the statement; candidates name the shapes
-// that fit when more than one does.
-func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evidence string, candidates []string) {
+// shapeOf infers the shape of one cycle from its admissions, its close
+// and the upstream's trial facts, and says why, in words for the
+// statement; candidates name the shapes that fit when more than one
+// does; trial: traffic resumed on a trial the breaker judged
+// (closeOnJudgedTrial places that close).
+func (u *upstreamRun) shapeOf(cy *cyc, tagged, health, live []int32) (shape, evidence string, candidates []string, trial bool) {
 	f := u.shapeFactsOf(cy, tagged, health, live)
 	r := readShape(&f)
-	return r.shape, r.why, r.candidates
+	return r.shape, r.why, r.candidates, f.onJudgedTrial()
 }
 
-// without is shapes less shape: a later reading of the upstream's
-// cycles (a judged trial) ruled it out.
-func without(shapes []string, shape string) []string {
-	var out []string
-	for _, s := range shapes {
-		if s != shape {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+// What a judged trial shows, when its answer came whole before the next
+// call (whyJudgedTrial) or was still coming (whySlowTrial).
+const (
+	whyJudgedTrial = "one live call at a time got through while open; the last, answered quickly, was a trial the breaker judged (the upstream's cycles show it reopening on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired, or holding the upstream out after a failed trial longer than expiring failures would): it closed on that trial's success (its answer's head or its end) or, if its half-open lets several calls through, on a later one, unseen; the close is no earlier than the trial's arrival, estimated at its end, and at least one success closed it"
+	whySlowTrial   = "one live call at a time got through while open; the last, which succeeded, was a trial the breaker judged (the upstream's cycles show it holding the upstream out after a failed trial longer than expiring failures would): its answer was still coming when the next call can have been let through, so the breaker closed on its head or its end or, if its half-open lets several calls through, on a later success, unseen; the close is no earlier than the trial's arrival, estimated at its end, and at least one success closed it"
+	whyOneTrial    = "one live call at a time got through while open; the last, answered quickly, closed it: the upstream's cycles show a half-open that judges its trial (it reopened on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired) and lets one call through at a time (it refused a request while a trial was in flight)"
+	whyJudged      = "traffic resumed on a trial the breaker judged (the upstream's cycles show it reopening on one failed trial, or holding the upstream out after one, later than failures that expire would allow): a breaker whose failures expire judges nothing"
+)

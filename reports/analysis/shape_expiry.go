@@ -17,6 +17,8 @@ func failuresExpire(f *shapeFacts) verdict {
 		return ruledOut("a share of the traffic was let through: " + f.rampWhy)
 	case f.several:
 		return ruledOut(whySome + ": failures that expire let one call through each time")
+	case f.onJudgedTrial():
+		return ruledOut(whyJudged)
 	case !f.closed:
 		return ruledOut("traffic never resumed: how it resumes is what shows failures expiring")
 	case f.bySuccess:

@@ -29,6 +29,8 @@ func oneLiveProbe(f *shapeFacts) verdict {
 		return fits("one live call at a time got through while open; requests were turned away until its success")
 	case f.live > 0 && !f.closed:
 		return fits("one live call at a time got through while open")
+	case f.oneTrialAtATime():
+		return fits(whyOneTrial)
 	}
 	return fits("the call after which traffic resumed, or the next the breaker lets through, may be its one probe")
 }

@@ -25,6 +25,8 @@ func severalLiveProbes(f *shapeFacts) verdict {
 		return fits("several live calls were let through at once while open, and requests were turned away until they had succeeded")
 	case f.several:
 		return fits(whySome)
+	case f.oneTrialAtATime():
+		return ruledOut("a request was refused while one trial alone was in flight, and traffic resumed on a trial the breaker judged: its half-open lets one call through at a time")
 	case f.needsNoSuccess():
 		return ruledOut(whyTimer)
 	case f.live > 0 && f.closed && f.bySuccess:

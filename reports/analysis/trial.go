@@ -13,8 +13,9 @@ import (
 // through and closed on a later success, unseen; or failures that
 // expired, the breaker closed before the call and needing no success.
 // The upstream's other cycles can rule readings out, as one breaker has
-// one shape (trialFacts); what is left decides what the close states
-// (trialClose). Nothing here is tied to a gateway: only to what each
+// one shape (trialFacts): they are facts of the shape reading
+// (shapeFacts.trial, single, quick), and the close on a judged trial is
+// placed from them (closeOnJudgedTrial). Nothing here is tied to a gateway: only to what each
 // reading predicts about refusals and trials.
 
 // trialFacts are what an upstream's cycles show about how its breaker
@@ -232,62 +233,4 @@ func (u *upstreamRun) trialCounts(cy *cyc) bool {
 // after the next one's send.
 func (u *upstreamRun) trialQuick(cy *cyc) bool {
 	return cy.nx < 0 || u.c.calls[cy.fr].end <= u.letFrom(cy.nx)+u.slackLate
-}
-
-// trialClose places the close of a cycle whose last trial (cy.fr, counted
-// among probes) succeeded quickly, in a breaker that judges its trials:
-// it closed on that success or, if its half-open lets several calls
-// through, on a later one. When the upstream's cycles show a half-open
-// letting one call through at a time (u.trial.single), the close is the
-// trial's end and one success in a row (with the successful probes before
-// it) closed it; otherwise the close is estimated at that end, no
-// earlier than the trial's arrival (a breaker may judge a streamed
-// answer's head), its latest unseen, and at least one success closed it.
-func (u *upstreamRun) trialClose(cy *cyc, out *Cycle, probes []int32) {
-	c := u.c
-	if !u.trialQuick(cy) {
-		u.slowTrialClose(cy, out)
-		return
-	}
-	end := c.calls[cy.fr].end
-	out.closeAt = end
-	out.ClosedAtS = Ptr(seconds(end))
-	n := 0
-	for i := len(probes) - 1; i >= 0 && !c.calls[probes[i]].failed; i-- {
-		n++
-	}
-	if u.trial.single {
-		out.Shape, out.ShapeCandidates = ShapeLiveProbe, nil
-		out.ShapeEvidence = "one live call at a time got through while open; the last, answered quickly, closed it: the upstream's cycles show a half-open that judges its trial (it reopened on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired) and lets one call through at a time (it refused a request while a trial was in flight)"
-		out.SuccessesToClose = Ptr(max(n, 1))
-		return
-	}
-	// A judged trial rules out failures that expire; the half-opens
-	// admitting one call or several still fit.
-	out.ShapeCandidates = without(out.ShapeCandidates, ShapeExpiry)
-	out.MaybeProbe = true
-	// A breaker judges the answer's head (its status) or its end: the
-	// close is no earlier than the trial's arrival, where a streamed
-	// answer's head came back.
-	out.CloseBoundsS = &Bounds{Min: Ptr(seconds(c.calls[cy.fr].t))}
-	out.SuccessesToCloseBounds = &Bounds{Min: Ptr(1.0)}
-	out.ShapeEvidence = "one live call at a time got through while open; the last, answered quickly, was a trial the breaker judged (the upstream's cycles show it reopening on one failed trial after needing more failures to trip, and not as soon as an older failure could have expired, or holding the upstream out after a failed trial longer than expiring failures would): it closed on that trial's success (its answer's head or its end) or, if its half-open lets several calls through, on a later one, unseen; the close is no earlier than the trial's arrival, estimated at its end, and at least one success closed it"
-}
-
-// slowTrialClose places the close of a cycle whose trial (cy.fr, counted
-// among probes) succeeded but was still answering when the next call can
-// have been let through (a streamed answer): the breaker judged it on its
-// head, closing before its end, or let the next call in as another trial
-// of a half-open that lets several through and closed on a later
-// success. The close is no earlier than the trial's arrival (the earliest
-// its head can have come back), estimated at its end as a quick trial's
-// is; its latest is unseen.
-func (u *upstreamRun) slowTrialClose(cy *cyc, out *Cycle) {
-	end := u.c.calls[cy.fr].end
-	out.closeAt = end
-	out.ClosedAtS = Ptr(seconds(end))
-	out.MaybeProbe = true
-	out.CloseBoundsS = &Bounds{Min: Ptr(seconds(u.c.calls[cy.fr].t))}
-	out.SuccessesToCloseBounds = &Bounds{Min: Ptr(1.0)}
-	out.ShapeEvidence = "one live call at a time got through while open; the last, which succeeded, was a trial the breaker judged (the upstream's cycles show it holding the upstream out after a failed trial longer than expiring failures would): its answer was still coming when the next call can have been let through, so the breaker closed on its head or its end or, if its half-open lets several calls through, on a later success, unseen; the close is no earlier than the trial's arrival, estimated at its end, and at least one success closed it"
 }
