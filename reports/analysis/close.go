@@ -71,6 +71,13 @@ const (
 	// at a time) or on a later one (closeHi < 0), closeLo its arrival
 	// (closeOnJudgedTrial).
 	closeOnTrial
+	// closeExpired: no success closed it and the breaker needed none —
+	// traffic resumed with calls in flight together after an open
+	// breaker that let one live call through at a time and tagged none,
+	// or the upstream's other cycles show its failures expiring
+	// (expired) —: a timer closed it by the first resumed call, closeHi
+	// that call's arrival.
+	closeExpired
 )
 
 // closeOf places the close of cy, whose forwarding resumed with call fr
@@ -95,12 +102,18 @@ const (
 // request. Passing health checks keep the last: a check-gated breaker
 // closes on the rise-th check in a row, and two checks both in the window
 // (no request sent between them) cannot tell a rise of 1 from 2 — a known
-// limit the count states as the last (docs/analysis.md).
-func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32, checks bool) {
+// limit the count states as the last (docs/analysis.md). expired: the
+// upstream's cycles show its failures expiring, and this close had no
+// success to close on (splitExpiry): it closed on that timer.
+func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32, checks, expired bool) {
 	c, ci := u.c, u.calls
 	hi := c.calls[fr].t
 	cy.closeLo, cy.closeAt, cy.closeHi, cy.closeBy, cy.closeKind, cy.maybeProbe = lastBlocked, hi, -1, -1, closeTimer, false
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
+	if expired {
+		cy.closeKind, cy.closeHi = closeExpired, hi
+		return
+	}
 	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })
 	if u.rampAdmissions(cy, lo, hi) {
 		// A share of the traffic let through closes on the ramp's
@@ -132,6 +145,35 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 		return
 	}
 	cy.maybeProbe = u.resumedOnProbe(cy, fr, next)
+	if !cy.maybeProbe && u.oneLiveAtATime(cy, lo, hi) {
+		// It needed no success: failures expired, by the first
+		// resumed call. (A half-open letting several calls through,
+		// or one tagging its probes, forwards traffic before it has
+		// closed, unseen: no latest.)
+		cy.closeKind, cy.closeHi = closeExpired, hi
+	}
+}
+
+// oneLiveAtATime reports whether the breaker, while open until hi (from
+// ci[lo:]), tagged no call and let its live calls through one at a time
+// (no two in flight together; calls let through with a trial before it
+// failed aside).
+func (u *upstreamRun) oneLiveAtATime(cy *cyc, lo int, hi time.Duration) bool {
+	c := u.c
+	var live []int32
+	for _, i := range u.calls[lo:] {
+		k := &c.calls[i]
+		if k.t >= hi {
+			break
+		}
+		if k.tagged {
+			return false
+		}
+		if cy.admitted[i] && !k.health && !cy.early[i] {
+			live = append(live, i)
+		}
+	}
+	return c.maxInFlight(live) <= 1
 }
 
 // closeOnJudgedTrial places the close of cy, which closeOf left to the

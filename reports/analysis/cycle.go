@@ -315,13 +315,10 @@ func (u *upstreamRun) closeFigures(cy *cyc, out *Cycle, probes []int32) {
 		}
 	default:
 		// Closed on a timer, or the evidence cannot tell: known to a
-		// window, and no success count to give.
+		// window (to the first resumed call when failures expired:
+		// closeExpired), and no success count to give.
 		out.MaybeProbe = cy.maybeProbe
 		out.CloseBoundsS = cy.closeBounds()
-		if out.Shape == ShapeExpiry {
-			// Failures expired: closed before the first resumed call.
-			out.CloseBoundsS.Max = out.ClosedAtS
-		}
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 // that call's failure tripping it again. Every re-trip is its own cycle:
 // the cycle is split at each run of admitted calls, closing when the run's
 // first call arrived (bounded below by the request blocked before it) and
-// opening again when its last failed.
+// opening again when its last failed. Every close it reads again is
+// placed by closeOf, as failures expiring (closeExpired).
 //
 // A breaker has one shape: once any cycle of the upstream shows that its
 // failures expire, the cycles whose close alone could not tell (the call
@@ -46,7 +47,8 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		if ok && cy.maybeProbe && expires {
 			// Read as the upstream's other cycles show: the failures
 			// expired, and the close came before the first resumed call.
-			cy.maybeProbe, cy.expiryByOthers = false, true
+			cy.expiryByOthers = true
+			u.closeOf(cy, cy.lb, cy.fr, cy.nx, false, true)
 		}
 		if !ok || len(adm) == 0 || cy.maybeProbe {
 			out = append(out, cy)
@@ -72,17 +74,21 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 			nb := cy.nextBlocked(c.calls[last].t)
 			next := newCycBounded(u.openBounds(nb, nb, last))
 			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
-			cur.closeAt, cur.closeLo, cur.closeHi, cur.closeBy, cur.closeKind, cur.maybeProbe = ft, max(lb, cur.openAt), -1, -1, closeTimer, false
+			nx := int32(-1)
+			if h > g+1 {
+				nx = adm[g+1]
+			}
+			u.closeOf(cur, max(lb, cur.openAt), first, nx, false, true)
 			cur.resumed = -1 // refused again: what users saw resumed only at the end
 			cur.admitted = map[int32]bool{}
 			out = append(out, cur)
 			cur = next
 			g = h
 		}
-		// The last segment ends as the whole cycle did.
-		cur.closeAt, cur.closeLo, cur.closeHi, cur.closeBy, cur.closeKind, cur.maybeProbe = final.closeAt, final.closeLo, final.closeHi, final.closeBy, final.closeKind, final.maybeProbe
-		cur.sinceClose, cur.resumed = final.sinceClose, final.resumed
-		cur.lb, cur.fr, cur.nx, cur.th = final.lb, final.fr, final.nx, final.th
+		// The last segment ends as the whole cycle did: on the failures'
+		// timer, by the first resumed call.
+		u.closeOf(cur, final.lb, final.fr, final.nx, false, true)
+		cur.sinceClose, cur.resumed, cur.th = final.sinceClose, final.resumed, final.th
 		out = append(out, cur)
 		// Blocked requests to the segment they fell in.
 		redistributeBlocked(out[len(out)-countRuns(cy, adm, c)-1:], cy)
