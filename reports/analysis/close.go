@@ -71,13 +71,16 @@ const (
 	// at a time) or on a later one (closeHi < 0), closeLo its arrival
 	// (closeOnJudgedTrial).
 	closeOnTrial
-	// closeExpired: no success closed it and the breaker needed none —
-	// traffic resumed with calls in flight together after an open
-	// breaker that let one live call through at a time and tagged none,
-	// or the upstream's other cycles show its failures expiring
-	// (expired) —: a timer closed it by the first resumed call, closeHi
-	// that call's arrival.
+	// closeExpired: no success closed it and the breaker needed none
+	// (traffic resumed with calls in flight together after an open
+	// breaker that let one live call through at a time and tagged
+	// none): a timer closed it by the first resumed call, closeHi that
+	// call's arrival.
 	closeExpired
+	// closeExpiredByOthers: closed as closeExpired, read so because the
+	// upstream's other cycles show its failures expiring (splitExpiry);
+	// the close alone could not tell a probe from a timer.
+	closeExpiredByOthers
 )
 
 // closeOf places the close of cy, whose forwarding resumed with call fr
@@ -102,16 +105,17 @@ const (
 // request. Passing health checks keep the last: a check-gated breaker
 // closes on the rise-th check in a row, and two checks both in the window
 // (no request sent between them) cannot tell a rise of 1 from 2 — a known
-// limit the count states as the last (docs/analysis.md). expired: the
+// limit the count states as the last (docs/analysis.md). expired, when
+// not closeTimer, is closeExpired or closeExpiredByOthers: the
 // upstream's cycles show its failures expiring, and this close had no
 // success to close on (splitExpiry): it closed on that timer.
-func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32, checks, expired bool) {
+func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32, checks bool, expired uint8) {
 	c, ci := u.c, u.calls
 	hi := c.calls[fr].t
 	cy.closeLo, cy.closeAt, cy.closeHi, cy.closeBy, cy.closeKind, cy.maybeProbe = lastBlocked, hi, -1, -1, closeTimer, false
 	cy.lb, cy.fr, cy.nx = lastBlocked, fr, next
-	if expired {
-		cy.closeKind, cy.closeHi = closeExpired, hi
+	if expired != closeTimer {
+		cy.closeKind, cy.closeHi = expired, hi
 		return
 	}
 	lo := sort.Search(len(ci), func(i int) bool { return c.calls[ci[i]].t >= cy.openAt })

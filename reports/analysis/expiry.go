@@ -15,7 +15,8 @@ import (
 // the cycle is split at each run of admitted calls, closing when the run's
 // first call arrived (bounded below by the request blocked before it) and
 // opening again when its last failed. Every close it reads again is
-// placed by closeOf, as failures expiring (closeExpired).
+// placed by closeOf, as failures expiring (closeExpired, or
+// closeExpiredByOthers when the upstream's other cycles showed it).
 //
 // A breaker has one shape: once any cycle of the upstream shows that its
 // failures expire, the cycles whose close alone could not tell (the call
@@ -47,8 +48,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		if ok && cy.maybeProbe && expires {
 			// Read as the upstream's other cycles show: the failures
 			// expired, and the close came before the first resumed call.
-			cy.expiryByOthers = true
-			u.closeOf(cy, cy.lb, cy.fr, cy.nx, false, true)
+			u.closeOf(cy, cy.lb, cy.fr, cy.nx, false, closeExpiredByOthers)
 		}
 		if !ok || len(adm) == 0 || cy.maybeProbe {
 			out = append(out, cy)
@@ -56,6 +56,12 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		}
 		cur := cy
 		final := *cy
+		// Each segment is read as the whole cycle was: failures that
+		// expired, seen in this close or in the upstream's others.
+		kind := closeExpired
+		if final.closeKind == closeExpiredByOthers {
+			kind = closeExpiredByOthers
+		}
 		for g := 0; g < len(adm); {
 			// A run: admitted calls with no blocked request between them.
 			h := g + 1
@@ -73,12 +79,12 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 			}
 			nb := cy.nextBlocked(c.calls[last].t)
 			next := newCycBounded(u.openBounds(nb, nb, last))
-			next.failureDriven, next.expiryByOthers = cy.failureDriven, cy.expiryByOthers
+			next.failureDriven = cy.failureDriven
 			nx := int32(-1)
 			if h > g+1 {
 				nx = adm[g+1]
 			}
-			u.closeOf(cur, max(lb, cur.openAt), first, nx, false, true)
+			u.closeOf(cur, max(lb, cur.openAt), first, nx, false, kind)
 			cur.resumed = -1 // refused again: what users saw resumed only at the end
 			cur.admitted = map[int32]bool{}
 			out = append(out, cur)
@@ -87,7 +93,7 @@ func (u *upstreamRun) splitExpiry(cycles []*cyc) []*cyc {
 		}
 		// The last segment ends as the whole cycle did: on the failures'
 		// timer, by the first resumed call.
-		u.closeOf(cur, final.lb, final.fr, final.nx, false, true)
+		u.closeOf(cur, final.lb, final.fr, final.nx, false, kind)
 		cur.sinceClose, cur.resumed, cur.th = final.sinceClose, final.resumed, final.th
 		out = append(out, cur)
 		// Blocked requests to the segment they fell in.

@@ -165,7 +165,7 @@ func (u *upstreamRun) shapeFactsOf(cy *cyc, tagged, health, live []int32) shapeF
 		tagged: len(tagged), health: len(health), live: len(live),
 		several: c.maxInFlight(live) > 1,
 		closed:  cy.closeAt >= 0, bySuccess: cy.closeBy >= 0,
-		kind: cy.closeKind, maybeProbe: cy.maybeProbe, expiryByOthers: cy.expiryByOthers,
+		kind: cy.closeKind, maybeProbe: cy.maybeProbe, expiryByOthers: cy.closeKind == closeExpiredByOthers,
 		checkChance: cy.checkChance,
 	}
 	if u.trialCounts(cy) {

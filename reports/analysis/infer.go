@@ -91,9 +91,6 @@ type cyc struct {
 	fr, nx int32
 	// th is the third resumed call to arrive (-1: none).
 	th int32
-	// expiryByOthers: the close alone could not tell a probe from a
-	// timer; the upstream's other cycles show failures expiring.
-	expiryByOthers bool
 	// checkChance ≥ 0: closed on a passing check although the checks
 	// passed throughout; the chance that this was coincidence.
 	checkChance float64

@@ -183,7 +183,7 @@ func (m *machineState) open(j int, r *creq, k uint8) {
 			}
 			fr, nx, th := u.firstArrivals(m.run, m.match)
 			cur.th = th
-			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx, m.checks, false)
+			u.closeOf(cur, c.reqs[sent[m.lastBlocked]].sent, fr, nx, m.checks, closeTimer)
 			cur.resumed = u.resumedAt(m.run)
 			cur.sinceClose = cur.sinceClose[:0]
 			for _, q := range m.run {
@@ -372,5 +372,5 @@ func (u *upstreamRun) closeFromGaps(cy *cyc, run []int32, exp time.Duration) {
 	if len(resumed) > 1 {
 		nx = resumed[1]
 	}
-	u.closeOf(cy, c.calls[run[0]].t-exp, resumed[0], nx, true, false)
+	u.closeOf(cy, c.calls[run[0]].t-exp, resumed[0], nx, true, closeTimer)
 }

@@ -216,7 +216,7 @@ func (u *upstreamRun) tripFailures(cy *cyc) (int, time.Duration) {
 // answering when the next call was let through (trialQuick): that
 // places the close, not the probe.
 func (u *upstreamRun) trialCounts(cy *cyc) bool {
-	if !u.trial.judged || !cy.maybeProbe || cy.expiryByOthers || cy.closeAt < 0 || cy.closeBy >= 0 || cy.fr < 0 {
+	if !u.trial.judged || !cy.maybeProbe || cy.closeAt < 0 || cy.closeBy >= 0 || cy.fr < 0 {
 		return false
 	}
 	k := &u.c.calls[cy.fr]
