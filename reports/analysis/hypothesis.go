@@ -163,7 +163,7 @@ func (u *upstreamRun) shapeFactsOf(cy *cyc, tagged, health, live []int32) shapeF
 	c := u.c
 	f := shapeFacts{
 		tagged: len(tagged), health: len(health), live: len(live),
-		several: c.maxInFlight(live) > 1,
+		several: u.severalInOneHalfOpen(cy, live),
 		closed:  cy.closeAt >= 0, bySuccess: cy.closeBy >= 0,
 		kind: cy.closeKind, maybeProbe: cy.maybeProbe, expiryByOthers: cy.closeKind == closeExpiredByOthers,
 		checkChance: cy.checkChance,
