@@ -343,6 +343,10 @@ type Episode struct {
 	FirstProbeAfterOpenBoundsS     *Bounds   `json:"first_probe_after_open_bounds_s,omitempty"`
 	CooldownsBoundsS               []*Bounds `json:"cooldowns_bounds_s,omitempty"`
 	MetricsOpenLagBoundsS          *Bounds   `json:"metrics_open_lag_bounds_s,omitempty"`
+
+	// CooldownsCountBounds sums the cycles' (Cycle): cooldowns_s is the
+	// least there were when it is present.
+	CooldownsCountBounds *Bounds `json:"cooldowns_count_bounds,omitempty"`
 	// FastFails counts client fast-fails for the upstream's routes while
 	// open (confirmation of the black-box open).
 	FastFails int64 `json:"fast_fails"`
@@ -521,6 +525,13 @@ type Cycle struct {
 	// failure, from the first of the failures it can have reopened on,
 	// bounded by the last. Absent when all are exact.
 	CooldownsBoundsS []*Bounds `json:"cooldowns_bounds_s,omitempty"`
+	// CooldownsCountBounds bounds how many waits there were before the
+	// probes counted when a reopen between two of them may have gone
+	// unseen (unseenreopen.go): min is len(CooldownsS), max adds one per
+	// such gap. CooldownsS is then the least there were, and an unseen
+	// wait, of a length not stated, may be shorter than every one of
+	// them. Absent when the count is exact.
+	CooldownsCountBounds *Bounds `json:"cooldowns_count_bounds,omitempty"`
 	// RampStartS and RampEndS are a ramp's first successful admission in
 	// the recovery that ended it, and its end (the earliest: see
 	// CloseBoundsS); absent for other shapes.
@@ -542,6 +553,9 @@ type Cycle struct {
 	ResumedAtS *float64 `json:"resumed_at_s,omitempty"`
 
 	intervals []time.Duration // probe spacing, all of it (Probes may be capped)
+	// unseenWaits counts the gaps between probes where a reopen may
+	// have gone unseen (CooldownsCountBounds).
+	unseenWaits int64
 	// openAt and closeAt (< 0: never closed) are the cycle's open and
 	// close moments, firstProbe its first probe's arrival (< 0: none):
 	// the figures are computed from these, never from the rounded

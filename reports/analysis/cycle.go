@@ -227,6 +227,8 @@ func (u *upstreamRun) probeFigures(cy *cyc, out *Cycle, probes []int32, n, lo in
 				// (reopen.go).
 				if b, ok := u.reopenCooldown(cy, out, lo, probes[i], probes[i+1]); ok {
 					cb, anyBounds = append(cb, b), anyBounds || b != nil
+				} else if u.reopenUnseen(cy, out, lo, probes[i], probes[i+1]) {
+					out.unseenWaits++ // unseenreopen.go
 				}
 				continue
 			}

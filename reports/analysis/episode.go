@@ -50,7 +50,7 @@ func cyclesFigures(ep *Episode, w window, spanEnd time.Duration) time.Duration {
 	ep.FailedRequestsBeforeOpen = Ptr(first.FailedRequestsBeforeOpen)
 	ep.FailuresBeforeOpenBounds = first.FailuresBeforeOpenBounds
 	ep.FailedRequestsBeforeOpenBounds = first.FailedRequestsBeforeOpenBounds
-	bounded := false
+	bounded, unseen := false, int64(0)
 	ep.Shape, ep.ShapeEvidence = joinShapes(ep.Cycles), last.ShapeEvidence
 	var ivs []time.Duration
 	mif := 0
@@ -63,6 +63,9 @@ func cyclesFigures(ep *Episode, w window, spanEnd time.Duration) time.Duration {
 		ivs = append(ivs, cy.intervals...)
 		mif = max(mif, cy.MaxProbesInFlight)
 		ep.CooldownsS = append(ep.CooldownsS, cy.CooldownsS...)
+		// After resumeCooldowns: every wait stated is counted.
+		cy.CooldownsCountBounds = countBounds(int64(len(cy.CooldownsS)), cy.unseenWaits)
+		unseen += cy.unseenWaits
 		if cy.CooldownsBoundsS != nil {
 			bounded = true
 		}
@@ -77,6 +80,7 @@ func cyclesFigures(ep *Episode, w window, spanEnd time.Duration) time.Duration {
 			}
 		}
 	}
+	ep.CooldownsCountBounds = countBounds(int64(len(ep.CooldownsS)), unseen)
 	if bounded {
 		// One entry per cooldown, null where it is exact.
 		ep.CooldownsBoundsS = make([]*Bounds, 0, len(ep.CooldownsS))

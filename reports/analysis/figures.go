@@ -151,6 +151,9 @@ var Figures = append([]Figure{
 			// Only the first is measured from the open.
 			s += fmt.Sprintf(" (the first %s)", boundsText(e.CooldownsBoundsS[0], Seconds))
 		}
+		if b := e.CooldownsCountBounds; unseenWait(b) {
+			s += fmt.Sprintf("; %g to %g waits: a reopen between probes may be unseen", *b.Min, *b.Max)
+		}
 		return s
 	}, In: InReport},
 	{Key: "probe_interval_s.min", Label: "probe interval min / p50 / max", Unit: Seconds,

@@ -67,7 +67,8 @@ func (u *upstreamRun) probeSpacingBounds(ep *Episode, spanEnd time.Duration) {
 // half-open admitting that many calls, or closing on a timer that long,
 // fits the evidence, and the bound stays what those calls allow).
 func (u *upstreamRun) closedBefore(ep *Episode, from, upto time.Duration) time.Duration {
-	if !u.trial.judged || u.cls == nil {
+	if !u.trial.judged || u.cls == nil || unseenWait(ep.CooldownsCountBounds) {
+		// (An unseen wait may be shorter than every one stated.)
 		return upto
 	}
 	cool := time.Duration(-1) // the least cooldown the episode allows
