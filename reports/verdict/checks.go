@@ -277,18 +277,24 @@ const (
 // shortest of their least, at most the shortest of their most.
 func shortestCooldown(subject string, ep *analysis.Episode) observation {
 	v := slices.Min(ep.CooldownsS)
-	if len(ep.CooldownsBoundsS) != len(ep.CooldownsS) {
-		return seen(subject, v)
-	}
 	o := seen(subject, v)
-	o.unplaced = TripUnplaced
-	if ep.OpenedAfterBoundsS == nil {
-		o.unplaced = cooldownUnplaced
+	lo, hi := v, v
+	if len(ep.CooldownsBoundsS) == len(ep.CooldownsS) {
+		o.unplaced = TripUnplaced
+		if ep.OpenedAfterBoundsS == nil {
+			o.unplaced = cooldownUnplaced
+		}
+		lo, hi = math.Inf(1), math.Inf(1)
+		for i, c := range ep.CooldownsS {
+			cl, ch := analysis.BoundsSpan(c, ep.CooldownsBoundsS[i])
+			lo, hi = min(lo, cl), min(hi, ch)
+		}
 	}
-	lo, hi := math.Inf(1), math.Inf(1)
-	for i, c := range ep.CooldownsS {
-		cl, ch := analysis.BoundsSpan(c, ep.CooldownsBoundsS[i])
-		lo, hi = min(lo, cl), min(hi, ch)
+	if b := ep.CooldownsCountBounds; b != nil && b.Max != nil && b.Min != nil && *b.Max > *b.Min {
+		// A wait no figure states may have been shorter than every
+		// one stated: the shortest is at most the stated one's most,
+		// as short as nothing.
+		lo, o.unplaced = 0, cooldownUnseen
 	}
 	if lo < hi {
 		o.within = &[2]float64{lo, hi}

@@ -109,6 +109,9 @@ const (
 	// (probe_interval_min_bounds_s, max_probes_in_flight_bounds).
 	UncountedProbes  = "a half-open may have let quick calls through that look like traffic resuming, probes not counted whose spacing and overlap are unseen"
 	cooldownUnplaced = "a cooldown is known only to a range: the open's bounds, a probe the gateway may have let through before it reached the upstream, or several failures of a half-open that may have reopened it"
+	// cooldownUnseen: a reopen between two probes may have gone unseen
+	// (cooldowns_count_bounds), and its wait with it.
+	cooldownUnseen = "a reopen between two probes may have gone unseen (cooldowns_count_bounds): its wait, not stated, may be shorter than every cooldown stated"
 )
 
 // Evaluate judges the expectations against an analysis: one result per set
