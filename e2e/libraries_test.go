@@ -285,6 +285,7 @@ func libDrill(t *testing.T, name string, draw func(r *rand.Rand) libCase) {
 // call through while open).
 func checkLibCycles(t *testing.T, g *shapeGW, res *rehearsal.Result) {
 	t.Helper()
+	failed := t.Failed() // checkShape printed the log then
 	ep := res.Analysis.Upstreams["app"].Episodes[0]
 	wall := res.Analysis.Run.WallStart
 	truth := g.truth(wall, ep.StartS)
@@ -332,34 +333,82 @@ func checkLibCycles(t *testing.T, g *shapeGW, res *rehearsal.Result) {
 			}
 		}
 		what := fmt.Sprintf("cycle %d cooldowns (s)", i+1)
-		if cy.MaybeProbe && len(cool) == len(cy.CooldownsS)+1 {
-			// The call after which traffic resumed was the half-open's
-			// probe, which the analysis says it may have been and does not
-			// count (probes are the least there were): its cooldown is the
-			// one not measured.
-			cool = cool[:len(cy.CooldownsS)]
+		// The log's waits, and, when the call after which traffic
+		// resumed may have been the half-open's probe (which the
+		// analysis does not count: probes are the least there were),
+		// the log's less that probe's, the one not measured.
+		logs := [][]float64{cool}
+		if cy.MaybeProbe && len(cool) > 0 {
+			logs = append(logs, cool[:len(cool)-1])
 		}
-		if len(cool) != len(cy.CooldownsS) {
-			t.Errorf("%s: measured %v, the library's log %v", what, ms(cy.CooldownsS), ms(cool))
+		var why string
+		for _, c := range logs {
+			if why = cooldownsHold(cy, c); why == "" {
+				break
+			}
+		}
+		if why != "" {
+			t.Errorf("%s: measured %v, the library's log %v: %s", what, ms(cy.CooldownsS), ms(cool), why)
 			continue
-		}
-		for j := range cool {
-			if j == 0 {
-				continue // the first probe after the open: checkShape
-			}
-			lo, hi := cy.CooldownsS[j], cy.CooldownsS[j]
-			if j < len(cy.CooldownsBoundsS) && cy.CooldownsBoundsS[j] != nil {
-				if b := cy.CooldownsBoundsS[j]; b.Min != nil && b.Max != nil {
-					lo, hi = *b.Min, *b.Max
-				}
-			}
-			tol := tolerance(cool[j])
-			if cool[j] < lo-tol || cool[j] > hi+tol {
-				t.Errorf("%s: cooldown %d measured %.3f s (bounds %.3f – %.3f), the library's %.3f s", what, j+1, cy.CooldownsS[j], lo, hi, cool[j])
-			}
 		}
 		t.Logf("%s: measured %v, the library's log %v", what, ms(cy.CooldownsS), ms(cool))
 	}
+	if !failed && t.Failed() {
+		// The library's log and its calls, to read a failure against
+		// (checkShape prints them when it fails itself).
+		for _, tr := range log {
+			t.Logf("gateway: %.4f %s", tr.At.Sub(wall).Seconds(), tr.To)
+		}
+		g.mu.Lock()
+		for _, k := range g.calls {
+			if at := k.At.Sub(wall).Seconds(); at >= ep.StartS-0.5 && at < ep.EndS+1 {
+				t.Logf("gateway call: %.4f – %.4f ok %v", at, k.End.Sub(wall).Seconds(), k.OK)
+			}
+		}
+		g.mu.Unlock()
+	}
+}
+
+// cooldownsHold says how cy's cooldowns fail to hold the library's waits
+// cool ("" when they hold). The count is held to its bounds
+// (cooldowns_count_bounds: reopens between probes that may have gone
+// unseen), exact when it has none; each measured wait, in order, to one
+// of the library's within its bounds (or the tolerance when exact), the
+// first to the first (checkShape holds its value). Waits of the log
+// left between them are the unseen reopens, never more than the bounds
+// allow; with no bounds none is left, and each wait is held to the
+// library's at the same place.
+func cooldownsHold(cy *analysis.Cycle, cool []float64) string {
+	n := len(cy.CooldownsS)
+	lo, hi := n, n
+	if b := cy.CooldownsCountBounds; b != nil && b.Min != nil && b.Max != nil {
+		lo, hi = int(*b.Min), int(*b.Max)
+	}
+	switch {
+	case len(cool) < lo || len(cool) > hi:
+		return fmt.Sprintf("%d waits, the count stated %d–%d", len(cool), lo, hi)
+	case n == 0:
+		return ""
+	case len(cool) == 0:
+		return "no wait in the log"
+	}
+	k := 1 // the next of the log's waits to match
+	for j := 1; j < n; j++ {
+		wlo, whi := cy.CooldownsS[j], cy.CooldownsS[j]
+		if j < len(cy.CooldownsBoundsS) && cy.CooldownsBoundsS[j] != nil {
+			if b := cy.CooldownsBoundsS[j]; b.Min != nil && b.Max != nil {
+				wlo, whi = *b.Min, *b.Max
+			}
+		}
+		for k < len(cool) && k-j < len(cool)-n && (cool[k] < wlo-tolerance(cool[k]) || cool[k] > whi+tolerance(cool[k])) {
+			k++ // a wait the analysis did not see (within the count's bounds)
+		}
+		if k == len(cool) || cool[k] < wlo-tolerance(cool[k]) || cool[k] > whi+tolerance(cool[k]) {
+			return fmt.Sprintf("cooldown %d measured %.3f s (bounds %.3f – %.3f) is none of the library's left in order", j+1, cy.CooldownsS[j], wlo, whi)
+		}
+		k++
+	}
+	return ""
 }
 
 // TestLibraryGobreaker: sony/gobreaker decides; consecutive failures or
