@@ -80,7 +80,11 @@ func (u *upstreamRun) resumeCooldown(cy *Cycle) {
 			// the resumed call came in the same half-open, no new wait.
 			return
 		}
-		reLo, reHi = u.firstFailedEnd(u.callsFromIdx(cy.openAt), c.calls[k].t, c.calls[k].end), c.calls[k].end
+		// The reopen came at a failure that ended in that half-open:
+		// the probe's, or any call's, one let through before the open
+		// too (a breaker that counts an answer in the state it arrives
+		// in reopens on it: reopen.go), so searched from the first call.
+		reLo, reHi = u.firstFailedEnd(0, c.calls[k].t, c.calls[k].end), c.calls[k].end
 		if counted {
 			idx = len(cy.CooldownsS) - 1
 		}
