@@ -341,10 +341,10 @@ func checkLibCycles(t *testing.T, g *shapeGW, res *rehearsal.Result) {
 		if cy.MaybeProbe && len(cool) > 0 {
 			logs = append(logs, cool[:len(cool)-1])
 		}
-		var why string
-		for _, c := range logs {
-			if why = cooldownsHold(cy, c); why == "" {
-				break
+		why := cooldownsHold(cy, logs[0]) // the reason given: the whole log's
+		for _, c := range logs[1:] {
+			if why != "" && cooldownsHold(cy, c) == "" {
+				why = ""
 			}
 		}
 		if why != "" {
