@@ -1,6 +1,9 @@
 package analysis
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A half-open reopened on a failure that was not the last probe's
 // (reopen.go).
@@ -201,5 +204,28 @@ func TestSeenReopensCountExactly(t *testing.T) {
 	ep, cy := r.cycle(t)
 	if len(cy.CooldownsS) < 2 || cy.CooldownsCountBounds != nil {
 		t.Errorf("cooldowns %v, count bounds %s: every reopen shows (%s)", cy.CooldownsS, bounds(cy.CooldownsCountBounds), ep.Statement)
+	}
+}
+
+// TestCooldownCellSaysAWaitMayBeUnseen: the report's cooldown cell says
+// when the count is only bounded, so the progression is not read as
+// every wait there was.
+func TestCooldownCellSaysAWaitMayBeUnseen(t *testing.T) {
+	var cell func(*Episode) string
+	for _, f := range Figures {
+		if f.Key == "cooldowns_s" {
+			cell = f.Cell
+		}
+	}
+	if cell == nil {
+		t.Fatal("no cooldowns_s figure")
+	}
+	ep := &Episode{CooldownsS: []float64{0.9, 1.15}}
+	if s := cell(ep); strings.Contains(s, "unseen") {
+		t.Errorf("exact count: %q", s)
+	}
+	ep.CooldownsCountBounds = &Bounds{Min: Ptr(2.0), Max: Ptr(3.0)}
+	if s := cell(ep); !strings.Contains(s, "2 to 3 waits") || !strings.Contains(s, "unseen") {
+		t.Errorf("count bounded 2 to 3: %q", s)
 	}
 }
