@@ -169,10 +169,3 @@ func (u *upstreamRun) probeCall(p Probe) int32 {
 	}
 	return -1
 }
-
-// callsFromIdx is the index in u.calls of the first call arriving at or
-// after t.
-func (u *upstreamRun) callsFromIdx(t time.Duration) int {
-	c := u.c
-	return sort.Search(len(u.calls), func(i int) bool { return c.calls[u.calls[i]].t >= t })
-}
