@@ -151,6 +151,7 @@ func latestTarget(t *testing.T, archive string) string {
 // second and finished first: its retention must not delete the longer
 // run, which is still recording.
 func TestArchiveRetentionSparesARecordingRun(t *testing.T) {
+	t.Parallel() // real processes in its own directories; waits on their timers
 	if testing.Short() {
 		t.Skip("runs the binary for several seconds; skipped with -short")
 	}
@@ -185,6 +186,7 @@ func TestArchiveRetentionSparesARecordingRun(t *testing.T) {
 // refused at once (exit 3, "in use"), and nothing of the first run is
 // touched; of two started together, exactly one runs.
 func TestOutCannotBeShared(t *testing.T) {
+	t.Parallel() // real processes in its own directories; waits on their timers
 	if testing.Short() {
 		t.Skip("runs the binary for several seconds; skipped with -short")
 	}
@@ -228,6 +230,7 @@ func TestOutCannotBeShared(t *testing.T) {
 // weekly.yaml, "payments/weekly" and "search/weekly", "Weekly Drill"
 // and "weekly-drill" — never prune each other's runs.
 func TestArchiveRetentionPerScenario(t *testing.T) {
+	t.Parallel() // real processes in its own directories; waits on their timers
 	if testing.Short() {
 		t.Skip("runs the binary for several seconds; skipped with -short")
 	}
@@ -260,6 +263,7 @@ func TestArchiveRetentionPerScenario(t *testing.T) {
 // with --keep 2 retention keeps the complete runs, never a killed run in
 // place of one.
 func TestArchiveKilledRuns(t *testing.T) {
+	t.Parallel() // real processes in its own directories; waits on their timers
 	if testing.Short() {
 		t.Skip("runs the binary for several seconds; skipped with -short")
 	}
@@ -318,6 +322,7 @@ func TestArchiveKilledRuns(t *testing.T) {
 // latest stays on the last complete run, and the index, once it can be
 // written, marks the run killed.
 func TestReportsOnAFullDisk(t *testing.T) {
+	t.Parallel() // real processes in its own directories; waits on their timers
 	if testing.Short() {
 		t.Skip("runs the binary for several seconds; skipped with -short")
 	}

@@ -25,6 +25,7 @@ import (
 // latest pointed at a complete run at every observation. 20 runs; 6 with
 // -short. The seed is logged; SOAK_SEED replays one.
 func TestArchiveSoak(t *testing.T) {
+	t.Parallel() // real processes in its own directories; waits on their timers
 	n := 20
 	if testing.Short() {
 		n = 6

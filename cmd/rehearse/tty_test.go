@@ -25,6 +25,7 @@ var (
 // than the terminal, never mixed with a log line, and never left behind
 // by a refresh; it shows the fault window and the watched breaker.
 func TestProgressLineOnTerminal(t *testing.T) {
+	t.Parallel() // real processes in its own directories; waits on their timers
 	if testing.Short() {
 		t.Skip("builds the binary and runs two rehearsals")
 	}
@@ -45,8 +46,11 @@ expectations: {upstreams: [search], opens_within: 3s}
 	if err := os.WriteFile(sc, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The four runs go side by side: each has its own tmux server
+	// (socket), run directory and ports, and mostly waits on its replay.
 	// Off a terminal (stderr a file), no status line: plain logs.
 	t.Run("not a terminal", func(t *testing.T) {
+		t.Parallel()
 		cmd := exec.Command(bin, "run", sc, "--out", filepath.Join(dir, "run-file"))
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -67,6 +71,7 @@ expectations: {upstreams: [search], opens_within: 3s}
 			name = fmt.Sprintf("%d to %d", width, tc.resizeTo)
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			sock := filepath.Join(dir, fmt.Sprintf("tmux-%d-%d", width, tc.resizeTo))
 			tmux := func(args ...string) (string, error) {
 				cmd := exec.Command("tmux", append([]string{"-S", sock}, args...)...)
