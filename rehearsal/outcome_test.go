@@ -148,7 +148,8 @@ func readJUnit(t *testing.T, dir string) harnessJUnit {
 // schedule: the harness stalled (a machine far beyond its cores, -race on
 // a shared CI runner), so the run judged nothing and said so (exit 3).
 // Such a test is about the gateway or the conductor, not the machine;
-// TestFrozenHarnessCannotPass (cmd/rehearse) is about the stall.
+// TestUnjudgedRuns/runs/FrozenHarnessCannotPass (cmd/rehearse) is about
+// the stall.
 func skipIfStalled(t *testing.T, res *Result, err error) {
 	t.Helper()
 	if err != nil && res != nil && res.Analysis != nil && res.Analysis.Replay.Stall != nil &&

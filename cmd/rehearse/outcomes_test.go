@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,13 +26,42 @@ import (
 // The three ways a run ends without its gateway being judged, each with a
 // real `rehearse run` subprocess: interrupted (Ctrl-C), a harness frozen
 // for 10 s (SIGSTOP, SIGCONT), a gateway under test killed mid-run. Each
-// checks stdout, junit.xml, report.md and run.json; TestUnjudgedRunsHistory
+// checks stdout, junit.xml, report.md and run.json; the history subtest
 // indexes the three.
 
 // unjudgedRuns are the run directories the tests below leave for the
 // history test: name → directory, under the test binary's directory
-// (TestMain removes it).
-var unjudgedRuns = map[string]string{}
+// (TestMain removes it). The three runs write it side by side.
+var (
+	unjudgedMu   sync.Mutex
+	unjudgedRuns = map[string]string{}
+)
+
+func keepUnjudged(name, dir string) {
+	unjudgedMu.Lock()
+	defer unjudgedMu.Unlock()
+	unjudgedRuns[name] = dir
+}
+
+// TestUnjudgedRuns runs the three unjudged endings side by side (each a
+// real run in its own directories, on its own ports, that mostly waits
+// on its timers: the frozen one sleeps 10 s), then indexes what they
+// left.
+func TestUnjudgedRuns(t *testing.T) {
+	t.Run("runs", func(t *testing.T) {
+		for name, f := range map[string]func(*testing.T){
+			"CtrlCIsNotAFailure":      ctrlCIsNotAFailure,
+			"FrozenHarnessCannotPass": frozenHarnessCannotPass,
+			"GatewayKilledMidRun":     gatewayKilledMidRun,
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				f(t)
+			})
+		}
+	})
+	t.Run("history", unjudgedRunsHistory)
+}
 
 // keptDir is a run directory that outlives its test, for
 // TestUnjudgedRunsHistory: under the binary's directory, new each call.
@@ -121,13 +151,13 @@ func writeFile(t *testing.T, path, text string) {
 	}
 }
 
-// TestCtrlCIsNotAFailure: Ctrl-C mid-run exited 130 with junit.xml
+// ctrlCIsNotAFailure: Ctrl-C mid-run exited 130 with junit.xml
 // failures="3" and stdout FAIL lines for expectations that had no chance
 // (one "FAIL metrics_lag_max observed 1.382s want <= 15s", a value that
 // met its limit). Now: exit 130, no FAIL line, "interrupted at T+…",
 // every expectation skipped in JUnit with that reason, the report says
 // when it was interrupted.
-func TestCtrlCIsNotAFailure(t *testing.T) {
+func ctrlCIsNotAFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
@@ -163,16 +193,16 @@ expectations:
 	if a.Run.InterruptedAtS == nil || !strings.Contains(md, "Run "+a.Interrupted()+" (Ctrl-C") || strings.Contains(md, "FAIL") {
 		t.Errorf("run.json interrupted_at_s %v; report.md:\n%s", a.Run.InterruptedAtS, md)
 	}
-	unjudgedRuns["interrupted"] = dir
+	keepUnjudged("interrupted", dir)
 }
 
-// TestFrozenHarnessCannotPass: a harness frozen for 10 s (SIGSTOP, then
+// frozenHarnessCannotPass: a harness frozen for 10 s (SIGSTOP, then
 // SIGCONT) dropped the requests it missed, noted the stall, and exited 0
 // "met", replay_lateness_max met at 233 µs: lateness counted the sent
 // requests only. Now the missed sends count as late as they were, and
 // the run is a harness failure naming the stall: exit 3, no FAIL line,
 // JUnit one error and no failure, the report leads with the stall.
-func TestFrozenHarnessCannotPass(t *testing.T) {
+func frozenHarnessCannotPass(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary, freezing it for 10 s; skipped with -short")
 	}
@@ -229,16 +259,16 @@ expectations:
 	if svg, err := os.ReadFile(filepath.Join(dir, render.TimelineFile)); err != nil || !bytes.Contains(svg, []byte(`class="stall"`)) {
 		t.Errorf("timeline.svg does not draw the stall (%v)", err)
 	}
-	unjudgedRuns["stalled"] = dir
+	keepUnjudged("stalled", dir)
 }
 
-// TestGatewayKilledMidRun: the gateway under test (here rehearse's
+// gatewayKilledMidRun: the gateway under test (here rehearse's
 // reference gateway, a process of its own behind gateway.url) is killed
 // mid-run; every later request is refused by the OS. The report blamed
 // the breaker ("never closed") and said nothing of the gateway being
 // gone. Now: exit 3, the outcome line and the report name the moment and
 // the refused requests, JUnit has one error and no failure.
-func TestGatewayKilledMidRun(t *testing.T) {
+func gatewayKilledMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary and a gateway; skipped with -short")
 	}
@@ -315,15 +345,15 @@ expectations:
 			t.Errorf("report.md blames the breaker: %s", line)
 		}
 	}
-	unjudgedRuns["gone"] = dir
+	keepUnjudged("gone", dir)
 }
 
-// TestUnjudgedRunsHistory indexes the runs the three tests above left
-// (each in its own directory, moved under one): each is listed as not
-// judged, with why, and left out of the trends.
-func TestUnjudgedRunsHistory(t *testing.T) {
+// unjudgedRunsHistory indexes the runs the three tests above left (each
+// in its own directory, moved under one): each is listed as not judged,
+// with why, and left out of the trends.
+func unjudgedRunsHistory(t *testing.T) {
 	if len(unjudgedRuns) != 3 {
-		t.Skipf("needs the runs of TestCtrlCIsNotAFailure, TestFrozenHarnessCannotPass and TestGatewayKilledMidRun (have %d)", len(unjudgedRuns))
+		t.Skipf("needs the runs of TestUnjudgedRuns/runs: Ctrl-C, frozen harness, gateway killed (have %d)", len(unjudgedRuns))
 	}
 	root := t.TempDir()
 	for name, dir := range unjudgedRuns {
