@@ -69,6 +69,7 @@ func TestEveryDrillRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every drill (about a minute); skipped with -short")
 	}
+	t.Parallel()
 	for _, d := range scenarios.Drills() {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
@@ -213,6 +214,7 @@ func TestDrillVerdicts(t *testing.T) {
 // successes_to_close_min) must fail as not observable, naming what was not
 // observed, in the results and in junit.xml, and the run exits 1.
 func TestStormAgainstNeverProbingGateway(t *testing.T) {
+	t.Parallel() // waits on a compressed drill's timers; free ports, own directory
 	if testing.Short() {
 		t.Skip("runs a compressed drill (about 15 s); skipped with -short")
 	}
