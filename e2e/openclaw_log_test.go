@@ -28,6 +28,7 @@ import (
 // time OpenClaw's own line gives, each in-turn retry with its delayMs,
 // and one fetch_start per provider call the fake upstream saw.
 func TestOpenClawLogStates(t *testing.T) {
+	t.Parallel() // its own namespace, ports and HOME; mostly waits on OpenClaw
 	dir := openclawDir(t)
 	if !inLoopbackNetns(t) {
 		return

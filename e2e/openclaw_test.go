@@ -114,6 +114,7 @@ func openclawConfig(primary, backup string, port string) string {
 // the body stamp ([rehearse:seq=N] in the last user message, which
 // OpenClaw passes through inside its ~60 KB provider request).
 func TestOpenClawSeqFromBodyStamp(t *testing.T) {
+	t.Parallel() // its own namespace, ports and HOME; mostly waits on OpenClaw
 	dir := openclawDir(t)
 	if !inLoopbackNetns(t) {
 		return

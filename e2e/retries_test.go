@@ -84,6 +84,7 @@ func deref[T any](p *T) any {
 // every failed search request exactly 3 times, immediately (it has no
 // backoff between L7 retries).
 func TestHAProxyRetries(t *testing.T) {
+	t.Parallel() // its own HAProxy and free ports; counts, not timings
 	tm := defaultTiming
 	tm.Retries, tm.RetryOn = 2, "503"
 	_, res, err := rehearseHAProxyWith(t, tm, retryStorm("retries"))
