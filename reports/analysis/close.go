@@ -331,7 +331,11 @@ func (u *upstreamRun) resumedOnProbe(cy *cyc, fr, next int32) bool {
 			}
 		}
 	}
-	return false
+	// A half-open this cycle showed letting several calls through
+	// together, refusing the rest while they were in flight, may have
+	// let the third through as a probe too: how many it admits is not
+	// seen, so calls in flight together are no evidence of a timer.
+	return u.heldSeveralAtOnce(cy, c.calls[fr].t)
 }
 
 // pendingAt reports whether a call the open breaker let through (an
