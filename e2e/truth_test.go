@@ -258,7 +258,9 @@ func compareCycles(c *comparer, ep *analysis.Episode, truth []truthCycle, wantSu
 			}
 			c.rows = append(c.rows, [4]string{what, fmt.Sprintf("%.3f", *tc.CloseAt-ref), fmt.Sprintf("%.3f (bounds %.3f – %s)", val(cy.ClosedAtS)-ref, *b.Min-ref, hi), "bound " + yes(in)})
 			if !in {
-				t.Errorf("%s: the log's close %.3f s is outside the stated bounds %.3f – %s", what, *tc.CloseAt, *b.Min, hi)
+				// All three from the same reference (what names it):
+				// the log's close, the bounds' min and max.
+				t.Errorf("%s: the log's close %.3f s is outside the stated bounds %.3f – %s", what, *tc.CloseAt-ref, *b.Min-ref, hi)
 			}
 			continue
 		}
