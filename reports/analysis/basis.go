@@ -270,6 +270,11 @@ func (u *upstreamRun) closeCandidates(cy *cyc, out *Cycle, trial bool) []*BasisE
 	if cy.closeKind == closeOnOneOf {
 		cands = append(cands, basisAt("first_success_end", cy.closeLo, "the first success to end in the close window, "+atText(cy.closeLo)))
 	}
+	if (cy.closeKind == closeOnPending || cy.closeKind == closeOnOneOf) && cy.fr >= 0 {
+		if b, ok := u.slotsClose(cy, c.calls[cy.fr].t); ok && b >= 0 {
+			cands = append(cands, basisAt("permits_exceeded", b, "the first call to arrive with more calls in flight together than the half-open let through at once, "+atText(b)+" (one giving permits back as calls end had closed by then)"))
+		}
+	}
 	if cy.closeKind == closeOnPending && cy.closeHi >= 0 {
 		cands = append(cands, basisAt("pending_end", cy.closeHi, "the end of the last call let through beside it, still in flight when traffic resumed, "+atText(cy.closeHi)))
 	}
@@ -290,6 +295,8 @@ func (u *upstreamRun) noLatestClose(cy *cyc, out *Cycle, trial bool) string {
 	case trial:
 		fr := &u.c.calls[cy.fr]
 		return fmt.Sprintf("the trial answered in %s and traffic resumed at once: a half-open admitting several calls, closing on a later success, fits", num.Sec((fr.end - fr.t).Seconds()))
+	case (cy.closeKind == closeOnPending || cy.closeKind == closeOnOneOf) && u.slotsOpen(cy):
+		return "a half-open giving a permit back as each call ends lets the next call in on it and looks closed until its last success: the traffic never had more calls in flight together than it let through at once (or a failure may have cut that short), so its close is unseen"
 	case cy.closeKind == closeOnPending:
 		return "a call let through beside the success failed or never ended: the close may have waited for an answer that never came"
 	default:

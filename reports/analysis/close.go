@@ -141,6 +141,10 @@ func (u *upstreamRun) closeOf(cy *cyc, lastBlocked time.Duration, fr, next int32
 				cy.closeHi = max(end, at)
 			}
 		}
+		// A half-open that let several calls through together may
+		// have let the first resumed call in on a permit that success
+		// gave back, and closed later.
+		u.closeOnSlots(cy, hi)
 		return
 	}
 	if by := u.successInFlight(cy, lo, hi); by >= 0 {

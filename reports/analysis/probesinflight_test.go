@@ -44,3 +44,38 @@ func TestHalfOpenSlowProbesAreNotResumption(t *testing.T) {
 		t.Errorf("close %v stated exact, the library's %.4f", fp(cy.ClosedAtS), closed)
 	}
 }
+
+// TestHalfOpenGivesPermitsBack: failsafe-go (a failure rate ≥ 0.52 over
+// ≥ 10 executions in 1.461 s, 3 successes close it, delay 1.079 s), the
+// upstream resetting from 3.354 s for 1.7 s, healthy answers 300 ms slow
+// (e2e TestLibraryFailsafe/rate, REHEARSE_SHAPE_SEED=1796445890834287309,
+// the journal kept with REHEARSE_E2E_OUT). Its log: open 4.3063,
+// half-open 5.4059, closed 5.8062. The half-open let 3 calls through
+// (5.406, 5.456, 5.506) and turned the next away while they were in
+// flight; as each succeeded (5.711, 5.756) it gave its permit back and
+// let the next call in (5.756, 5.806): traffic that looks resumed while
+// still half-open, until the third success (5.806). Bounded by the
+// first resumed call, the close was stated between 5.710 and 5.756,
+// before the log's. Not before more calls were in flight together than
+// the half-open admits (4, at 5.909) can it be bounded from outside.
+func TestHalfOpenGivesPermitsBack(t *testing.T) {
+	a := analyzeGz(t, "testdata/failsafe-permit-returned.jsonl.gz")
+	u := a.Upstreams["app"]
+	if u == nil || len(u.Episodes) != 1 || len(u.Episodes[0].Cycles) != 1 {
+		t.Fatalf("app: want one episode of one cycle, got %+v", u)
+	}
+	cy := u.Episodes[0].Cycles[0]
+	const closed = 5.8062
+	b := cy.CloseBoundsS
+	t.Logf("close %v, bounds %s, max's basis %+v", fp(cy.ClosedAtS), bounds(b), u.Episodes[0].Bases["closed_after_recovery_s"].Max)
+	if b == nil || b.Min == nil {
+		t.Fatalf("close %v stated exact, the library's %.4f: a permit-returning half-open is not pinned by one success", fp(cy.ClosedAtS), closed)
+	}
+	if *b.Min > closed+0.005 || (b.Max != nil && *b.Max < closed-0.005) {
+		t.Errorf("close bounds %s do not hold the library's close %.4f", bounds(b), closed)
+	}
+	if b.Max != nil && *b.Max > 5.95 {
+		// The fourth call in flight together (5.909) bounds it.
+		t.Errorf("close bounds %s: the latest is later than the evidence allows", bounds(b))
+	}
+}
