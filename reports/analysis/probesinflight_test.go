@@ -67,7 +67,12 @@ func TestHalfOpenGivesPermitsBack(t *testing.T) {
 	cy := u.Episodes[0].Cycles[0]
 	const closed = 5.8062
 	b := cy.CloseBoundsS
-	t.Logf("close %v, bounds %s, max's basis %+v", fp(cy.ClosedAtS), bounds(b), u.Episodes[0].Bases["closed_after_recovery_s"].Max)
+	if cb := u.Episodes[0].Bases["closed_after_recovery_s"]; cb != nil && cb.Max != nil {
+		t.Logf("close %v, bounds %s, the latest: %s (%s)", fp(cy.ClosedAtS), bounds(b), cb.Max.Evidence, cb.Max.Text)
+		if b != nil && b.Max != nil && cb.Max.Evidence != "permits_exceeded" {
+			t.Errorf("the latest's basis %s, want permits_exceeded: the calls in flight together bound it", cb.Max.Evidence)
+		}
+	}
 	if b == nil || b.Min == nil {
 		t.Fatalf("close %v stated exact, the library's %.4f: a permit-returning half-open is not pinned by one success", fp(cy.ClosedAtS), closed)
 	}
