@@ -12,6 +12,7 @@ type heldRun struct {
 	// first is the run's first arrival, n how many calls it let through.
 	first time.Duration
 	n     int
+	calls []int32
 	// clean: no call of the upstream failed, by the gateway's knowledge,
 	// from the run's first arrival to the refusal. The refusal then came
 	// from the half-open's own limit (it admits n calls at once), not from
@@ -46,7 +47,7 @@ func (u *upstreamRun) heldRuns(cy *cyc, hi time.Duration) []heldRun {
 			if cy.blockedBetween(last, min(firstEnd, hi)) {
 				ft := c.calls[adm[g]].t
 				refused := cy.nextBlocked(last)
-				out = append(out, heldRun{first: ft, n: h - g, clean: !u.failedEndedIn(ft-u.slack, refused+u.slackLate)})
+				out = append(out, heldRun{first: ft, n: h - g, calls: adm[g:h:h], clean: !u.failedEndedIn(ft-u.slack, refused+u.slackLate)})
 			}
 		}
 		g = h
@@ -108,6 +109,11 @@ func (u *upstreamRun) slotsClose(cy *cyc, hi time.Duration) (bound time.Duration
 	if !r.clean {
 		return -1, true
 	}
+	if u.permitsKept(cy, r, hi) {
+		// A fixed number of calls, not permits given back: closeOf's
+		// reading stands.
+		return -1, false
+	}
 	c := u.c
 	h := &endHeap{}
 	for _, i := range u.calls {
@@ -131,6 +137,30 @@ func (u *upstreamRun) slotsClose(cy *cyc, hi time.Duration) (bound time.Duration
 		}
 	}
 	return -1, true
+}
+
+// permitsKept reports whether r's half-open turned a request away after
+// the gateway certainly had a successful answer of one of r's calls (and
+// before traffic resumed at hi), with no failure of the upstream since r
+// began: a half-open that gives a permit back as a call ends would have
+// let that request through on it. This one admits a fixed number of
+// calls, so it closed on the successes of the calls it let through (the
+// reading closeOf gave), and the permit-returning bound does not apply.
+func (u *upstreamRun) permitsKept(cy *cyc, r heldRun, hi time.Duration) bool {
+	earliest := time.Duration(1<<63 - 1)
+	for _, i := range r.calls {
+		if k := &u.c.calls[i]; k.hasEnd && !k.failed {
+			earliest = min(earliest, u.answerHeld(i))
+		}
+	}
+	if earliest >= hi {
+		return false
+	}
+	t := cy.nextBlocked(earliest)
+	if t <= earliest || t >= hi {
+		return false
+	}
+	return !u.failedEndedIn(r.first-u.slack, t+u.slackLate)
 }
 
 // closeOnSlots widens the close closeOf placed on a success of cy's
