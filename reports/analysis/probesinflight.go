@@ -55,22 +55,6 @@ func (u *upstreamRun) heldRuns(cy *cyc, hi time.Duration) []heldRun {
 	return out
 }
 
-// failedEndedIn reports whether a call of the upstream that arrived
-// before to failed with its end in [from, to], or failed with no end.
-func (u *upstreamRun) failedEndedIn(from, to time.Duration) bool {
-	c := u.c
-	for _, i := range u.calls {
-		k := &c.calls[i]
-		if k.t >= to {
-			break
-		}
-		if k.failed && (!k.hasEnd || (k.end >= from && k.end <= to)) {
-			return true
-		}
-	}
-	return false
-}
-
 // heldSeveralAtOnce reports whether cy, before hi, let several calls
 // through together and turned a request away while they were all in
 // flight (heldRuns). Such a half-open, in its next half-open, lets as

@@ -180,7 +180,7 @@ func (s *shedSpan) shedNonRamp() (bool, string) {
 			if prev >= 0 && between >= 0 && r.done > 0 {
 				p := &c.reqs[u.sent[prev]]
 				k := &c.calls[between]
-				if k.hasEnd && !k.failed && k.end+u.slack <= r.sent && !s.failedEndedIn(p.sent-u.slackLate, r.done+u.slackLate) && !s.inFlightAt(r.sent, r.done) {
+				if k.hasEnd && !k.failed && k.end+u.slack <= r.sent && !u.failedEndedIn(p.sent-u.slackLate, r.done+u.slackLate) && !s.inFlightAt(r.sent, r.done) {
 					return true, fmt.Sprintf("at %s a request was turned away with nothing in flight and no failure since %s, when another was turned away and a call let through after it succeeded (no breaker state refuses then)", num.Sec(seconds(r.sent)), num.Sec(seconds(p.sent)))
 				}
 			}
@@ -196,28 +196,6 @@ func (s *shedSpan) shedNonRamp() (bool, string) {
 		}
 	}
 	return false, ""
-}
-
-// failedEndedIn reports whether a call of the upstream (any kind) that
-// failed ended in [from, to], or one that failed has no recorded end and
-// arrived by to.
-func (s *shedSpan) failedEndedIn(from, to time.Duration) bool {
-	c := s.u.c
-	for _, i := range s.unended {
-		if k := &c.calls[i]; k.failed && k.t <= to {
-			return true
-		}
-	}
-	for _, i := range s.callsFrom(from) {
-		k := &c.calls[i]
-		if k.t > to {
-			break
-		}
-		if k.failed && k.hasEnd && k.end >= from && k.end <= to {
-			return true
-		}
-	}
-	return false
 }
 
 // inFlightAt reports whether a call of the upstream (any kind) may have
@@ -411,7 +389,7 @@ func (s *shedSpan) shareShrank() (bool, string) {
 		if k < 0 {
 			continue
 		}
-		if c.calls[k].failed || !c.calls[k].hasEnd || (from >= 0 && s.failedEndedIn(from, r.sent)) {
+		if c.calls[k].failed || !c.calls[k].hasEnd || (from >= 0 && u.failedEndedIn(from, r.sent)) {
 			least, n, admitted, from = -1, 0, false, -1
 			continue
 		}
@@ -478,7 +456,7 @@ func (s *shedSpan) shedNoPacing() (bool, string) {
 			from = r.sent
 			continue
 		}
-		if len(admitted) == 0 || r.done <= 0 || s.failedEndedIn(from, r.done+u.slackLate) {
+		if len(admitted) == 0 || r.done <= 0 || u.failedEndedIn(from, r.done+u.slackLate) {
 			continue
 		}
 		lates = append(lates, late{r.sent, r.sent - c.calls[admitted[len(admitted)-1]].t, s.inFlightCount(r.sent, r.done)})

@@ -33,6 +33,11 @@ type upstreamRun struct {
 	// trial is what the upstream's cycles show about its trials
 	// (trial.go).
 	trial trialFacts
+	// failEnds and failUnended index the upstream's failed calls for
+	// failedEndedIn: their ends, sorted, and the arrivals of those with
+	// no recorded end; built on first use (failed.go).
+	failEnds, failUnended []time.Duration
+	failIndexed           bool
 	// lag is the forwarding lag measured on healthy traffic (forwarding).
 	lag fwdLag
 	// slack and slackLate are closeSlack and closeSlackLate, or the
